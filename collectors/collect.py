@@ -1,0 +1,153 @@
+"""One node's collection loop: connect, read static data once, then ticks; reconnect with capped backoff.
+
+Depth is the caller's choice per tick ("collect deeper for this node"):
+  "g"   grid: /proc/stat, numastat, state files, every container cgroup, pod identity
+  "gt"  + tasks of pod containers (stat, status, sched): the snapshot CLI's default; the TUI asks for it
+        every few ticks, or for the focused node
+  "gta" + last CPU of every task on the node (intruder scan: the costly part, slow cadence)
+  "gi"  + IRQ affinity and /proc/interrupts
+Static topology is re-read when /sys/devices/system/cpu/online changes, and every `static_every` ticks.
+"""
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass
+
+from .errors import PinscopeError, TransportError
+from .frames import Frame
+from .model import NodeSnapshot
+from .node import assemble
+from .rates import Rates, compute
+from .transport.local import LocalTransport
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    root: str | None = None
+    sudo: bool = False
+    identity: str | None = None
+    ssh_config: str | None = None
+    known_hosts: str | None = None
+    accept_new_host_key: bool = False
+    connect_timeout: float = 10.0
+    frame_timeout: float = 15.0
+
+
+def make_transport(target: str, opts: Options):
+    if target == "local":
+        return LocalTransport(opts.root, opts.sudo)
+    from .transport.ssh import SSHTransport  # asyncssh only when SSH is used
+
+    return SSHTransport(target, root=opts.root, sudo=opts.sudo, identity=opts.identity,
+                        ssh_config=opts.ssh_config, known_hosts=opts.known_hosts,
+                        accept_new_host_key=opts.accept_new_host_key, connect_timeout=opts.connect_timeout)
+
+
+class NodeCollector:
+    """Holds one transport and the static frame; turns requests into NodeSnapshots."""
+
+    static_every = 300
+
+    def __init__(self, target: str, opts: Options = Options(), transport=None) -> None:
+        self.target = target
+        self.opts = opts
+        self.transport = transport or make_transport(target, opts)
+        self.static: Frame | None = None
+        self.ticks = 0
+        self.last_frame_s: float | None = None
+
+    async def connect(self) -> None:
+        await self.transport.connect(self.opts.connect_timeout)
+        self.static = None
+
+    async def sample(self, depth: str = "gt") -> NodeSnapshot:
+        req = depth
+        if self.static is None or self.ticks % self.static_every == 0:
+            req = "s" + depth
+        t0 = time.perf_counter()
+        frame = await self.transport.request(req, self.opts.frame_timeout)
+        self.last_frame_s = time.perf_counter() - t0
+        self.ticks += 1
+        if "s" in req:
+            self.static = frame
+        snap = assemble(self.static, frame, self.target)
+        if self.static.files.get("/sys/devices/system/cpu/online") != frame.files.get("/sys/devices/system/cpu/online") \
+                and "s" not in req:
+            self.ticks = 0  # CPUs went on/offline: the next tick re-reads the topology
+        return snap
+
+    async def close(self) -> None:
+        await self.transport.close()
+
+
+async def snapshot(target: str, opts: Options, samples: int = 1, interval: float = 1.0,
+                   depth: str = "gti") -> tuple[NodeSnapshot, Rates | None]:
+    """Connect, take `samples` samples `interval` apart, return the last one and rates over the window."""
+    col = NodeCollector(target, opts)
+    await col.connect()
+    try:
+        first = await col.sample(depth + ("a" if samples > 1 else ""))
+        first_t = time.monotonic()
+        last = first
+        for _ in range(max(0, samples - 1)):
+            await asyncio.sleep(interval)
+            last = await col.sample(depth + "a")
+        rates = compute(first, last, time.monotonic() - first_t) if samples > 1 else None
+        return last, rates
+    finally:
+        await col.close()
+
+
+class Backoff:
+    """Capped exponential backoff with jitter, for reconnects."""
+
+    def __init__(self, base: float = 0.5, cap: float = 30.0) -> None:
+        self.base, self.cap, self.n = base, cap, 0
+
+    def next(self) -> float:
+        d = min(self.cap, self.base * (2 ** self.n))
+        self.n += 1
+        return d * (0.5 + random.random() / 2)
+
+    def reset(self) -> None:
+        self.n = 0
+
+
+async def live(collector: NodeCollector, interval: float, depth_for_tick, on_snapshot, on_state,
+               stop: asyncio.Event | None = None) -> None:
+    """The long-lived task of one node: collect, post, sleep; a failure is a state, then a reconnect."""
+    stop = stop or asyncio.Event()
+    backoff = Backoff()
+    prev: NodeSnapshot | None = None
+    connected = False
+    while not stop.is_set():
+        try:
+            if not connected:
+                on_state("connecting", None)
+                await collector.connect()
+                connected = True
+                backoff.reset()
+                on_state("up", None)
+            t0 = time.monotonic()
+            snap = await collector.sample(depth_for_tick(collector.ticks))
+            rates = compute(prev, snap, interval) if prev is not None else None
+            prev = snap
+            on_snapshot(snap, rates)
+            wait = max(0.0, interval - (time.monotonic() - t0))
+        except PinscopeError as err:
+            connected = False
+            prev = None
+            with_close = collector.close()
+            try:
+                await asyncio.wait_for(with_close, 2)
+            except (asyncio.TimeoutError, TransportError, OSError):
+                pass
+            on_state("down", str(err))
+            wait = backoff.next()
+        try:
+            await asyncio.wait_for(stop.wait(), wait)
+        except asyncio.TimeoutError:
+            pass
+    await collector.close()

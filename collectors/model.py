@@ -1,0 +1,222 @@
+"""The frozen, slotted dataclasses the rest of pinscope speaks. Raw units (jiffies, µs, ns, pages).
+
+Formatting is the widgets' job; arithmetic over two samples is rates.py's.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .errors import Problem
+
+ROLES = ("exclusive", "reserved", "isolated", "shared", "offline", "unassigned")
+
+
+@dataclass(frozen=True, slots=True)
+class Cpu:
+    id: int
+    online: bool
+    socket: int | None = None
+    die: int | None = None
+    core: int | None = None  # core_id: NOT unique across packages; key cores by (socket, die, core)
+    siblings: tuple[int, ...] = ()
+    l3: int | None = None  # L3 group: cache id, or the lowest CPU of shared_cpu_list when id is absent
+    numa_node: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NumaNode:
+    id: int
+    cpus: tuple[int, ...]
+    distances: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Topology:
+    cpus: tuple[Cpu, ...]
+    numa_nodes: tuple[NumaNode, ...]
+    online: frozenset[int]
+    possible: frozenset[int]
+    isolated: frozenset[int] = frozenset()
+    nohz_full: frozenset[int] = frozenset()
+    cmdline: str = ""
+
+    def cpu(self, cid: int) -> Cpu | None:
+        for c in self.cpus:
+            if c.id == cid:
+                return c
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class KubeletConfig:
+    """What kubelet was told (file, drop-ins, then flags, which win). `sources` says where each came from."""
+
+    found: bool = False
+    pid: int | None = None
+    config_path: str | None = None
+    root_dir: str = "/var/lib/kubelet"
+    cpu_manager_policy: str = "none"
+    cpu_manager_policy_options: dict = field(default_factory=dict)
+    reserved_cpus: frozenset[int] | None = None
+    topology_manager_policy: str = "none"
+    topology_manager_scope: str = "container"
+    memory_manager_policy: str = "None"
+    cgroup_driver: str | None = None
+    cgroup_root: str = ""
+    kube_reserved: dict = field(default_factory=dict)
+    system_reserved: dict = field(default_factory=dict)
+    reconcile_period: str = "10s"
+    sources: dict = field(default_factory=dict)
+    parsed: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class CpuManagerState:
+    """cpu_manager_state, in any of its versions, normalised to v2/v3 meaning."""
+
+    version: int
+    policy: str
+    default_cpuset: frozenset[int]
+    # pod uid -> container name -> cpus (v1 files key by container id: pod uid is then "")
+    entries: dict
+    pod_entries: dict = field(default_factory=dict)
+    checksum: int | None = None
+    checksum_ok: bool | None = None  # None: not verifiable (legacy 0, or a version we cannot render)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryAssignment:
+    type: str
+    numa_nodes: tuple[int, ...]
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryManagerState:
+    policy: str
+    entries: dict  # pod uid -> container -> tuple[MemoryAssignment]
+
+
+@dataclass(frozen=True, slots=True)
+class CgroupFiles:
+    """One cgroup directory's CPU-related files: raw text kept for the drill-down, values parsed."""
+
+    path: str
+    raw: dict  # file name -> text
+    cpus: frozenset[int] | None = None  # requested (cpuset.cpus); empty = inherit on v2
+    cpus_effective: frozenset[int] | None = None
+    mems_effective: frozenset[int] | None = None
+    quota_us: int | None = None  # None = unlimited ("max" / -1)
+    period_us: int | None = None
+    weight: int | None = None  # v2 cpu.weight, or v1 cpu.shares (see `version`)
+    nr_periods: int | None = None
+    nr_throttled: int | None = None
+    throttled_usec: int | None = None
+    pressure_some_total_us: int | None = None
+    version: int = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    tid: int
+    pid: int
+    comm: str
+    state: str = "?"
+    last_cpu: int | None = None
+    kthread: bool = False
+    utime: int = 0
+    stime: int = 0
+    allowed: frozenset[int] | None = None
+    nr_migrations: int | None = None
+    voluntary: int | None = None
+    involuntary: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Container:
+    name: str | None
+    id: str | None
+    pod_uid: str
+    cgroup_path: str | None
+    cgroup: CgroupFiles | None
+    assigned: frozenset[int] | None  # kubelet's exclusive assignment (state file), None if none
+    tasks: tuple[Task, ...] = ()
+    pids: frozenset[int] = frozenset()
+    runtime: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    uid: str
+    namespace: str | None
+    name: str | None
+    qos: str | None
+    cgroup_path: str | None
+    containers: tuple[Container, ...]
+    cgroup: CgroupFiles | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    pod_uid: str
+    namespace: str | None
+    pod: str | None
+    container: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CpuRole:
+    id: int
+    role: str
+    owners: tuple[Owner, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CpuTimes:
+    """One /proc/stat cpuN line, in USER_HZ ticks."""
+
+    busy: int
+    total: int
+
+
+@dataclass(frozen=True, slots=True)
+class Irq:
+    irq: str
+    cpus: frozenset[int]
+    name: str = ""
+    count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSnapshot:
+    node: str
+    uptime: float | None
+    cgroup_version: int | None
+    cgroup_driver: str | None
+    topology: Topology
+    kubelet: KubeletConfig
+    state: CpuManagerState | None
+    state_file: str | None
+    memory_state: MemoryManagerState | None
+    pods: tuple[Pod, ...]
+    roles: tuple[CpuRole, ...]
+    shared_pool: frozenset[int] | None
+    cpu_times: dict  # cpu id -> CpuTimes
+    numastat: dict  # node id -> {key: pages}
+    irqs: tuple[Irq, ...] | None = None
+    all_tasks: tuple[Task, ...] | None = None  # every task on the node (slow cadence), None if not read
+    roles_from: str = "state"  # "state" | "cgroups" (fallback) | "policy-none"
+    problems: tuple[Problem, ...] = ()
+    request: str = ""
+    raw_paths: frozenset[str] = frozenset()
+
+    def containers(self):
+        for p in self.pods:
+            for c in p.containers:
+                yield p, c
+
+    def role_of(self, cid: int) -> CpuRole | None:
+        for r in self.roles:
+            if r.id == cid:
+                return r
+        return None

@@ -1,0 +1,268 @@
+"""Assemble one NodeSnapshot from a static frame and a tick frame: pods, containers, roles, owners, QoS.
+
+Truth rules:
+- kubelet's view (cpu_manager_state) and the kernel's (cpuset effective) are both kept per container;
+  roles come from kubelet's view when the state file is readable, else they are inferred from the
+  cgroups and the snapshot says so (`roles_from`, and a problem).
+- an entry of one pod that overlaps another entry of the same pod is legit (init containers' CPUs are
+  reused by app containers: k/k policy_static.go cpusToReuse); every owner is listed.
+"""
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+from .errors import Problem
+from .frames import Frame
+from .model import Container, CpuRole, NodeSnapshot, Owner, Pod, Task
+from .parse.cgroup import container_id_of, driver_of, parse_cgroup_dir, parse_procs, pod_uid_of, qos_of
+from .parse.kubelet import parse_cpu_manager_state, parse_kubelet_config, parse_memory_manager_state
+from .parse.podlogs import parse_pod_logs
+from .parse.procfs import (build_irqs, make_task, parse_numastat, parse_proc_stat, parse_task_sched,
+                           parse_task_stat, parse_task_status, parse_uptime)
+from .parse.topology import parse_topology
+
+_TASKFILE = re.compile(r"^/proc/(\d+)/task/(\d+)/(stat|status|sched)$")
+_NUMASTAT = re.compile(r"^/sys/devices/system/node/node(\d+)/numastat$")
+CG = "/sys/fs/cgroup"
+
+
+def _dropin_dir(argv: list[str] | None) -> str | None:
+    if not argv:
+        return None
+    for i, a in enumerate(argv):
+        if a.startswith("--config-dir="):
+            return a.split("=", 1)[1]
+        if a == "--config-dir" and i + 1 < len(argv):
+            return argv[i + 1]
+    return None
+
+
+def _unreadable(problems: list, frame_unreadable: set, path: str, what: str) -> None:
+    if path in frame_unreadable:
+        problems.append(Problem(path, f"{what} exists but is not readable (root-only: run with --sudo)"))
+
+
+def assemble(static: Frame, tick: Frame, target: str = "node") -> NodeSnapshot:
+    files = {**static.files, **tick.files}
+    unreadable = static.unreadable | tick.unreadable
+    warnings = static.warnings + ([] if tick is static else tick.warnings)
+    problems: list[Problem] = [Problem("probe", w) for w in dict.fromkeys(warnings)]
+    for p in sorted(static.truncated | tick.truncated):
+        problems.append(Problem(p, "file too large: truncated by the probe"))
+    for p in sorted(static.nonutf8 | tick.nonutf8):
+        problems.append(Problem(p, "not UTF-8: undecodable bytes replaced"))
+    if not tick.complete:
+        problems.append(Problem("probe", "frame ended early: partial data"))
+
+    topo = parse_topology(files, problems)
+    nmax = max(topo.possible) if topo.possible else None
+    info = {**static.info, **tick.info}
+    node = (files.get("/proc/sys/kernel/hostname") or "").strip() or target
+
+    # kubelet
+    root_dir = info.get("kubelet-root", "/var/lib/kubelet")
+    cfg_path = info.get("kubelet-config") or None
+    pid = int(info["kubelet-pid"]) if info.get("kubelet-pid", "").isdigit() else None
+    ddir = _dropin_dir(static.argv)
+    dropins = [(p, t) for p, t in files.items() if ddir and p.startswith(ddir.rstrip("/") + "/") and p.endswith(".conf")]
+    if cfg_path:
+        _unreadable(problems, unreadable, cfg_path, "kubelet config")
+        if cfg_path not in files and cfg_path not in unreadable and pid is not None:
+            problems.append(Problem(cfg_path, "kubelet config named by --config is missing"))
+    kubelet = parse_kubelet_config(files.get(cfg_path) if cfg_path else None, cfg_path, dropins,
+                                   static.argv, problems, pid=pid, root_dir=root_dir)
+    state_file = f"{root_dir.rstrip('/')}/cpu_manager_state"
+    state = None
+    if state_file in files:
+        state = parse_cpu_manager_state(files[state_file], state_file, problems)
+    else:
+        _unreadable(problems, unreadable, state_file, "cpu_manager_state")
+        if state_file not in unreadable and kubelet.cpu_manager_policy == "static":
+            problems.append(Problem(state_file, "missing, but the configured policy is static"))
+    mm_file = f"{root_dir.rstrip('/')}/memory_manager_state"
+    memory_state = parse_memory_manager_state(files[mm_file], mm_file, problems) if mm_file in files else None
+
+    # cgroups
+    cgv = int(info["cgroup-version"]) if info.get("cgroup-version", "").isdigit() else None
+    base = f"{CG}/cpuset" if cgv == 1 else CG
+    cg_dirs = [d for d in tick.dirs if d.startswith(CG + "/")]
+    driver = kubelet.cgroup_driver if kubelet.sources.get("cgroup_driver") else driver_of(cg_dirs)
+    dirset = set(cg_dirs)
+    logs = parse_pod_logs(tick.dirs)
+
+    # tasks (files under /proc/<pid>/task/<tid>/)
+    task_parts: dict[int, dict] = {}
+    all_tasks = None
+    want_all = "a" in tick.request
+    for p, text in tick.files.items():
+        if not p.startswith("/proc/"):
+            continue
+        m = _TASKFILE.match(p)
+        if not m:
+            continue
+        d = task_parts.setdefault(int(m.group(2)), {"pid": int(m.group(1))})
+        d[m.group(3)] = text
+    tasks: dict[int, Task] = {}
+    sched_missing = 0
+    for tid, d in task_parts.items():
+        st = parse_task_stat(d.get("stat", ""))
+        if st is None:
+            if "stat" in d:
+                problems.append(Problem(f"/proc/{d['pid']}/task/{tid}/stat", "not a stat line"))
+            continue
+        if "status" in d and "sched" not in d:
+            sched_missing += 1
+        tasks[tid] = make_task(tid, d["pid"], st,
+                               parse_task_status(d["status"]) if "status" in d else None,
+                               parse_task_sched(d["sched"]) if "sched" in d else None)
+    if sched_missing:
+        problems.append(Problem("/proc/<pid>/task/<tid>/sched",
+                                f"missing for {sched_missing} tasks (kernel without CONFIG_SCHED_DEBUG, before 6.15): "
+                                "migrations are counted from observed last-CPU changes instead"))
+    if want_all:
+        all_tasks = tuple(sorted(tasks.values(), key=lambda t: t.tid))
+
+    # pods from cgroup dirs
+    pods_cg: dict[str, tuple[str, list[str]]] = {}
+    for d in cg_dirs:
+        parent, _, name = d.rpartition("/")
+        uid = pod_uid_of(name)
+        if uid and pod_uid_of(parent.rpartition("/")[2]) is None:
+            pods_cg.setdefault(uid, (d, []))
+    pod_dir_uid = {v[0]: k for k, v in pods_cg.items()}
+    for d in cg_dirs:
+        parent = d.rpartition("/")[0]
+        if parent in pod_dir_uid:
+            pods_cg[pod_dir_uid[parent]][1].append(d)
+
+    def cgfiles(path: str):
+        cpu_path = f"{CG}/cpu{path[len(base):]}" if cgv == 1 else None
+        return parse_cgroup_dir(files, path, cgv or 2, problems, cpu_path)
+
+    entries = state.entries if state else {}
+    v1_by_id = entries.get("", {}) if state and state.version == 1 else {}
+    pods: list[Pod] = []
+    seen_uids = set()
+    for uid, (pdir, leaves) in sorted(pods_cg.items()):
+        seen_uids.add(uid)
+        ns, pname = logs.pods.get(uid, (None, None))
+        has_logs = uid in logs.pods
+        if not has_logs:
+            problems.append(Problem(pdir, f"pod {uid} has no log directory: names unknown"))
+        containers: list[Container] = []
+        named = set()
+        for leaf in sorted(leaves):
+            cid, runtime = container_id_of(leaf.rpartition("/")[2])
+            if cid is None:
+                continue
+            ident = logs.ids.get(cid)
+            if ident is None and has_logs:
+                continue  # the pod sandbox (pause): it has no log
+            cname = ident[2] if ident else None
+            path = f"{leaf}/container" if f"{leaf}/container" in dirset else leaf
+            cgf = cgfiles(path)
+            assigned = entries.get(uid, {}).get(cname) if cname else None
+            if assigned is None and cid in v1_by_id:
+                assigned = v1_by_id[cid]
+            procs = parse_procs(files.get(f"{path}/cgroup.procs"))
+            ctasks = tuple(sorted((t for t in tasks.values() if t.pid in procs), key=lambda t: t.tid))
+            containers.append(Container(cname, cid, uid, path, cgf, assigned, ctasks, procs, runtime))
+            if cname:
+                named.add(cname)
+        for cname, cs in sorted(entries.get(uid, {}).items()):
+            if cname not in named:  # e.g. a finished init container: kubelet keeps its entry
+                containers.append(Container(cname, None, uid, None, None, cs))
+        pods.append(Pod(uid, ns, pname, qos_of(pdir), pdir, tuple(containers), cgfiles(pdir)))
+    for uid, ctrs in sorted(entries.items()):
+        if uid == "" or uid in seen_uids:
+            continue
+        ns, pname = logs.pods.get(uid, (None, None))
+        pods.append(Pod(uid, ns, pname, None, None,
+                        tuple(Container(n, None, uid, None, None, cs) for n, cs in sorted(ctrs.items()))))
+
+    roles, shared, roles_from = _roles(topo, kubelet, state, pods, problems, state_file)
+    cpu_times = parse_proc_stat(files.get("/proc/stat", ""))
+    numastat = {}
+    for p, text in tick.files.items():
+        m = _NUMASTAT.match(p)
+        if m:
+            numastat[int(m.group(1))] = parse_numastat(text)
+    irqs = build_irqs(tick.files, nmax) if "i" in tick.request else None
+    return NodeSnapshot(
+        node=node, uptime=parse_uptime(files.get("/proc/uptime")), cgroup_version=cgv, cgroup_driver=driver,
+        topology=topo, kubelet=kubelet, state=state, state_file=state_file if (state_file in files or state_file in unreadable) else None,
+        memory_state=memory_state, pods=tuple(pods), roles=roles, shared_pool=shared, cpu_times=cpu_times,
+        numastat=numastat, irqs=irqs, all_tasks=all_tasks, roles_from=roles_from, problems=tuple(problems),
+        request=tick.request, raw_paths=frozenset(files),
+    )
+
+
+def _roles(topo, kubelet, state, pods, problems, state_file):
+    online = topo.online
+    owners: dict[int, list[Owner]] = {}
+    names = {p.uid: (p.namespace, p.name) for p in pods}
+    shared = None
+    roles_from = "state"
+    policy = state.policy if state else kubelet.cpu_manager_policy
+    if state is not None and policy == "static":
+        shared = state.default_cpuset
+        for uid, ctrs in state.entries.items():
+            for cname, cs in ctrs.items():
+                if uid == "":  # v1 keys by container id: find its pod through the cgroups
+                    uid2, ns, pn, cn = _by_id(pods, cname)
+                    o = Owner(uid2, ns, pn, cn or cname)
+                else:
+                    ns, pn = names.get(uid, (None, None))
+                    o = Owner(uid, ns, pn, cname)
+                for c in cs:
+                    owners.setdefault(c, []).append(o)
+    elif policy == "none":
+        shared = online
+        roles_from = "policy-none"
+    else:
+        # static policy but no readable state: infer from what the kernel shows, and say so
+        roles_from = "cgroups"
+        problems.append(Problem(state_file, "roles inferred from cgroups: kubelet's assignment is unknown"))
+        sets = [c.cgroup.cpus_effective for _, c in _iter(pods) if c.cgroup and c.cgroup.cpus_effective]
+        if sets:
+            common = Counter(sets).most_common()
+            shared = max((s for s, n in common if n == common[0][1]), key=len)
+        for p in pods:
+            if p.qos != "Guaranteed":
+                continue
+            for c in p.containers:
+                eff = c.cgroup.cpus_effective if c.cgroup else None
+                if eff and shared is not None and not (eff & shared):
+                    for cpu in eff:
+                        owners.setdefault(cpu, []).append(Owner(p.uid, p.namespace, p.name, c.name))
+    reserved = kubelet.reserved_cpus or frozenset()
+    out = []
+    for cpu in sorted(topo.possible | online):
+        if cpu not in online:
+            role = "offline"
+        elif cpu in owners:
+            role = "exclusive"
+        elif cpu in reserved:
+            role = "reserved"
+        elif cpu in topo.isolated:
+            role = "isolated"
+        elif shared is not None and cpu in shared:
+            role = "shared"
+        else:
+            role = "unassigned"
+        out.append(CpuRole(cpu, role, tuple(owners.get(cpu, ()))))
+    return tuple(out), shared, roles_from
+
+
+def _iter(pods):
+    for p in pods:
+        for c in p.containers:
+            yield p, c
+
+
+def _by_id(pods, cid):
+    for p, c in _iter(pods):
+        if c.id == cid:
+            return p.uid, p.namespace, p.name, c.name
+    return "", None, None, None

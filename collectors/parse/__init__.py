@@ -1,0 +1,1 @@
+"""Pure parsers: text in, frozen dataclasses (or plain values) out. No I/O here."""

@@ -1,0 +1,161 @@
+"""cgroup paths -> pod / container / QoS, and one cgroup directory's CPU files -> CgroupFiles.
+
+Paths (k/k pkg/kubelet/cm/{qos,pod}_container_manager_linux.go, cgroup_manager_linux.go ToSystemd):
+  cgroupfs: /kubepods[/burstable|/besteffort]/pod<uid>/<leaf>
+  systemd:  /kubepods.slice[/kubepods-<qos>.slice]/kubepods[-<qos>]-pod<uid_>.slice/<leaf>
+Leaves: containerd "cri-containerd-<64hex>.scope" or "<64hex>"; CRI-O "crio-<64hex>[.scope]"
+(and "crio-conmon-<id>.scope", not a container); Docker "docker-<64hex>.scope". crun on v2 may add a
+"container/" sub-cgroup below the scope (run.oci.systemd.subgroup): its processes live there.
+"""
+from __future__ import annotations
+
+import re
+
+from ..errors import Problem
+from ..model import CgroupFiles
+from .cpuset import CpusetError, parse_cpuset
+
+_POD = re.compile(r"pod([0-9a-fA-F]{8}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{12})(?:\.slice)?$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+_RUNTIMES = (("cri-containerd-", "containerd"), ("crio-", "cri-o"), ("docker-", "docker"))
+
+V2_FILES = ("cpuset.cpus", "cpuset.cpus.effective", "cpuset.mems.effective", "cpu.max", "cpu.weight",
+            "cpu.stat", "cpu.pressure")
+V1_CPUSET_FILES = ("cpuset.cpus", "cpuset.effective_cpus", "cpuset.effective_mems")
+V1_CPU_FILES = ("cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.shares", "cpu.stat")
+
+
+def pod_uid_of(dirname: str) -> str | None:
+    """'pod1234-...' or 'kubepods-burstable-pod1234_...slice' -> '1234-...' (dashes restored)."""
+    m = _POD.search(dirname)
+    return m.group(1).replace("_", "-").lower() if m else None
+
+
+def qos_of(path: str) -> str:
+    """QoS from the cgroup path: Guaranteed pods sit directly under kubepods."""
+    low = path.lower()
+    if "besteffort" in low:
+        return "BestEffort"
+    if "burstable" in low:
+        return "Burstable"
+    return "Guaranteed"
+
+
+def container_id_of(leaf: str) -> tuple[str | None, str | None]:
+    """A leaf directory name -> (64-hex id, runtime) or (None, None) when it is not a container."""
+    name = leaf[:-6] if leaf.endswith(".scope") else leaf
+    if name.startswith("crio-conmon-"):
+        return None, None
+    for prefix, runtime in _RUNTIMES:
+        if name.startswith(prefix):
+            cid = name[len(prefix):]
+            return (cid, runtime) if _HEX64.match(cid) else (None, None)
+    if _HEX64.match(name):
+        return name, None
+    return None, None
+
+
+def driver_of(paths) -> str | None:
+    for p in paths:
+        if "kubepods.slice" in p:
+            return "systemd"
+        if "/kubepods/" in p or p.endswith("/kubepods"):
+            return "cgroupfs"
+    return None
+
+
+def _first_int(text: str | None) -> int | None:
+    if text is None:
+        return None
+    t = text.strip().split()
+    if not t:
+        return None
+    try:
+        return int(t[0])
+    except ValueError:
+        return None
+
+
+def _kv(text: str | None) -> dict:
+    out = {}
+    for line in (text or "").splitlines():
+        k, _, v = line.partition(" ")
+        try:
+            out[k] = int(v.strip())
+        except ValueError:
+            pass
+    return out
+
+
+def _cs(text, path, problems) -> frozenset[int] | None:
+    if text is None:
+        return None
+    try:
+        return parse_cpuset(text)
+    except CpusetError as err:
+        problems.append(Problem(path, str(err)))
+        return None
+
+
+def parse_cgroup_dir(files: dict, path: str, version: int, problems: list[Problem],
+                     cpu_path: str | None = None) -> CgroupFiles:
+    """Read the CPU files of one cgroup directory out of the frame. `cpu_path`: v1 cpu hierarchy dir."""
+    raw: dict = {}
+    if version == 2:
+        for f in V2_FILES:
+            t = files.get(f"{path}/{f}")
+            if t is not None:
+                raw[f] = t
+        quota = period = None
+        cm = raw.get("cpu.max")
+        if cm is not None:
+            parts = cm.split()
+            if len(parts) >= 1 and parts[0] != "max":
+                quota = _first_int(parts[0])
+            if len(parts) >= 2:
+                period = _first_int(parts[1])
+        st = _kv(raw.get("cpu.stat"))
+        press = None
+        for line in (raw.get("cpu.pressure") or "").splitlines():
+            if line.startswith("some "):
+                for w in line.split():
+                    if w.startswith("total="):
+                        press = _first_int(w[6:])
+        return CgroupFiles(
+            path=path, raw=raw, version=2,
+            cpus=_cs(raw.get("cpuset.cpus"), f"{path}/cpuset.cpus", problems),
+            cpus_effective=_cs(raw.get("cpuset.cpus.effective"), f"{path}/cpuset.cpus.effective", problems),
+            mems_effective=_cs(raw.get("cpuset.mems.effective"), f"{path}/cpuset.mems.effective", problems),
+            quota_us=quota, period_us=period, weight=_first_int(raw.get("cpu.weight")),
+            nr_periods=st.get("nr_periods"), nr_throttled=st.get("nr_throttled"),
+            throttled_usec=st.get("throttled_usec"), pressure_some_total_us=press,
+        )
+    for f in V1_CPUSET_FILES:
+        t = files.get(f"{path}/{f}")
+        if t is not None:
+            raw[f] = t
+    cp = cpu_path or path
+    for f in V1_CPU_FILES:
+        t = files.get(f"{cp}/{f}")
+        if t is not None:
+            raw[f] = t
+    q = _first_int(raw.get("cpu.cfs_quota_us"))
+    st = _kv(raw.get("cpu.stat"))
+    tt = st.get("throttled_time")
+    return CgroupFiles(
+        path=path, raw=raw, version=1,
+        cpus=_cs(raw.get("cpuset.cpus"), f"{path}/cpuset.cpus", problems),
+        cpus_effective=_cs(raw.get("cpuset.effective_cpus"), f"{path}/cpuset.effective_cpus", problems),
+        mems_effective=_cs(raw.get("cpuset.effective_mems"), f"{path}/cpuset.effective_mems", problems),
+        quota_us=q if q is not None and q >= 0 else None,
+        period_us=_first_int(raw.get("cpu.cfs_period_us")),
+        weight=_first_int(raw.get("cpu.shares")),
+        nr_periods=st.get("nr_periods"), nr_throttled=st.get("nr_throttled"),
+        throttled_usec=tt // 1000 if tt is not None else None,  # v1 throttled_time is in ns
+    )
+
+
+def parse_procs(text: str | None) -> frozenset[int]:
+    if not text:
+        return frozenset()
+    return frozenset(int(x) for x in text.split() if x.isdigit())

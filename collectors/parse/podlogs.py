@@ -1,0 +1,46 @@
+"""Pod and container identity without the API server, from the kubelet's log layout.
+
+k/k pkg/kubelet/kuberuntime/helpers.go BuildPodLogsDirectory: <podLogsDir>/<namespace>_<pod>_<uid>/<container>/
+kuberuntime_container.go: /var/log/containers/<pod>_<namespace>_<container>-<containerID>.log
+Namespace and pod names cannot contain '_', so splitting on '_' is safe; the UID is the last field.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_UID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass(slots=True)
+class PodLogs:
+    pods: dict = field(default_factory=dict)  # uid -> (namespace, name)
+    containers: dict = field(default_factory=dict)  # uid -> [container names]
+    ids: dict = field(default_factory=dict)  # container id -> (namespace, pod, container)
+
+
+def parse_pod_logs(dirs: list[str], pod_logs_dir: str = "/var/log/pods") -> PodLogs:
+    out = PodLogs()
+    base = pod_logs_dir.rstrip("/") + "/"
+    for d in dirs:
+        if d.startswith(base):
+            rel = d[len(base):].strip("/")
+            parts = rel.split("/")
+            segs = parts[0].split("_")
+            if len(segs) != 3 or not _UID.match(segs[2]):
+                continue
+            ns, name, uid = segs
+            out.pods[uid] = (ns, name)
+            if len(parts) == 2 and parts[1]:
+                out.containers.setdefault(uid, []).append(parts[1])
+        elif d.startswith("/var/log/containers/") and d.endswith(".log"):
+            fn = d[len("/var/log/containers/"):-4]
+            segs = fn.split("_")
+            if len(segs) != 3:
+                continue
+            pod, ns, rest = segs
+            cname, _, cid = rest.rpartition("-")
+            if cname and _HEX64.match(cid):
+                out.ids[cid] = (ns, pod, cname)
+    return out

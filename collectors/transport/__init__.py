@@ -1,0 +1,1 @@
+"""Transports only move probe frames: local subprocess, SSH (asyncssh), demo."""

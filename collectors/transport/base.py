@@ -1,0 +1,65 @@
+"""What every transport shares: the probe command line, and reading one frame off a byte stream.
+
+A transport owns a running probe and a pair of streams. `request("g")` writes one line and reads until
+the frame's Z line, with a deadline. Nothing remote is ever put into the command: the probe text is
+constant and the only arguments (root prefix) come from the user, quoted with shlex.quote.
+"""
+from __future__ import annotations
+
+import asyncio
+import shlex
+
+from .. import probe_text
+from ..errors import ProbeFailed
+from ..frames import MAX_FRAME_BYTES, Frame, parse_frame
+
+SUDO_REFUSED = "Wsudo -n was refused: root-only files (cpu_manager_state) stay unreadable"
+
+
+def probe_command(root: str | None = None, sudo: bool = False) -> str:
+    """The one command line a node runs: constant probe text, user-given arguments quoted."""
+    p = shlex.quote(probe_text())
+    args = "pinscope-probe"
+    if root:
+        args += " --root " + shlex.quote(root)
+    if not sudo:
+        return f"exec sh -c {p} {args}"
+    return (f"if [ \"$(id -u)\" = 0 ]; then exec sh -c {p} {args}; "
+            f"elif sudo -n true 2>/dev/null; then exec sudo -n sh -c {p} {args}; "
+            f"else echo {shlex.quote(SUDO_REFUSED)}; exec sh -c {p} {args}; fi")
+
+
+class FrameStream:
+    """Request/response over a probe's stdin/stdout. Subclasses provide the streams."""
+
+    writer = None  # has write(bytes) (+ drain() for asyncio)
+    reader = None  # has async readline() -> bytes
+
+    async def _write(self, data: bytes) -> None:
+        self.writer.write(data)
+        drain = getattr(self.writer, "drain", None)
+        if drain is not None:
+            await drain()
+
+    async def request(self, req: str, timeout: float = 10.0) -> Frame:
+        """Ask for one frame ('s', 'g', 'gt', 'gta', 'gi', ...) and wait for it, at most `timeout` s."""
+        try:
+            return await asyncio.wait_for(self._request(req), timeout)
+        except asyncio.TimeoutError as err:
+            raise ProbeFailed(f"no frame within {timeout:g} s") from err
+
+    async def _request(self, req: str) -> Frame:
+        await self._write(req.encode() + b"\n")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            line = await self.reader.readline()
+            if not line:
+                raise ProbeFailed("the probe's output ended (connection lost or probe exited)")
+            chunks.append(line)
+            size += len(line)
+            if line[:1] == b"Z":
+                break
+            if size > MAX_FRAME_BYTES:
+                raise ProbeFailed(f"frame larger than {MAX_FRAME_BYTES} bytes")
+        return parse_frame(b"".join(chunks))

@@ -1,0 +1,41 @@
+"""The probe as a local subprocess (`pinscope snapshot local`, fixture trees with --root)."""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from ..errors import Unreachable
+from .base import FrameStream, probe_command
+
+
+class LocalTransport(FrameStream):
+    name = "local"
+
+    def __init__(self, root: str | None = None, sudo: bool = False) -> None:
+        self.root = root
+        self.sudo = sudo
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def connect(self, timeout: float = 10.0) -> None:
+        try:
+            self.proc = await asyncio.create_subprocess_exec(
+                "sh", "-c", probe_command(self.root, self.sudo),
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.DEVNULL, limit=1 << 20)
+        except OSError as err:
+            raise Unreachable(f"cannot start sh: {err}") from err
+        self.reader, self.writer = self.proc.stdout, self.proc.stdin
+
+    async def close(self) -> None:
+        if self.proc is None:
+            return
+        with contextlib.suppress(Exception):
+            self.writer.write(b"q\n")
+            self.writer.close()
+        try:
+            await asyncio.wait_for(self.proc.wait(), 2)
+        except (asyncio.TimeoutError, ProcessLookupError):
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+            await self.proc.wait()
+        self.proc = None

@@ -1,0 +1,1 @@
+"""Themes are data: Textual Theme objects plus .tcss that uses only $variables."""

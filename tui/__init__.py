@@ -1,0 +1,1 @@
+"""pinscope's terminal UI (Textual) and command line."""

@@ -1,0 +1,174 @@
+"""The `pinscope` command line: snapshot, check, demo, and the live TUI (the default).
+
+No traceback ever reaches the user: node-level failures are one plain line on stderr and a non-zero exit;
+anything unexpected is reported the same way (with PINSCOPE_DEBUG=1 the traceback is shown).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+
+from collectors.collect import Options, snapshot
+from collectors.errors import PinscopeError
+from collectors.jsonout import to_json
+from collectors.parse.cpuset import format_cpuset
+
+COMMANDS = ("snapshot", "check", "demo")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("targets", nargs="*", metavar="TARGET", help="'local' or [user@]host[:port]")
+    p.add_argument("--root", help="read the node's files under this prefix (fixture trees, kubectl debug: /host)")
+    p.add_argument("--sudo", action="store_true", help="read root-only files (cpu_manager_state) through sudo -n")
+    p.add_argument("--interval", type=float, default=1.0, help="seconds between samples (default 1)")
+    p.add_argument("-i", dest="identity", metavar="KEY", help="SSH private key")
+    p.add_argument("--ssh-config", metavar="F", help="OpenSSH client config file (default ~/.ssh/config)")
+    p.add_argument("--known-hosts", metavar="F", help="known_hosts file (default ~/.ssh/known_hosts)")
+    p.add_argument("--accept-new-host-key", action="store_true",
+                   help="trust and record the key of a host never seen before (a changed key is still refused)")
+    p.add_argument("--connect-timeout", type=float, default=10.0, help="seconds (default 10)")
+
+
+def build_parser(cmd: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"pinscope {cmd}".strip())
+    if cmd in ("snapshot", "check"):
+        _common(p)
+        p.add_argument("--json", action="store_true", help="one JSON object (a list with several targets)")
+        p.add_argument("--samples", type=int, default=1, help="samples to take; rates need 2 (default 1)")
+    elif cmd == "demo":
+        p.add_argument("--theme", default="dark")
+    else:
+        _common(p)
+        p.add_argument("--theme", default="dark")
+    return p
+
+
+def _opts(a) -> Options:
+    return Options(root=a.root, sudo=a.sudo, identity=a.identity, ssh_config=a.ssh_config,
+                   known_hosts=a.known_hosts, accept_new_host_key=a.accept_new_host_key,
+                   connect_timeout=a.connect_timeout)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cmd = argv[0] if argv and argv[0] in COMMANDS else ""
+    if cmd:
+        argv = argv[1:]
+    a = build_parser(cmd).parse_args(argv)
+    try:
+        if cmd in ("snapshot", "check"):
+            return asyncio.run(_snapshot_cmd(a, check=cmd == "check"))
+        if cmd == "demo":
+            from tui.app import run_demo
+
+            return run_demo(theme=a.theme)
+        if not a.targets:
+            build_parser("").print_usage(sys.stderr)
+            print("pinscope: give a TARGET ('local' or [user@]host[:port]), or try 'pinscope demo'", file=sys.stderr)
+            return 2
+        from tui.app import run_live
+
+        return run_live(a.targets, _opts(a), interval=a.interval, theme=a.theme)
+    except KeyboardInterrupt:
+        return 130
+    except PinscopeError as err:
+        print(f"pinscope: {err}", file=sys.stderr)
+        return 1
+    except Exception as err:  # the last line of defence: a plain line, never a traceback
+        if os.environ.get("PINSCOPE_DEBUG"):
+            raise
+        print(f"pinscope: internal error: {type(err).__name__}: {err}", file=sys.stderr)
+        return 3
+
+
+async def _one(target: str, a) -> tuple[dict | None, str | None]:
+    try:
+        snap, rates = await snapshot(target, _opts(a), samples=max(1, a.samples), interval=a.interval)
+    except PinscopeError as err:
+        return None, str(err)
+    from collectors.findings import evaluate
+
+    findings = evaluate(snap, rates)
+    return to_json(snap, rates, findings), None
+
+
+async def _snapshot_cmd(a, check: bool) -> int:
+    targets = a.targets or ["local"]
+    results = await asyncio.gather(*(_one(t, a) for t in targets))
+    failed = [(t, e) for t, (_, e) in zip(targets, results) if e]
+    if a.json:
+        objs = [o if o is not None else {"node": t, "error": e} for t, (o, e) in zip(targets, results)]
+        print(json.dumps(objs[0] if len(objs) == 1 else objs, indent=1))
+    else:
+        for t, (o, e) in zip(targets, results):
+            if o is not None:
+                print(render_check(o) if check else render_table(o))
+    for t, e in failed:
+        print(f"pinscope: {e}", file=sys.stderr)
+    if failed and len(failed) == len(targets):
+        return 1 if not check else 3
+    if check:
+        worst = 0
+        for o, _ in results:
+            for f in (o or {}).get("findings", []):
+                worst = max(worst, {"critical": 2, "warning": 1}.get(f["severity"], 0))
+        return worst
+    return 0
+
+
+GLYPH = {"exclusive": "#", "reserved": "R", "shared": ".", "isolated": "I", "offline": "x", "unassigned": "?"}
+
+
+def render_table(o: dict) -> str:
+    k = o["kubelet"]
+    out = [f"node {o['node']}  cgroup v{o['cgroup']['version']} ({o['cgroup']['driver'] or 'driver unknown'})  "
+           f"policy {k['cpu_manager_policy']}  topology {k['topology_manager_policy']}  "
+           f"reserved {format_cpuset(k['reserved_cpus']) or '-'}  roles from {o['roles_from']}"]
+    cpus = {c["id"]: c for c in o["cpus"]}
+    for n in o["numa_nodes"] or [{"id": None, "cpus": sorted(cpus)}]:
+        out.append(f"  NUMA {n['id']}:")
+        for cid in n["cpus"]:
+            c = cpus.get(cid)
+            if not c:
+                continue
+            own = ", ".join(f"{w['namespace'] or '?'}/{w['pod'] or w['pod_uid'][:8]}/{w['container'] or '?'}"
+                            for w in c["owners"])
+            util = f"{c['util'] * 100:5.1f}%" if c["util"] is not None else "     -"
+            out.append(f"    cpu{cid:<4} {GLYPH.get(c['role'], '?')} {c['role']:<10} s{c['socket']} core {c['core']} "
+                       f"sib {format_cpuset(c['siblings']):<8} {util}  {own}")
+    out.append("  pods:")
+    for p in o["pods"]:
+        for c in p["containers"]:
+            eff = format_cpuset(c["cpus_effective"]) if c["cpus_effective"] is not None else "-"
+            asg = format_cpuset(c["cpuset"]) if c["cpuset"] is not None else "shared"
+            out.append(f"    {p['namespace'] or '?'}/{p['name'] or p['uid']} {c['name'] or '?'} [{p['qos']}] "
+                       f"kubelet {asg} kernel {eff} tasks {len(c['tasks'])}")
+    if o["errors"]:
+        out.append("  problems:")
+        out.extend(f"    {e['source']}: {e['message']}" for e in o["errors"])
+    return "\n".join(out)
+
+
+def render_check(o: dict) -> str:
+    out = []
+    order = {"critical": 0, "warning": 1, "info": 2}
+    fs = sorted(o["findings"], key=lambda f: (order.get(f["severity"], 3), f["code"]))
+    for f in fs:
+        where = []
+        if f.get("cpus"):
+            where.append("cpus " + format_cpuset(f["cpus"]))
+        if f.get("pod"):
+            where.append(f"{f.get('namespace') or '?'}/{f['pod']}" + (f"/{f['container']}" if f.get("container") else ""))
+        out.append(f"{o['node']}: {f['severity']:<8} {f['code']:<24} {f['message']}"
+                   + (f"  [{'; '.join(where)}]" if where else ""))
+        out.append(f"    hint: {f['hint']}")
+    n = {s: sum(1 for f in fs if f["severity"] == s) for s in order}
+    out.append(f"{o['node']}: {n['critical']} critical, {n['warning']} warning, {n['info']} info")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
