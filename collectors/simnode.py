@@ -1,0 +1,388 @@
+"""Simulated node trees: a small description -> the files a real node has, under a root directory.
+
+Used by the fixtures in tests/, by bench/, and by `pinscope demo` (which then reads the tree through the
+real probe and parsers: no second code path). Shapes are modelled on real machines:
+- "intel" numbering: SMT siblings are N and N + ncpus/2, core_id has gaps (0-4, 8-12, 16-20, ...);
+- "amd" numbering: siblings adjacent (2k, 2k+1), dense core_ids, several NUMA nodes per socket (NPS2/4).
+Nothing here reads the real machine; it only writes below `root`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .parse.cpuset import format_cpuset
+from .parse.kubelet import checksum_v2
+
+
+@dataclass
+class CtrSpec:
+    name: str
+    cpus: str | None = None  # kubelet's exclusive assignment; None = shared pool
+    effective: str | None = None  # what the kernel shows, when it differs from kubelet (drift)
+    tasks: int = 2
+    busy: float = 0.3  # share of a CPU each task burns, for the simulated counters
+    quota_cores: float | None = None  # CFS quota; None = unlimited
+    throttled: int = 0  # nr_throttled growth per tick
+    init: bool = False  # an init container: in the state file, no cgroup left
+    mems: str | None = None
+    id: str | None = None
+
+
+@dataclass
+class PodSpec:
+    name: str
+    namespace: str = "default"
+    qos: str = "Guaranteed"
+    containers: list[CtrSpec] = field(default_factory=list)
+    uid: str | None = None
+    logs: bool = True
+    cgroup: bool = True
+
+
+@dataclass
+class NodeSpec:
+    hostname: str = "node-1"
+    sockets: int = 1
+    cores: int = 4  # per socket
+    threads: int = 2
+    numa_per_socket: int = 1
+    numbering: str = "intel"
+    offline: str = ""
+    isolated: str = ""
+    cgroup: int = 2
+    driver: str = "systemd"
+    runtime: str = "containerd"
+    policy: str = "static"
+    policy_options: dict = field(default_factory=dict)
+    topology_policy: str = "none"
+    reserved: str | None = "0"
+    kubelet_root: str = "/var/lib/kubelet"
+    config_path: str = "/var/lib/kubelet/config.yaml"
+    flags: list[str] = field(default_factory=list)
+    state_version: int = 2
+    state_text: str | None = None  # raw override (broken nodes)
+    config_text: str | None = None
+    kubelet_running: bool = True
+    pods: list[PodSpec] = field(default_factory=list)
+    irqs: dict = field(default_factory=dict)  # irq number -> cpulist
+    other_tasks: list = field(default_factory=list)  # (comm, cpu, kthread) tasks outside pods
+    numa_miss_per_tick: int = 0
+    seed: int = 1
+
+    @property
+    def ncpus(self) -> int:
+        return self.sockets * self.cores * self.threads
+
+
+def _uid(rng: random.Random) -> str:
+    h = "%032x" % rng.getrandbits(128)
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
+
+def _cset(text: str | None) -> set[int]:
+    from .parse.cpuset import parse_cpuset
+
+    return set(parse_cpuset(text or ""))
+
+
+class SimNode:
+    """Writes a NodeSpec's tree once (`write()`), then advances its counters (`tick()`)."""
+
+    def __init__(self, spec: NodeSpec, root: str | os.PathLike) -> None:
+        self.spec = spec
+        self.root = Path(root)
+        self.rng = random.Random(spec.seed)
+        self.t = 0
+        self.cpu_busy: dict[int, float] = {}
+        self.counters: dict = {}
+        self._layout()
+
+    # ------------------------------------------------------------------ layout
+    def _layout(self) -> None:
+        s = self.spec
+        n = s.ncpus
+        per_sock = s.cores * s.threads
+        self.topo = {}  # cpu -> (socket, core_id, siblings, numa, l3)
+        cores_per_numa = max(1, s.cores // s.numa_per_socket)
+        for sock in range(s.sockets):
+            for c in range(s.cores):
+                if s.numbering == "intel":
+                    ids = [t * (s.sockets * s.cores) + sock * s.cores + c for t in range(s.threads)]
+                    core_id = c + (c // 5) * 3  # gaps, as on real Xeons
+                else:
+                    ids = [sock * per_sock + c * s.threads + t for t in range(s.threads)]
+                    core_id = c
+                numa = sock * s.numa_per_socket + min(c // cores_per_numa, s.numa_per_socket - 1)
+                for cid in ids:
+                    self.topo[cid] = (sock, core_id, ids, numa, numa)
+        self.online = set(range(n)) - _cset(s.offline)
+        self.nnuma = s.sockets * s.numa_per_socket
+        for p in s.pods:
+            p.uid = p.uid or _uid(self.rng)
+            for c in p.containers:
+                c.id = c.id or "%064x" % self.rng.getrandbits(256)
+        exclusive = set()
+        for p in s.pods:
+            for c in p.containers:
+                if c.cpus and not c.init:
+                    exclusive |= _cset(c.cpus)
+        self.default = self.online - exclusive if s.policy == "static" else set()
+        self.pid = 1000
+
+    def w(self, rel: str, text: str | bytes) -> None:
+        p = self.root / rel.lstrip("/")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(text, str):
+            text = text.encode()
+        p.write_bytes(text)
+
+    def cg_dir(self, pod: PodSpec, ctr: CtrSpec | None, controller: str = "cpuset") -> str:
+        s = self.spec
+        q = pod.qos.lower()
+        if s.driver == "systemd":
+            u = pod.uid.replace("-", "_")
+            if pod.qos == "Guaranteed":
+                d = f"kubepods.slice/kubepods-pod{u}.slice"
+            else:
+                d = f"kubepods.slice/kubepods-{q}.slice/kubepods-{q}-pod{u}.slice"
+        else:
+            d = f"kubepods/pod{pod.uid}" if pod.qos == "Guaranteed" else f"kubepods/{q}/pod{pod.uid}"
+        if ctr is not None:
+            pre = {"containerd": "cri-containerd-", "crio": "crio-", "docker": "docker-"}[s.runtime]
+            leaf = f"{pre}{ctr.id}.scope" if s.driver == "systemd" else (
+                f"crio-{ctr.id}" if s.runtime == "crio" else ctr.id)
+            d = f"{d}/{leaf}"
+        base = "/sys/fs/cgroup" if s.cgroup == 2 else f"/sys/fs/cgroup/{controller}"
+        return f"{base}/{d}"
+
+    # ------------------------------------------------------------------ static files
+    def write(self) -> "SimNode":
+        s = self.spec
+        n = s.ncpus
+        cpu = "/sys/devices/system/cpu"
+        self.w(f"{cpu}/possible", f"0-{n - 1}\n")
+        self.w(f"{cpu}/present", f"0-{n - 1}\n")
+        self.w(f"{cpu}/online", format_cpuset(self.online) + "\n")
+        self.w(f"{cpu}/offline", format_cpuset(set(range(n)) - self.online) + "\n")
+        self.w(f"{cpu}/isolated", format_cpuset(_cset(s.isolated)) + "\n")
+        self.w(f"{cpu}/kernel_max", "8191\n")
+        for cid, (sock, core, sib, numa, l3) in self.topo.items():
+            d = f"{cpu}/cpu{cid}"
+            if cid != 0:
+                self.w(f"{d}/online", "1\n" if cid in self.online else "0\n")
+            if cid not in self.online:
+                continue  # offline CPUs have no topology/ directory
+            self.w(f"{d}/topology/physical_package_id", f"{sock}\n")
+            self.w(f"{d}/topology/die_id", "0\n")
+            self.w(f"{d}/topology/core_id", f"{core}\n")
+            sib_on = [x for x in sib if x in self.online]
+            self.w(f"{d}/topology/core_cpus_list", format_cpuset(sib_on) + "\n")
+            self.w(f"{d}/topology/thread_siblings_list", format_cpuset(sib_on) + "\n")
+            for k, (lvl, typ) in enumerate([(1, "Data"), (1, "Instruction"), (2, "Unified"), (3, "Unified")]):
+                ix = f"{d}/cache/index{k}"
+                self.w(f"{ix}/level", f"{lvl}\n")
+                self.w(f"{ix}/type", f"{typ}\n")
+                self.w(f"{ix}/id", f"{l3 if lvl == 3 else core}\n")
+                shared = [x for x, v in self.topo.items() if v[4] == l3 and x in self.online] if lvl == 3 else sib_on
+                self.w(f"{ix}/shared_cpu_list", format_cpuset(shared) + "\n")
+        node = "/sys/devices/system/node"
+        self.w(f"{node}/possible", f"0-{self.nnuma - 1}\n")
+        self.w(f"{node}/online", f"0-{self.nnuma - 1}\n")
+        for nn in range(self.nnuma):
+            cl = [x for x, v in self.topo.items() if v[3] == nn and x in self.online]
+            self.w(f"{node}/node{nn}/cpulist", format_cpuset(cl) + "\n")
+            sock = nn // s.numa_per_socket
+            dist = [10 if m == nn else (12 if m // s.numa_per_socket == sock else 32) for m in range(self.nnuma)]
+            self.w(f"{node}/node{nn}/distance", " ".join(map(str, dist)) + "\n")
+        cmd = "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro"
+        if s.isolated:
+            cmd += f" isolcpus={s.isolated}"
+        self.w("/proc/cmdline", cmd + "\n")
+        self.w("/proc/sys/kernel/hostname", s.hostname + "\n")
+        if s.cgroup == 2:
+            self.w("/sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory hugetlb pids\n")
+            self.w("/sys/fs/cgroup/cpuset.cpus.effective", format_cpuset(self.online) + "\n")
+        else:
+            self.w("/sys/fs/cgroup/cpuset/cpuset.effective_cpus", format_cpuset(self.online) + "\n")
+        self._kubelet()
+        self._pods()
+        irq_lines = ["           " + "".join(f"CPU{c:<8}" for c in sorted(self.online))]
+        for irq, cl in sorted(s.irqs.items()):
+            self.w(f"/proc/irq/{irq}/effective_affinity_list", cl + "\n")
+            self.w(f"/proc/irq/{irq}/smp_affinity_list", cl + "\n")
+            irq_lines.append(f" {irq:>3}: " + " ".join("0" for _ in self.online) + f"  PCI-MSI {irq}-edge  eth0-rx-{irq}")
+        self.w("/proc/interrupts", "\n".join(irq_lines) + "\n")
+        self.tick()
+        return self
+
+    def _kubelet(self) -> None:
+        s = self.spec
+        kr = s.kubelet_root
+        if s.kubelet_running:
+            argv = ["/usr/bin/kubelet", f"--config={s.config_path}"]
+            if kr != "/var/lib/kubelet":
+                argv += ["--root-dir", kr]
+            argv += s.flags
+            self.w("/proc/1/comm", "systemd\n")
+            self.w("/proc/1/cmdline", b"/sbin/init\0")
+            self.w("/proc/700/comm", "kubelet\n")
+            self.w("/proc/700/cmdline", "\0".join(argv).encode() + b"\0")
+        if s.config_text is not None:
+            cfg = s.config_text
+        else:
+            cfg = ("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+                   f"cgroupDriver: {s.driver}\ncpuManagerPolicy: {s.policy}\n"
+                   f"topologyManagerPolicy: {s.topology_policy}\n")
+            if s.reserved is not None:
+                cfg += f'reservedSystemCPUs: "{s.reserved}"\n'
+            if s.policy_options:
+                cfg += "cpuManagerPolicyOptions:\n" + "".join(f'  {k}: "{v}"\n' for k, v in s.policy_options.items())
+            cfg += "systemReserved:\n  cpu: 500m\n  memory: 1Gi\n"
+        self.w(s.config_path, cfg)
+        if s.state_text is not None:
+            self.w(f"{kr}/cpu_manager_state", s.state_text)
+            return
+        default = format_cpuset(self.default)
+        entries: dict = {}
+        for p in s.pods:
+            for c in p.containers:
+                if c.cpus:
+                    entries.setdefault(p.uid, {})[c.name] = c.cpus
+        policy = s.policy
+        doc = {"policyName": policy, "defaultCpuSet": default if policy == "static" else ""}
+        if entries and policy == "static":
+            doc["entries"] = entries
+        doc["checksum"] = checksum_v2(doc["policyName"], doc["defaultCpuSet"], doc.get("entries", {}))
+        if s.state_version == 4:
+            data = json.dumps({k: v for k, v in doc.items() if k != "checksum"})
+            from .parse.kubelet import fnv1a32
+
+            doc = {**doc, "checksum": 0, "data": data, "dataChecksum": fnv1a32("(string)" + data)}
+        self.w(f"{kr}/cpu_manager_state", json.dumps(doc))
+
+    def _pods(self) -> None:
+        s = self.spec
+        self.tasks = []  # (tid, pid, comm, cpuset, busy, ctr-key)
+        for p in s.pods:
+            if p.logs:
+                self.w(f"/var/log/pods/{p.namespace}_{p.name}_{p.uid}/.keep", "")
+            if not p.cgroup:
+                continue
+            pdir = self.cg_dir(p, None)
+            self._cg(pdir, p, None, self.online)
+            sandbox = "%064x" % self.rng.getrandbits(256)
+            sb = CtrSpec("POD", id=sandbox, tasks=1, busy=0.0)
+            for c in [sb] + p.containers:
+                if c.init:
+                    continue
+                if c is not sb and p.logs:
+                    self.w(f"/var/log/pods/{p.namespace}_{p.name}_{p.uid}/{c.name}/0.log", "")
+                    self.w(f"/var/log/containers/{p.name}_{p.namespace}_{c.name}-{c.id}.log", "")
+                eff = _cset(c.effective) if c.effective else (_cset(c.cpus) if c.cpus else self.default or self.online)
+                d = self.cg_dir(p, c)
+                self._cg(d, p, c, eff)
+                pids = []
+                for k in range(c.tasks):
+                    self.pid += 1
+                    tid = self.pid
+                    if k == 0:
+                        pids.append(tid)
+                    self.tasks.append([tid, pids[0], c.name[:15] if c is not sb else "pause", sorted(eff), c.busy,
+                                       (p.uid, c.id), 0, 0, self.rng.choice(sorted(eff))])
+                procs = "".join(f"{x}\n" for x in pids)
+                if s.cgroup == 2:
+                    self.w(f"{d}/cgroup.procs", procs)
+                else:
+                    self.w(f"{d}/cgroup.procs", procs)
+        for comm, cpu, kthread in s.other_tasks:
+            self.pid += 1
+            self.tasks.append([self.pid, self.pid, comm, [cpu], 0.5, None, 0, 0, cpu, kthread])
+
+    def _cg(self, d: str, p: PodSpec, c: CtrSpec | None, eff: set[int]) -> None:
+        s = self.spec
+        mems = c.mems if c and c.mems else format_cpuset(sorted({self.topo[x][3] for x in eff if x in self.topo}))
+        quota = int(c.quota_cores * 100000) if c and c.quota_cores else None
+        if s.cgroup == 2:
+            self.w(f"{d}/cpuset.cpus", (c.effective or c.cpus or "") + "\n" if c else "\n")
+            self.w(f"{d}/cpuset.cpus.effective", format_cpuset(eff) + "\n")
+            self.w(f"{d}/cpuset.mems.effective", mems + "\n")
+            self.w(f"{d}/cpu.max", f"{quota if quota else 'max'} 100000\n")
+            self.w(f"{d}/cpu.weight", "100\n")
+            self.w(f"{d}/cpu.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
+        else:
+            self.w(f"{d}/cpuset.cpus", format_cpuset(eff) + "\n")
+            self.w(f"{d}/cpuset.effective_cpus", format_cpuset(eff) + "\n")
+            self.w(f"{d}/cpuset.effective_mems", mems + "\n")
+            cd = d.replace("/sys/fs/cgroup/cpuset/", "/sys/fs/cgroup/cpu/", 1)
+            self.w(f"{cd}/cpu.cfs_quota_us", f"{quota if quota else -1}\n")
+            self.w(f"{cd}/cpu.cfs_period_us", "100000\n")
+            self.w(f"{cd}/cpu.shares", "1024\n")
+
+    # ------------------------------------------------------------------ dynamic files
+    def tick(self, dt: float = 1.0, load: dict | None = None) -> None:
+        """Advance the counters by `dt` seconds and rewrite the files that change."""
+        s = self.spec
+        self.t += dt
+        hz = 100
+        busy = {c: 0.02 for c in self.online}
+        for t in self.tasks:
+            tid, pid, comm, cpus, b, key, *_ = t
+            wob = 1.0 + 0.4 * ((self.rng.random() - 0.5) if load is None else load.get(key, 0.0))
+            cpu = t[8] if len(cpus) == 1 or self.rng.random() > 0.1 else self.rng.choice(cpus)
+            if cpu != t[8]:
+                t[6] += 1
+            t[8] = cpu
+            t[7] += int(b * wob * hz * dt)
+            busy[cpu] = min(1.0, busy.get(cpu, 0) + b * wob)
+        lines = []
+        tot = [0] * 4
+        for c in sorted(self.online):
+            u, idle = self.counters.get(("cpu", c), (0, 0))
+            u += int(busy[c] * hz * dt)
+            idle += int((1 - busy[c]) * hz * dt)
+            self.counters[("cpu", c)] = (u, idle)
+            lines.append(f"cpu{c} {u} 0 0 {idle} 0 0 0 0 0 0")
+            tot[0] += u
+            tot[3] += idle
+        self.w("/proc/stat", f"cpu  {tot[0]} 0 0 {tot[3]} 0 0 0 0 0 0\n" + "\n".join(lines)
+               + f"\nctxt {int(self.t * 1000)}\nbtime 1700000000\nprocesses 5000\nprocs_running 3\n")
+        self.w("/proc/uptime", f"{1000 + self.t:.2f} {2000 + self.t:.2f}\n")
+        for nn in range(self.nnuma):
+            hit, miss = self.counters.get(("numa", nn), (100000, 0))
+            hit += 10000
+            miss += s.numa_miss_per_tick
+            self.counters[("numa", nn)] = (hit, miss)
+            self.w(f"/sys/devices/system/node/node{nn}/numastat",
+                   f"numa_hit {hit}\nnuma_miss {miss}\nnuma_foreign 0\ninterleave_hit 0\nlocal_node {hit}\nother_node {miss}\n")
+        for t in self.tasks:
+            tid, pid, comm, cpus, b, key, migr, ticks, cpu = t[:9]
+            kth = t[9] if len(t) > 9 else False
+            flags = 0x00208040 if kth else 0x00400100
+            d = f"/proc/{pid}/task/{tid}"
+            self.w(f"{d}/stat", f"{tid} ({comm}) R 1 {pid} {pid} 0 -1 {flags} 0 0 0 0 {ticks} 0 0 0 20 0 1 0 100 "
+                   f"1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 0 17 {cpu} 0 0 0 0 0\n")
+            self.w(f"{d}/status", f"Name:\t{comm}\nTgid:\t{pid}\nPid:\t{tid}\nCpus_allowed_list:\t{format_cpuset(cpus)}\n"
+                   f"Mems_allowed_list:\t0\nvoluntary_ctxt_switches:\t{int(self.t * 10)}\nnonvoluntary_ctxt_switches:\t{migr}\n")
+            self.w(f"{d}/sched", f"{comm} ({tid}, #threads: 1)\n{'-' * 67}\n"
+                   f"se.nr_migrations                             :{migr:>21}\nnr_switches                                  :{int(self.t * 10) + migr:>21}\n"
+                   f"nr_voluntary_switches                        :{int(self.t * 10):>21}\nnr_involuntary_switches                      :{migr:>21}\n")
+        for p in s.pods:
+            if not p.cgroup:
+                continue
+            for c in p.containers:
+                if c.init:
+                    continue
+                d = self.cg_dir(p, c, "cpu")
+                per, thr = self.counters.get(("cg", c.id), (0, 0))
+                per += int(10 * dt) if c.quota_cores else 0
+                thr += c.throttled
+                self.counters[("cg", c.id)] = (per, thr)
+                if s.cgroup == 2:
+                    self.w(f"{d}/cpu.stat", f"usage_usec {int(self.t * 1e6 * c.busy)}\nuser_usec 0\nsystem_usec 0\n"
+                           f"nr_periods {per}\nnr_throttled {thr}\nthrottled_usec {thr * 5000}\nnr_bursts 0\nburst_usec 0\n")
+                else:
+                    self.w(f"{d}/cpu.stat", f"nr_periods {per}\nnr_throttled {thr}\nthrottled_time {thr * 5000000}\n")
