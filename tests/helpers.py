@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -85,7 +84,9 @@ class RealPod:
         return p
 
     def _write(self, p: Path, text: str) -> None:
+        missing = [d for d in reversed(p.parents) if not d.exists()]
         p.parent.mkdir(parents=True, exist_ok=True)
+        self.made.extend(missing)
         if not p.exists():
             self.files.append(p)
         p.write_text(text)
@@ -133,8 +134,6 @@ class RealPod:
         time.sleep(0.1)
         for f in reversed(self.files):
             f.unlink(missing_ok=True)
-        for d in (Path(f"/var/log/pods/e2e_busy-pod_{self.uid}/busy"), Path(f"/var/log/pods/e2e_busy-pod_{self.uid}")):
-            shutil.rmtree(d, ignore_errors=True)
         for d in reversed(self.made):
             for _ in range(20):
                 try:

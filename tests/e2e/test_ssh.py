@@ -1,0 +1,125 @@
+"""Over a real OpenSSH sshd on 127.0.0.1: same truth as local, strict host keys, bounded failures,
+a killed connection reported and recovered."""
+import asyncio
+import json
+import socket
+import time
+
+import psutil
+import pytest
+
+import sshd as sshd_mod
+from collectors.collect import NodeCollector, Options, live
+from collectors.simnode import CtrSpec, NodeSpec, PodSpec, SimNode
+from helpers import need, run_cli
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    ok, why = sshd_mod.available()
+    need(ok, why)
+    s = sshd_mod.Sshd(tmp_path_factory.mktemp("sshd")).start()
+    yield s
+    s.kill()
+
+
+@pytest.fixture(scope="module")
+def node_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("node")
+    spec = NodeSpec(hostname="ssh-node", sockets=2, cores=4, reserved="0,8",
+                    pods=[PodSpec("db", "prod", containers=[CtrSpec("pg", cpus="1-2,9-10")]),
+                          PodSpec("web", qos="Burstable", containers=[CtrSpec("nginx")])])
+    SimNode(spec, root).write()
+    return str(root)
+
+
+def test_ssh_snapshot_equals_local(server, node_root):
+    loc = run_cli("snapshot", "--json", "--root", node_root, "local")
+    rem = run_cli("snapshot", "--json", "--root", node_root, *server.args(), server.target)
+    assert loc.returncode == 0 and rem.returncode == 0, rem.stderr
+    a, b = json.loads(loc.stdout), json.loads(rem.stdout)
+    assert a == b
+    time.sleep(0.3)
+    left = [p.info["pid"] for p in psutil.process_iter(["pid", "cmdline"]) if "pinscope-probe" in (p.info["cmdline"] or [])]
+    assert left == [], "a probe outlived its connection"
+    assert a["node"] == "ssh-node" and [c["role"] for c in a["cpus"]][:3] == ["reserved", "exclusive", "exclusive"]
+
+
+def test_unknown_host_key_is_refused_naming_the_key(server, node_root, tmp_path):
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    r = run_cli("snapshot", "--json", "-i", str(server.userkey), "--ssh-config", str(server.ssh_config),
+                "--known-hosts", str(empty), server.target)
+    assert r.returncode != 0
+    fp = __import__("subprocess").run(["ssh-keygen", "-l", "-E", "sha256", "-f", str(server.hostkey) + ".pub"],
+                                      capture_output=True, text=True).stdout.split()[1]
+    assert fp in r.stderr and "host key" in r.stderr and "Traceback" not in r.stderr
+    assert r.stderr.count("\n") == 1
+
+
+def test_accept_new_host_key_records_it_then_refuses_a_changed_one(server, node_root, tmp_path):
+    kh = tmp_path / "known_hosts"
+    kh.write_text("")
+    r = run_cli("snapshot", "--json", "--root", node_root, "-i", str(server.userkey), "--ssh-config",
+                str(server.ssh_config), "--known-hosts", str(kh), "--accept-new-host-key", server.target)
+    assert r.returncode == 0, r.stderr
+    assert f"[127.0.0.1]:{server.port} ssh-ed25519 " in kh.read_text()
+    # a different key for the same host: accept-new must NOT overwrite it
+    other = tmp_path / "other"
+    __import__("subprocess").run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+    kh.write_text(f"[127.0.0.1]:{server.port} {(tmp_path / 'other.pub').read_text()}")
+    r = run_cli("snapshot", "--json", "-i", str(server.userkey), "--ssh-config", str(server.ssh_config),
+                "--known-hosts", str(kh), "--accept-new-host-key", server.target)
+    assert r.returncode != 0 and "does not match" in r.stderr
+
+
+def test_dead_port_fails_fast_and_silent_port_in_bounded_time(server):
+    dead = sshd_mod.free_port()
+    t0 = time.time()
+    r = run_cli("snapshot", *server.args(), f"root@127.0.0.1:{dead}")
+    assert r.returncode == 1 and "Traceback" not in r.stderr and time.time() - t0 < 10
+    # a port that accepts but never speaks SSH: the connect timeout bounds it
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(5)
+        t0 = time.time()
+        r = run_cli("snapshot", "--connect-timeout", "2", *server.args(), f"root@127.0.0.1:{s.getsockname()[1]}")
+        took = time.time() - t0
+    assert r.returncode == 1 and "no answer within 2 s" in r.stderr
+    assert took < 8
+
+
+def test_sshd_killed_mid_stream_is_reported_and_reconnected(tmp_path, node_root):
+    ok, why = sshd_mod.available()
+    need(ok, why)
+    srv = sshd_mod.Sshd(tmp_path / "s").start()
+    opts = Options(root=node_root, identity=str(srv.userkey), known_hosts=str(srv.known_hosts),
+                   ssh_config=str(srv.ssh_config), connect_timeout=2)
+    states, snaps = [], []
+
+    async def scenario():
+        col = NodeCollector(srv.target, opts)
+        stop = asyncio.Event()
+        task = asyncio.create_task(live(col, 0.2, lambda n: "g", lambda s, r: snaps.append(s),
+                                        lambda st, msg: states.append((st, msg)), stop))
+        async def until(cond, t=15):
+            end = time.time() + t
+            while not cond() and time.time() < end:
+                await asyncio.sleep(0.05)
+            assert cond(), states
+        await until(lambda: len(snaps) >= 2)
+        srv.kill()
+        await until(lambda: any(s == "down" for s, _ in states))
+        n = len(snaps)
+        srv.start()
+        await until(lambda: len(snaps) > n + 1 and states[-1][0] == "up", 30)
+        stop.set()
+        await asyncio.wait_for(task, 5)
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        srv.kill()
+    down = [m for s, m in states if s == "down"]
+    assert down and ("connection lost" in down[0] or "ended" in down[0])
+    assert snaps[-1].node == "ssh-node"
