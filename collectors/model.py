@@ -55,7 +55,7 @@ class KubeletConfig:
     pid: int | None = None
     config_path: str | None = None
     root_dir: str = "/var/lib/kubelet"
-    cpu_manager_policy: str = "none"
+    cpu_manager_policy: str | None = "none"  # None: the config could not be read
     cpu_manager_policy_options: dict = field(default_factory=dict)
     reserved_cpus: frozenset[int] | None = None
     topology_manager_policy: str = "none"

@@ -364,7 +364,7 @@ class SimNode:
             flags = 0x00208040 if kth else 0x00400100
             d = f"/proc/{pid}/task/{tid}"
             self.w(f"{d}/stat", f"{tid} ({comm}) R 1 {pid} {pid} 0 -1 {flags} 0 0 0 0 {ticks} 0 0 0 20 0 1 0 100 "
-                   f"1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 0 17 {cpu} 0 0 0 0 0\n")
+                   f"1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 {cpu} 0 0 0 0 0\n")
             self.w(f"{d}/status", f"Name:\t{comm}\nTgid:\t{pid}\nPid:\t{tid}\nCpus_allowed_list:\t{format_cpuset(cpus)}\n"
                    f"Mems_allowed_list:\t0\nvoluntary_ctxt_switches:\t{int(self.t * 10)}\nnonvoluntary_ctxt_switches:\t{migr}\n")
             self.w(f"{d}/sched", f"{comm} ({tid}, #threads: 1)\n{'-' * 67}\n"

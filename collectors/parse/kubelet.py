@@ -138,6 +138,8 @@ def parse_kubelet_config(
             values[field] = _coerce(field, flags[flag], f"flag {flag}", problems)
             sources[field] = f"flag {flag}"
     kw = {k: v for k, v in values.items() if v is not None}
+    if not parsed and "cpu_manager_policy" not in kw:
+        kw["cpu_manager_policy"] = None  # the file said something we could not read: unknown, not "none"
     cfg = KubeletConfig(
         found=config_text is not None or argv is not None,
         pid=pid,
@@ -147,7 +149,7 @@ def parse_kubelet_config(
         parsed=parsed,
         **kw,
     )
-    if cfg.cpu_manager_policy not in ("none", "static"):
+    if cfg.cpu_manager_policy not in ("none", "static", None):
         problems.append(Problem(sources.get("cpu_manager_policy", "kubelet"),
                                 f"unknown cpuManagerPolicy {cfg.cpu_manager_policy!r}"))
     return cfg
@@ -196,7 +198,7 @@ def parse_cpu_manager_state(text: str, source: str, problems: list[Problem]) -> 
     try:
         doc = json.loads(text)
     except ValueError as err:
-        problems.append(Problem(source, f"not valid JSON ({err.msg} at char {err.pos})"))
+        problems.append(Problem(source, f"not valid JSON: {err.msg} (char {err.pos})"))
         return None
     if not isinstance(doc, dict):
         problems.append(Problem(source, "not a JSON object"))

@@ -1,0 +1,117 @@
+"""Fixture node trees, read through the real probe under --root: golden JSON plus the facts spelled out.
+
+Set PINSCOPE_UPDATE_GOLDEN=1 to rewrite the golden files (then read the diff before committing).
+"""
+import asyncio
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from collectors.collect import Options, snapshot
+from collectors.findings import evaluate
+from collectors.jsonout import to_json
+from collectors.simnode import SimNode
+from nodes import SHAPES
+
+GOLDEN = Path(__file__).resolve().parent.parent / "golden"
+
+
+def read(tmp_path, shape: str) -> dict:
+    spec = SHAPES[shape]()
+    SimNode(spec, tmp_path).write()
+    snap, rates = asyncio.run(snapshot("local", Options(root=str(tmp_path))))
+    return to_json(snap, rates, evaluate(snap, rates))
+
+
+def by_id(o):
+    return {c["id"]: c for c in o["cpus"]}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_golden(tmp_path, shape):
+    o = read(tmp_path, shape)
+    text = json.dumps(o, indent=1, sort_keys=True) + "\n"
+    g = GOLDEN / f"{shape}.json"
+    if os.environ.get("PINSCOPE_UPDATE_GOLDEN"):
+        g.write_text(text)
+    assert g.exists(), f"no golden file {g}: run with PINSCOPE_UPDATE_GOLDEN=1"
+    assert json.loads(text) == json.loads(g.read_text())
+
+
+def test_dual_socket_intel(tmp_path):
+    o = read(tmp_path, "dual_socket_intel")
+    cpus = by_id(o)
+    assert o["cgroup"] == {"version": 2, "driver": "systemd"}
+    assert len(cpus) == 48 and {c["socket"] for c in cpus.values()} == {0, 1}
+    assert cpus[0]["siblings"] == [0, 24] and cpus[24]["core"] == cpus[0]["core"] == 0
+    assert cpus[5]["core"] == 8  # core_id gaps, as on Xeons
+    assert cpus[13]["socket"] == 1 and cpus[13]["core"] == 1  # core_id repeats across packages
+    assert [n["cpus"][:3] for n in o["numa_nodes"]] == [[0, 1, 2], [12, 13, 14]]
+    assert o["numa_nodes"][0]["distances"] == [10, 32]
+    assert cpus[0]["role"] == cpus[24]["role"] == "reserved"
+    assert {cpus[i]["role"] for i in (1, 2, 25, 26)} == {"exclusive"}
+    assert cpus[1]["owners"][0]["pod"] == "md-feed-0" and cpus[1]["owners"][0]["container"] == "feed"
+    # init container's CPUs reused by the app container: both are owners, that is legit
+    assert sorted(w["container"] for w in cpus[13]["owners"]) == ["engine", "init-tune"]
+    assert cpus[3]["role"] == "shared" and cpus[47]["role"] == "shared"
+    k = o["kubelet"]
+    assert k["cpu_manager_policy"] == "static" and k["reserved_cpus"] == [0, 24]
+    assert k["topology_manager_policy"] == "single-numa-node"
+    assert k["cpu_manager_policy_options"] == {"full-pcpus-only": "true"}
+    pods = {p["name"]: p for p in o["pods"]}
+    assert pods["api-5c8d"]["qos"] == "Burstable" and pods["logs-x1"]["qos"] == "BestEffort"
+    eng = next(c for c in pods["matcher-7d9f"]["containers"] if c["name"] == "engine")
+    assert eng["cpuset"] == [13, 14, 37, 38] == eng["cpus_effective"] and eng["runtime"] == "containerd"
+    init = next(c for c in pods["matcher-7d9f"]["containers"] if c["name"] == "init-tune")
+    assert init["id"] is None and init["cpus_effective"] is None  # finished: no cgroup, entry kept
+    metrics = next(c for c in pods["matcher-7d9f"]["containers"] if c["name"] == "metrics")
+    assert metrics["cpuset"] is None and metrics["exclusive"] is False
+    assert len(metrics["cpus_effective"]) == 48 - 8  # reserved CPUs stay in the shared pool (no strict-cpu-reservation)
+    assert o["errors"] == []
+
+
+def test_amd_v1_cgroupfs_nondefault_root(tmp_path):
+    o = read(tmp_path, "amd_multi_numa_v1")
+    cpus = by_id(o)
+    assert o["cgroup"] == {"version": 1, "driver": "cgroupfs"}
+    assert o["kubelet"]["state_file"] == "/data/kubelet/cpu_manager_state"
+    assert o["kubelet"]["config"] == "/etc/kubernetes/kubelet.yaml"
+    assert cpus[8]["siblings"] == [8, 9] and len(o["numa_nodes"]) == 4
+    assert [n["cpus"] for n in o["numa_nodes"]][2] == list(range(16, 24))
+    assert o["numa_nodes"][1]["distances"] == [12, 10, 12, 12]
+    assert {cpus[i]["role"] for i in range(8, 16)} == {"exclusive"}
+    assert cpus[0]["role"] == cpus[1]["role"] == "reserved"
+    tri = next(p for p in o["pods"] if p["name"] == "infer-0")["containers"][0]
+    assert tri["cpus_effective"] == list(range(8, 16)) and tri["mems_effective"] == [1]
+    assert len(tri["tasks"]) == 3 and all(8 <= t["last_cpu"] <= 15 for t in tri["tasks"])
+    assert o["errors"] == []
+
+
+def test_policy_none(tmp_path):
+    o = read(tmp_path, "policy_none")
+    assert o["roles_from"] == "policy-none"
+    assert {c["role"] for c in o["cpus"]} == {"shared"}
+    assert all(not c["exclusive"] for p in o["pods"] for c in p["containers"])
+
+
+def test_offline_and_isolated(tmp_path):
+    o = read(tmp_path, "offline_isolated")
+    cpus = by_id(o)
+    assert [cpus[i]["role"] for i in range(8)] == ["reserved", "shared", "exclusive", "exclusive",
+                                                    "isolated", "isolated", "offline", "offline"]
+    assert cpus[6]["online"] is False and cpus[6]["socket"] is None
+    assert o["isolated"] == [4, 5]
+
+
+def test_broken_node_is_partial_not_fatal(tmp_path):
+    o = read(tmp_path, "broken")
+    msgs = " | ".join(f"{e['source']}: {e['message']}" for e in o["errors"])
+    assert "cpu_manager_state: not valid JSON" in msgs and "truncated" not in msgs
+    assert "kubelet config is not valid YAML" in msgs
+    assert "no log directory" in msgs
+    assert o["roles_from"] == "cgroups" and "roles inferred from cgroups" in msgs
+    assert len(o["cpus"]) == 4 and all(c["online"] for c in o["cpus"])
+    (p,) = o["pods"]
+    assert p["name"] is None and p["containers"][0]["cpus_effective"] == [2]

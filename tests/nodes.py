@@ -1,0 +1,62 @@
+"""Node shapes this machine can't have, as small descriptions modelled on real nodes.
+
+Each builds a tree with collectors.simnode and is read through the real probe (--root) in the tests.
+"""
+from collectors.simnode import CtrSpec, NodeSpec, PodSpec
+
+
+def dual_socket_intel() -> NodeSpec:
+    """2 x 12-core Xeon, HT on (48 CPUs, siblings N and N+24), cgroup v2, systemd, containerd, static."""
+    return NodeSpec(
+        hostname="xeon-2s", sockets=2, cores=12, threads=2, numbering="intel", cgroup=2, driver="systemd",
+        runtime="containerd", policy="static", reserved="0,24", topology_policy="single-numa-node",
+        policy_options={"full-pcpus-only": "true"},
+        pods=[
+            PodSpec("md-feed-0", "trading", containers=[CtrSpec("feed", cpus="1-2,25-26", busy=0.9)]),
+            PodSpec("matcher-7d9f", "trading", containers=[
+                CtrSpec("init-tune", cpus="13,37", init=True),
+                CtrSpec("engine", cpus="13-14,37-38", busy=0.95),
+                CtrSpec("metrics", busy=0.05)]),
+            PodSpec("api-5c8d", "web", qos="Burstable", containers=[CtrSpec("api", tasks=4)]),
+            PodSpec("logs-x1", "kube-system", qos="BestEffort", containers=[CtrSpec("fluent")]),
+        ])
+
+
+def amd_multi_numa_v1() -> NodeSpec:
+    """EPYC 1 socket, 16 cores x 2 threads, NPS4 (4 NUMA nodes), siblings adjacent; cgroup v1,
+    cgroupfs driver, kubelet under --root-dir /data/kubelet with its config at /etc/kubernetes."""
+    return NodeSpec(
+        hostname="epyc-nps4", sockets=1, cores=16, threads=2, numa_per_socket=4, numbering="amd", cgroup=1,
+        driver="cgroupfs", runtime="containerd", policy="static", reserved="0-1",
+        kubelet_root="/data/kubelet", config_path="/etc/kubernetes/kubelet.yaml",
+        pods=[
+            PodSpec("infer-0", "ml", containers=[CtrSpec("triton", cpus="8-15", busy=0.8, tasks=3)]),
+            PodSpec("encoder-a", "media", containers=[CtrSpec("ffmpeg", cpus="16-19")]),
+            PodSpec("shell", "default", qos="BestEffort", containers=[CtrSpec("sh")]),
+        ])
+
+
+def policy_none() -> NodeSpec:
+    return NodeSpec(hostname="plain", sockets=1, cores=4, threads=2, policy="none", reserved=None,
+                    cgroup=2, driver="systemd",
+                    pods=[PodSpec("guar", "default", containers=[CtrSpec("app")]),
+                          PodSpec("burst", "default", qos="Burstable", containers=[CtrSpec("app")])])
+
+
+def offline_isolated() -> NodeSpec:
+    """CPUs 6-7 offline, 4-5 isolcpus (in the shared pool: not load-balanced)."""
+    return NodeSpec(hostname="plc-edge", sockets=1, cores=4, threads=2, numbering="amd", offline="6-7",
+                    isolated="4-5", policy="static", reserved="0", cgroup=2, driver="cgroupfs",
+                    pods=[PodSpec("plc", "ot", containers=[CtrSpec("loop", cpus="2-3")])])
+
+
+def broken() -> NodeSpec:
+    """Everything that goes wrong at once: a truncated state file, a config that is not YAML."""
+    return NodeSpec(hostname="broken", sockets=1, cores=2, threads=2, policy="static",
+                    state_text='{"policyName":"static","defaultCpuSet":"0-3","entries":{"abc',
+                    config_text="cpuManagerPolicy: [static\n",
+                    pods=[PodSpec("lost", "default", logs=False, containers=[CtrSpec("x", cpus="2")])])
+
+
+SHAPES = {"dual_socket_intel": dual_socket_intel, "amd_multi_numa_v1": amd_multi_numa_v1,
+          "policy_none": policy_none, "offline_isolated": offline_isolated, "broken": broken}
