@@ -1,11 +1,16 @@
 """One node's collection loop: connect, read static data once, then ticks; reconnect with capped backoff.
 
-Depth is the caller's choice per tick ("collect deeper for this node"):
-  "g"   grid: /proc/stat, numastat, state files, every container cgroup, pod identity
-  "gt"  + tasks of pod containers (stat, status, sched): the snapshot CLI's default; the TUI asks for it
-        every few ticks, or for the focused node
-  "gta" + last CPU of every task on the node (intruder scan: the costly part, slow cadence)
-  "gi"  + IRQ affinity and /proc/interrupts
+Depth is chosen per tick ("collect deeper for this node"; letters as in probe.sh):
+  g  grid, every tick: /proc/stat, numastat, the state file, each container's effective cpuset + cpu.stat
+  c  cgroup detail (requested cpuset, mems, quota, weight, pressure)        every 5th tick
+  t  tasks of pod containers (stat + sched)                                every 10th tick
+  T  the same plus status (Cpus_allowed_list)                              every 30th tick
+  a  every task's stat on the node (the intruder scan: the costly part)    every 10th tick
+  i  IRQ affinity and /proc/interrupts                                     every 10th tick
+  n  pod/container names (log layout): at start, and when an unnamed pod or container appears
+The focused container (the one a drill-down shows) gets all of its files and tasks every tick.
+The snapshot CLI asks for everything on every sample. Deeper data is carried between ticks and each
+task is stamped with the uptime it was read at, so rates never mix a fresh counter with a stale one.
 Static topology is re-read when /sys/devices/system/cpu/online changes, and every `static_every` ticks.
 """
 from __future__ import annotations
@@ -35,6 +40,20 @@ class Options:
     frame_timeout: float = 15.0
 
 
+FULL = "gcTai"
+
+
+def live_depth(tick: int) -> str:
+    """The default cadence of the live views (see the module docstring)."""
+    d = "g"
+    if tick % 5 == 0:
+        d += "c"
+    if tick % 10 == 0:
+        d += "T" if tick % 30 == 0 else "t"
+        d += "ai"
+    return d
+
+
 def make_transport(target: str, opts: Options):
     if target == "local":
         return LocalTransport(opts.root, opts.sudo)
@@ -55,24 +74,51 @@ class NodeCollector:
         self.opts = opts
         self.transport = transport or make_transport(target, opts)
         self.static: Frame | None = None
+        self.names: Frame | None = None
+        self.want_names = True
+        self.unnamed_at_names: set = set()
+        self.carry: dict[str, Frame] = {}  # depth letter -> the last frame that had it
+        self.focus: str | None = None  # container id whose everything is read every tick
         self.ticks = 0
         self.last_frame_s: float | None = None
+        self.last_frame_bytes = 0
 
     async def connect(self) -> None:
         await self.transport.connect(self.opts.connect_timeout)
         self.static = None
+        self.names = None
+        self.want_names = True
+        self.carry = {}
 
-    async def sample(self, depth: str = "gt") -> NodeSnapshot:
+    async def sample(self, depth: str = FULL) -> NodeSnapshot:
         req = depth
         if self.static is None or self.ticks % self.static_every == 0:
             req = "s" + depth
+        if self.want_names or self.ticks % 30 == 0:
+            req += "n"
+        if self.focus:
+            req += " " + self.focus
         t0 = time.perf_counter()
         frame = await self.transport.request(req, self.opts.frame_timeout)
         self.last_frame_s = time.perf_counter() - t0
         self.ticks += 1
         if "s" in req:
             self.static = frame
-        snap = assemble(self.static, frame, self.target)
+        if "n" in req:
+            self.names = frame
+        older = {id(f): f for k, f in self.carry.items() if k not in req}
+        carry = tuple(sorted(older.values(), key=lambda f: f.seq))
+        snap = assemble(self.static, frame, self.target, self.names, carry)
+        for k in "ctTai":
+            if k in req.split(" ")[0]:
+                self.carry[k] = frame
+        if "T" in req:
+            self.carry["t"] = frame
+        # a pod or container we could not name when the layout was last listed: list it again next tick
+        unnamed = {(p.uid, c.id) for p in snap.pods for c in p.containers if p.name is None or c.name is None}
+        if "n" in req:
+            self.unnamed_at_names = unnamed
+        self.want_names = bool(unnamed - self.unnamed_at_names)
         if self.static.files.get("/sys/devices/system/cpu/online") != frame.files.get("/sys/devices/system/cpu/online") \
                 and "s" not in req:
             self.ticks = 0  # CPUs went on/offline: the next tick re-reads the topology
@@ -83,17 +129,17 @@ class NodeCollector:
 
 
 async def snapshot(target: str, opts: Options, samples: int = 1, interval: float = 1.0,
-                   depth: str = "gti") -> tuple[NodeSnapshot, Rates | None]:
+                   depth: str = FULL) -> tuple[NodeSnapshot, Rates | None]:
     """Connect, take `samples` samples `interval` apart, return the last one and rates over the window."""
     col = NodeCollector(target, opts)
     await col.connect()
     try:
-        first = await col.sample(depth + ("a" if samples > 1 else ""))
+        first = await col.sample(depth)
         first_t = time.monotonic()
         last = first
         for _ in range(max(0, samples - 1)):
             await asyncio.sleep(interval)
-            last = await col.sample(depth + "a")
+            last = await col.sample(depth)
         rates = compute(first, last, time.monotonic() - first_t) if samples > 1 else None
         return last, rates
     finally:

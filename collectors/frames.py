@@ -42,6 +42,7 @@ def parse_frame(data: bytes) -> Frame:
     cur: str | None = None
     buf: list[str] = []
     bad = False
+    cdir = ""
 
     def flush() -> None:
         if cur is not None:
@@ -66,13 +67,18 @@ def parse_frame(data: bytes) -> Frame:
         rest, nb = _dec(raw[1:])
         if tag == 70:  # F
             flush()
-            cur, buf, bad = rest, [], nb
+            cur, buf, bad = (rest if rest[:1] == "/" else f"{cdir}/{rest}"), [], nb
+        elif tag == 67:  # C: the directory of the F/X/T lines that follow
+            flush()
+            cur = None
+            cdir = rest
+            fr.dirs.append(rest)
         elif tag == 88:  # X
             flush()
             cur = None
-            fr.unreadable.add(rest)
+            fr.unreadable.add(rest if rest[:1] == "/" else f"{cdir}/{rest}")
         elif tag == 84:  # T
-            fr.truncated.add(rest)
+            fr.truncated.add(rest if rest[:1] == "/" else f"{cdir}/{rest}")
         elif tag == 68:  # D
             fr.dirs.append(rest)
         elif tag == 65:  # A

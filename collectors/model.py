@@ -130,6 +130,7 @@ class Task:
     nr_migrations: int | None = None
     voluntary: int | None = None
     involuntary: int | None = None
+    at: float | None = None  # node uptime when these counters were read (tasks come at their own cadence)
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,8 +43,14 @@ def _unreadable(problems: list, frame_unreadable: set, path: str, what: str) -> 
         problems.append(Problem(path, f"{what} exists but is not readable (root-only: run with --sudo)"))
 
 
-def assemble(static: Frame, tick: Frame, target: str = "node") -> NodeSnapshot:
-    files = {**static.files, **tick.files}
+def assemble(static: Frame, tick: Frame, target: str = "node", names: Frame | None = None,
+             carry: tuple[Frame, ...] = ()) -> NodeSnapshot:
+    """`names`: the last frame that listed the pod log layout ("n"), if `tick` did not.
+    `carry`: older frames with deeper data (cgroup detail, tasks, IRQs), oldest first; `tick` wins."""
+    files = {**static.files}
+    for fr in carry:
+        files.update(fr.files)
+    files.update(tick.files)
     unreadable = static.unreadable | tick.unreadable
     warnings = static.warnings + ([] if tick is static else tick.warnings)
     problems: list[Problem] = [Problem("probe", w) for w in dict.fromkeys(warnings)]
@@ -86,23 +92,33 @@ def assemble(static: Frame, tick: Frame, target: str = "node") -> NodeSnapshot:
     # cgroups
     cgv = int(info["cgroup-version"]) if info.get("cgroup-version", "").isdigit() else None
     base = f"{CG}/cpuset" if cgv == 1 else CG
-    cg_dirs = [d for d in tick.dirs if d.startswith(CG + "/")]
+    cg_dirs = [d for d in dict.fromkeys(tick.dirs) if d.startswith(base + "/")]
     driver = kubelet.cgroup_driver if kubelet.sources.get("cgroup_driver") else driver_of(cg_dirs)
     dirset = set(cg_dirs)
-    logs = parse_pod_logs(tick.dirs)
+    logs = parse_pod_logs((names or tick).dirs if "n" not in tick.request else tick.dirs)
 
     # tasks (files under /proc/<pid>/task/<tid>/)
+    # tasks (files under /proc/<pid>/task/<tid>/), each stamped with the uptime of the frame it came from
     task_parts: dict[int, dict] = {}
     all_tasks = None
-    want_all = "a" in tick.request
-    for p, text in tick.files.items():
-        if not p.startswith("/proc/"):
-            continue
-        m = _TASKFILE.match(p)
-        if not m:
-            continue
-        d = task_parts.setdefault(int(m.group(2)), {"pid": int(m.group(1))})
-        d[m.group(3)] = text
+    layers = [fr for fr in (*carry, tick) if any(c in fr.request for c in "tTa") or fr is tick]
+    want_all = any("a" in fr.request for fr in layers)
+    for fr in layers:
+        at = parse_uptime(fr.files.get("/proc/uptime"))
+        fresh: dict[int, dict] = {}
+        for p, text in fr.files.items():
+            if not p.startswith("/proc/"):
+                continue
+            m = _TASKFILE.match(p)
+            if not m:
+                continue
+            d = fresh.setdefault(int(m.group(2)), {"pid": int(m.group(1)), "at": at})
+            d[m.group(3)] = text
+        for tid, d in fresh.items():
+            old = task_parts.get(tid)
+            if old is not None and "status" in old and "status" not in d:
+                d["status"] = old["status"]  # Cpus_allowed_list comes at a slower cadence
+            task_parts[tid] = d
     tasks: dict[int, Task] = {}
     sched_missing = 0
     for tid, d in task_parts.items():
@@ -111,11 +127,11 @@ def assemble(static: Frame, tick: Frame, target: str = "node") -> NodeSnapshot:
             if "stat" in d:
                 problems.append(Problem(f"/proc/{d['pid']}/task/{tid}/stat", "not a stat line"))
             continue
-        if "status" in d and "sched" not in d:
+        if "sched" not in d and f"/proc/{d['pid']}/task/{tid}/sched" in unreadable:
             sched_missing += 1
         tasks[tid] = make_task(tid, d["pid"], st,
                                parse_task_status(d["status"]) if "status" in d else None,
-                               parse_task_sched(d["sched"]) if "sched" in d else None)
+                               parse_task_sched(d["sched"]) if "sched" in d else None, d["at"])
     if sched_missing:
         problems.append(Problem("/proc/<pid>/task/<tid>/sched",
                                 f"missing for {sched_missing} tasks (kernel without CONFIG_SCHED_DEBUG, before 6.15): "
@@ -123,18 +139,18 @@ def assemble(static: Frame, tick: Frame, target: str = "node") -> NodeSnapshot:
     if want_all:
         all_tasks = tuple(sorted(tasks.values(), key=lambda t: t.tid))
 
-    # pods from cgroup dirs
+    # pods from cgroup dirs: a pod dir's name holds the uid; a leaf is a dir right below one
     pods_cg: dict[str, tuple[str, list[str]]] = {}
     for d in cg_dirs:
         parent, _, name = d.rpartition("/")
         uid = pod_uid_of(name)
-        if uid and pod_uid_of(parent.rpartition("/")[2]) is None:
+        pname = parent.rpartition("/")[2]
+        if uid and pod_uid_of(pname) is None:
             pods_cg.setdefault(uid, (d, []))
-    pod_dir_uid = {v[0]: k for k, v in pods_cg.items()}
-    for d in cg_dirs:
-        parent = d.rpartition("/")[0]
-        if parent in pod_dir_uid:
-            pods_cg[pod_dir_uid[parent]][1].append(d)
+        elif uid is None and name != "container":
+            puid = pod_uid_of(pname)
+            if puid:
+                pods_cg.setdefault(puid, (parent, []))[1].append(d)
 
     def cgfiles(path: str):
         cpu_path = f"{CG}/cpu{path[len(base):]}" if cgv == 1 else None
@@ -165,7 +181,7 @@ def assemble(static: Frame, tick: Frame, target: str = "node") -> NodeSnapshot:
             assigned = entries.get(uid, {}).get(cname) if cname else None
             if assigned is None and cid in v1_by_id:
                 assigned = v1_by_id[cid]
-            procs = parse_procs(files.get(f"{path}/cgroup.procs"))
+            procs = parse_procs(files.get(f"{path}/cgroup.procs"))  # v1: in the cpuset hierarchy too
             ctasks = tuple(sorted((t for t in tasks.values() if t.pid in procs), key=lambda t: t.tid))
             containers.append(Container(cname, cid, uid, path, cgf, assigned, ctasks, procs, runtime))
             if cname:
@@ -188,7 +204,8 @@ def assemble(static: Frame, tick: Frame, target: str = "node") -> NodeSnapshot:
         m = _NUMASTAT.match(p)
         if m:
             numastat[int(m.group(1))] = parse_numastat(text)
-    irqs = build_irqs(tick.files, nmax) if "i" in tick.request else None
+    irq_fr = next((fr for fr in (tick, *reversed(carry)) if "i" in fr.request), None)
+    irqs = build_irqs(irq_fr.files, nmax) if irq_fr is not None else None
     return NodeSnapshot(
         node=node, uptime=parse_uptime(files.get("/proc/uptime")), cgroup_version=cgv, cgroup_driver=driver,
         topology=topo, kubelet=kubelet, state=state, state_file=state_file if (state_file in files or state_file in unreadable) else None,

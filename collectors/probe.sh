@@ -7,8 +7,9 @@
 # walks the directories with shell globs (builtins, no fork) and hands file paths to ONE long-lived awk
 # process, which reads each file with getline and writes one tagged line per output line:
 #   B<seq> <request>   frame begins            Z<seq>   frame ends (awk flushes here)
-#   F<path>            a file follows          L<text>  one line of that file
-#   X<path>            unreadable or missing   T<path>  truncated (too many lines)
+#   C<dir>             the directory of the F/X/T lines that follow (sent only when it changes)
+#   F<name>            a file follows          L<text>  one line of that file
+#   X<name>            unreadable or missing   T<name>  truncated (too many lines)
 #   D<path>            a directory entry seen by a glob
 #   A<arg>  one argv word of the kubelet process   I<key> <value>  a fact   W<text>  a warning
 # Paths are printed without the --root prefix, so a fixture tree reads like the node it models.
@@ -29,7 +30,7 @@ R=${R%/}
 LC_ALL=C
 export LC_ALL
 
-# One record per line to awk.  'R' asks awk to read a file; everything else is passed through.
+# One record per line to awk. 'R' asks awk to read a file; everything else is passed through.
 r() { printf 'R%s\n' "$1"; }
 rx() { for f in "$@"; do [ -e "$f" ] && printf 'R%s\n' "$f"; done; }
 
@@ -138,52 +139,77 @@ static() {
   rx "$R$KROOT/memory_manager_state"
 }
 
-# the cgroup files of one leaf (a container, or a pod-level cgroup)
+# The cgroup files of one leaf (a container, or a pod-level cgroup): one printf, no test per file
+# (awk answers X for a file that is not there). Every tick: the effective cpuset and cpu.stat.
+# With "c" (cgroup detail, slower cadence) or for the focused container: the rest.
 leaf() {
   if [ "$CGV" = 2 ]; then
-    rx "$1/cpuset.cpus" "$1/cpuset.cpus.effective" "$1/cpuset.mems.effective" "$1/cpu.max" \
-       "$1/cpu.weight" "$1/cpu.stat" "$1/cpu.pressure"
+    printf 'R%s/cpuset.cpus.effective\nR%s/cpu.stat\n' "$1" "$1"
+    [ "$DETAIL" = 1 ] && printf 'R%s/cpuset.cpus\nR%s/cpuset.mems.effective\nR%s/cpu.max\nR%s/cpu.weight\nR%s/cpu.pressure\n' \
+      "$1" "$1" "$1" "$1" "$1"
   else
-    rel=${1#"$CGBASE"}
-    cpu=$R/sys/fs/cgroup/cpu$rel
-    rx "$1/cpuset.cpus" "$1/cpuset.effective_cpus" "$1/cpuset.effective_mems" \
-       "$cpu/cpu.cfs_quota_us" "$cpu/cpu.cfs_period_us" "$cpu/cpu.shares" "$cpu/cpu.stat"
+    cpu=$R/sys/fs/cgroup/cpu${1#"$CGBASE"}
+    printf 'R%s/cpuset.effective_cpus\nR%s/cpu.stat\n' "$1" "$cpu"
+    [ "$DETAIL" = 1 ] && printf 'R%s/cpuset.cpus\nR%s/cpuset.effective_mems\nR%s/cpu.cfs_quota_us\nR%s/cpu.cfs_period_us\nR%s/cpu.shares\n' \
+      "$1" "$1" "$cpu" "$cpu" "$cpu"
   fi
+  return 0
 }
 
-# every container cgroup: kubepods[/qos]/pod<uid>/<leaf>[/container]
+# The tasks of one leaf: per thread stat (last CPU) and sched (migrations, switches; read only up to
+# the counters); with STATUS=1 also status (Cpus_allowed_list).
+tasks() {
+  [ -r "$1/cgroup.procs" ] || return 0
+  r "$1/cgroup.procs"
+  while read -r pid; do
+    for t in "$R/proc/$pid/task"/[0-9]*/; do
+      case $t in *'*'*) continue ;; esac
+      if [ "$STATUS" = 1 ]; then
+        printf 'R%sstat\nR%ssched\nR%sstatus\n' "$t" "$t" "$t"
+      else
+        printf 'R%sstat\nR%ssched\n' "$t" "$t"
+      fi
+    done
+  done < "$1/cgroup.procs"
+}
+
+# Every container cgroup: kubepods[/qos]/pod<uid>/<leaf>[/container] (crun's sub-cgroup). No D line
+# per leaf: the C line before its files names it. Per tick the work is: the globs, one printf per leaf.
 each_leaf() {
   for k in $KPODS; do
     for p in "$k"/*pod*/ "$k"/*/*pod*/; do
-      [ -d "$p" ] || continue
+      case $p in *'*'*) continue ;; esac
       p=${p%/}
-      printf 'D%s\n' "${p#"$R"}"
+      [ "$DETAIL" = 1 ] && leaf "$p"
       for l in "$p"/*/; do
-        [ -d "$l" ] || continue
+        case $l in *'*'*) continue ;; esac
         l=${l%/}
-        "$@" "$l"
-        [ -d "$l/container" ] && "$@" "$l/container"
+        if [ -d "$l/container" ]; then one_leaf "$l/container"; else one_leaf "$l"; fi
       done
     done
   done
 }
 
-grid_leaf() { printf 'D%s\n' "${1#"$R"}"; leaf "$1"; }
-
-tasks_leaf() {
-  [ -r "$1/cgroup.procs" ] || return 0
-  r "$1/cgroup.procs"
-  while read -r pid; do
-    for t in "$R/proc/$pid/task"/*/; do
-      [ -d "$t" ] || continue
-      rx "${t}stat" "${t}status" "${t}sched"
-    done
-  done < "$1/cgroup.procs"
+one_leaf() {
+  case $1 in
+    *"$FOCUS"*)
+      if [ -n "$FOCUS" ]; then
+        d=$DETAIL s=$STATUS
+        DETAIL=1 STATUS=1
+        leaf "$1"
+        tasks "$1"
+        DETAIL=$d STATUS=$s
+        return 0
+      fi ;;
+  esac
+  [ "$GRID" = 1 ] && leaf "$1"
+  [ "$TASKS" = 1 ] && tasks "$1"
+  return 0
 }
 
-grid() {
+node_wide() {
   rx "$R/proc/uptime" "$R/proc/stat" "$R/sys/devices/system/cpu/online"
-  for d in "$R"/sys/devices/system/node/node[0-9]*; do rx "$d/numastat"; done
+  for d in "$R"/sys/devices/system/node/node[0-9]*; do r "$d/numastat"; done
   rx "$R$KROOT/cpu_manager_state"
   if [ "$CGV" = 2 ]; then
     rx "$CGBASE/cpuset.cpus.effective" "$CGBASE/cpuset.cpus.isolated"
@@ -191,17 +217,21 @@ grid() {
     rx "$CGBASE/cpuset.effective_cpus"
   fi
   for k in $KPODS; do
-    printf 'D%s\n' "${k#"$R"}"
+    printf 'D%s\n' "$k"
     leaf "$k"
     for q in "$k"/*besteffort* "$k"/*burstable*; do [ -d "$q" ] && leaf "$q"; done
   done
-  each_leaf grid_leaf
+}
+
+# Pod and container names (the log layout): only on "n", which the client sends when it sees a pod or
+# container it cannot name yet.
+names() {
   for p in "$R$PODLOGS"/*/; do
     [ -d "$p" ] || continue
-    printf 'D%s\n' "${p#"$R"}"
-    for c in "$p"*/; do [ -d "$c" ] && printf 'D%s\n' "${c#"$R"}"; done
+    printf 'D%s\n' "$p"
+    for c in "$p"*/; do [ -d "$c" ] && printf 'D%s\n' "$c"; done
   done
-  for f in "$R"/var/log/containers/*.log; do [ -e "$f" ] && printf 'D%s\n' "${f#"$R"}"; done
+  for f in "$R"/var/log/containers/*.log; do [ -e "$f" ] && printf 'D%s\n' "$f"; done
 }
 
 alltasks() {
@@ -215,20 +245,32 @@ irqs() {
   done
 }
 
+# A request is "<letters> [<container id>]":
+#   s static  g grid  c cgroup detail  t pod tasks  T pod tasks with status  a every task's stat
+#   i IRQs  n names  q quit;  the id (hex only, else ignored) is the focused container: all of its files
+#   and tasks every time.
 loop() {
   seq=0
   static_done=0
-  while read -r req; do
+  while read -r req focus; do
     case $req in q*) break ;; esac
+    case $focus in *[!0-9a-f]*) focus="" ;; esac
+    FOCUS=$focus
     seq=$((seq + 1))
     printf 'B%s %s\n' "$seq" "$req"
     case $req in *s*) static; static_done=1 ;; esac
     [ "$static_done" = 1 ] || { find_kubelet; find_cgroups; static_done=1; }
-    case $req in *g*) grid ;; esac
-    case $req in *t*) each_leaf tasks_leaf ;; esac
+    GRID=0 DETAIL=0 TASKS=0 STATUS=0
+    case $req in *g*) GRID=1 ;; esac
+    case $req in *c*) DETAIL=1 ;; esac
+    case $req in *[tT]*) TASKS=1 ;; esac
+    case $req in *T*) STATUS=1 ;; esac
+    [ "$GRID" = 1 ] && node_wide
+    [ "$GRID$DETAIL$TASKS" != 000 ] || [ -n "$FOCUS" ] && each_leaf
+    case $req in *n*) names ;; esac
     case $req in *a*) alltasks ;; esac
     case $req in *i*) irqs ;; esac
-    printf 'Z%s\n' "$seq"
+    printf 'Z%s\n%s' "$seq" "$PAD"
   done
 }
 
@@ -237,34 +279,57 @@ BEGIN { maxl = 20000; maxw = 4096; rl = length(root) }
 {
   t = substr($0, 1, 1); p = substr($0, 2)
   if (t != "R") {
+    if (t == "P") next
     if (t == "D" && rl && substr(p, 1, rl) == root) p = substr(p, rl + 1)
     print t p
-    if (t == "Z") fflush()
+    if (t == "B") cd = ""
+    else if (t == "Z") fflush()
     next
   }
   q = p
   if (rl && substr(q, 1, rl) == root) q = substr(q, rl + 1)
-  keep = ""
-  if (q ~ /\/sched$/) keep = "^(se\\.nr_migrations|nr_switches|nr_voluntary_switches|nr_involuntary_switches) "
-  else if (q ~ /\/task\/[0-9]+\/status$/) keep = "^(Name|Tgid|Pid|Cpus_allowed_list|Mems_allowed_list|voluntary_ctxt_switches|nonvoluntary_ctxt_switches):"
-  n = 0
+  # paths go out as a directory line (only when it changes) plus the base name
+  i = match(q, /\/[^\/]*$/)
+  d = substr(q, 1, RSTART - 1); b = substr(q, RSTART + 1)
+  if (d != cd) { print "C" d; cd = d }
   s = (getline line < p)
-  if (s < 0) { print "X" q; next }
-  print "F" q
-  while (s > 0) {
-    if (keep == "" || line ~ keep || (n == 0 && q ~ /\/sched$/)) {
-      if (++n > maxl) { print "T" q; break }
+  if (s < 0) { print "X" b; next }
+  print "F" b
+  n = 0
+  if (b == "sched") {
+    # only the few counters we use; they come first, so stop reading early (and squeeze the padding)
+    while (s > 0) {
+      if (line ~ /^(se\.nr_migrations|nr_switches|nr_voluntary_switches|nr_involuntary_switches) /) { gsub(/  +/, " ", line); print "L" line }
+      if (line ~ /^nr_involuntary_switches/ || ++n > 40) break
+      s = (getline line < p)
+    }
+  } else if (b == "status" && q ~ /\/task\//) {
+    while (s > 0) {
+      if (line ~ /^(Tgid|Cpus_allowed_list|voluntary_ctxt_switches|nonvoluntary_ctxt_switches):/) print "L" line
+      s = (getline line < p)
+    }
+  } else {
+    while (s > 0) {
+      if (++n > maxl) { print "T" b; break }
       if (length(line) > maxw) line = substr(line, 1, maxw)
       print "L" line
+      s = (getline line < p)
     }
-    s = (getline line < p)
   }
   close(p)
 }'
 
 # mawk block-buffers its input unless told otherwise (it would sit on a request until 4 KiB arrive);
 # one fork at start to ask which awk this is. gawk and busybox awk read pipes as data comes.
+# mawk block-buffers its input: it would sit on a request until 4 KiB more arrive. So after each frame
+# the shell sends 8 KiB of padding lines that awk skips. (-W interactive would also fix it, but it makes
+# every print a write(2).) One fork at start to ask which awk this is; gawk and busybox need no padding.
+PAD=""
 case $(awk -W version 2>&1 </dev/null) in
-  *mawk*) loop | awk -W interactive -v root="$R" "$AWK" ;;
-  *) loop | awk -v root="$R" "$AWK" ;;
+  *mawk*)
+    l=PPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPP
+    i=0
+    while [ $i -lt 128 ]; do PAD="$PAD$l
+"; i=$((i + 1)); done ;;
 esac
+loop | awk -v root="$R" "$AWK"

@@ -84,21 +84,28 @@ def compute(prev: NodeSnapshot, cur: NodeSnapshot, wall_dt: float | None = None,
         source = None
         if c.tasks and pc is not None:
             mig = ctx = use = 0.0
+            fresh = 0
             for t in c.tasks:
                 t0 = prev_tasks.get(t.tid)
                 if t0 is None or t0.pid != t.pid:
                     continue
-                tr = _task_rate(t0, t, dt)
+                tdt = (t.at - t0.at) if (t.at is not None and t0.at is not None) else dt
+                if tdt <= 0:
+                    continue  # not re-read since the previous sample: no rate from it
+                fresh += 1
+                tr = _task_rate(t0, t, tdt)
                 trates[t.tid] = tr
                 if t.nr_migrations is not None and t0.nr_migrations is not None:
                     source = source or "sched"
                     mig += tr.migrations_per_s or 0.0
                 else:
                     source = "observed"
-                    mig += 1.0 / dt if tr.moved else 0.0
+                    mig += 1.0 / tdt if tr.moved else 0.0
                 ctx += (tr.voluntary_per_s or 0.0) + (tr.involuntary_per_s or 0.0)
                 du = _d(t0.utime + t0.stime, t.utime + t.stime)
-                use += (du / clk_tck / dt) if du is not None else 0.0
+                use += (du / clk_tck / tdt) if du is not None else 0.0
+            if not fresh:
+                mig = ctx = use = None
         crates[key] = ContainerRates(thr, thr_us, mig, source, ctx, use)
     numa = {}
     for n, s2 in cur.numastat.items():

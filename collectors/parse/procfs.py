@@ -108,7 +108,8 @@ def parse_task_sched(text: str) -> dict:
     return out
 
 
-def make_task(tid: int, pid: int, stat: dict, status: dict | None, sched: dict | None) -> Task:
+def make_task(tid: int, pid: int, stat: dict, status: dict | None, sched: dict | None,
+              at: float | None = None) -> Task:
     status = status or {}
     sched = sched or {}
     return Task(
@@ -116,8 +117,10 @@ def make_task(tid: int, pid: int, stat: dict, status: dict | None, sched: dict |
         last_cpu=stat["last_cpu"], kthread=bool(stat["flags"] & PF_KTHREAD),
         utime=stat["utime"], stime=stat["stime"], allowed=status.get("allowed"),
         nr_migrations=sched.get("se.nr_migrations"),
-        voluntary=status.get("voluntary_ctxt_switches", sched.get("nr_voluntary_switches")),
-        involuntary=status.get("nonvoluntary_ctxt_switches", sched.get("nr_involuntary_switches")),
+        # sched is read every task tick, status only every few: prefer sched's counters (fresher)
+        voluntary=sched.get("nr_voluntary_switches", status.get("voluntary_ctxt_switches")),
+        involuntary=sched.get("nr_involuntary_switches", status.get("nonvoluntary_ctxt_switches")),
+        at=at,
     )
 
 
