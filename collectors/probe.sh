@@ -139,72 +139,55 @@ static() {
   rx "$R$KROOT/memory_manager_state"
 }
 
-# The cgroup files of one leaf (a container, or a pod-level cgroup): one printf, no test per file
-# (awk answers X for a file that is not there). Every tick: the effective cpuset and cpu.stat.
-# With "c" (cgroup detail, slower cadence) or for the focused container: the rest.
-leaf() {
-  if [ "$CGV" = 2 ]; then
-    printf 'R%s/cpuset.cpus.effective\nR%s/cpu.stat\n' "$1" "$1"
-    [ "$DETAIL" = 1 ] && printf 'R%s/cpuset.cpus\nR%s/cpuset.mems.effective\nR%s/cpu.max\nR%s/cpu.weight\nR%s/cpu.pressure\n' \
-      "$1" "$1" "$1" "$1" "$1"
-  else
-    cpu=$R/sys/fs/cgroup/cpu${1#"$CGBASE"}
-    printf 'R%s/cpuset.effective_cpus\nR%s/cpu.stat\n' "$1" "$cpu"
-    [ "$DETAIL" = 1 ] && printf 'R%s/cpuset.cpus\nR%s/cpuset.effective_mems\nR%s/cpu.cfs_quota_us\nR%s/cpu.cfs_period_us\nR%s/cpu.shares\n' \
-      "$1" "$1" "$cpu" "$cpu" "$cpu"
-  fi
-  return 0
-}
+# Per tick the shell only globs and hands whole lists to awk with one printf each (printf repeats its
+# format for every argument); awk knows which files make up a record:
+#   G<v><dir>  a cgroup, every tick: effective cpuset, cpu.stat  (v: cgroup version; v1: cpu.stat lives
+#              in the cpu hierarchy)
+#   H<v><dir>  a cgroup's detail ("c"): requested cpuset, mems, quota
+#   J<v><dir>  all of a cgroup's CPU files (the focused container): also weight/shares, pressure
+#   K<dir>     a task (thread): stat (last CPU) and sched (migrations, switches: read up to them only)
+#   S<dir>     a task with status too (Cpus_allowed_list): "T", or the focused container
+# A glob that matched nothing stays a literal pattern; awk drops those.
+H='[0-9a-f]'
+H8=$H$H$H$H$H$H$H$H
+H64=$H8$H8$H8$H8$H8$H8$H8$H8
 
-# The tasks of one leaf: per thread stat (last CPU) and sched (migrations, switches; read only up to
-# the counters); with STATUS=1 also status (Cpus_allowed_list).
 tasks() {
   [ -r "$1/cgroup.procs" ] || return 0
   r "$1/cgroup.procs"
   while read -r pid; do
-    for t in "$R/proc/$pid/task"/[0-9]*/; do
-      case $t in *'*'*) continue ;; esac
-      if [ "$STATUS" = 1 ]; then
-        printf 'R%sstat\nR%ssched\nR%sstatus\n' "$t" "$t" "$t"
-      else
-        printf 'R%sstat\nR%ssched\n' "$t" "$t"
-      fi
-    done
+    set -- "$R/proc/$pid/task"/[0-9]*
+    case $1 in *'*'*) continue ;; esac
+    printf "$TASKREC%s\\n" "$@"
   done < "$1/cgroup.procs"
 }
 
-# Every container cgroup: kubepods[/qos]/pod<uid>/<leaf>[/container] (crun's sub-cgroup). No D line
-# per leaf: the C line before its files names it. Per tick the work is: the globs, one printf per leaf.
+# Every container cgroup: kubepods[/qos]/pod<uid>/<leaf>[/container] (crun's sub-cgroup on v2). The
+# globs name what they want (a trailing "/" would stat every control file of every cgroup): pods
+# "*pod<hex>*", leaves "*.scope" (systemd), "crio-*" or 64 hex digits (cgroupfs).
 each_leaf() {
   for k in $KPODS; do
-    for p in "$k"/*pod*/ "$k"/*/*pod*/; do
-      case $p in *'*'*) continue ;; esac
-      p=${p%/}
-      [ "$DETAIL" = 1 ] && leaf "$p"
-      for l in "$p"/*/; do
-        case $l in *'*'*) continue ;; esac
-        l=${l%/}
-        if [ -d "$l/container" ]; then one_leaf "$l/container"; else one_leaf "$l"; fi
-      done
+    for q in "$k" "$k"/*besteffort* "$k"/*burstable*; do
+      case $q in *'*'*) continue ;; esac
+      [ "$DETAIL" = 1 ] && printf "H$CGV%s\\n" "$q"/*pod$H*
+      set -- "$q"/*pod$H*/*.scope "$q"/*pod$H*/crio-* "$q"/*pod$H*/$H64
+      [ "$CGV" = 2 ] && set -- "$@" "$q"/*pod$H*/*.scope/container
+      [ "$GRID" = 1 ] && printf "G$CGV%s\\n" "$@"
+      [ "$DETAIL" = 1 ] && printf "H$CGV%s\\n" "$@"
+      if [ "$TASKS" = 1 ]; then
+        TASKREC=K
+        [ "$STATUS" = 1 ] && TASKREC=S
+        for l in "$@"; do tasks "$l"; done
+      fi
+      if [ -n "$FOCUS" ]; then
+        for l in "$@"; do
+          case $l in
+            *"$FOCUS"*) printf "J$CGV%s\\n" "$l"; TASKREC=S; [ "$TASKS" = 1 ] || tasks "$l" ;;
+          esac
+        done
+      fi
     done
   done
-}
-
-one_leaf() {
-  case $1 in
-    *"$FOCUS"*)
-      if [ -n "$FOCUS" ]; then
-        d=$DETAIL s=$STATUS
-        DETAIL=1 STATUS=1
-        leaf "$1"
-        tasks "$1"
-        DETAIL=$d STATUS=$s
-        return 0
-      fi ;;
-  esac
-  [ "$GRID" = 1 ] && leaf "$1"
-  [ "$TASKS" = 1 ] && tasks "$1"
-  return 0
 }
 
 node_wide() {
@@ -218,8 +201,7 @@ node_wide() {
   fi
   for k in $KPODS; do
     printf 'D%s\n' "$k"
-    leaf "$k"
-    for q in "$k"/*besteffort* "$k"/*burstable*; do [ -d "$q" ] && leaf "$q"; done
+    printf "G$CGV%s\\n" "$k" "$k"/*besteffort* "$k"/*burstable*
   done
 }
 
@@ -275,35 +257,38 @@ loop() {
 }
 
 AWK='
-BEGIN { maxl = 20000; maxw = 4096; rl = length(root) }
-{
-  t = substr($0, 1, 1); p = substr($0, 2)
-  if (t != "R") {
-    if (t == "P") next
-    if (t == "D" && rl && substr(p, 1, rl) == root) p = substr(p, rl + 1)
-    print t p
-    if (t == "B") cd = ""
-    else if (t == "Z") fflush()
-    next
-  }
+BEGIN {
+  maxl = 20000; maxw = 4096; rl = length(root)
+  split("cpuset.cpus.effective cpu.stat", G2, " ")
+  split("cpuset.cpus cpuset.mems.effective cpu.max", H2, " ")
+  split("cpuset.cpus cpuset.mems.effective cpu.max cpu.weight cpu.pressure", J2, " ")
+  split("stat sched", K, " "); split("stat sched status", S, " ")
+  split("cpuset.effective_cpus @cpu.stat", G1, " ")
+  split("cpuset.cpus cpuset.effective_mems @cpu.cfs_quota_us @cpu.cfs_period_us", H1, " ")
+  split("cpuset.cpus cpuset.effective_mems @cpu.cfs_quota_us @cpu.cfs_period_us @cpu.shares", J1, " ")
+}
+# read one file (d: its directory without the root prefix, b: its name): a C line when the directory
+# changes, then F + L lines, or X
+function rd(p,   q) {
   q = p
   if (rl && substr(q, 1, rl) == root) q = substr(q, rl + 1)
-  # paths go out as a directory line (only when it changes) plus the base name
-  i = match(q, /\/[^\/]*$/)
-  d = substr(q, 1, RSTART - 1); b = substr(q, RSTART + 1)
+  match(q, /\/[^\/]*$/)
+  rd2(p, substr(q, 1, RSTART - 1), substr(q, RSTART + 1))
+}
+function rd2(p, d, b,   s, n, line) {
   if (d != cd) { print "C" d; cd = d }
   s = (getline line < p)
-  if (s < 0) { print "X" b; next }
+  if (s < 0) { print "X" b; return }
   print "F" b
   n = 0
   if (b == "sched") {
-    # only the few counters we use; they come first, so stop reading early (and squeeze the padding)
+    # only the counters we use; they come first, so stop early (and squeeze the padding)
     while (s > 0) {
       if (line ~ /^(se\.nr_migrations|nr_switches|nr_voluntary_switches|nr_involuntary_switches) /) { gsub(/  +/, " ", line); print "L" line }
       if (line ~ /^nr_involuntary_switches/ || ++n > 40) break
       s = (getline line < p)
     }
-  } else if (b == "status" && q ~ /\/task\//) {
+  } else if (b == "status" && d ~ /\/task\//) {
     while (s > 0) {
       if (line ~ /^(Tgid|Cpus_allowed_list|voluntary_ctxt_switches|nonvoluntary_ctxt_switches):/) print "L" line
       s = (getline line < p)
@@ -317,6 +302,38 @@ BEGIN { maxl = 20000; maxw = 4096; rl = length(root) }
     }
   }
   close(p)
+}
+# the files of a cgroup or task record; "@name" lives in the v1 cpu hierarchy
+function cg(dir, names,   i, nm, p, d) {
+  d = dir
+  if (rl && substr(d, 1, rl) == root) d = substr(d, rl + 1)
+  for (i = 1; i in names; i++) {
+    nm = names[i]
+    if (substr(nm, 1, 1) == "@") {
+      nm = substr(nm, 2); p = dir
+      sub(/\/sys\/fs\/cgroup\/cpuset\//, "/sys/fs/cgroup/cpu/", p)
+      rd(p "/" nm)
+    } else rd2(dir "/" nm, d, nm)
+  }
+}
+{
+  t = substr($0, 1, 1); p = substr($0, 2)
+  if (t == "R") { rd(p); next }
+  if (t == "G" || t == "H" || t == "J" || t == "K" || t == "S") {
+    if (index(p, "*") || index(p, "[0-9a-f]")) next
+    if (t == "K") { cg(p, K); next }
+    if (t == "S") { cg(p, S); next }
+    v = substr(p, 1, 1); p = substr(p, 2)
+    if (t == "G") { if (v == 1) cg(p, G1); else cg(p, G2) }
+    else if (t == "H") { if (v == 1) cg(p, H1); else cg(p, H2) }
+    else { if (v == 1) cg(p, J1); else cg(p, J2) }
+    next
+  }
+  if (t == "P") next
+  if (t == "D" && rl && substr(p, 1, rl) == root) p = substr(p, rl + 1)
+  print t p
+  if (t == "B") cd = ""
+  else if (t == "Z") fflush()
 }'
 
 # mawk block-buffers its input unless told otherwise (it would sit on a request until 4 KiB arrive);
