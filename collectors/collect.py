@@ -96,31 +96,32 @@ class NodeCollector:
             req = "s" + depth
         if self.want_names or self.ticks % 30 == 0:
             req += "n"
+        letters = req
         if self.focus:
             req += " " + self.focus
         t0 = time.perf_counter()
         frame = await self.transport.request(req, self.opts.frame_timeout)
         self.last_frame_s = time.perf_counter() - t0
         self.ticks += 1
-        if "s" in req:
+        if "s" in letters:
             self.static = frame
-        if "n" in req:
+        if "n" in letters:
             self.names = frame
-        older = {id(f): f for k, f in self.carry.items() if k not in req}
+        older = {id(f): f for k, f in self.carry.items() if k not in letters}
         carry = tuple(sorted(older.values(), key=lambda f: f.seq))
         snap = assemble(self.static, frame, self.target, self.names, carry)
         for k in "ctTai":
-            if k in req.split(" ")[0]:
+            if k in letters:
                 self.carry[k] = frame
-        if "T" in req:
+        if "T" in letters:
             self.carry["t"] = frame
         # a pod or container we could not name when the layout was last listed: list it again next tick
         unnamed = {(p.uid, c.id) for p in snap.pods for c in p.containers if p.name is None or c.name is None}
-        if "n" in req:
+        if "n" in letters:
             self.unnamed_at_names = unnamed
         self.want_names = bool(unnamed - self.unnamed_at_names)
         if self.static.files.get("/sys/devices/system/cpu/online") != frame.files.get("/sys/devices/system/cpu/online") \
-                and "s" not in req:
+                and "s" not in letters:
             self.ticks = 0  # CPUs went on/offline: the next tick re-reads the topology
         return snap
 

@@ -26,85 +26,95 @@ class Frame:
     warnings: list[str] = field(default_factory=list)
     complete: bool = False
     garbage_lines: int = 0
+    cache: dict = field(default_factory=dict)  # what was parsed out of this frame once (static frames)
 
-
-def _dec(b: bytes) -> tuple[str, bool]:
-    try:
-        return b.decode("utf-8"), False
-    except UnicodeDecodeError:
-        return b.decode("utf-8", "replace"), True
+    @property
+    def letters(self) -> str:
+        """The request's depth letters (without the focused container's id, which is hex)."""
+        return self.request.partition(" ")[0]
 
 
 def parse_frame(data: bytes) -> Frame:
     """Parse the bytes of one frame (from its B line to its Z line, either may be missing)."""
     fr = Frame()
     files = fr.files
+    try:
+        lines = data.decode("utf-8").split("\n")
+        nonutf8 = False
+    except UnicodeDecodeError:
+        lines = data.decode("utf-8", "surrogateescape").split("\n")
+        nonutf8 = True
     cur: str | None = None
     buf: list[str] = []
-    bad = False
     cdir = ""
 
-    def flush() -> None:
-        if cur is not None:
-            files[cur] = "\n".join(buf) + ("\n" if buf else "")
-            if bad:
+    def close() -> None:
+        if cur is None:
+            return
+        content = "\n".join(buf) + "\n" if buf else ""
+        if nonutf8:
+            fixed = _fix(content)
+            if fixed is not content:
                 fr.nonutf8.add(cur)
+            content = fixed
+        files[cur] = content
 
-    for raw in data.split(b"\n"):
+    for raw in lines:
         if not raw:
             continue
         tag = raw[0]
-        if tag == 76:  # L
+        if tag == "L":
             if cur is None:
                 fr.garbage_lines += 1
-                continue
-            try:
-                buf.append(raw[1:].decode("utf-8"))
-            except UnicodeDecodeError:
-                buf.append(raw[1:].decode("utf-8", "replace"))
-                bad = True
+            else:
+                buf.append(raw[1:])
             continue
-        rest, nb = _dec(raw[1:])
-        if tag == 70:  # F
-            flush()
-            cur, buf, bad = (rest if rest[:1] == "/" else f"{cdir}/{rest}"), [], nb
-        elif tag == 67:  # C: the directory of the F/X/T lines that follow
-            flush()
-            cur = None
+        rest = raw[1:]
+        if nonutf8:
+            rest = _fix(rest)
+        if tag == "F":
+            close()
+            cur, buf = (rest if rest[:1] == "/" else f"{cdir}/{rest}"), []
+            continue
+        close()
+        cur = None
+        if tag == "C":  # the directory of the F/X/T lines that follow
             cdir = rest
             fr.dirs.append(rest)
-        elif tag == 88:  # X
-            flush()
-            cur = None
+        elif tag == "X":
             fr.unreadable.add(rest if rest[:1] == "/" else f"{cdir}/{rest}")
-        elif tag == 84:  # T
+        elif tag == "T":
             fr.truncated.add(rest if rest[:1] == "/" else f"{cdir}/{rest}")
-        elif tag == 68:  # D
+        elif tag == "D":
             fr.dirs.append(rest)
-        elif tag == 65:  # A
+        elif tag == "A":
             if fr.argv is None:
                 fr.argv = []
             fr.argv.append(rest)
-        elif tag == 73:  # I
+        elif tag == "I":
             k, _, v = rest.partition(" ")
             fr.info[k] = v
-        elif tag == 87:  # W
+        elif tag == "W":
             fr.warnings.append(rest)
-        elif tag == 66:  # B
-            flush()
-            cur = None
+        elif tag == "B":
             seq, _, req = rest.partition(" ")
             fr.seq = int(seq) if seq.isdigit() else 0
-            fr.request = req
-        elif tag == 90:  # Z
-            flush()
-            cur = None
+            fr.request = req.strip()
+        elif tag == "Z":
             fr.complete = True
-        else:
+        elif tag != "P":
             fr.garbage_lines += 1
-    if not fr.complete:
-        flush()
+    close()
     return fr
+
+
+def _fix(s: str) -> str:
+    """Lone surrogates (undecodable bytes) -> U+FFFD; the same object when there were none."""
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def merge(base: Frame, newer: Frame) -> Frame:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
 
 from .errors import Problem
 from .frames import Frame
@@ -23,8 +24,24 @@ from .parse.procfs import (build_irqs, make_task, parse_numastat, parse_proc_sta
 from .parse.topology import parse_topology
 
 _TASKFILE = re.compile(r"^/proc/(\d+)/task/(\d+)/(stat|status|sched)$")
-_NUMASTAT = re.compile(r"^/sys/devices/system/node/node(\d+)/numastat$")
 CG = "/sys/fs/cgroup"
+
+
+def _tid(t: Task) -> int:
+    return t.tid
+
+
+def _has_tasks(request: str) -> bool:
+    """Did this frame read tasks: letters t/T/a, or a focused container (a second word)?"""
+    letters, _, focus = request.partition(" ")
+    return bool(focus.strip()) or any(c in letters for c in "tTa")
+
+
+@lru_cache(maxsize=64)
+def _state_cached(text: str, source: str):
+    """The state file changes when pods come and go, not every tick: parse each text once."""
+    probs: list[Problem] = []
+    return parse_cpu_manager_state(text, source, probs), tuple(probs)
 
 
 def _dropin_dir(argv: list[str] | None) -> str | None:
@@ -47,10 +64,15 @@ def assemble(static: Frame, tick: Frame, target: str = "node", names: Frame | No
              carry: tuple[Frame, ...] = ()) -> NodeSnapshot:
     """`names`: the last frame that listed the pod log layout ("n"), if `tick` did not.
     `carry`: older frames with deeper data (cgroup detail, tasks, IRQs), oldest first; `tick` wins."""
-    files = {**static.files}
-    for fr in carry:
-        files.update(fr.files)
-    files.update(tick.files)
+    # dynamic files: deeper frames carried from earlier ticks, then this tick's (the static frame's
+    # files are looked up on their own: merging its thousands of topology files every tick is waste)
+    if carry:
+        files = {}
+        for fr in carry:
+            files.update(fr.files)
+        files.update(tick.files)
+    else:
+        files = tick.files
     unreadable = static.unreadable | tick.unreadable
     warnings = static.warnings + ([] if tick is static else tick.warnings)
     problems: list[Problem] = [Problem("probe", w) for w in dict.fromkeys(warnings)]
@@ -61,48 +83,60 @@ def assemble(static: Frame, tick: Frame, target: str = "node", names: Frame | No
     if not tick.complete:
         problems.append(Problem("probe", "frame ended early: partial data"))
 
-    topo = parse_topology(files, problems)
+    # what depends on the static frame only is parsed once per static frame
+    if "parts" not in static.cache:
+        sprobs: list[Problem] = []
+        topo = parse_topology(static.files, sprobs)
+        sinfo = static.info
+        root_dir = sinfo.get("kubelet-root", "/var/lib/kubelet")
+        cfg_path = sinfo.get("kubelet-config") or None
+        pid = int(sinfo["kubelet-pid"]) if sinfo.get("kubelet-pid", "").isdigit() else None
+        ddir = _dropin_dir(static.argv)
+        dropins = [(p, t) for p, t in static.files.items()
+                   if ddir and p.startswith(ddir.rstrip("/") + "/") and p.endswith(".conf")]
+        if cfg_path:
+            _unreadable(sprobs, static.unreadable, cfg_path, "kubelet config")
+            if cfg_path not in static.files and cfg_path not in static.unreadable and pid is not None:
+                sprobs.append(Problem(cfg_path, "kubelet config named by --config is missing"))
+        kubelet = parse_kubelet_config(static.files.get(cfg_path) if cfg_path else None, cfg_path, dropins,
+                                       static.argv, sprobs, pid=pid, root_dir=root_dir)
+        static.cache["parts"] = (topo, kubelet, tuple(sprobs))
+    topo, kubelet, sprobs = static.cache["parts"]
+    problems[:0] = sprobs
     nmax = max(topo.possible) if topo.possible else None
     info = {**static.info, **tick.info}
-    node = (files.get("/proc/sys/kernel/hostname") or "").strip() or target
-
-    # kubelet
-    root_dir = info.get("kubelet-root", "/var/lib/kubelet")
-    cfg_path = info.get("kubelet-config") or None
-    pid = int(info["kubelet-pid"]) if info.get("kubelet-pid", "").isdigit() else None
-    ddir = _dropin_dir(static.argv)
-    dropins = [(p, t) for p, t in files.items() if ddir and p.startswith(ddir.rstrip("/") + "/") and p.endswith(".conf")]
-    if cfg_path:
-        _unreadable(problems, unreadable, cfg_path, "kubelet config")
-        if cfg_path not in files and cfg_path not in unreadable and pid is not None:
-            problems.append(Problem(cfg_path, "kubelet config named by --config is missing"))
-    kubelet = parse_kubelet_config(files.get(cfg_path) if cfg_path else None, cfg_path, dropins,
-                                   static.argv, problems, pid=pid, root_dir=root_dir)
+    node = (static.files.get("/proc/sys/kernel/hostname") or "").strip() or target
+    root_dir = kubelet.root_dir
     state_file = f"{root_dir.rstrip('/')}/cpu_manager_state"
     state = None
     if state_file in files:
-        state = parse_cpu_manager_state(files[state_file], state_file, problems)
+        state, sp = _state_cached(files[state_file], state_file)
+        problems.extend(sp)
     else:
         _unreadable(problems, unreadable, state_file, "cpu_manager_state")
         if state_file not in unreadable and kubelet.cpu_manager_policy == "static":
             problems.append(Problem(state_file, "missing, but the configured policy is static"))
     mm_file = f"{root_dir.rstrip('/')}/memory_manager_state"
-    memory_state = parse_memory_manager_state(files[mm_file], mm_file, problems) if mm_file in files else None
+    mm_text = static.files.get(mm_file)
+    memory_state = parse_memory_manager_state(mm_text, mm_file, problems) if mm_text is not None else None
 
     # cgroups
     cgv = int(info["cgroup-version"]) if info.get("cgroup-version", "").isdigit() else None
     base = f"{CG}/cpuset" if cgv == 1 else CG
-    cg_dirs = [d for d in dict.fromkeys(tick.dirs) if d.startswith(base + "/")]
+    bpre = base + "/"
+    cg_dirs = [d for d in dict.fromkeys(tick.dirs) if d.startswith(bpre)]
     driver = kubelet.cgroup_driver if kubelet.sources.get("cgroup_driver") else driver_of(cg_dirs)
     dirset = set(cg_dirs)
-    logs = parse_pod_logs((names or tick).dirs if "n" not in tick.request else tick.dirs)
+    lf = tick if "n" in tick.letters or names is None else names
+    if "logs" not in lf.cache:
+        lf.cache["logs"] = parse_pod_logs(lf.dirs)
+    logs = lf.cache["logs"]
 
-    # tasks (files under /proc/<pid>/task/<tid>/)
     # tasks (files under /proc/<pid>/task/<tid>/), each stamped with the uptime of the frame it came from
     task_parts: dict[int, dict] = {}
     all_tasks = None
-    layers = [fr for fr in (*carry, tick) if any(c in fr.request for c in "tTa") or fr is tick]
-    want_all = any("a" in fr.request for fr in layers)
+    layers = [fr for fr in (*carry, tick) if _has_tasks(fr.request)]
+    want_all = any("a" in fr.letters for fr in layers)
     for fr in layers:
         at = parse_uptime(fr.files.get("/proc/uptime"))
         fresh: dict[int, dict] = {}
@@ -138,6 +172,9 @@ def assemble(static: Frame, tick: Frame, target: str = "node", names: Frame | No
                                 "migrations are counted from observed last-CPU changes instead"))
     if want_all:
         all_tasks = tuple(sorted(tasks.values(), key=lambda t: t.tid))
+    by_pid: dict[int, list[Task]] = {}
+    for t in tasks.values():
+        by_pid.setdefault(t.pid, []).append(t)
 
     # pods from cgroup dirs: a pod dir's name holds the uid; a leaf is a dir right below one
     pods_cg: dict[str, tuple[str, list[str]]] = {}
@@ -182,14 +219,15 @@ def assemble(static: Frame, tick: Frame, target: str = "node", names: Frame | No
             if assigned is None and cid in v1_by_id:
                 assigned = v1_by_id[cid]
             procs = parse_procs(files.get(f"{path}/cgroup.procs"))  # v1: in the cpuset hierarchy too
-            ctasks = tuple(sorted((t for t in tasks.values() if t.pid in procs), key=lambda t: t.tid))
+            ctasks = tuple(sorted((t for pid in procs for t in by_pid.get(pid, ())), key=_tid)) if by_pid and procs else ()
             containers.append(Container(cname, cid, uid, path, cgf, assigned, ctasks, procs, runtime))
             if cname:
                 named.add(cname)
         for cname, cs in sorted(entries.get(uid, {}).items()):
             if cname not in named:  # e.g. a finished init container: kubelet keeps its entry
                 containers.append(Container(cname, None, uid, None, None, cs))
-        pods.append(Pod(uid, ns, pname, qos_of(pdir), pdir, tuple(containers), cgfiles(pdir)))
+        pod_cg = cgfiles(pdir) if f"{pdir}/cpuset.cpus" in files or f"{pdir}/cpuset.effective_cpus" in files else None
+        pods.append(Pod(uid, ns, pname, qos_of(pdir), pdir, tuple(containers), pod_cg))
     for uid, ctrs in sorted(entries.items()):
         if uid == "" or uid in seen_uids:
             continue
@@ -200,18 +238,18 @@ def assemble(static: Frame, tick: Frame, target: str = "node", names: Frame | No
     roles, shared, roles_from = _roles(topo, kubelet, state, pods, problems, state_file)
     cpu_times = parse_proc_stat(files.get("/proc/stat", ""))
     numastat = {}
-    for p, text in tick.files.items():
-        m = _NUMASTAT.match(p)
-        if m:
-            numastat[int(m.group(1))] = parse_numastat(text)
-    irq_fr = next((fr for fr in (tick, *reversed(carry)) if "i" in fr.request), None)
+    for n in topo.numa_nodes:
+        text = files.get(f"/sys/devices/system/node/node{n.id}/numastat")
+        if text is not None:
+            numastat[n.id] = parse_numastat(text)
+    irq_fr = next((fr for fr in (tick, *reversed(carry)) if "i" in fr.letters), None)
     irqs = build_irqs(irq_fr.files, nmax) if irq_fr is not None else None
     return NodeSnapshot(
         node=node, uptime=parse_uptime(files.get("/proc/uptime")), cgroup_version=cgv, cgroup_driver=driver,
         topology=topo, kubelet=kubelet, state=state, state_file=state_file if (state_file in files or state_file in unreadable) else None,
         memory_state=memory_state, pods=tuple(pods), roles=roles, shared_pool=shared, cpu_times=cpu_times,
         numastat=numastat, irqs=irqs, all_tasks=all_tasks, roles_from=roles_from, problems=tuple(problems),
-        request=tick.request, raw_paths=frozenset(files),
+        request=tick.request,
     )
 
 

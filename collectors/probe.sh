@@ -239,7 +239,7 @@ loop() {
     case $focus in *[!0-9a-f]*) focus="" ;; esac
     FOCUS=$focus
     seq=$((seq + 1))
-    printf 'B%s %s\n' "$seq" "$req"
+    printf 'B%s %s %s\n' "$seq" "$req" "$FOCUS"
     case $req in *s*) static; static_done=1 ;; esac
     [ "$static_done" = 1 ] || { find_kubelet; find_cgroups; static_done=1; }
     GRID=0 DETAIL=0 TASKS=0 STATUS=0

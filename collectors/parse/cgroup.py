@@ -10,6 +10,7 @@ Leaves: containerd "cri-containerd-<64hex>.scope" or "<64hex>"; CRI-O "crio-<64h
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ..errors import Problem
 from ..model import CgroupFiles
@@ -25,6 +26,7 @@ V1_CPUSET_FILES = ("cpuset.cpus", "cpuset.effective_cpus", "cpuset.effective_mem
 V1_CPU_FILES = ("cpu.cfs_quota_us", "cpu.cfs_period_us", "cpu.shares", "cpu.stat")
 
 
+@lru_cache(maxsize=8192)
 def pod_uid_of(dirname: str) -> str | None:
     """'pod1234-...' or 'kubepods-burstable-pod1234_...slice' -> '1234-...' (dashes restored)."""
     m = _POD.search(dirname)
@@ -41,6 +43,7 @@ def qos_of(path: str) -> str:
     return "Guaranteed"
 
 
+@lru_cache(maxsize=8192)
 def container_id_of(leaf: str) -> tuple[str | None, str | None]:
     """A leaf directory name -> (64-hex id, runtime) or (None, None) when it is not a container."""
     name = leaf[:-6] if leaf.endswith(".scope") else leaf
@@ -76,15 +79,14 @@ def _first_int(text: str | None) -> int | None:
         return None
 
 
+_STAT = re.compile(r"^(nr_periods|nr_throttled|throttled_usec|throttled_time) (\d+)$", re.M)
+
+
 def _kv(text: str | None) -> dict:
-    out = {}
-    for line in (text or "").splitlines():
-        k, _, v = line.partition(" ")
-        try:
-            out[k] = int(v.strip())
-        except ValueError:
-            pass
-    return out
+    """The throttling counters of a cpu.stat (the only keys we use), in one regex pass."""
+    if not text:
+        return {}
+    return {k: int(v) for k, v in _STAT.findall(text)}
 
 
 def _cs(text, path, problems) -> frozenset[int] | None:
@@ -99,44 +101,45 @@ def _cs(text, path, problems) -> frozenset[int] | None:
 
 def parse_cgroup_dir(files: dict, path: str, version: int, problems: list[Problem],
                      cpu_path: str | None = None) -> CgroupFiles:
-    """Read the CPU files of one cgroup directory out of the frame. `cpu_path`: v1 cpu hierarchy dir."""
-    raw: dict = {}
+    """Read the CPU files of one cgroup directory out of the frame. `cpu_path`: v1 cpu hierarchy dir.
+    Called for every container every tick: it does only dict lookups until a file is there."""
+    get = files.get
+    pre = path + "/"
     if version == 2:
-        for f in V2_FILES:
-            t = files.get(f"{path}/{f}")
-            if t is not None:
-                raw[f] = t
+        raw = {f: t for f in V2_FILES if (t := get(pre + f)) is not None}
         quota = period = None
         cm = raw.get("cpu.max")
         if cm is not None:
             parts = cm.split()
-            if len(parts) >= 1 and parts[0] != "max":
+            if parts and parts[0] != "max":
                 quota = _first_int(parts[0])
             if len(parts) >= 2:
                 period = _first_int(parts[1])
         st = _kv(raw.get("cpu.stat"))
         press = None
-        for line in (raw.get("cpu.pressure") or "").splitlines():
-            if line.startswith("some "):
-                for w in line.split():
-                    if w.startswith("total="):
-                        press = _first_int(w[6:])
+        pr = raw.get("cpu.pressure")
+        if pr:
+            for line in pr.splitlines():
+                if line.startswith("some "):
+                    for w in line.split():
+                        if w.startswith("total="):
+                            press = _first_int(w[6:])
+        eff = raw.get("cpuset.cpus.effective")
+        req = raw.get("cpuset.cpus")
+        mems = raw.get("cpuset.mems.effective")
         return CgroupFiles(
             path=path, raw=raw, version=2,
-            cpus=_cs(raw.get("cpuset.cpus"), f"{path}/cpuset.cpus", problems),
-            cpus_effective=_cs(raw.get("cpuset.cpus.effective"), f"{path}/cpuset.cpus.effective", problems),
-            mems_effective=_cs(raw.get("cpuset.mems.effective"), f"{path}/cpuset.mems.effective", problems),
+            cpus=_cs(req, pre + "cpuset.cpus", problems) if req is not None else None,
+            cpus_effective=_cs(eff, pre + "cpuset.cpus.effective", problems) if eff is not None else None,
+            mems_effective=_cs(mems, pre + "cpuset.mems.effective", problems) if mems is not None else None,
             quota_us=quota, period_us=period, weight=_first_int(raw.get("cpu.weight")),
             nr_periods=st.get("nr_periods"), nr_throttled=st.get("nr_throttled"),
             throttled_usec=st.get("throttled_usec"), pressure_some_total_us=press,
         )
-    for f in V1_CPUSET_FILES:
-        t = files.get(f"{path}/{f}")
-        if t is not None:
-            raw[f] = t
-    cp = cpu_path or path
+    raw = {f: t for f in V1_CPUSET_FILES if (t := get(pre + f)) is not None}
+    cpre = (cpu_path or path) + "/"
     for f in V1_CPU_FILES:
-        t = files.get(f"{cp}/{f}")
+        t = get(cpre + f)
         if t is not None:
             raw[f] = t
     q = _first_int(raw.get("cpu.cfs_quota_us"))
@@ -144,9 +147,9 @@ def parse_cgroup_dir(files: dict, path: str, version: int, problems: list[Proble
     tt = st.get("throttled_time")
     return CgroupFiles(
         path=path, raw=raw, version=1,
-        cpus=_cs(raw.get("cpuset.cpus"), f"{path}/cpuset.cpus", problems),
-        cpus_effective=_cs(raw.get("cpuset.effective_cpus"), f"{path}/cpuset.effective_cpus", problems),
-        mems_effective=_cs(raw.get("cpuset.effective_mems"), f"{path}/cpuset.effective_mems", problems),
+        cpus=_cs(raw.get("cpuset.cpus"), pre + "cpuset.cpus", problems),
+        cpus_effective=_cs(raw.get("cpuset.effective_cpus"), pre + "cpuset.effective_cpus", problems),
+        mems_effective=_cs(raw.get("cpuset.effective_mems"), pre + "cpuset.effective_mems", problems),
         quota_us=q if q is not None and q >= 0 else None,
         period_us=_first_int(raw.get("cpu.cfs_period_us")),
         weight=_first_int(raw.get("cpu.shares")),

@@ -8,6 +8,8 @@ Whitespace and a trailing newline are tolerated (sysfs files end in "\n").
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 # Ids beyond this are garbage, not CPUs: Linux NR_CPUS tops out at 8192 (CONFIG_NR_CPUS_RANGE_END).
 MAX_CPU_ID = 8191
 
@@ -27,8 +29,10 @@ def _num(tok: str, nmax: int | None, text: str) -> int:
     return v
 
 
+@lru_cache(maxsize=4096)
 def parse_cpuset(text: str | None, nmax: int | None = None) -> frozenset[int]:
-    """Parse a cpuset/cpulist. Raises CpusetError quoting the text on anything malformed."""
+    """Parse a cpuset/cpulist. Raises CpusetError quoting the text on anything malformed.
+    Cached: a node repeats the same few strings (the shared pool) in every container, every tick."""
     if text is None:
         raise CpusetError("no cpuset")
     s = text.strip()
