@@ -156,6 +156,7 @@ class Pod(NamedTuple):
     cgroup_path: str | None
     containers: tuple[Container, ...]
     cgroup: CgroupFiles | None = None
+    pids: frozenset[int] = frozenset()  # every process in the pod's cgroups, the sandbox's included
 
 
 class Owner(NamedTuple):
@@ -181,9 +182,10 @@ class CpuTimes(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class Irq:
     irq: str
-    cpus: frozenset[int]
+    cpus: frozenset[int]  # effective affinity
     name: str = ""
     count: int = 0
+    per_cpu: dict = field(default_factory=dict)  # cpu -> interrupts since boot (/proc/interrupts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +207,8 @@ class NodeSnapshot:
     irqs: tuple[Irq, ...] | None = None
     all_tasks: tuple[Task, ...] | None = None  # every task on the node (slow cadence), None if not read
     roles_from: str = "state"  # "state" | "cgroups" (fallback) | "policy-none"
+    state_status: str = "ok"  # ok | missing | unreadable | invalid
+    init_allowed: frozenset[int] | None = None  # PID 1's Cpus_allowed_list (systemd CPUAffinity)
     problems: tuple[Problem, ...] = ()
     request: str = ""
 

@@ -112,9 +112,11 @@ def assemble(static: Frame, tick: Frame, target: str = "node", names: Frame | No
     if state_file in files:
         state, sp = _state_cached(files[state_file], state_file)
         problems.extend(sp)
+        state_status = "ok" if state is not None else "invalid"
     else:
         _unreadable(problems, unreadable, state_file, "cpu_manager_state")
-        if state_file not in unreadable and kubelet.cpu_manager_policy == "static":
+        state_status = "unreadable" if state_file in unreadable else "missing"
+        if state_status == "missing" and kubelet.cpu_manager_policy == "static":
             problems.append(Problem(state_file, "missing, but the configured policy is static"))
     mm_file = f"{root_dir.rstrip('/')}/memory_manager_state"
     mm_text = static.files.get(mm_file)
@@ -205,15 +207,17 @@ def assemble(static: Frame, tick: Frame, target: str = "node", names: Frame | No
             problems.append(Problem(pdir, f"pod {uid} has no log directory: names unknown"))
         containers: list[Container] = []
         named = set()
+        pod_pids = set(parse_procs(files.get(f"{pdir}/cgroup.procs")))
         for leaf in sorted(leaves):
             cid, runtime = container_id_of(leaf.rpartition("/")[2])
             if cid is None:
                 continue
+            path = f"{leaf}/container" if f"{leaf}/container" in dirset else leaf
             ident = logs.ids.get(cid)
             if ident is None and has_logs:
+                pod_pids.update(parse_procs(files.get(f"{path}/cgroup.procs")))
                 continue  # the pod sandbox (pause): it has no log
             cname = ident[2] if ident else None
-            path = f"{leaf}/container" if f"{leaf}/container" in dirset else leaf
             cgf = cgfiles(path)
             assigned = entries.get(uid, {}).get(cname) if cname else None
             if assigned is None and cid in v1_by_id:
@@ -221,13 +225,14 @@ def assemble(static: Frame, tick: Frame, target: str = "node", names: Frame | No
             procs = parse_procs(files.get(f"{path}/cgroup.procs"))  # v1: in the cpuset hierarchy too
             ctasks = tuple(sorted((t for pid in procs for t in by_pid.get(pid, ())), key=_tid)) if by_pid and procs else ()
             containers.append(Container(cname, cid, uid, path, cgf, assigned, ctasks, procs, runtime))
+            pod_pids.update(procs)
             if cname:
                 named.add(cname)
         for cname, cs in sorted(entries.get(uid, {}).items()):
             if cname not in named:  # e.g. a finished init container: kubelet keeps its entry
                 containers.append(Container(cname, None, uid, None, None, cs))
         pod_cg = cgfiles(pdir) if f"{pdir}/cpuset.cpus" in files or f"{pdir}/cpuset.effective_cpus" in files else None
-        pods.append(Pod(uid, ns, pname, qos_of(pdir), pdir, tuple(containers), pod_cg))
+        pods.append(Pod(uid, ns, pname, qos_of(pdir), pdir, tuple(containers), pod_cg, frozenset(pod_pids)))
     for uid, ctrs in sorted(entries.items()):
         if uid == "" or uid in seen_uids:
             continue
@@ -249,7 +254,7 @@ def assemble(static: Frame, tick: Frame, target: str = "node", names: Frame | No
         topology=topo, kubelet=kubelet, state=state, state_file=state_file if (state_file in files or state_file in unreadable) else None,
         memory_state=memory_state, pods=tuple(pods), roles=roles, shared_pool=shared, cpu_times=cpu_times,
         numastat=numastat, irqs=irqs, all_tasks=all_tasks, roles_from=roles_from, problems=tuple(problems),
-        request=tick.request,
+        request=tick.request, state_status=state_status, init_allowed=_init_allowed(static.files),
     )
 
 
@@ -308,6 +313,11 @@ def _roles(topo, kubelet, state, pods, problems, state_file):
             role = "unassigned"
         out.append(CpuRole(cpu, role, tuple(owners.get(cpu, ()))))
     return tuple(out), shared, roles_from
+
+
+def _init_allowed(sfiles) -> frozenset[int] | None:
+    text = sfiles.get("/proc/1/status")
+    return parse_task_status(text).get("allowed") if text else None
 
 
 def _iter(pods):

@@ -113,7 +113,7 @@ find_cgroups() {
 static() {
   c=$R/sys/devices/system/cpu
   rx "$c/online" "$c/offline" "$c/possible" "$c/present" "$c/isolated" "$c/nohz_full" "$c/kernel_max" \
-     "$c/smt/active" "$R/proc/cmdline" "$R/proc/sys/kernel/hostname"
+     "$c/smt/active" "$R/proc/cmdline" "$R/proc/sys/kernel/hostname" "$R/proc/1/status"
   for d in "$c"/cpu[0-9]*; do
     [ -d "$d" ] || continue
     rx "$d/online"

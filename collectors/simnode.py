@@ -71,6 +71,7 @@ class NodeSpec:
     irqs: dict = field(default_factory=dict)  # irq number -> cpulist
     other_tasks: list = field(default_factory=list)  # (comm, cpu, kthread) tasks outside pods
     numa_miss_per_tick: int = 0
+    init_affinity: str | None = None  # PID 1's Cpus_allowed_list (systemd CPUAffinity); None = all online
     seed: int = 1
 
     @property
@@ -214,7 +215,9 @@ class SimNode:
         for irq, cl in sorted(s.irqs.items()):
             self.w(f"/proc/irq/{irq}/effective_affinity_list", cl + "\n")
             self.w(f"/proc/irq/{irq}/smp_affinity_list", cl + "\n")
-            irq_lines.append(f" {irq:>3}: " + " ".join("0" for _ in self.online) + f"  PCI-MSI {irq}-edge  eth0-rx-{irq}")
+            aff = _cset(cl)
+            irq_lines.append(f" {irq:>3}: " + " ".join("1000" if c in aff else "0" for c in sorted(self.online))
+                             + f"  PCI-MSI {irq}-edge  eth0-rx-{irq}")
         self.w("/proc/interrupts", "\n".join(irq_lines) + "\n")
         self.tick()
         return self
@@ -229,6 +232,9 @@ class SimNode:
             argv += s.flags
             self.w("/proc/1/comm", "systemd\n")
             self.w("/proc/1/cmdline", b"/sbin/init\0")
+            aff = s.init_affinity if s.init_affinity is not None else format_cpuset(self.online)
+            self.w("/proc/1/status", f"Name:\tsystemd\nTgid:\t1\nPid:\t1\nCpus_allowed_list:\t{aff}\n"
+                   "voluntary_ctxt_switches:\t100\nnonvoluntary_ctxt_switches:\t5\n")
             self.w("/proc/700/comm", "kubelet\n")
             self.w("/proc/700/cmdline", "\0".join(argv).encode() + b"\0")
         if s.config_text is not None:

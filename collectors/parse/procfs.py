@@ -136,12 +136,14 @@ def make_task(tid: int, pid: int, stat: dict, status: dict | None, sched: dict |
     )
 
 
-def parse_interrupts(text: str) -> dict[str, tuple[int, str]]:
-    """/proc/interrupts -> {irq: (total count, device names)}; columns mapped through the header."""
+def parse_interrupts(text: str) -> dict[str, tuple[int, str, dict]]:
+    """/proc/interrupts -> {irq: (total, device names, {cpu: count})}. The header names one column per
+    ONLINE CPU (not necessarily consecutive): counts are mapped to CPU ids through it."""
     lines = text.splitlines()
     if not lines:
         return {}
-    ncpu = sum(1 for w in lines[0].split() if w.startswith("CPU"))
+    cols = [int(w[3:]) for w in lines[0].split() if w.startswith("CPU") and w[3:].isdigit()]
+    ncpu = len(cols)
     out = {}
     for line in lines[1:]:
         name, _, rest = line.partition(":")
@@ -156,7 +158,7 @@ def parse_interrupts(text: str) -> dict[str, tuple[int, str]]:
             else:
                 break
         desc = " ".join(parts[len(counts):][2:]) if len(parts) > len(counts) + 2 else " ".join(parts[len(counts):])
-        out[name] = (sum(counts), desc)
+        out[name] = (sum(counts), desc, dict(zip(cols, counts)))
     return out
 
 
@@ -174,7 +176,7 @@ def build_irqs(files: dict, nmax: int | None) -> tuple[Irq, ...]:
             cpus = parse_cpuset(text, nmax)
         except CpusetError:
             continue
-        cnt, desc = inter.get(irq, (0, ""))
-        out.append(Irq(irq, cpus, desc, cnt))
+        cnt, desc, per = inter.get(irq, (0, "", {}))
+        out.append(Irq(irq, cpus, desc, cnt, per))
     out.sort(key=lambda i: int(i.irq) if i.irq.isdigit() else 1 << 30)
     return tuple(out)

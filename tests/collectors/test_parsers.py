@@ -251,7 +251,7 @@ def test_task_sched_and_stat_lines():
 
 def test_interrupts_header_maps_columns():
     txt = "           CPU0       CPU2\n  24:         5          7   PCI-MSI 1-edge      eth0-rx\nNMI:  1 1 Non-maskable\n"
-    assert parse_interrupts(txt) == {"24": (12, "eth0-rx")}
+    assert parse_interrupts(txt) == {"24": (12, "eth0-rx", {0: 5, 2: 7})}
 
 
 def test_topology_cpuless_numa_node_and_offline():
