@@ -23,3 +23,42 @@ def test_real_pinned_pod_is_exclusive_busy_and_still():
     assert [t["last_cpu"] for t in c["tasks"]] == [1]
     assert c["migrations_per_s"] is not None and c["migrations_per_s"] < 0.5
     assert o["kubelet"]["cpu_manager_policy"] == "static" and o["kubelet"]["reserved_cpus"] == [0]
+
+
+def _check(*args):
+    r = run_cli("check", "--json", *args, "local")
+    assert r.returncode in (0, 1, 2), r.stderr
+    return r.returncode, json.loads(r.stdout)
+
+
+def test_real_intruder_on_exclusive_cpu():
+    ok, why = RealPod.available()
+    need(ok, why)
+    with RealPod(cpus="1", reserved="0") as pod:
+        intruder = pod.spawn_busy(in_pod=False, cpu=1)
+        import time
+
+        time.sleep(0.3)
+        rc, o = _check()
+    hits = [f for f in o["findings"] if f["code"] == "INTRUDER_TASK"]
+    assert rc == 2
+    assert any(f"pid {intruder.pid}," in f["message"] for f in hits), [f["message"] for f in o["findings"]]
+    (f,) = [f for f in hits if f"pid {intruder.pid}," in f["message"]]
+    assert f["cpus"] == [1] and f["pod"] == "busy-pod" and f["severity"] == "critical"
+    # the pod's own busy task is not an intruder
+    assert not any(f"pid {pod.busy.pid}," in x["message"] for x in hits)
+
+
+def test_real_cfs_quota_throttles_exclusive_container():
+    ok, why = RealPod.available()
+    need(ok, why)
+    from helpers import CPUCG
+
+    need(CPUCG.exists(), "no cgroup v1 cpu controller at /sys/fs/cgroup/cpu")
+    with RealPod(cpus="1", reserved="0", quota_us=20000):
+        rc, o = _check("--samples", "2", "--interval", "0.5")
+    (f,) = [f for f in o["findings"] if f["code"] == "THROTTLED_EXCLUSIVE"]
+    assert f["pod"] == "busy-pod" and f["container"] == "busy" and "periods/s" in f["message"]
+    c = o["pods"][0]["containers"][0] if o["pods"][0]["name"] == "busy-pod" else None
+    assert c is None or (c["cpu_quota_cores"] == 0.2 and c["throttled_per_s"] > 1)
+    assert rc >= 1
