@@ -9,6 +9,7 @@ Nothing here reads the real machine; it only writes below `root`.
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
 from dataclasses import dataclass, field
@@ -334,7 +335,8 @@ class SimNode:
         s = self.spec
         self.t += dt
         hz = 100
-        busy = {c: 0.02 for c in self.online}
+        # background load: system daemons and interrupts, uneven across CPUs, drifting over time
+        busy = {c: max(0.0, 0.04 + 0.06 * math.sin(self.t / 5.0 + c * 0.7)) for c in self.online}
         for t in self.tasks:
             tid, pid, comm, cpus, b, key, *_ = t
             wob = 1.0 + 0.4 * ((self.rng.random() - 0.5) if load is None else load.get(key, 0.0))

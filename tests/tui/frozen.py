@@ -1,0 +1,43 @@
+"""A PinscopeApp over frozen data: fixture trees read through the real probe, no live workers.
+
+Two samples one simulated second apart (seeded simulation, the node's own uptime as the clock), so rates
+and findings are real but identical on every run.
+"""
+from __future__ import annotations
+
+import asyncio
+
+from collectors.collect import NodeCollector, Options
+from collectors.rates import compute
+from collectors.simnode import SimNode
+from collectors.transport.local import LocalTransport
+from tui.app import NodeUpdate, PinscopeApp
+
+
+def frozen_samples(spec, root):
+    sim = SimNode(spec, root).write()
+
+    async def go():
+        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
+        await col.connect()
+        try:
+            a = await col.sample()
+            sim.tick(1.0)
+            b = await col.sample()
+            return a, b
+        finally:
+            await col.close()
+
+    a, b = asyncio.run(go())
+    return b, compute(a, b)
+
+
+class FrozenApp(PinscopeApp):
+    def __init__(self, frozen: dict, theme: str = "dark") -> None:
+        super().__init__([(t, None) for t in frozen], Options(), 1.0, theme, autostart=False)
+        self.frozen = frozen
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        for t, (snap, rates) in self.frozen.items():
+            self.post_message(NodeUpdate(t, snap, rates))

@@ -1,0 +1,226 @@
+"""Pilot tests (App.run_test): navigation, filter, drill-down, help, theme switch, quit, a stale node,
+and the demo changing over time. Real Textual, real probe on fixture trees."""
+import asyncio
+import time
+
+import pytest
+
+from nodes import dual_socket_intel, policy_none
+from frozen import FrozenApp, frozen_samples
+from tui.app import NodeState, PinscopeApp
+from tui.screens.container import ContainerScreen
+from tui.screens.cpu import CpuScreen
+from tui.screens.help import HelpScreen
+from tui.screens.node import NodeScreen
+from tui.screens.nodeinfo import NodeInfoScreen
+from tui.widgets.coregrid import CoreGrid
+
+
+@pytest.fixture(scope="module")
+def frozen(tmp_path_factory):
+    return {"xeon-2s": frozen_samples(dual_socket_intel(), tmp_path_factory.mktemp("x")),
+            "plain": frozen_samples(policy_none(), tmp_path_factory.mktemp("p"))}
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def grid(app) -> CoreGrid:
+    return app.screen.query_one(CoreGrid)
+
+
+def test_navigation_moves_cursor_and_lights_the_pod(frozen):
+    async def go():
+        app = FrozenApp(frozen)
+        async with app.run_test(size=(200, 60)) as pilot:
+            await pilot.pause()
+            g = grid(app)
+            assert g.cursor == 0 and g.density == "full"
+            await pilot.press("right")  # the SMT sibling of 0 sits beside it
+            assert g.cursor == 24
+            await pilot.press("right")
+            assert g.cursor == 1
+            await pilot.press("l", "h")
+            assert g.cursor == 1
+            # cpu 1 is exclusive to md-feed-0: all of that pod's CPUs light up
+            assert g.highlight == {1, 2, 25, 26}
+            await pilot.press("down")
+            assert g.cursor not in (1, 25) and g.pos[g.cursor][0] > g.pos[1][0]
+            await pilot.press("up")
+            assert g.cursor == 1
+            await pilot.press("k")  # first row: stays
+            assert g.cursor == 1
+    run(go())
+
+
+def test_filter_then_enter_jumps_then_enter_drills_into_container(frozen):
+    async def go():
+        app = FrozenApp(frozen)
+        async with app.run_test(size=(200, 60)) as pilot:
+            await pilot.pause()
+            await pilot.press("slash")
+            await pilot.press(*"matcher")
+            await pilot.pause()
+            assert grid(app).highlight == {13, 14, 37, 38}
+            await pilot.press("enter")
+            assert grid(app).cursor == 13
+            await pilot.press("enter")
+            await pilot.pause()
+            scr = app.screen
+            assert isinstance(scr, ContainerScreen) and scr.cname == "engine"
+            files = str(scr.query_one("#ctr-files").render())
+            assert "cpuset.cpus.effective" in files and "13-14,37-38" in files
+            assert app.collectors["xeon-2s"].focus == scr.cid  # the drill-down asks for everything of it
+            await pilot.press("escape")
+            assert isinstance(app.screen, NodeScreen) and app.collectors["xeon-2s"].focus is None
+    run(go())
+
+
+def test_filter_without_match_says_so(frozen):
+    async def go():
+        app = FrozenApp(frozen)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            await pilot.press("slash", *"nosuchpod", "enter")
+            await pilot.pause()
+            assert grid(app).cursor == 0
+            assert any("no pod" in str(n.message) for n in app._notifications)
+    run(go())
+
+
+def test_every_pane_is_reachable_from_the_keyboard(frozen):
+    async def go():
+        app = FrozenApp(frozen)
+        async with app.run_test(size=(200, 60)) as pilot:
+            await pilot.pause()
+            await pilot.press("enter")  # cpu 0 is reserved: the CPU pane
+            assert isinstance(app.screen, CpuScreen)
+            info = str(app.screen.query_one("#cpu-info").render())
+            assert "CPU 0: reserved" in info and "SMT siblings 0,24" in info
+            await pilot.press("escape", "right", "right", "c")
+            assert isinstance(app.screen, CpuScreen) and app.screen.cpu == 1
+            assert "md-feed-0" in str(app.screen.query_one("#cpu-info").render())
+            await pilot.press("escape", "n")
+            assert isinstance(app.screen, NodeInfoScreen)
+            txt = str(app.screen.query_one("#node-info").render())
+            assert "cpuManagerPolicy" in txt and "static" in txt and "from /var/lib/kubelet/config.yaml" in txt
+            assert "distances 10 32" in txt
+            await pilot.press("escape", "f")
+            fs = app.screen.query_one("#findings")
+            assert fs.has_class("visible") and fs.row_count == len(app.views["xeon-2s"].findings)
+            await pilot.press("escape", "question_mark")
+            assert isinstance(app.screen, HelpScreen)
+            await pilot.press("escape")
+            assert isinstance(app.screen, NodeScreen)
+    run(go())
+
+
+def test_help_is_generated_from_bindings(frozen):
+    from tui.screens.help import binding_rows
+
+    async def go():
+        app = FrozenApp(frozen)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            rows = binding_rows(app, app.screen)
+            ids = {r[2] for r in rows}
+            for b in [*PinscopeApp.BINDINGS, *NodeScreen.BINDINGS, *CoreGrid.BINDINGS]:
+                if b.description:
+                    assert b.id in ids
+            assert all(b.id for b in [*PinscopeApp.BINDINGS, *NodeScreen.BINDINGS, *CoreGrid.BINDINGS])
+    run(go())
+
+
+def test_theme_switch_repaints(frozen):
+    async def go():
+        app = FrozenApp(frozen)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            g = grid(app)
+            before = g._style("exclusive")
+            await pilot.press("t")
+            await pilot.pause()
+            assert app.theme == "pinscope-light"
+            assert g._style("exclusive") != before
+            await pilot.press("t")
+            await pilot.pause()
+            assert app.theme == "pinscope-warroom" and g.glyphs["exclusive"] == "■"
+    run(go())
+
+
+def test_quit_exits_zero(frozen):
+    async def go():
+        app = FrozenApp(frozen)
+        async with app.run_test() as pilot:
+            await pilot.press("q")
+        return app.return_code
+
+    assert run(go()) in (0, None)
+
+
+def test_stale_and_down_node_greys_its_data_and_survives(frozen):
+    async def go():
+        app = FrozenApp(frozen)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            v = app.views["xeon-2s"]
+            v.last_update = time.monotonic() - 10
+            app._check_stale()
+            await pilot.pause()
+            assert v.state == "stale"
+            assert "STALE" in str(app.screen.query_one("#status").render())
+            g = grid(app)
+            cells = [seg for seg in g._paint(2, 100) if seg.text.strip()]  # row 2: the first row of cells
+            assert cells and all(seg.style == g._style("stale") for seg in cells[1:])
+            app.post_message(NodeState("xeon-2s", "down", "connection lost"))
+            await pilot.pause()
+            assert "DOWN (connection lost)" in str(app.screen.query_one("#status").render())
+            assert app.screen.query_one("#status").has_class("down")
+            await pilot.press("right", "enter")  # still navigable on the last data
+            assert isinstance(app.screen, CpuScreen)
+    run(go())
+
+
+def test_switching_nodes(frozen):
+    async def go():
+        app = FrozenApp(frozen)
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            await pilot.press("right_square_bracket")
+            await pilot.pause()
+            assert app.screen.target == "plain"
+            assert "plain" in str(app.screen.query_one("#status").render())
+    run(go())
+
+
+def test_demo_changes_over_time():
+    from collectors.transport.demo import DemoCluster
+    from collectors.collect import Options
+
+    async def go():
+        cl = DemoCluster()
+        app = PinscopeApp(cl.targets(), Options(), 0.3, "dark", cleanup=cl.close)
+        async with app.run_test(size=(200, 60)) as pilot:
+            v = app.views["demo/trade-xeon-96"]
+            for _ in range(100):
+                await asyncio.sleep(0.1)
+                if v.rates:
+                    break
+            assert v.snap is not None and v.rates is not None, v.message
+            first = dict(v.rates.util)
+            text1 = "".join(s.text for y in range(20) for s in grid(app).render_line(y))
+            g0 = v.generation
+            for _ in range(50):
+                await asyncio.sleep(0.1)
+                if v.generation >= g0 + 3:
+                    break
+            assert v.generation >= g0 + 3
+            assert v.rates.util != first
+            text2 = "".join(s.text for y in range(20) for s in grid(app).render_line(y))
+            assert text1 != text2
+            assert len(v.snap.topology.cpus) == 96 and v.snap.kubelet.cpu_manager_policy == "static"
+            codes = {f.code for f in v.findings}
+            assert {"STATE_CGROUP_DRIFT", "IRQ_ON_EXCLUSIVE"} <= codes
+            await pilot.press("q")
+    asyncio.run(go())

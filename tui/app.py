@@ -1,0 +1,228 @@
+"""The pinscope Textual app: thin. It owns the node views, starts one long-lived task per node, and
+routes messages to the screen on show. Screens are in tui/screens/, widgets in tui/widgets/.
+
+Workers post messages and never touch widgets; messages for the same node replace stale ones
+(`can_replace`), and updates are applied inside `batch_update()`.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import tomllib
+from pathlib import Path
+
+from textual.app import App
+from textual.binding import Binding
+from textual.message import Message
+
+from collectors.collect import NodeCollector, Options, live, live_depth
+from themes import TCSS
+from themes.themes import ORDER, THEMES, theme_name
+from tui.screens.container import ContainerScreen
+from tui.screens.cpu import CpuScreen
+from tui.screens.help import HelpScreen
+from tui.screens.node import NodeScreen
+from tui.screens.nodeinfo import NodeInfoScreen
+from tui.state import NodeView
+
+KEYMAP = Path(os.environ.get("XDG_CONFIG_HOME", Path.home() / ".config")) / "pinscope" / "keymap.toml"
+
+
+class NodeUpdate(Message):
+    """A new snapshot of one node (from its worker)."""
+
+    def __init__(self, target: str, snap, rates) -> None:
+        self.target, self.snap, self.rates = target, snap, rates
+        super().__init__()
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, NodeUpdate) and message.target == self.target
+
+
+class NodeState(Message):
+    def __init__(self, target: str, state: str, message: str | None) -> None:
+        self.target, self.state, self.message = target, state, message
+        super().__init__()
+
+
+class PinscopeApp(App):
+    CSS_PATH = str(TCSS)
+    TITLE = "pinscope"
+    BINDINGS = [
+        Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("question_mark", "help", "Help", id="app.help"),
+        Binding("t", "cycle_theme", "Theme", id="app.theme"),
+        Binding("s", "screenshot", "Screenshot", id="app.screenshot"),
+    ]
+
+    def __init__(self, targets: list[tuple[str, object | None]], opts: Options = Options(), interval: float = 1.0,
+                 theme: str = "dark", cleanup=None, autostart: bool = True) -> None:
+        super().__init__()
+        self.targets = [t for t, _ in targets]
+        self.views = {t: NodeView(t) for t in self.targets}
+        self.collectors = {t: NodeCollector(t, opts, transport) for t, transport in targets}
+        self.interval = interval
+        self.theme_key = theme if theme in THEMES else "dark"
+        self.cleanup = cleanup
+        self.autostart = autostart
+        self.current = self.targets[0]
+        self.stop = asyncio.Event()
+        self.started_at = time.monotonic()
+        self.first_paint_s: float | None = None
+
+    @property
+    def big_glyphs(self) -> bool:
+        return self.theme_key == "warroom"
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return dict(THEMES["dark"].variables)
+
+    def on_mount(self) -> None:
+        for t in THEMES.values():
+            self.register_theme(t)
+        self.theme = theme_name(self.theme_key)
+        self._load_keymap()
+        self.push_screen(NodeScreen(self.current))
+        self.set_interval(max(0.25, self.interval / 2), self._check_stale)
+        if self.autostart:
+            for t in self.targets:
+                self.run_worker(self._node_task(t), group="nodes", name=f"node {t}", exit_on_error=False)
+        self.call_after_refresh(self._painted)
+
+    def _painted(self) -> None:
+        if self.first_paint_s is None:
+            self.first_paint_s = time.monotonic() - self.started_at
+
+    def _load_keymap(self) -> None:
+        try:
+            data = tomllib.loads(KEYMAP.read_text()) if KEYMAP.exists() else {}
+        except (OSError, tomllib.TOMLDecodeError) as err:
+            self.notify(f"keymap {KEYMAP} ignored: {err}", severity="warning")
+            return
+        keymap = {str(k): str(v) for k, v in data.items() if isinstance(v, str)}
+        if keymap:
+            self.set_keymap(keymap)
+
+    async def _node_task(self, target: str) -> None:
+        """The one long-lived task of a node: collect, post, sleep; failures become states."""
+        col = self.collectors[target]
+        await live(col, self.interval, live_depth,
+                   lambda snap, rates: self.post_message(NodeUpdate(target, snap, rates)),
+                   lambda st, msg: self.post_message(NodeState(target, st, msg)), self.stop)
+
+    async def on_unmount(self) -> None:
+        self.stop.set()
+        for col in self.collectors.values():
+            try:
+                await asyncio.wait_for(col.close(), 2)
+            except Exception:  # closing a dead connection must not block the exit
+                pass
+        if self.cleanup:
+            self.cleanup()
+
+    # ------------------------------------------------------------------ messages
+    def on_node_update(self, msg: NodeUpdate) -> None:
+        self.views[msg.target].apply(msg.snap, msg.rates)
+        self._refresh(msg.target)
+
+    def on_node_state(self, msg: NodeState) -> None:
+        self.views[msg.target].set_state(msg.state, msg.message)
+        self._refresh(msg.target)
+
+    def _check_stale(self) -> None:
+        for t, v in self.views.items():
+            if v.check_stale(self.interval):
+                self._refresh(t)
+
+    def _refresh(self, target: str) -> None:
+        scr = self.screen
+        if getattr(scr, "target", None) == target and hasattr(scr, "refresh_view"):
+            with self.batch_update():
+                scr.refresh_view()
+
+    # ------------------------------------------------------------------ navigation (called by screens)
+    def open_cpu_or_container(self, target: str, cpu: int) -> None:
+        v = self.views[target]
+        r = v.snap.role_of(cpu) if v.snap else None
+        if r and r.role == "exclusive" and r.owners:
+            live_owner = None
+            for p, c in v.snap.containers():
+                if any(o.pod_uid == p.uid and o.container == c.name for o in r.owners) and c.cgroup is not None:
+                    live_owner = (p, c)
+                    break
+            if live_owner:
+                p, c = live_owner
+                self.open_container(target, p.uid, c.id, c.name)
+                return
+        self.open_cpu(target, cpu)
+
+    def open_cpu(self, target: str, cpu: int) -> None:
+        self.push_screen(CpuScreen(target, cpu))
+
+    def open_container(self, target: str, uid: str, cid: str | None, name: str | None) -> None:
+        self.push_screen(ContainerScreen(target, uid, cid, name))
+
+    def open_node_info(self, target: str) -> None:
+        self.push_screen(NodeInfoScreen(target))
+
+    def open_finding(self, target: str, f) -> None:
+        v = self.views[target]
+        if f.pod_uid and f.container and v.snap:
+            for p, c in v.snap.containers():
+                if p.uid == f.pod_uid and c.name == f.container:
+                    self.open_container(target, p.uid, c.id, c.name)
+                    return
+        if f.cpus:
+            self.open_cpu(target, f.cpus[0])
+        else:
+            self.open_node_info(target)
+
+    def set_focus_container(self, target: str, cid: str | None) -> None:
+        """The drill-down asks for this container's everything, every tick."""
+        col = self.collectors.get(target)
+        if col is not None:
+            col.focus = cid if cid and all(ch in "0123456789abcdef" for ch in cid) else None
+
+    def switch_node(self, step: int) -> None:
+        if len(self.targets) < 2:
+            return
+        i = (self.targets.index(self.current) + step) % len(self.targets)
+        self.current = self.targets[i]
+        self.switch_screen(NodeScreen(self.current))
+
+    # ------------------------------------------------------------------ actions
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.screen))
+
+    def action_cycle_theme(self) -> None:
+        i = (ORDER.index(self.theme_key) + 1) % len(ORDER)
+        self.theme_key = ORDER[i]
+        self.theme = theme_name(self.theme_key)
+        scr = self.screen
+        if hasattr(scr, "refresh_view"):
+            scr.refresh_view()
+        self.notify(f"theme {self.theme_key}", timeout=1.5)
+
+    def action_screenshot(self) -> None:
+        path = self.save_screenshot(path=os.environ.get("PINSCOPE_SCREENSHOTS", "."))
+        self.notify(f"saved {path}", timeout=3)
+
+
+def run_live(targets: list[str], opts: Options, interval: float = 1.0, theme: str = "dark") -> int:
+    app = PinscopeApp([(t, None) for t in targets], opts, interval, theme)
+    app.run()
+    return app.return_code or 0
+
+
+def run_demo(theme: str = "dark", interval: float = 1.0) -> int:
+    from collectors.transport.demo import DemoCluster
+
+    cluster = DemoCluster()
+    app = PinscopeApp(cluster.targets(), Options(), interval, theme, cleanup=cluster.close)
+    try:
+        app.run()
+    finally:
+        cluster.close()
+    return app.return_code or 0

@@ -1,0 +1,100 @@
+"""The container pane: identity, QoS, kubelet's assignment beside the kernel's, raw cgroup files, tasks."""
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import DataTable, Static
+
+from collectors.parse.cpuset import format_cpuset
+from tui.screens.drill import DrillScreen
+from tui.widgets.sparkbar import sparkbar
+
+
+class ContainerScreen(DrillScreen):
+    def __init__(self, target: str, pod_uid: str, container_id: str | None, name: str | None) -> None:
+        super().__init__(target)
+        self.pod_uid, self.cid, self.cname = pod_uid, container_id, name
+
+    def title_text(self) -> str:
+        return f"container {self.cname or self.cid}"
+
+    def body(self) -> ComposeResult:
+        yield Static("", id="ctr-info")
+        yield Static("tasks", classes="pane-title")
+        yield DataTable(id="ctr-tasks", cursor_type="row")
+        yield Static("cgroup files", classes="pane-title")
+        yield Static("", id="ctr-files", classes="raw")
+
+    def on_mount(self) -> None:
+        self.query_one("#ctr-tasks", DataTable).add_columns(
+            "tid", "comm", "last CPU", "allowed", "migr/s", "vol/s", "invol/s", "migrations (60)")
+        self.app.set_focus_container(self.target, self.cid)
+        super().on_mount()
+
+    def on_unmount(self) -> None:
+        self.app.set_focus_container(self.target, None)
+
+    def _find(self):
+        snap = self.view.snap
+        if snap is None:
+            return None, None
+        for p in snap.pods:
+            if p.uid == self.pod_uid:
+                for c in p.containers:
+                    if (self.cid and c.id == self.cid) or (not self.cid and c.name == self.cname):
+                        return p, c
+                return p, None
+        return None, None
+
+    def render_body(self) -> None:
+        v = self.view
+        p, c = self._find()
+        info = self.query_one("#ctr-info", Static)
+        if p is None or c is None:
+            info.update(Text("this container is gone from the node (or not read yet)", style="bold"))
+            return
+        cg = c.cgroup
+        t = Text()
+        t.append(f"{p.namespace or '?'}/{p.name or '?'}  container {c.name or '?'}\n", style="bold")
+        t.append(f"pod uid {p.uid}   QoS {p.qos or '?'}   runtime {c.runtime or '?'}   id {c.id or '-'}\n")
+        eff = cg.cpus_effective if cg else None
+        asg = c.assigned
+        t.append("kubelet assignment: ")
+        t.append(format_cpuset(asg) if asg is not None else "shared pool", style="bold")
+        t.append("    kernel cpuset.cpus.effective: ")
+        pool = v.snap.shared_pool
+        mismatch = eff is not None and ((asg is not None and eff != asg) or (asg is None and pool is not None and eff != pool))
+        t.append(format_cpuset(eff) if eff is not None else "-", style="bold red reverse" if mismatch else "bold")
+        if mismatch:
+            t.append("   MISMATCH", style="bold red")
+        t.append("\n")
+        if cg:
+            t.append(f"mems {format_cpuset(cg.mems_effective) if cg.mems_effective is not None else '-'}   ")
+            quota = f"{cg.quota_us / cg.period_us:.2f} CPUs" if cg.quota_us and cg.period_us else "none (max)"
+            t.append(f"CFS quota {quota}   nr_throttled {cg.nr_throttled if cg.nr_throttled is not None else '-'}")
+        cr = v.crates.get((p.uid, c.id))
+        if cr:
+            thr = "-" if cr.throttled_per_s is None else f"{cr.throttled_per_s:.1f}/s"
+            mig = "-" if cr.migrations_per_s is None else f"{cr.migrations_per_s:.1f}/s ({cr.migrations_source})"
+            t.append(f"\nthrottled periods {thr}   migrations {mig}   "
+                     f"context switches {'-' if cr.ctx_switches_per_s is None else f'{cr.ctx_switches_per_s:.0f}/s'}")
+        info.update(t)
+        tasks = self.query_one("#ctr-tasks", DataTable)
+        tasks.clear()
+        tr = v.rates.tasks if v.rates else {}
+        for tk in c.tasks:
+            r = tr.get(tk.tid)
+            f = lambda x: "-" if x is None else f"{x:.1f}"  # noqa: E731
+            tasks.add_row(str(tk.tid), tk.comm, str(tk.last_cpu), format_cpuset(tk.allowed) if tk.allowed is not None else "-",
+                          f(r.migrations_per_s if r else None), f(r.voluntary_per_s if r else None),
+                          f(r.involuntary_per_s if r else None), sparkbar(v.mig_hist.get(tk.tid, ()), 30))
+        files = Text()
+        if cg is None:
+            files.append("no cgroup: the container has exited (kubelet keeps its CPUs in the state file)")
+        else:
+            cpu_dir = cg.path.replace("/sys/fs/cgroup/cpuset/", "/sys/fs/cgroup/cpu/", 1) if cg.version == 1 else cg.path
+            for name, text in cg.raw.items():
+                d = cpu_dir if (cg.version == 1 and name.startswith("cpu.")) else cg.path
+                files.append(f"{d}/{name}\n", style="bold")
+                files.append("".join(f"    {line}\n" for line in text.splitlines()) or "    (empty)\n")
+        self.query_one("#ctr-files", Static).update(files)

@@ -1,0 +1,51 @@
+"""The base of every drill-down pane: Esc goes back; it re-renders on each update of its node."""
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Static
+
+from tui.widgets.sparkbar import sparkbar  # noqa: F401  (re-exported for the panes)
+
+
+class DrillScreen(Screen):
+    BINDINGS = [Binding("escape", "back", "Back", id="drill.back")]
+
+    def __init__(self, target: str) -> None:
+        super().__init__()
+        self.target = target
+
+    @property
+    def view(self):
+        return self.app.views[self.target]
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="status")
+        with VerticalScroll():
+            yield from self.body()
+        yield Footer()
+
+    def body(self) -> ComposeResult:
+        yield Static("")
+
+    def on_mount(self) -> None:
+        self.refresh_view()
+
+    def refresh_view(self) -> None:
+        v = self.view
+        st = self.query_one("#status", Static)
+        st.set_class(v.state == "stale", "stale")
+        st.set_class(v.state == "down", "down")
+        st.update(f" {v.name}  {v.state}{': ' + v.message if v.message else ''}  —  {self.title_text()}")
+        self.render_body()
+
+    def title_text(self) -> str:
+        return ""
+
+    def render_body(self) -> None:
+        pass
+
+    def action_back(self) -> None:
+        self.app.pop_screen()

@@ -1,0 +1,43 @@
+"""Help, generated from the bindings in force (the app's, the screen's, the focused widget's)."""
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+
+def binding_rows(app, screen) -> list[tuple[str, str, str]]:
+    """(keys, description, id) for every binding with a description, from the app, the screen below
+    the help and the widgets of that screen: the help is never a hand-kept copy."""
+    seen = {}
+    sources = [app, screen]
+    sources += list(screen.walk_children()) if screen is not None else []
+    for src in sources:
+        for b in getattr(type(src), "BINDINGS", []):
+            if not isinstance(b, Binding) or not b.description:
+                continue
+            keys = ", ".join(app.get_key_display(Binding(k, b.action)) for k in b.key.split(","))
+            seen.setdefault(b.id or b.action, (keys, b.description, b.id or ""))
+    return list(seen.values())
+
+
+class HelpScreen(ModalScreen):
+    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close help", id="help.close")]
+
+    def __init__(self, under) -> None:
+        super().__init__()
+        self.under = under
+
+    def compose(self) -> ComposeResult:
+        t = Text()
+        t.append("pinscope — keys\n\n", style="bold")
+        for keys, desc, _ in binding_rows(self.app, self.under):
+            t.append(f"  {keys:<22}", style="bold")
+            t.append(f"{desc}\n")
+        t.append("\nMouse: click a CPU to move the cursor, click it again (or double-click) to drill down.\n")
+        t.append("Keys can be remapped in ~/.config/pinscope/keymap.toml (binding id = \"key\").\n")
+        with VerticalScroll():
+            yield Static(t)

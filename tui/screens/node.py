@@ -1,0 +1,287 @@
+"""The main screen: one node's core grid, legend, pinned-pod list, findings pane and filter."""
+from __future__ import annotations
+
+import time
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from collectors.parse.cpuset import format_cpuset
+from tui.widgets.coregrid import CoreGrid
+
+SEV_MARK = {"critical": "✖ critical", "warning": "▲ warning", "info": "· info"}
+
+
+def pod_cpus(snap, uid: str) -> frozenset[int]:
+    out: set[int] = set()
+    for p in snap.pods:
+        if p.uid == uid:
+            for c in p.containers:
+                if c.assigned:
+                    out |= c.assigned
+    return frozenset(out)
+
+
+def matches(snap, query: str):
+    """(pod, container) pairs whose namespace, pod or container name contains the query."""
+    q = query.strip().lower()
+    if not q:
+        return []
+    out = []
+    for p in snap.pods:
+        for c in p.containers:
+            hay = f"{p.namespace or ''}/{p.name or p.uid}/{c.name or ''}".lower()
+            if q in hay:
+                out.append((p, c))
+    return out
+
+
+class NodeScreen(Screen):
+    BINDINGS = [
+        Binding("slash", "filter", "Filter", id="node.filter"),
+        Binding("f", "findings", "Findings", id="node.findings"),
+        Binding("c", "cpu", "CPU pane", id="node.cpu"),
+        Binding("n", "node_info", "Node pane", id="node.info"),
+        Binding("right_square_bracket", "next_node", "Next node", id="node.next", show=False),
+        Binding("left_square_bracket", "prev_node", "Prev node", id="node.prev", show=False),
+        Binding("escape", "clear", "Back", id="node.back", show=False),
+    ]
+
+    def __init__(self, target: str) -> None:
+        super().__init__()
+        self.target = target
+        self.filter_text = ""
+
+    @property
+    def view(self):
+        return self.app.views[self.target]
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="status")
+        with Horizontal(id="main"):
+            yield CoreGrid(id="grid")
+            with Vertical(id="side"):
+                yield Static("", id="legend")
+                yield DataTable(id="pods", cursor_type="row", zebra_stripes=False)
+        yield DataTable(id="findings", cursor_type="row")
+        yield Input(placeholder="filter: pod, namespace or container; Enter jumps, Esc clears", id="filter")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        pods = self.query_one("#pods", DataTable)
+        pods.add_columns("tag", "pod", "container", "cpus", "NUMA")
+        fs = self.query_one("#findings", DataTable)
+        fs.add_columns("severity", "code", "message")
+        self.query_one(CoreGrid).focus()
+        self.refresh_view()
+
+    # ------------------------------------------------------------------ data
+    def refresh_view(self) -> None:
+        v = self.view
+        grid = self.query_one(CoreGrid)
+        grid.set_glyphs(self.app.big_glyphs)
+        grid.set_view(v, self._highlight())
+        self._status()
+        self._legend()
+        self._pods()
+        self._findings()
+
+    def _highlight(self) -> frozenset[int]:
+        v = self.view
+        if v.snap is None:
+            return frozenset()
+        if self.filter_text:
+            return frozenset(filter_cpus(matches(v.snap, self.filter_text)))
+        fs = self.query_one("#findings", DataTable)
+        if fs.has_class("visible") and fs.has_focus and v.findings and fs.cursor_row < len(v.findings):
+            return frozenset(v.findings[fs.cursor_row].cpus)
+        grid = self.query_one(CoreGrid)
+        r = v.snap.role_of(grid.cursor)
+        if r and r.owners:
+            return pod_cpus(v.snap, r.owners[0].pod_uid)
+        return frozenset()
+
+    def _status(self) -> None:
+        v = self.view
+        st = self.query_one("#status", Static)
+        st.set_class(v.state == "stale", "stale")
+        st.set_class(v.state == "down", "down")
+        grid = self.query_one(CoreGrid)
+        if v.snap is None:
+            st.update(Text(f" {v.target}  {v.state}{': ' + v.message if v.message else ''}"))
+            return
+        s, k = v.snap, v.snap.kubelet
+        n = {sev: sum(1 for f in v.findings if f.severity == sev) for sev in ("critical", "warning", "info")}
+        age = time.monotonic() - v.last_update if v.last_update else 0
+        state = {"up": "live", "stale": f"STALE {age:.0f}s", "down": f"DOWN ({v.message})",
+                 "connecting": "connecting"}.get(v.state, v.state)
+        idx = self.app.targets.index(self.target) + 1
+        t = Text()
+        t.append(f" {s.node} ", style="bold")
+        if len(self.app.targets) > 1:
+            t.append(f"[{idx}/{len(self.app.targets)}] ")
+        t.append(f" {state}  policy {k.cpu_manager_policy or 'unknown'}  topology {k.topology_manager_policy}  "
+                 f"cgroup v{s.cgroup_version} {s.cgroup_driver or ''}  {len(s.topology.online)}/{len(s.topology.cpus)} CPUs  ")
+        t.append(f"✖{n['critical']} ", style="bold red" if n["critical"] else "")
+        t.append(f"▲{n['warning']} ", style="bold yellow" if n["warning"] else "")
+        t.append(f" density: {grid.density}")
+        if self.filter_text:
+            t.append(f"  filter: {self.filter_text!r}")
+        st.update(t)
+
+    def _legend(self) -> None:
+        g = self.query_one(CoreGrid).glyphs
+        v = self.view
+        t = Text()
+        for role in ("exclusive", "reserved", "shared", "isolated", "offline", "unassigned"):
+            t.append(f"{g[role]} {role}  ", style=self.query_one(CoreGrid)._style(role))
+        t.append("\nshade = load ▁▂▃▄▅▆▇█   ! = finding   letter = pod")
+        if v.snap:
+            c = v.snap.role_of(self.query_one(CoreGrid).cursor)
+            cpu = v.snap.topology.cpu(c.id) if c else None
+            if c and cpu:
+                u = v.rates.util.get(c.id) if v.rates else None
+                who = ", ".join(f"{o.namespace or '?'}/{o.pod or o.pod_uid[:8]}/{o.container or '?'}" for o in c.owners)
+                t.append(f"\ncpu{c.id}: {c.role}  socket {cpu.socket} NUMA {cpu.numa_node} core {cpu.core} "
+                         f"sib {format_cpuset(cpu.siblings)}  load {'-' if u is None else f'{u * 100:.0f}%'}")
+                if who:
+                    t.append(f"\n  {who}")
+        self.query_one("#legend", Static).update(t)
+
+    def _pods(self) -> None:
+        v = self.view
+        table = self.query_one("#pods", DataTable)
+        table.clear()
+        if v.snap is None:
+            return
+        cpu_node = {c.id: c.numa_node for c in v.snap.topology.cpus}
+        q = self.filter_text
+        rows = []
+        for p in v.snap.pods:
+            for c in p.containers:
+                if not c.assigned:
+                    continue
+                if q and not matches_one(p, c, q):
+                    continue
+                nodes = sorted({cpu_node.get(x) for x in c.assigned if cpu_node.get(x) is not None})
+                rows.append((v.tags.get(p.uid, ""), f"{p.namespace or '?'}/{p.name or p.uid[:8]}",
+                             c.name or "?", format_cpuset(c.assigned), format_cpuset(nodes)))
+        for r in sorted(rows, key=lambda r: (len(r[0]), r[0], r[2])):
+            table.add_row(*r)
+
+    def _findings(self) -> None:
+        table = self.query_one("#findings", DataTable)
+        row = table.cursor_row
+        table.clear()
+        for f in self.view.findings:
+            table.add_row(SEV_MARK.get(f.severity, f.severity), f.code, f.message)
+        if self.view.findings:
+            table.move_cursor(row=min(row, len(self.view.findings) - 1))
+
+    # ------------------------------------------------------------------ events
+    def on_core_grid_cursor_moved(self, event: CoreGrid.CursorMoved) -> None:
+        if self.view.snap is None:
+            return
+        self.query_one(CoreGrid).set_highlight(self._highlight())
+        self._legend()
+
+    def on_core_grid_selected(self, event: CoreGrid.Selected) -> None:
+        self.app.open_cpu_or_container(self.target, event.cpu)
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        if event.data_table.id == "findings":
+            self.query_one(CoreGrid).set_highlight(self._highlight())
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        v = self.view
+        if event.data_table.id == "findings" and v.findings and event.cursor_row < len(v.findings):
+            self.app.open_finding(self.target, v.findings[event.cursor_row])
+        elif event.data_table.id == "pods":
+            label = event.data_table.get_row_at(event.cursor_row)
+            for p in v.snap.pods:
+                for c in p.containers:
+                    if c.assigned and f"{p.namespace or '?'}/{p.name or p.uid[:8]}" == label[1] and (c.name or "?") == label[2]:
+                        self.app.open_container(self.target, p.uid, c.id, c.name)
+                        return
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value
+        self.query_one(CoreGrid).set_highlight(self._highlight())
+        self._pods()
+        self._status()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        v = self.view
+        inp = self.query_one("#filter", Input)
+        inp.remove_class("visible")
+        grid = self.query_one(CoreGrid)
+        grid.focus()
+        if v.snap is None:
+            return
+        cpus = filter_cpus(matches(v.snap, self.filter_text))
+        if cpus:
+            grid.cursor = min(cpus)
+        else:
+            self.app.notify(f"no pod, namespace or container matches {self.filter_text!r}", severity="warning")
+
+    # ------------------------------------------------------------------ actions
+    def action_filter(self) -> None:
+        inp = self.query_one("#filter", Input)
+        inp.add_class("visible")
+        inp.focus()
+
+    def action_clear(self) -> None:
+        inp = self.query_one("#filter", Input)
+        fs = self.query_one("#findings", DataTable)
+        if inp.has_class("visible") or self.filter_text:
+            inp.value = ""
+            self.filter_text = ""
+            inp.remove_class("visible")
+        elif fs.has_class("visible"):
+            fs.remove_class("visible")
+        self.query_one(CoreGrid).focus()
+        self.refresh_view()
+
+    def action_findings(self) -> None:
+        fs = self.query_one("#findings", DataTable)
+        fs.toggle_class("visible")
+        if fs.has_class("visible"):
+            fs.focus()
+        else:
+            self.query_one(CoreGrid).focus()
+        self.query_one(CoreGrid).set_highlight(self._highlight())
+
+    def action_cpu(self) -> None:
+        self.app.open_cpu(self.target, self.query_one(CoreGrid).cursor)
+
+    def action_node_info(self) -> None:
+        self.app.open_node_info(self.target)
+
+    def action_next_node(self) -> None:
+        self.app.switch_node(+1)
+
+    def action_prev_node(self) -> None:
+        self.app.switch_node(-1)
+
+
+def filter_cpus(found) -> set[int]:
+    """The CPUs a filter lights: the exclusive CPUs of the matches; only when none of them is pinned,
+    the CPUs the (shared) matches may run on."""
+    pinned = set()
+    for _, c in found:
+        pinned |= c.assigned or set()
+    if pinned:
+        return pinned
+    out: set[int] = set()
+    for _, c in found:
+        if c.cgroup and c.cgroup.cpus_effective:
+            out |= c.cgroup.cpus_effective
+    return out
+
+
+def matches_one(p, c, q: str) -> bool:
+    return q.strip().lower() in f"{p.namespace or ''}/{p.name or p.uid}/{c.name or ''}".lower()

@@ -1,0 +1,57 @@
+"""The node pane: kubelet settings and where each came from, NUMA nodes, cgroup version, problems."""
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.widgets import Static
+
+from collectors.parse.cpuset import format_cpuset
+from tui.screens.drill import DrillScreen
+
+
+class NodeInfoScreen(DrillScreen):
+    def title_text(self) -> str:
+        return "node"
+
+    def body(self) -> ComposeResult:
+        yield Static("", id="node-info")
+
+    def render_body(self) -> None:
+        v = self.view
+        s = v.snap
+        if s is None:
+            return
+        k = s.kubelet
+        t = Text()
+        t.append("kubelet\n", style="bold")
+        t.append(f"  process {'pid ' + str(k.pid) if k.pid else 'not found'}   config {k.config_path or '-'}   root-dir {k.root_dir}\n")
+        rows = [("cpuManagerPolicy", k.cpu_manager_policy or "unknown", "cpu_manager_policy"),
+                ("cpuManagerPolicyOptions", dict(k.cpu_manager_policy_options) or "{}", "cpu_manager_policy_options"),
+                ("reservedSystemCPUs", format_cpuset(k.reserved_cpus) if k.reserved_cpus else "-", "reserved_cpus"),
+                ("topologyManagerPolicy", k.topology_manager_policy, "topology_manager_policy"),
+                ("topologyManagerScope", k.topology_manager_scope, "topology_manager_scope"),
+                ("memoryManagerPolicy", k.memory_manager_policy, "memory_manager_policy"),
+                ("cgroupDriver", k.cgroup_driver or "-", "cgroup_driver"),
+                ("kubeReserved", dict(k.kube_reserved) or "-", "kube_reserved"),
+                ("systemReserved", dict(k.system_reserved) or "-", "system_reserved")]
+        for name, val, field in rows:
+            t.append(f"  {name:<26} {str(val):<28} ")
+            t.append(f"from {k.sources.get(field, 'default')}\n", style="dim")
+        st = s.state
+        t.append(f"\ncpu_manager_state  {s.state_file or '-'}  ({s.state_status})\n", style="bold")
+        if st:
+            ok = {True: "ok", False: "MISMATCH", None: "not checked"}[st.checksum_ok]
+            t.append(f"  version {st.version}   policy {st.policy}   defaultCpuSet {format_cpuset(st.default_cpuset) or '-'}   checksum {ok}\n")
+        t.append(f"  roles from: {s.roles_from}   shared pool {format_cpuset(s.shared_pool) if s.shared_pool is not None else '-'}\n")
+        t.append(f"\ncgroup v{s.cgroup_version}  driver {s.cgroup_driver or 'unknown'}\n", style="bold")
+        t.append(f"isolated {format_cpuset(s.topology.isolated) or '-'}   nohz_full {format_cpuset(s.topology.nohz_full) or '-'}\n")
+        t.append("\nNUMA nodes\n", style="bold")
+        for n in s.topology.numa_nodes:
+            r = v.rates.numa.get(n.id) if v.rates else None
+            rate = f"hit {r['numa_hit_per_s']:.0f}/s  miss {r['numa_miss_per_s']:.0f}/s ({r['miss_ratio'] * 100:.1f} %)" if r else "rates need two samples"
+            t.append(f"  node {n.id}: cpus {format_cpuset(n.cpus) or '(none: memory only)'}   distances {' '.join(map(str, n.distances))}   {rate}\n")
+        if s.problems:
+            t.append("\nwhat could not be read\n", style="bold")
+            for p in s.problems:
+                t.append(f"  {p.source}: {p.message}\n")
+        self.query_one("#node-info", Static).update(t)

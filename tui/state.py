@@ -1,0 +1,108 @@
+"""What the UI knows about one node: the last snapshot, rates, findings, histories, connection state.
+
+Built from messages only (workers never touch widgets). Pure data plus small derivations; no Textual.
+"""
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from collectors.findings import Finding, evaluate, worst
+from collectors.model import NodeSnapshot
+from collectors.rates import ContainerRates, Rates
+
+HISTORY = 60
+LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ"  # no I or O: they read as 1 and 0 beside CPU ids
+
+
+def pod_tag(i: int) -> str:
+    if i < len(LETTERS):
+        return LETTERS[i]
+    return LETTERS[i // len(LETTERS) - 1] + LETTERS[i % len(LETTERS)]
+
+
+@dataclass
+class NodeView:
+    target: str
+    snap: NodeSnapshot | None = None
+    rates: Rates | None = None
+    findings: list[Finding] = field(default_factory=list)
+    state: str = "connecting"  # connecting | up | stale | down
+    message: str | None = None
+    last_update: float | None = None  # monotonic
+    generation: int = 0  # bumps on every new snapshot: widgets key their caches on it
+    util_hist: dict = field(default_factory=dict)  # cpu -> deque of util
+    mig_hist: dict = field(default_factory=dict)  # tid -> deque of migrations/s
+    crates: dict = field(default_factory=dict)  # (pod uid, container id) -> last known ContainerRates
+    tags: dict = field(default_factory=dict)  # pod uid -> short tag, stable while the pod lives
+    ticks: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.snap.node if self.snap else self.target
+
+    def apply(self, snap: NodeSnapshot, rates: Rates | None) -> None:
+        self.snap = snap
+        self.rates = rates
+        self.findings = evaluate(snap, rates)
+        self.state = "up"
+        self.message = None
+        self.last_update = time.monotonic()
+        self.generation += 1
+        self.ticks += 1
+        if rates:
+            for cpu, u in rates.util.items():
+                self.util_hist.setdefault(cpu, deque(maxlen=HISTORY)).append(u)
+            for tid, tr in rates.tasks.items():
+                if tr.migrations_per_s is not None or tr.moved:
+                    v = tr.migrations_per_s if tr.migrations_per_s is not None else (1.0 if tr.moved else 0.0)
+                    self.mig_hist.setdefault(tid, deque(maxlen=HISTORY)).append(v)
+            for key, cr in rates.containers.items():
+                old = self.crates.get(key)
+                if old is None or cr.migrations_per_s is not None:
+                    self.crates[key] = cr
+                else:  # tasks not re-read this tick: keep their last rates, take the fresh cgroup ones
+                    self.crates[key] = ContainerRates(cr.throttled_per_s, cr.throttled_us_per_s, old.migrations_per_s,
+                                                      old.migrations_source, old.ctx_switches_per_s, old.cpu_usage)
+        live = {p.uid for p in snap.pods}
+        for uid in [u for u in self.tags if u not in live]:
+            del self.tags[uid]
+        used = set(self.tags.values())
+        i = 0
+        for p in snap.pods:
+            if p.uid in self.tags or not any(c.assigned for c in p.containers):
+                continue
+            while pod_tag(i) in used:
+                i += 1
+            self.tags[p.uid] = pod_tag(i)
+            used.add(pod_tag(i))
+
+    def set_state(self, state: str, message: str | None) -> None:
+        if state == "up" and self.snap is None:
+            state = "connecting"
+        self.state = state
+        self.message = message
+        self.generation += 1
+
+    def check_stale(self, interval: float, now: float | None = None) -> bool:
+        """Stale after 3 missed intervals. Returns True when the state changed."""
+        now = time.monotonic() if now is None else now
+        if self.state == "up" and self.last_update is not None and now - self.last_update > 3 * interval:
+            self.state = "stale"
+            self.generation += 1
+            return True
+        return False
+
+    def worst(self) -> str | None:
+        return worst(self.findings)
+
+    def cpu_findings(self) -> dict[int, str]:
+        """cpu -> worst severity of the findings that name it."""
+        out: dict[int, str] = {}
+        rank = {"critical": 0, "warning": 1, "info": 2}
+        for f in self.findings:
+            for c in f.cpus:
+                if c not in out or rank[f.severity] < rank[out[c]]:
+                    out[c] = f.severity
+        return out
