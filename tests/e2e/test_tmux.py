@@ -1,0 +1,68 @@
+"""A real terminal: tmux runs `pinscope --root <fixture> local` as a person would; we type and read the screen."""
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from collectors.simnode import SimNode
+from helpers import need
+from nodes import dual_socket_intel
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def tmux(*args, check=True):
+    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=check)
+
+
+def screen(session) -> str:
+    return tmux("capture-pane", "-p", "-t", session).stdout
+
+
+def wait_for(session, needle, timeout=20.0) -> str:
+    end = time.time() + timeout
+    text = ""
+    while time.time() < end:
+        text = screen(session)
+        if needle in text:
+            return text
+        time.sleep(0.2)
+    raise AssertionError(f"{needle!r} not on screen after {timeout}s:\n{text}")
+
+
+def test_filter_enter_enter_shows_the_containers_cgroup_files(tmp_path):
+    need(shutil.which("tmux") is not None, "tmux not installed (apt-get install tmux)")
+    root = tmp_path / "node"
+    SimNode(dual_socket_intel(), root).write()
+    done = tmp_path / "exit"
+    session = f"pinscope-{uuid.uuid4().hex[:8]}"
+    cmd = (f"cd {REPO} && TERM=xterm-256color {sys.executable} -m tui.cli --root {root} local; "
+           f"echo $? > {done}; sleep 60")
+    tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "60", cmd)
+    try:
+        wait_for(session, "live")
+        tmux("send-keys", "-t", session, "/")
+        time.sleep(0.3)
+        tmux("send-keys", "-t", session, "-l", "matcher")
+        time.sleep(0.3)
+        tmux("send-keys", "-t", session, "Enter")
+        time.sleep(0.5)
+        tmux("send-keys", "-t", session, "Enter")
+        text = wait_for(session, "cgroup files")
+        text = wait_for(session, "cpuset.cpus.effective")
+        assert "trading/matcher-7d9f  container engine" in text
+        assert "/sys/fs/cgroup/kubepods.slice/kubepods-pod" in text
+        assert "13-14,37-38" in text
+        tmux("send-keys", "-t", session, "Escape")
+        wait_for(session, "Socket 0")
+        tmux("send-keys", "-t", session, "q")
+        end = time.time() + 10
+        while not done.exists() and time.time() < end:
+            time.sleep(0.1)
+        assert done.read_text().strip() == "0"
+        # the terminal is restored: the shell's output is visible again, no alternate screen left
+        assert "Socket 0" not in screen(session)
+    finally:
+        tmux("kill-session", "-t", session, check=False)
