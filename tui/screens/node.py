@@ -155,8 +155,8 @@ class NodeScreen(Screen):
     def _pods(self) -> None:
         v = self.view
         table = self.query_one("#pods", DataTable)
-        table.clear()
         if v.snap is None:
+            table.clear()
             return
         cpu_node = {c.id: c.numa_node for c in v.snap.topology.cpus}
         q = self.filter_text
@@ -170,15 +170,27 @@ class NodeScreen(Screen):
                 nodes = sorted({cpu_node.get(x) for x in c.assigned if cpu_node.get(x) is not None})
                 rows.append((v.tags.get(p.uid, ""), f"{p.namespace or '?'}/{p.name or p.uid[:8]}",
                              c.name or "?", format_cpuset(c.assigned), format_cpuset(nodes)))
-        for r in sorted(rows, key=lambda r: (len(r[0]), r[0], r[2])):
+        rows.sort(key=lambda r: (len(r[0]), r[0], r[2]))
+        if rows == getattr(self, "_pod_rows", None):
+            return  # unchanged: no repaint of the table
+        self._pod_rows = rows
+        row = table.cursor_row
+        table.clear()
+        for r in rows:
             table.add_row(*r)
+        if rows:
+            table.move_cursor(row=min(row, len(rows) - 1))
 
     def _findings(self) -> None:
         table = self.query_one("#findings", DataTable)
+        rows = [(SEV_MARK.get(f.severity, f.severity), f.code, f.message) for f in self.view.findings]
+        if rows == getattr(self, "_finding_rows", None):
+            return
+        self._finding_rows = rows
         row = table.cursor_row
         table.clear()
-        for f in self.view.findings:
-            table.add_row(SEV_MARK.get(f.severity, f.severity), f.code, f.message)
+        for r in rows:
+            table.add_row(*r)
         if self.view.findings:
             table.move_cursor(row=min(row, len(self.view.findings) - 1))
 

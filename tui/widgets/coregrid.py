@@ -97,7 +97,13 @@ class CoreGrid(ScrollView, can_focus=True):
     def set_view(self, view, highlight=frozenset()) -> None:
         self.view = view
         self.highlight = frozenset(highlight)
-        self._relayout()
+        # the layout depends on the topology (parsed once per static frame) and the size only
+        key = (id(view.snap.topology) if view and view.snap else None, self.size)
+        if key != getattr(self, "_layout_for", None):
+            self._layout_for = key
+            self._relayout()
+        else:
+            self._cache.clear()
         self.refresh()
 
     def set_highlight(self, cpus) -> None:
@@ -116,6 +122,7 @@ class CoreGrid(ScrollView, can_focus=True):
         self._cache.clear()
 
     def on_resize(self) -> None:
+        self._layout_for = None
         self._relayout()
 
     # ------------------------------------------------------------------ layout
@@ -250,14 +257,14 @@ class CoreGrid(ScrollView, can_focus=True):
             if cell.x > x:
                 segs.append(Segment(" " * (cell.x - x)))
                 x = cell.x
-            text, style = self._cell(cell, roles, util, marks, stale)
-            segs.append(Segment(text, style))
-            x += len(text)
+            for text, style in self._cell(cell, roles, util, marks, stale):
+                segs.append(Segment(text, style))
+                x += len(text)
         if x < width:
             segs.append(Segment(" " * (width - x)))
         return Strip(segs, max(width, x)).crop(0, max(width, x))
 
-    def _cell(self, cell: Cell, roles, util, marks, stale) -> tuple[str, Style]:
+    def _cell(self, cell: Cell, roles, util, marks, stale) -> list[tuple[str, Style]]:
         members = cell.members
         rs = [roles.get(m) for m in members]
         role_names = [r.role if r else "unassigned" for r in rs]
@@ -279,20 +286,26 @@ class CoreGrid(ScrollView, can_focus=True):
                 sev = s
         mark = "!" if sev in ("critical", "warning") else ""
         if self.density == "full":
-            text = f"{cell.cpu:>3} {glyph}{shade(u)}{(mark + tag)[:2]:<2} "
+            head, tail = f"{cell.cpu:>3} {glyph}{shade(u)}", f"{(mark + tag)[:2]:<2} "
         elif self.density == "cores":
-            text = f"{glyph}{shade(u)}{(mark or tag)[:1] or ' '}"
+            head, tail = f"{glyph}{shade(u)}", (mark or tag)[:1] or " "
         else:
-            text = f"{glyph}{shade(u)}{(mark or tag)[:1] or ' '} "
-        text = text[:cell.width].ljust(cell.width)
-        style = self._style("stale") if stale else self._style(role)
-        if sev and not stale:
-            style = style + self._style(sev)
+            head, tail = f"{glyph}{shade(u)}", f"{(mark or tag)[:1] or ' '} "
+        base = self._style("stale") if stale else self._style(role)
         if cell.cpu == self.cursor or (self.cursor in members):
-            style = style + self._style("cursor")
+            base = base + self._style("cursor")
         elif members and any(m in self.highlight for m in members):
-            style = style + self._style("highlight")
-        return text, style
+            base = base + self._style("highlight")
+        # the finding mark alone takes the finding's colour: the role colour stays readable
+        parts = [(head, base)]
+        if mark and not stale:
+            parts += [(tail[:1], base + self._style(sev)), (tail[1:], base)]
+        else:
+            parts.append((tail, base))
+        total = sum(len(t) for t, _ in parts)
+        if total < cell.width:
+            parts.append((" " * (cell.width - total), base))
+        return [(t, st) for t, st in parts if t]
 
     # ------------------------------------------------------------------ keyboard and mouse
     def watch_cursor(self, old: int, new: int) -> None:
