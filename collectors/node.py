@@ -23,8 +23,42 @@ from .parse.procfs import (build_irqs, make_task, parse_numastat, parse_proc_sta
                            parse_task_stat, parse_task_status, parse_uptime)
 from .parse.topology import parse_topology
 
-_TASKFILE = re.compile(r"^/proc/(\d+)/task/(\d+)/(stat|status|sched)$")
+_TASK_FILES = frozenset(("stat", "status", "sched"))
 CG = "/sys/fs/cgroup"
+
+
+def _frame_tasks(fr: Frame):
+    """The tasks of one frame (files under /proc/<pid>/task/<tid>/), stamped with its uptime."""
+    at = parse_uptime(fr.files.get("/proc/uptime"))
+    parts_by_tid: dict[int, dict] = {}
+    for p, text in fr.files.items():
+        if not p.startswith("/proc/"):
+            continue
+        parts = p.split("/")  # ['', 'proc', pid, 'task', tid, name]
+        if len(parts) != 6 or parts[3] != "task" or parts[5] not in _TASK_FILES:
+            continue
+        try:
+            tid = int(parts[4])
+        except ValueError:
+            continue
+        d = parts_by_tid.get(tid)
+        if d is None:
+            d = parts_by_tid[tid] = {"pid": int(parts[2]) if parts[2].isdigit() else 0}
+        d[parts[5]] = text
+    out: dict[int, Task] = {}
+    probs: list[Problem] = []
+    missing = 0
+    for tid, d in parts_by_tid.items():
+        st = parse_task_stat(d.get("stat", ""))
+        if st is None:
+            if "stat" in d:
+                probs.append(Problem(f"/proc/{d['pid']}/task/{tid}/stat", "not a stat line"))
+            continue
+        if "sched" not in d and f"/proc/{d['pid']}/task/{tid}/sched" in fr.unreadable:
+            missing += 1
+        out[tid] = make_task(tid, d["pid"], st, parse_task_status(d["status"]) if "status" in d else None,
+                             parse_task_sched(d["sched"]) if "sched" in d else None, at)
+    return out, tuple(probs), missing
 
 
 def _tid(t: Task) -> int:
@@ -67,10 +101,14 @@ def assemble(static: Frame, tick: Frame, target: str = "node", names: Frame | No
     # dynamic files: deeper frames carried from earlier ticks, then this tick's (the static frame's
     # files are looked up on their own: merging its thousands of topology files every tick is waste)
     if carry:
-        files = {}
-        for fr in carry:
-            files.update(fr.files)
-        files.update(tick.files)
+        ck = ("files", tuple(id(fr) for fr in carry))
+        base_files = carry[-1].cache.get(ck)
+        if base_files is None:
+            base_files = {}
+            for fr in carry:
+                base_files.update(fr.files)
+            carry[-1].cache[ck] = base_files
+        files = {**base_files, **tick.files}
     else:
         files = tick.files
     unreadable = static.unreadable | tick.unreadable
@@ -134,49 +172,45 @@ def assemble(static: Frame, tick: Frame, target: str = "node", names: Frame | No
         lf.cache["logs"] = parse_pod_logs(lf.dirs)
     logs = lf.cache["logs"]
 
-    # tasks (files under /proc/<pid>/task/<tid>/), each stamped with the uptime of the frame it came from
-    task_parts: dict[int, dict] = {}
+    # tasks: parsed once per frame (frames are carried for several ticks), newest layer wins; the
+    # allowed list (status) comes at a slower cadence than stat/sched and is kept from older layers
     all_tasks = None
     layers = [fr for fr in (*carry, tick) if _has_tasks(fr.request)]
     want_all = any("a" in fr.letters for fr in layers)
-    for fr in layers:
-        at = parse_uptime(fr.files.get("/proc/uptime"))
-        fresh: dict[int, dict] = {}
-        for p, text in fr.files.items():
-            if not p.startswith("/proc/"):
-                continue
-            m = _TASKFILE.match(p)
-            if not m:
-                continue
-            d = fresh.setdefault(int(m.group(2)), {"pid": int(m.group(1)), "at": at})
-            d[m.group(3)] = text
-        for tid, d in fresh.items():
-            old = task_parts.get(tid)
-            if old is not None and "status" in old and "status" not in d:
-                d["status"] = old["status"]  # Cpus_allowed_list comes at a slower cadence
-            task_parts[tid] = d
-    tasks: dict[int, Task] = {}
-    sched_missing = 0
-    for tid, d in task_parts.items():
-        st = parse_task_stat(d.get("stat", ""))
-        if st is None:
-            if "stat" in d:
-                problems.append(Problem(f"/proc/{d['pid']}/task/{tid}/stat", "not a stat line"))
-            continue
-        if "sched" not in d and f"/proc/{d['pid']}/task/{tid}/sched" in unreadable:
-            sched_missing += 1
-        tasks[tid] = make_task(tid, d["pid"], st,
-                               parse_task_status(d["status"]) if "status" in d else None,
-                               parse_task_sched(d["sched"]) if "sched" in d else None, d["at"])
+    key = tuple(id(fr) for fr in layers)
+    merged = layers[-1].cache.get(("merged", key)) if layers else None
+    if not layers:
+        merged = ({}, (), 0, {}, ())
+    if merged is None:
+        tasks: dict[int, Task] = {}
+        lprobs: list[Problem] = []
+        sched_missing = 0
+        for fr in layers:
+            parsed = fr.cache.get("tasks")
+            if parsed is None:
+                parsed = fr.cache["tasks"] = _frame_tasks(fr)
+            ftasks, fprobs, fmissing = parsed
+            lprobs.extend(fprobs)
+            sched_missing = max(sched_missing, fmissing)
+            for tid, t in ftasks.items():
+                old = tasks.get(tid)
+                if t.allowed is None and old is not None and old.allowed is not None and old.pid == t.pid:
+                    t = t._replace(allowed=old.allowed)
+                tasks[tid] = t
+        by_pid: dict[int, list[Task]] = {}
+        for t in tasks.values():
+            by_pid.setdefault(t.pid, []).append(t)
+        merged = (tasks, tuple(lprobs), sched_missing, by_pid, tuple(sorted(tasks.values(), key=_tid)))
+        if layers:
+            layers[-1].cache[("merged", key)] = merged  # the same layers next tick: no work
+    tasks, lprobs, sched_missing, by_pid, sorted_tasks = merged
+    problems.extend(lprobs)
     if sched_missing:
         problems.append(Problem("/proc/<pid>/task/<tid>/sched",
                                 f"missing for {sched_missing} tasks (kernel without CONFIG_SCHED_DEBUG, before 6.15): "
                                 "migrations are counted from observed last-CPU changes instead"))
     if want_all:
-        all_tasks = tuple(sorted(tasks.values(), key=lambda t: t.tid))
-    by_pid: dict[int, list[Task]] = {}
-    for t in tasks.values():
-        by_pid.setdefault(t.pid, []).append(t)
+        all_tasks = sorted_tasks
 
     # pods from cgroup dirs: a pod dir's name holds the uid; a leaf is a dir right below one
     pods_cg: dict[str, tuple[str, list[str]]] = {}
@@ -248,7 +282,11 @@ def assemble(static: Frame, tick: Frame, target: str = "node", names: Frame | No
         if text is not None:
             numastat[n.id] = parse_numastat(text)
     irq_fr = next((fr for fr in (tick, *reversed(carry)) if "i" in fr.letters), None)
-    irqs = build_irqs(irq_fr.files, nmax) if irq_fr is not None else None
+    irqs = None
+    if irq_fr is not None:
+        if "irqs" not in irq_fr.cache:
+            irq_fr.cache["irqs"] = build_irqs(irq_fr.files, nmax)
+        irqs = irq_fr.cache["irqs"]
     return NodeSnapshot(
         node=node, uptime=parse_uptime(files.get("/proc/uptime")), cgroup_version=cgv, cgroup_driver=driver,
         topology=topo, kubelet=kubelet, state=state, state_file=state_file if (state_file in files or state_file in unreadable) else None,

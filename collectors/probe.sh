@@ -290,7 +290,7 @@ function rd2(p, d, b,   s, n, line) {
     }
   } else if (b == "status" && d ~ /\/task\//) {
     while (s > 0) {
-      if (line ~ /^(Tgid|Cpus_allowed_list|voluntary_ctxt_switches|nonvoluntary_ctxt_switches):/) print "L" line
+      if (line ~ /^(Tgid|Cpus_allowed_list):/) print "L" line
       s = (getline line < p)
     }
   } else {

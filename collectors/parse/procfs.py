@@ -8,6 +8,7 @@ flags (PF_KTHREAD = 0x00200000). <tid>/sched exists before Linux 6.15 only with 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ..model import CpuTimes, Irq, Task
 from .cpuset import CpusetError, parse_cpuset
@@ -90,7 +91,10 @@ def parse_task_stat(text: str) -> dict | None:
         return None
 
 
+@lru_cache(maxsize=16384)
 def parse_task_status(text: str) -> dict:
+    """Tgid and Cpus_allowed_list (the probe sends only those: they change rarely, so this is cached;
+    the switch counters come from sched, every task tick). Callers must not mutate the result."""
     out: dict = {}
     for line in text.splitlines():
         k, _, v = line.partition(":")
@@ -106,17 +110,32 @@ def parse_task_status(text: str) -> dict:
     return out
 
 
+_SCHED_KEYS = frozenset(("se.nr_migrations", "nr_voluntary_switches", "nr_involuntary_switches", "nr_switches"))
+
+
 def parse_task_sched(text: str) -> dict:
+    """'key : value' lines (the probe squeezes the padding) -> the counters we use."""
     out: dict = {}
-    for line in text.splitlines():
-        k, _, v = line.partition(":")
-        k = k.strip()
-        if k in ("se.nr_migrations", "nr_voluntary_switches", "nr_involuntary_switches", "nr_switches"):
-            v = v.strip()
-            try:
-                out[k] = int(float(v))
-            except ValueError:
-                pass
+    w = text.split()
+    for i in range(len(w) - 2):
+        if w[i + 1] == ":" and w[i] in _SCHED_KEYS:
+            v = w[i + 2]
+            if v.isdigit():
+                out[w[i]] = int(v)
+            else:
+                try:
+                    out[w[i]] = int(float(v))
+                except ValueError:
+                    pass
+    if not out:  # unsqueezed layout ("key     :    value" without spaces around ':' is not a thing, but be safe)
+        for line in text.splitlines():
+            k, _, v = line.partition(":")
+            k = k.strip()
+            if k in _SCHED_KEYS:
+                try:
+                    out[k] = int(float(v.strip()))
+                except ValueError:
+                    pass
     return out
 
 

@@ -50,16 +50,15 @@ class FrameStream:
 
     async def _request(self, req: str) -> Frame:
         await self._write(req.encode() + b"\n")
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            line = await self.reader.readline()
-            if not line:
-                raise ProbeFailed("the probe's output ended (connection lost or probe exited)")
-            chunks.append(line)
-            size += len(line)
-            if line[:1] == b"Z":
-                break
-            if size > MAX_FRAME_BYTES:
-                raise ProbeFailed(f"frame larger than {MAX_FRAME_BYTES} bytes")
-        return parse_frame(b"".join(chunks))
+        # one C-level scan for the frame's end ("Z" can only start a line as the Z tag: content lines
+        # start with "L"), then the rest of that line; not a Python readline per line
+        try:
+            data = await self.reader.readuntil(b"\nZ")
+        except asyncio.IncompleteReadError as err:
+            raise ProbeFailed("the probe's output ended (connection lost or probe exited)") from err
+        except asyncio.LimitOverrunError as err:
+            raise ProbeFailed(f"frame larger than {MAX_FRAME_BYTES} bytes") from err
+        tail = await self.reader.readline()
+        if not tail.endswith(b"\n"):
+            raise ProbeFailed("the probe's output ended inside a frame")
+        return parse_frame(data + tail)

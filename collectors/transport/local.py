@@ -5,6 +5,7 @@ import asyncio
 import contextlib
 
 from ..errors import Unreachable
+from ..frames import MAX_FRAME_BYTES
 from .base import FrameStream, probe_command
 
 
@@ -21,7 +22,7 @@ class LocalTransport(FrameStream):
             self.proc = await asyncio.create_subprocess_exec(
                 "sh", "-c", probe_command(self.root, self.sudo),
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.DEVNULL, limit=1 << 20)
+                stderr=asyncio.subprocess.DEVNULL, limit=MAX_FRAME_BYTES)
         except OSError as err:
             raise Unreachable(f"cannot start sh: {err}") from err
         self.reader, self.writer = self.proc.stdout, self.proc.stdin
