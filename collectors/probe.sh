@@ -27,6 +27,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 R=${R%/}
+[ -d "$R/proc" ] && [ -d "$R/sys" ] || printf 'W%s\n' "no $R/proc or $R/sys here: is --root right?"
 LC_ALL=C
 export LC_ALL
 

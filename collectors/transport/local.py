@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 
 from ..errors import Unreachable
 from ..frames import MAX_FRAME_BYTES
@@ -18,6 +19,8 @@ class LocalTransport(FrameStream):
         self.proc: asyncio.subprocess.Process | None = None
 
     async def connect(self, timeout: float = 10.0) -> None:
+        if self.root and not os.path.isdir(self.root):
+            raise Unreachable(f"--root {self.root}: no such directory")
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 "sh", "-c", probe_command(self.root, self.sudo),
