@@ -20,7 +20,7 @@ import random
 import time
 from dataclasses import dataclass
 
-from .errors import PinscopeError, TransportError
+from .errors import PinscopeError, ProbeFailed, TransportError
 from .frames import Frame
 from .model import NodeSnapshot
 from .node import assemble
@@ -54,6 +54,16 @@ def live_depth(tick: int) -> str:
     return d
 
 
+def overview_depth(tick: int) -> str:
+    """Nodes in the fleet overview: the grid every tick, cgroup detail and the slow scans less often."""
+    d = "g"
+    if tick % 10 == 0:
+        d += "c"
+    if tick % 30 == 0:
+        d += "tai"
+    return d
+
+
 def make_transport(target: str, opts: Options):
     if target == "local":
         return LocalTransport(opts.root, opts.sudo)
@@ -81,7 +91,7 @@ class NodeCollector:
         self.focus: str | None = None  # container id whose everything is read every tick
         self.ticks = 0
         self.last_frame_s: float | None = None
-        self.last_frame_bytes = 0
+        self.recorder = None  # collectors.record.Recorder: every frame appended, compressed
 
     async def connect(self) -> None:
         await self.transport.connect(self.opts.connect_timeout)
@@ -102,7 +112,16 @@ class NodeCollector:
         t0 = time.perf_counter()
         frame = await self.transport.request(req, self.opts.frame_timeout)
         self.last_frame_s = time.perf_counter() - t0
+        if self.recorder is not None:
+            self.recorder.write(self.target, getattr(self.transport, "last_raw", b""))
+        return self.ingest(frame)
+
+    def ingest(self, frame: Frame) -> NodeSnapshot:
+        """A frame (fresh, or from a recording) -> the node's snapshot; keeps static/names/carry state."""
+        letters = frame.letters
         self.ticks += 1
+        if self.static is None and "s" not in letters:
+            raise ProbeFailed("a frame before any static frame")
         if "s" in letters:
             self.static = frame
         if "n" in letters:
@@ -163,7 +182,7 @@ class Backoff:
 
 
 async def live(collector: NodeCollector, interval: float, depth_for_tick, on_snapshot, on_state,
-               stop: asyncio.Event | None = None) -> None:
+               stop: asyncio.Event | None = None, connect_sem: asyncio.Semaphore | None = None) -> None:
     """The long-lived task of one node: collect, post, sleep; a failure is a state, then a reconnect."""
     stop = stop or asyncio.Event()
     backoff = Backoff()
@@ -173,7 +192,11 @@ async def live(collector: NodeCollector, interval: float, depth_for_tick, on_sna
         try:
             if not connected:
                 on_state("connecting", None)
-                await collector.connect()
+                if connect_sem is not None:
+                    async with connect_sem:  # a cap on connections in flight, for big fleets
+                        await collector.connect()
+                else:
+                    await collector.connect()
                 connected = True
                 backoff.reset()
                 on_state("up", None)

@@ -21,7 +21,8 @@ SIZE = (160, 48)
 
 async def main() -> None:
     cluster = DemoCluster()
-    app = PinscopeApp(cluster.targets(), Options(), 0.5, "dark", cleanup=cluster.close)
+    targets = cluster.targets()
+    app = PinscopeApp(targets, Options(), 0.5, "dark", cleanup=cluster.close, start=targets[0][0])
     async with app.run_test(size=SIZE) as pilot:
         v = app.views[app.targets[0]]
         for _ in range(200):
@@ -56,6 +57,9 @@ async def main() -> None:
         await pilot.press("escape", "right_square_bracket")
         await asyncio.sleep(1.5)
         save("node-epyc-4numa")
+        await pilot.press("escape")
+        await asyncio.sleep(0.8)
+        save("fleet")
         await pilot.press("q")
     cluster.close()
 

@@ -16,11 +16,12 @@ from textual.app import App
 from textual.binding import Binding
 from textual.message import Message
 
-from collectors.collect import NodeCollector, Options, live, live_depth
+from collectors.collect import NodeCollector, Options, live, live_depth, overview_depth
 from themes import TCSS
 from themes.themes import ORDER, THEMES, theme_name
 from tui.screens.container import ContainerScreen
 from tui.screens.cpu import CpuScreen
+from tui.screens.fleet import FleetScreen
 from tui.screens.help import HelpScreen
 from tui.screens.node import NodeScreen
 from tui.screens.nodeinfo import NodeInfoScreen
@@ -56,12 +57,27 @@ class PinscopeApp(App):
         Binding("s", "screenshot", "Screenshot", id="app.screenshot"),
     ]
 
-    def __init__(self, targets: list[tuple[str, object | None]], opts: Options = Options(), interval: float = 1.0,
-                 theme: str = "dark", cleanup=None, autostart: bool = True) -> None:
+    def __init__(self, targets: list[tuple], opts: Options = Options(), interval: float = 1.0,
+                 theme: str = "dark", cleanup=None, autostart: bool = True, recorder=None,
+                 connect_concurrency: int = 32, start: str | None = None) -> None:
+        """targets: (name, transport or None[, Options for this node[, inventory Target]])."""
         super().__init__()
-        self.targets = [t for t, _ in targets]
-        self.views = {t: NodeView(t) for t in self.targets}
-        self.collectors = {t: NodeCollector(t, opts, transport) for t, transport in targets}
+        self.targets = [t[0] for t in targets]
+        self.views = {t[0]: NodeView(t[0]) for t in targets}
+        self.target_info = {t[0]: t[3] for t in targets if len(t) > 3 and t[3] is not None}
+        self.collectors = {}
+        for t in targets:
+            name, transport = t[0], t[1]
+            o = t[2] if len(t) > 2 and t[2] is not None else opts
+            address = self.target_info[name].address if name in self.target_info else name
+            col = NodeCollector(address, o, transport)
+            col.recorder = recorder
+            self.collectors[name] = col
+        self.recorder = recorder
+        self.connect_sem = asyncio.Semaphore(connect_concurrency)
+        self.focus_node: str | None = None  # the node whose full grid (or a pane of it) is on screen
+        self.start = start  # with several nodes: open this one's grid over the overview at start
+        self._fleet_dirty = False
         self.interval = interval
         self.theme_key = theme if theme in THEMES else "dark"
         self.cleanup = cleanup
@@ -83,8 +99,16 @@ class PinscopeApp(App):
             self.register_theme(t)
         self.theme = theme_name(self.theme_key)
         self._load_keymap()
-        self.push_screen(NodeScreen(self.current))
+        _raise_nofile(len(self.targets))
+        if len(self.targets) > 1:
+            self.push_screen(FleetScreen())
+            if self.start in self.views:
+                self.open_node(self.start)
+        else:
+            self.push_screen(NodeScreen(self.current))
+            self.focus_node = self.current
         self.set_interval(max(0.25, self.interval / 2), self._check_stale)
+        self.set_interval(0.3, self._refresh_fleet)
         if self.autostart:
             for t in self.targets:
                 self.run_worker(self._node_task(t), group="nodes", name=f"node {t}", exit_on_error=False)
@@ -105,11 +129,17 @@ class PinscopeApp(App):
             self.set_keymap(keymap)
 
     async def _node_task(self, target: str) -> None:
-        """The one long-lived task of a node: collect, post, sleep; failures become states."""
+        """The one long-lived task of a node: collect, post, sleep; failures become states. Depth follows
+        the view: the node on screen gets everything; the others, in the overview, the grid and a slow scan."""
         col = self.collectors[target]
-        await live(col, self.interval, live_depth,
+
+        def depth(tick: int) -> str:
+            return live_depth(tick) if self.focus_node == target else overview_depth(tick)
+
+        await live(col, self.interval, depth,
                    lambda snap, rates: self.post_message(NodeUpdate(target, snap, rates)),
-                   lambda st, msg: self.post_message(NodeState(target, st, msg)), self.stop)
+                   lambda st, msg: self.post_message(NodeState(target, st, msg)), self.stop,
+                   connect_sem=self.connect_sem)
 
     async def on_unmount(self) -> None:
         self.stop.set()
@@ -137,9 +167,17 @@ class PinscopeApp(App):
 
     def _refresh(self, target: str) -> None:
         scr = self.screen
-        if getattr(scr, "target", None) == target and hasattr(scr, "refresh_view"):
+        if isinstance(scr, FleetScreen):
+            self._fleet_dirty = True  # many nodes: repaint the overview a few times a second, not per node
+        elif getattr(scr, "target", None) == target and hasattr(scr, "refresh_view"):
             with self.batch_update():
                 scr.refresh_view()
+
+    def _refresh_fleet(self) -> None:
+        if self._fleet_dirty and isinstance(self.screen, FleetScreen):
+            self._fleet_dirty = False
+            with self.batch_update():
+                self.screen.refresh_view()
 
     # ------------------------------------------------------------------ navigation (called by screens)
     def open_cpu_or_container(self, target: str, cpu: int) -> None:
@@ -188,8 +226,21 @@ class PinscopeApp(App):
         if len(self.targets) < 2:
             return
         i = (self.targets.index(self.current) + step) % len(self.targets)
-        self.current = self.targets[i]
+        self.current = self.focus_node = self.targets[i]
         self.switch_screen(NodeScreen(self.current))
+
+    def open_node(self, target: str) -> None:
+        self.current = self.focus_node = target
+        self.push_screen(NodeScreen(target))
+
+    def back_to_fleet(self) -> bool:
+        """Esc on a node screen: back to the overview when there is one."""
+        if len(self.screen_stack) > 2 and isinstance(self.screen_stack[-2], FleetScreen):
+            self.focus_node = None
+            self.pop_screen()
+            self._fleet_dirty = True
+            return True
+        return False
 
     # ------------------------------------------------------------------ actions
     def action_help(self) -> None:
@@ -210,9 +261,38 @@ class PinscopeApp(App):
         self.notify(f"saved {path}", timeout=3)
 
 
-def run_live(targets: list[str], opts: Options, interval: float = 1.0, theme: str = "dark") -> int:
-    app = PinscopeApp([(t, None) for t in targets], opts, interval, theme)
-    app.run()
+def _raise_nofile(nodes: int) -> None:
+    """One SSH connection per node: lift the soft file-descriptor limit to the hard one when needed."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = min(hard, max(soft, 64 + 8 * nodes))
+    if want > soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+        except (ValueError, OSError):
+            pass
+
+
+def run_live(targets: list, opts: Options, interval: float = 1.0, theme: str = "dark", record: str | None = None) -> int:
+    """targets: strings ('local', [user@]host[:port]) or inventory Targets."""
+    from collectors.record import Recorder
+
+    entries = []
+    for t in targets:
+        if isinstance(t, str):
+            entries.append((t, None))
+        else:
+            o = Options(**{**opts.__dict__, "root": t.root or opts.root, "sudo": t.sudo or opts.sudo}) \
+                if hasattr(opts, "__dict__") else opts
+            entries.append((t.name, None, o, t))
+    recorder = Recorder(record) if record else None
+    app = PinscopeApp(entries, opts, interval, theme, recorder=recorder)
+    try:
+        app.run()
+    finally:
+        if recorder:
+            recorder.close()
     return app.return_code or 0
 
 
@@ -220,7 +300,8 @@ def run_demo(theme: str = "dark", interval: float = 1.0) -> int:
     from collectors.transport.demo import DemoCluster
 
     cluster = DemoCluster()
-    app = PinscopeApp(cluster.targets(), Options(), interval, theme, cleanup=cluster.close)
+    targets = cluster.targets()
+    app = PinscopeApp(targets, Options(), interval, theme, cleanup=cluster.close, start=targets[0][0])
     try:
         app.run()
     finally:

@@ -7,12 +7,14 @@ constant and the only arguments (root prefix) come from the user, quoted with sh
 from __future__ import annotations
 
 import asyncio
+import re
 import shlex
 
 from .. import probe_text
 from ..errors import ProbeFailed
 from ..frames import MAX_FRAME_BYTES, Frame, parse_frame
 
+_PAD = re.compile(rb"(?:P[^\n]*\n)*")
 SUDO_REFUSED = "Wsudo -n was refused: root-only files (cpu_manager_state) stay unreadable"
 
 
@@ -33,6 +35,7 @@ class FrameStream:
     """Request/response over a probe's stdin/stdout. Subclasses provide the streams."""
 
     writer = None  # has write(bytes) (+ drain() for asyncio)
+    last_raw = b""  # the bytes of the last frame (for --record)
     reader = None  # has async readline() -> bytes
 
     async def _write(self, data: bytes) -> None:
@@ -61,4 +64,6 @@ class FrameStream:
         tail = await self.reader.readline()
         if not tail.endswith(b"\n"):
             raise ProbeFailed("the probe's output ended inside a frame")
-        return parse_frame(data + tail)
+        # the padding mawk needs (probe.sh) arrives after the previous frame's Z: drop it here
+        self.last_raw = data[_PAD.match(data).end():] + tail
+        return parse_frame(self.last_raw)

@@ -33,8 +33,10 @@ def frozen_samples(spec, root):
 
 
 class FrozenApp(PinscopeApp):
-    def __init__(self, frozen: dict, theme: str = "dark") -> None:
-        super().__init__([(t, None) for t in frozen], Options(), 1.0, theme, autostart=False)
+    """`start`: with several nodes the app opens on the fleet overview; name one to open its grid."""
+
+    def __init__(self, frozen: dict, theme: str = "dark", start: str | None = None, targets=None) -> None:
+        super().__init__(targets or [(t, None) for t in frozen], Options(), 1.0, theme, autostart=False, start=start)
         self.frozen = frozen
 
     def on_mount(self) -> None:

@@ -32,7 +32,7 @@ def grid(app) -> CoreGrid:
 
 def test_navigation_moves_cursor_and_lights_the_pod(frozen):
     async def go():
-        app = FrozenApp(frozen)
+        app = FrozenApp(frozen, start="xeon-2s")
         async with app.run_test(size=(200, 60)) as pilot:
             await pilot.pause()
             g = grid(app)
@@ -56,7 +56,7 @@ def test_navigation_moves_cursor_and_lights_the_pod(frozen):
 
 def test_filter_then_enter_jumps_then_enter_drills_into_container(frozen):
     async def go():
-        app = FrozenApp(frozen)
+        app = FrozenApp(frozen, start="xeon-2s")
         async with app.run_test(size=(200, 60)) as pilot:
             await pilot.pause()
             await pilot.press("slash")
@@ -79,7 +79,7 @@ def test_filter_then_enter_jumps_then_enter_drills_into_container(frozen):
 
 def test_filter_without_match_says_so(frozen):
     async def go():
-        app = FrozenApp(frozen)
+        app = FrozenApp(frozen, start="xeon-2s")
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.pause()
             await pilot.press("slash", *"nosuchpod", "enter")
@@ -91,7 +91,7 @@ def test_filter_without_match_says_so(frozen):
 
 def test_every_pane_is_reachable_from_the_keyboard(frozen):
     async def go():
-        app = FrozenApp(frozen)
+        app = FrozenApp(frozen, start="xeon-2s")
         async with app.run_test(size=(200, 60)) as pilot:
             await pilot.pause()
             await pilot.press("enter")  # cpu 0 is reserved: the CPU pane
@@ -120,7 +120,7 @@ def test_help_is_generated_from_bindings(frozen):
     from tui.screens.help import binding_rows
 
     async def go():
-        app = FrozenApp(frozen)
+        app = FrozenApp(frozen, start="xeon-2s")
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.pause()
             rows = binding_rows(app, app.screen)
@@ -134,7 +134,7 @@ def test_help_is_generated_from_bindings(frozen):
 
 def test_theme_switch_repaints(frozen):
     async def go():
-        app = FrozenApp(frozen)
+        app = FrozenApp(frozen, start="xeon-2s")
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.pause()
             g = grid(app)
@@ -151,7 +151,7 @@ def test_theme_switch_repaints(frozen):
 
 def test_quit_exits_zero(frozen):
     async def go():
-        app = FrozenApp(frozen)
+        app = FrozenApp(frozen, start="xeon-2s")
         async with app.run_test() as pilot:
             await pilot.press("q")
         return app.return_code
@@ -161,7 +161,7 @@ def test_quit_exits_zero(frozen):
 
 def test_stale_and_down_node_greys_its_data_and_survives(frozen):
     async def go():
-        app = FrozenApp(frozen)
+        app = FrozenApp(frozen, start="xeon-2s")
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.pause()
             v = app.views["xeon-2s"]
@@ -184,13 +184,45 @@ def test_stale_and_down_node_greys_its_data_and_survives(frozen):
 
 def test_switching_nodes(frozen):
     async def go():
-        app = FrozenApp(frozen)
+        app = FrozenApp(frozen, start="xeon-2s")
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.pause()
             await pilot.press("right_square_bracket")
             await pilot.pause()
-            assert app.screen.target == "plain"
+            assert app.screen.target == "plain" and app.focus_node == "plain"
             assert "plain" in str(app.screen.query_one("#status").render())
+    run(go())
+
+
+def test_fleet_overview_worst_first_filter_open_and_back(frozen, tmp_path):
+    from collectors.simnode import CtrSpec, NodeSpec, PodSpec
+    from tui.screens.fleet import FleetScreen
+    from tui.widgets.fleetmap import FleetMap
+
+    bad = frozen_samples(NodeSpec(hostname="zz-broken", cores=2, pods=[PodSpec("a", containers=[CtrSpec("x", cpus="1", effective="1-2")])]),
+                         tmp_path)
+    data = {**frozen, "zz-broken": bad}
+
+    async def go():
+        app = FrozenApp(data)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await pilot.pause()
+            await pilot.pause()
+            assert isinstance(app.screen, FleetScreen)
+            fm = app.screen.query_one(FleetMap)
+            app._refresh_fleet()
+            await pilot.pause()
+            assert [v.target for v in fm.views] == ["zz-broken", "plain", "xeon-2s"]  # worst first, then name
+            line = "".join(seg.text for seg in fm.render_line(0))
+            assert "zz-broken" in line and "✖1" in line and "!" in line
+            assert "3 nodes" in str(app.screen.query_one("#status").render())
+            await pilot.press("slash", *"xeon", "enter")
+            assert [v.target for v in fm.views] == ["xeon-2s"]
+            await pilot.press("enter")
+            await pilot.pause()
+            assert isinstance(app.screen, NodeScreen) and app.screen.target == "xeon-2s" and app.focus_node == "xeon-2s"
+            await pilot.press("escape")
+            assert isinstance(app.screen, FleetScreen) and app.focus_node is None
     run(go())
 
 
@@ -200,7 +232,7 @@ def test_demo_changes_over_time():
 
     async def go():
         cl = DemoCluster()
-        app = PinscopeApp(cl.targets(), Options(), 0.3, "dark", cleanup=cl.close)
+        app = PinscopeApp(cl.targets(), Options(), 0.3, "dark", cleanup=cl.close, start="demo/trade-xeon-96")
         async with app.run_test(size=(200, 60)) as pilot:
             v = app.views["demo/trade-xeon-96"]
             for _ in range(100):

@@ -255,6 +255,8 @@ class NodeScreen(Screen):
             inp.remove_class("visible")
         elif fs.has_class("visible"):
             fs.remove_class("visible")
+        elif self.app.back_to_fleet():
+            return
         self.query_one(CoreGrid).focus()
         self.refresh_view()
 

@@ -1,0 +1,95 @@
+"""The fleet overview: every node as a mini core map, worst first; filter by name or label; Enter opens
+the node's full grid, Esc comes back. The status line counts nodes up / stale / down and shows
+pinscope's own CPU and memory."""
+from __future__ import annotations
+
+import os
+import time
+
+import psutil
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+
+from tui.widgets.fleetmap import FleetMap
+
+
+class FleetScreen(Screen):
+    BINDINGS = [
+        Binding("slash", "filter", "Filter", id="fleet.filter"),
+        Binding("escape", "clear", "Clear filter", id="fleet.clear", show=False),
+    ]
+    target = None  # the fleet shows every node
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.filter_text = ""
+        self.proc = psutil.Process(os.getpid())
+        self.proc.cpu_percent(None)
+        self._last_self = (time.monotonic(), 0.0, 0)
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="status")
+        yield FleetMap(id="fleet")
+        yield Input(placeholder="filter: node name, group or label (k=v); Esc clears", id="filter")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one(FleetMap).focus()
+        self.refresh_view()
+
+    def visible(self):
+        out = []
+        for t in self.app.targets:
+            v = self.app.views[t]
+            spec = self.app.target_info.get(t)
+            if self.filter_text and not (self.filter_text.lower() in v.name.lower()
+                                         or (spec is not None and spec.matches(self.filter_text))):
+                continue
+            out.append(v)
+        return out
+
+    def refresh_view(self) -> None:
+        views = self.visible()
+        self.query_one(FleetMap).set_views(views)
+        allv = list(self.app.views.values())
+        n = {s: sum(1 for v in allv if v.state == s) for s in ("up", "stale", "down", "connecting")}
+        now = time.monotonic()
+        t0, cpu, rss = self._last_self
+        if now - t0 > 1.0 or not rss:
+            cpu = self.proc.cpu_percent(None)
+            rss = self.proc.memory_info().rss
+            self._last_self = (now, cpu, rss)
+        t = Text()
+        t.append(f" fleet: {len(allv)} nodes  ", style="bold")
+        t.append(f"● {n['up']} up  ◐ {n['stale']} stale  ○ {n['down']} down  … {n['connecting']}")
+        t.append(f"   pinscope: {cpu:.0f} % CPU, {rss / 2**20:.0f} MiB")
+        if self.filter_text:
+            t.append(f"   filter {self.filter_text!r}: {len(views)} shown")
+        self.query_one("#status", Static).update(t)
+
+    def on_fleet_map_open(self, msg: FleetMap.Open) -> None:
+        self.app.open_node(msg.target)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value
+        self.refresh_view()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.query_one("#filter", Input).remove_class("visible")
+        self.query_one(FleetMap).focus()
+
+    def action_filter(self) -> None:
+        inp = self.query_one("#filter", Input)
+        inp.add_class("visible")
+        inp.focus()
+
+    def action_clear(self) -> None:
+        inp = self.query_one("#filter", Input)
+        inp.value = ""
+        self.filter_text = ""
+        inp.remove_class("visible")
+        self.query_one(FleetMap).focus()
+        self.refresh_view()

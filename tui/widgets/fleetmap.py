@@ -1,0 +1,159 @@
+"""The fleet map: every node as a mini core map (a character per CPU: class glyph and colour, findings
+marked), one Line-API widget for the whole fleet; sorted by worst finding, then name."""
+from __future__ import annotations
+
+from rich.segment import Segment
+from textual.binding import Binding
+from textual.events import Click
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from tui.widgets.coregrid import GLYPHS
+
+RANK = {"critical": 0, "warning": 1, "down": 2, "stale": 3, "connecting": 4, None: 5, "info": 5}
+STATE = {"up": "●", "stale": "◐", "down": "○", "connecting": "…"}
+
+
+def order_key(view):
+    w = view.worst() if view.snap is not None else None
+    st = view.state if view.state in ("down", "stale", "connecting") else None
+    return (min(RANK.get(w, 5), RANK.get(st, 5)), view.name)
+
+
+class FleetMap(ScrollView, can_focus=True):
+    COMPONENT_CLASSES = {
+        "fleetmap--exclusive", "fleetmap--reserved", "fleetmap--shared", "fleetmap--isolated",
+        "fleetmap--offline", "fleetmap--unassigned", "fleetmap--critical", "fleetmap--warning",
+        "fleetmap--stale", "fleetmap--cursor", "fleetmap--name",
+    }
+    BINDINGS = [
+        Binding("up,k", "move(-1)", "Up", id="fleet.up", show=False),
+        Binding("down,j", "move(1)", "Down", id="fleet.down", show=False),
+        Binding("enter", "open", "Open node", id="fleet.open"),
+    ]
+    cursor: reactive[int] = reactive(0)
+
+    class Open(Message):
+        def __init__(self, target: str) -> None:
+            self.target = target
+            super().__init__()
+
+    NAME_W = 26
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.views: list = []
+        self.rows: list[tuple[int, int]] = []  # (view index, line within the node)
+        self._cache: dict = {}
+
+    def set_views(self, views) -> None:
+        cur = self.views[self.cursor].target if self.views and self.cursor < len(self.views) else None
+        self.views = sorted(views, key=order_key)
+        if cur is not None:
+            for i, v in enumerate(self.views):
+                if v.target == cur:
+                    self.cursor = i
+        self.cursor = min(self.cursor, max(0, len(self.views) - 1))
+        self._layout()
+        self.refresh()
+
+    def _map_width(self) -> int:
+        return max(8, self.size.width - self.NAME_W - 20)
+
+    def _layout(self) -> None:
+        w = self._map_width()
+        self.rows = []
+        for i, v in enumerate(self.views):
+            n = len(v.snap.topology.cpus) if v.snap else 0
+            lines = max(1, -(-n // w))
+            self.rows += [(i, k) for k in range(lines)]
+        self.virtual_size = Size(self.size.width, len(self.rows))
+        self._cache.clear()
+
+    def on_resize(self) -> None:
+        self._layout()
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._cache.clear()
+
+    def _st(self, name):
+        return self.get_component_rich_style(f"fleetmap--{name}")
+
+    def render_line(self, y: int) -> Strip:
+        sx, sy = self.scroll_offset
+        ry = y + sy
+        width = self.size.width
+        if ry >= len(self.rows):
+            return Strip.blank(width)
+        vi, k = self.rows[ry]
+        v = self.views[vi]
+        key = (ry, vi, v.target, v.generation, self.cursor == vi, width)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._cache[key] = self._paint(v, k, vi == self.cursor, width)
+        return hit.crop(sx, sx + width)
+
+    def _paint(self, v, k: int, focused: bool, width: int) -> Strip:
+        segs = []
+        stale = v.state != "up"
+        if k == 0:
+            crit = sum(1 for f in v.findings if f.severity == "critical")
+            warn = sum(1 for f in v.findings if f.severity == "warning")
+            head = f"{STATE.get(v.state, '?')} {v.name[:self.NAME_W - 3]:<{self.NAME_W - 2}}"
+            st = self._st("stale") if stale else self._st("name")
+            if focused:
+                st = st + self._st("cursor")
+            segs.append(Segment(head, st))
+            segs.append(Segment(f"✖{crit:<3}", self._st("critical") if crit else self._st("stale")))
+            segs.append(Segment(f"▲{warn:<3}", self._st("warning") if warn else self._st("stale")))
+            state = {"down": "DOWN ", "stale": "STALE", "connecting": "...  "}.get(v.state, "     ")
+            segs.append(Segment(f"{state}  ", self._st("stale")))
+        else:
+            segs.append(Segment(" " * (self.NAME_W + 15)))
+        if v.snap is not None:
+            w = self._map_width()
+            cpus = v.snap.topology.cpus[k * w:(k + 1) * w]
+            roles = {r.id: r.role for r in v.snap.roles}
+            marks = v.cpu_findings()
+            for c in cpus:
+                role = roles.get(c.id, "unassigned")
+                sev = marks.get(c.id)
+                if stale:
+                    segs.append(Segment(GLYPHS[role], self._st("stale")))
+                elif sev in ("critical", "warning"):
+                    segs.append(Segment("!", self._st(role) + self._st(sev)))
+                else:
+                    segs.append(Segment(GLYPHS[role], self._st(role)))
+        elif k == 0:
+            segs.append(Segment(v.message or "waiting for the first frame", self._st("stale")))
+        strip = Strip(segs)
+        return strip.extend_cell_length(width).crop(0, width)
+
+    def watch_cursor(self, old: int, new: int) -> None:
+        self._cache.clear()
+        self.refresh()
+        for i, (vi, k) in enumerate(self.rows):
+            if vi == new and k == 0:
+                if i < self.scroll_offset.y or i >= self.scroll_offset.y + self.size.height:
+                    self.scroll_to(y=i, animate=False)
+                break
+
+    def action_move(self, d: int) -> None:
+        if self.views:
+            self.cursor = max(0, min(len(self.views) - 1, self.cursor + d))
+
+    def action_open(self) -> None:
+        if self.views:
+            self.post_message(self.Open(self.views[self.cursor].target))
+
+    def on_click(self, event: Click) -> None:
+        ry = event.y + self.scroll_offset.y
+        if 0 <= ry < len(self.rows):
+            vi = self.rows[ry][0]
+            if vi == self.cursor:
+                self.action_open()
+            self.cursor = vi
