@@ -151,27 +151,33 @@ def at_time(rec: Recording, spec: str | None) -> float:
         raise RecordingError(f"--at {spec!r}: not a time (ISO, HH:MM[:SS], epoch, or -5m)") from err
 
 
-def state_at(rec: Recording, node: str, t: float, window: int = 30):
-    """(NodeSnapshot, Rates) of `node` as it was at time t: its last static and names frames, then the
-    last `window` frames up to t, fed through NodeCollector.ingest."""
+def restore(rec: Recording, node: str, t: float, window: int = 30):
+    """(collector, NodeSnapshot, Rates, index) of `node` as it was at time t: its last static and names
+    frames, then the last `window` frames up to t, fed through NodeCollector.ingest. The collector can
+    go on ingesting the frames after `index`."""
     from .collect import NodeCollector
     from .rates import compute
 
     idx = [i for i, r in enumerate(rec.index) if r[1] == node and r[0] <= t]
-    if not idx:
-        return None, None
-    last = idx[-1]
     static_i = max((i for i in idx if "s" in rec.index[i][4]), default=None)
     if static_i is None:
-        return None, None
+        return None, None, None, -1
     names_i = max((i for i in idx if "n" in rec.index[i][4]), default=None)
     tail = [i for i in idx if i > static_i][-window:]
+    order = {static_i, *tail}
+    if names_i is not None and names_i > static_i:
+        order.add(names_i)
     col = NodeCollector(node, transport=_NoTransport())
     prev = snap = None
-    order = [static_i] + ([names_i] if names_i is not None and names_i > static_i and names_i not in tail else []) + tail
-    for i in sorted(set(order)):
+    for i in sorted(order):
         prev, snap = snap, col.ingest(rec.frame(i))
-    rates = compute(prev, snap) if prev is not None and last != static_i else None
+    rates = compute(prev, snap) if prev is not None else None
+    return col, snap, rates, idx[-1]
+
+
+def state_at(rec: Recording, node: str, t: float, window: int = 30):
+    """(NodeSnapshot, Rates) of `node` at time t (see restore)."""
+    _, snap, rates, _ = restore(rec, node, t, window)
     return snap, rates
 
 

@@ -7,6 +7,7 @@ Workers post messages and never touch widgets; messages for the same node replac
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import time
 import tomllib
@@ -283,8 +284,7 @@ def run_live(targets: list, opts: Options, interval: float = 1.0, theme: str = "
         if isinstance(t, str):
             entries.append((t, None))
         else:
-            o = Options(**{**opts.__dict__, "root": t.root or opts.root, "sudo": t.sudo or opts.sudo}) \
-                if hasattr(opts, "__dict__") else opts
+            o = dataclasses.replace(opts, root=t.root or opts.root, sudo=t.sudo or opts.sudo)
             entries.append((t.name, None, o, t))
     recorder = Recorder(record) if record else None
     app = PinscopeApp(entries, opts, interval, theme, recorder=recorder)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import sys
@@ -16,7 +17,7 @@ from collectors.errors import PinscopeError
 from collectors.jsonout import to_json
 from collectors.parse.cpuset import format_cpuset
 
-COMMANDS = ("snapshot", "check", "demo")
+COMMANDS = ("snapshot", "check", "demo", "replay")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -30,6 +31,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--accept-new-host-key", action="store_true",
                    help="trust and record the key of a host never seen before (a changed key is still refused)")
     p.add_argument("--connect-timeout", type=float, default=10.0, help="seconds (default 10)")
+    p.add_argument("--inventory", metavar="FILE", help="YAML inventory of nodes (host, user, port, root, sudo, labels, groups)")
 
 
 def build_parser(cmd: str) -> argparse.ArgumentParser:
@@ -38,11 +40,19 @@ def build_parser(cmd: str) -> argparse.ArgumentParser:
         _common(p)
         p.add_argument("--json", action="store_true", help="one JSON object (a list with several targets)")
         p.add_argument("--samples", type=int, default=1, help="samples to take; rates need 2 (default 1)")
+        p.add_argument("--replay", metavar="FILE", help="read the nodes from a recording instead")
+        p.add_argument("--at", metavar="TIME", help="with --replay: ISO time, HH:MM[:SS], epoch or -5m (default: the end)")
     elif cmd == "demo":
+        p.add_argument("--theme", default="dark")
+    elif cmd == "replay":
+        p.add_argument("file", metavar="FILE")
+        p.add_argument("--speed", type=float, default=1.0)
+        p.add_argument("--at", metavar="TIME", help="start at this time (ISO, HH:MM[:SS], epoch, -5m)")
         p.add_argument("--theme", default="dark")
     else:
         _common(p)
         p.add_argument("--theme", default="dark")
+        p.add_argument("--record", metavar="FILE", help="append every frame of every node to FILE, compressed")
     return p
 
 
@@ -65,13 +75,25 @@ def main(argv: list[str] | None = None) -> int:
             from tui.app import run_demo
 
             return run_demo(theme=a.theme)
-        if not a.targets:
+        if cmd == "replay":
+            from collectors.record import at_time, open_recording
+            from tui.replay import ReplayApp
+
+            rec = open_recording(a.file)
+            if not rec.index:
+                print(f"pinscope: {a.file}: no whole record" + (f" ({rec.problem})" if rec.problem else ""), file=sys.stderr)
+                return 1
+            app = ReplayApp(rec, theme=a.theme, speed=a.speed, at=at_time(rec, a.at) if a.at else None)
+            app.run()
+            return app.return_code or 0
+        targets = _targets(a)
+        if not targets:
             build_parser("").print_usage(sys.stderr)
-            print("pinscope: give a TARGET ('local' or [user@]host[:port]), or try 'pinscope demo'", file=sys.stderr)
+            print("pinscope: give a TARGET ('local' or [user@]host[:port]) or --inventory, or try 'pinscope demo'", file=sys.stderr)
             return 2
         from tui.app import run_live
 
-        return run_live(a.targets, _opts(a), interval=a.interval, theme=a.theme)
+        return run_live(targets, _opts(a), interval=a.interval, theme=a.theme, record=a.record)
     except KeyboardInterrupt:
         return 130
     except PinscopeError as err:
@@ -84,9 +106,35 @@ def main(argv: list[str] | None = None) -> int:
         return 3
 
 
-async def _one(target: str, a) -> tuple[dict | None, str | None]:
+def _targets(a) -> list:
+    """Command-line targets (strings), then the inventory's (Targets, with their own root/sudo)."""
+    out: list = list(a.targets or [])
+    if getattr(a, "inventory", None):
+        from collectors.inventory import InventoryError, load_inventory
+
+        try:
+            text = open(a.inventory, encoding="utf-8").read()
+        except OSError as err:
+            raise InventoryError(f"--inventory {a.inventory}: {err.strerror}") from err
+        inv, probs = load_inventory(text, a.inventory)
+        for p in probs:
+            print(f"pinscope: {p.source}: {p.message}", file=sys.stderr)
+        out += inv
+    return out
+
+
+def _name(t) -> str:
+    return t if isinstance(t, str) else t.name
+
+
+async def _one(target, a) -> tuple[dict | None, str | None]:
+    opts = _opts(a)
+    address = target
+    if not isinstance(target, str):
+        address = target.address
+        opts = dataclasses.replace(opts, root=target.root or opts.root, sudo=target.sudo or opts.sudo)
     try:
-        snap, rates = await snapshot(target, _opts(a), samples=max(1, a.samples), interval=a.interval)
+        snap, rates = await snapshot(address, opts, samples=max(1, a.samples), interval=a.interval)
     except PinscopeError as err:
         return None, str(err)
     from collectors.findings import evaluate
@@ -95,9 +143,34 @@ async def _one(target: str, a) -> tuple[dict | None, str | None]:
     return to_json(snap, rates, findings), None
 
 
+def _from_recording(a) -> tuple[list, list]:
+    from collectors.findings import evaluate
+    from collectors.record import at_time, open_recording, state_at
+
+    rec = open_recording(a.replay)
+    t = at_time(rec, a.at)
+    if rec.problem:
+        print(f"pinscope: {a.replay}: {rec.problem}", file=sys.stderr)
+    names = [_name(x) for x in _targets(a)] or rec.nodes
+    results = []
+    for n in names:
+        snap, rates = state_at(rec, n, t)
+        if snap is None:
+            results.append((None, f"{n}: not in {a.replay} before that time"))
+        else:
+            o = to_json(snap, rates, evaluate(snap, rates))
+            o["recorded_at"] = t
+            results.append((o, None))
+    return names, results
+
+
 async def _snapshot_cmd(a, check: bool) -> int:
-    targets = a.targets or ["local"]
-    results = await asyncio.gather(*(_one(t, a) for t in targets))
+    if a.replay:
+        targets, results = _from_recording(a)
+    else:
+        targets = _targets(a) or ["local"]
+        results = await asyncio.gather(*(_one(t, a) for t in targets))
+    targets = [_name(t) for t in targets]
     failed = [(t, e) for t, (_, e) in zip(targets, results) if e]
     if a.json:
         objs = [o if o is not None else {"node": t, "error": e} for t, (o, e) in zip(targets, results)]

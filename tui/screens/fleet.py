@@ -68,6 +68,9 @@ class FleetScreen(Screen):
         t.append(f"   pinscope: {cpu:.0f} % CPU, {rss / 2**20:.0f} MiB")
         if self.filter_text:
             t.append(f"   filter {self.filter_text!r}: {len(views)} shown")
+        rs = getattr(self.app, "replay_status", None)
+        if rs:
+            t.append("   " + rs, style="bold")
         self.query_one("#status", Static).update(t)
 
     def on_fleet_map_open(self, msg: FleetMap.Open) -> None:

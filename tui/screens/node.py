@@ -131,6 +131,9 @@ class NodeScreen(Screen):
         t.append(f" density: {grid.density}")
         if self.filter_text:
             t.append(f"  filter: {self.filter_text!r}")
+        rs = getattr(self.app, "replay_status", None)
+        if rs:
+            t.append("   " + rs, style="bold")
         st.update(t)
 
     def _legend(self) -> None:

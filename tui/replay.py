@@ -1,0 +1,139 @@
+"""`pinscope replay FILE`: the same TUI over a recording, with pause, step, seek and speed.
+
+The recording's raw frames go through NodeCollector.ingest, exactly as live; time is the recording's.
+Keys: space pause/play, . and , step one frame forward / back, > and < seek 60 s, + and - speed.
+"""
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+
+from textual.binding import Binding
+
+from collectors.rates import compute
+from collectors.record import Recording, restore
+from tui.app import NodeUpdate, PinscopeApp
+
+
+def clock(t: float) -> str:
+    return dt.datetime.fromtimestamp(t).strftime("%Y-%m-%d %H:%M:%S")
+
+
+class ReplayApp(PinscopeApp):
+    BINDINGS = [
+        *PinscopeApp.BINDINGS,
+        Binding("space", "toggle_pause", "Play/pause", id="replay.pause"),
+        Binding("full_stop", "step(1)", "Step", id="replay.step"),
+        Binding("comma", "step(-1)", "Step back", id="replay.back"),
+        Binding("greater_than_sign", "seek(60)", "+60 s", id="replay.fwd"),
+        Binding("less_than_sign", "seek(-60)", "-60 s", id="replay.rew"),
+        Binding("plus", "speed(2)", "Faster", id="replay.faster"),
+        Binding("minus", "speed(0.5)", "Slower", id="replay.slower"),
+    ]
+
+    def __init__(self, rec: Recording, theme: str = "dark", speed: float = 1.0, at: float | None = None) -> None:
+        nodes = rec.nodes
+        super().__init__([(n, None) for n in nodes], theme=theme, autostart=False,
+                         start=nodes[0] if len(nodes) > 1 else None)
+        self.rec = rec
+        self.speed = speed
+        self.paused = False
+        self.pos = -1  # index of the last record applied
+        self.cols: dict = {}
+        self.prev: dict = {}
+        self.t = rec.start
+        self.at = at
+        self._wake = asyncio.Event()
+
+    def on_mount(self) -> None:
+        super().on_mount()
+        if self.rec.problem:
+            self.notify(self.rec.problem, severity="warning", timeout=8)
+        self.run_worker(self._play(), name="replay", exit_on_error=False)
+
+    @property
+    def replay_status(self) -> str:
+        if self.t is None:
+            return "replay: empty"
+        total = (self.rec.end or 0) - (self.rec.start or 0)
+        return (f"replay {clock(self.t)}  [{self.t - self.rec.start:.0f}s of {total:.0f}s]  ×{self.speed:g}"
+                f"{'  PAUSED' if self.paused else ''}")
+
+    def _apply(self, i: int) -> None:
+        t, node, *_ = self.rec.index[i]
+        col = self.cols.get(node)
+        frame = self.rec.frame(i)
+        if col is None:
+            if "s" not in frame.letters:
+                return
+            from collectors.collect import NodeCollector
+            from collectors.record import _NoTransport
+
+            col = self.cols[node] = NodeCollector(node, transport=_NoTransport())
+        snap = col.ingest(frame)
+        prev = self.prev.get(node)
+        self.prev[node] = snap
+        self.post_message(NodeUpdate(node, snap, compute(prev, snap) if prev is not None else None))
+        self.pos, self.t = i, t
+
+    def seek_to(self, t: float) -> None:
+        t = max(self.rec.start, min(self.rec.end, t))
+        self.cols, self.prev = {}, {}
+        last = -1
+        for node in self.rec.nodes:
+            col, snap, rates, i = restore(self.rec, node, t)
+            if col is not None:
+                self.cols[node] = col
+                self.prev[node] = snap
+                self.post_message(NodeUpdate(node, snap, rates))
+                last = max(last, i)
+        self.pos, self.t = last, t
+        self._status()
+
+    def _status(self) -> None:
+        scr = self.screen
+        if hasattr(scr, "refresh_view"):
+            scr.refresh_view()
+
+    async def _play(self) -> None:
+        if self.at is not None:
+            self.seek_to(self.at)
+        while True:
+            if self.paused or self.pos + 1 >= len(self.rec.index):
+                self._wake.clear()
+                self._status()
+                await self._wake.wait()
+                continue
+            i = self.pos + 1
+            wait = (self.rec.index[i][0] - self.t) / self.speed if self.pos >= 0 else 0
+            if wait > 0:
+                try:
+                    await asyncio.wait_for(self._wake.wait(), min(wait, 5.0))
+                    self._wake.clear()
+                    continue  # a key changed the plan
+                except asyncio.TimeoutError:
+                    pass
+            self._apply(i)
+
+    def action_toggle_pause(self) -> None:
+        self.paused = not self.paused
+        self._wake.set()
+        self._status()
+
+    def action_step(self, d: int) -> None:
+        self.paused = True
+        if d > 0 and self.pos + 1 < len(self.rec.index):
+            self._apply(self.pos + 1)
+        elif d < 0 and self.pos > 0:
+            self.seek_to(self.rec.index[self.pos - 1][0])
+        self._wake.set()
+        self._status()
+
+    def action_seek(self, s: float) -> None:
+        self.seek_to((self.t or self.rec.start) + s)
+        self._wake.set()
+
+    def action_speed(self, f: float) -> None:
+        self.speed = max(0.125, min(64.0, self.speed * f))
+        self._wake.set()
+        self._status()
