@@ -42,7 +42,7 @@ class Target:
 
 
 def address(host: str, user: str | None, port) -> str:
-    h = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    h = f"[{host}]" if host.count(":") > 1 and not host.startswith("[") else host  # IPv6 literals only
     a = f"{user}@{h}" if user else h
     return f"{a}:{port}" if port and int(port) != 22 else a
 

@@ -99,3 +99,21 @@ def to_json(snap: NodeSnapshot, rates: Rates | None = None, findings=()) -> dict
         "findings": [f.to_json() for f in findings],
         "errors": [{"source": p.source, "message": p.message} for p in snap.problems],
     }
+
+
+def enrich(o: dict, api_pods: dict) -> dict:
+    """Add what the API knows (owner workload, QoS, requests and limits) to a snapshot object."""
+    for p in o["pods"]:
+        ap = api_pods.get(p["uid"])
+        if ap is None:
+            continue
+        p["owner"] = ap.owner
+        p["api_qos"] = ap.qos
+        p["namespace"] = p["namespace"] or ap.namespace
+        p["name"] = p["name"] or ap.name
+        byname = {c.name: c for c in ap.containers}
+        for c in p["containers"]:
+            ac = byname.get(c["name"])
+            if ac is not None:
+                c["requests"], c["limits"] = ac.requests, ac.limits
+    return o

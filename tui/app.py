@@ -60,7 +60,7 @@ class PinscopeApp(App):
 
     def __init__(self, targets: list[tuple], opts: Options = Options(), interval: float = 1.0,
                  theme: str = "dark", cleanup=None, autostart: bool = True, recorder=None,
-                 connect_concurrency: int = 32, start: str | None = None) -> None:
+                 connect_concurrency: int = 32, start: str | None = None, kube=None) -> None:
         """targets: (name, transport or None[, Options for this node[, inventory Target]])."""
         super().__init__()
         self.targets = [t[0] for t in targets]
@@ -78,6 +78,8 @@ class PinscopeApp(App):
         self.connect_sem = asyncio.Semaphore(connect_concurrency)
         self.focus_node: str | None = None  # the node whose full grid (or a pane of it) is on screen
         self.start = start  # with several nodes: open this one's grid over the overview at start
+        self.kube = kube  # (context, kubeconfig): enrich pods from the API every kube_period s, if it answers
+        self.kube_period = 30.0
         self._fleet_dirty = False
         self.interval = interval
         self.theme_key = theme if theme in THEMES else "dark"
@@ -113,6 +115,8 @@ class PinscopeApp(App):
         if self.autostart:
             for t in self.targets:
                 self.run_worker(self._node_task(t), group="nodes", name=f"node {t}", exit_on_error=False)
+        if self.kube is not None:
+            self.run_worker(self._kube_task(), name="kubernetes", exit_on_error=False)
         self.call_after_refresh(self._painted)
 
     def _painted(self) -> None:
@@ -141,6 +145,34 @@ class PinscopeApp(App):
                    lambda snap, rates: self.post_message(NodeUpdate(target, snap, rates)),
                    lambda st, msg: self.post_message(NodeState(target, st, msg)), self.stop,
                    connect_sem=self.connect_sem)
+
+    async def _kube_task(self) -> None:
+        """Pod names and intent from the API. A failure is a notice, and node-local names stay."""
+        from collectors.kube import KubeError, node_pods
+
+        context, kubeconfig = self.kube
+        failing = False
+        while not self.stop.is_set():
+            try:
+                for t in self.targets:
+                    v = self.views[t]
+                    name = self.target_info[t].name if t in self.target_info else (v.snap.node if v.snap else None)
+                    if name:
+                        v.api_pods = await asyncio.to_thread(node_pods, name, context, kubeconfig)
+                        v.api_error = None
+                if failing:
+                    self.notify("Kubernetes API is back", timeout=4)
+                failing = False
+            except KubeError as err:
+                for v in self.views.values():
+                    v.api_error = str(err)
+                if not failing:
+                    self.notify(f"{err} — showing node-local names", severity="warning", timeout=8)
+                failing = True
+            try:
+                await asyncio.wait_for(self.stop.wait(), self.kube_period)
+            except asyncio.TimeoutError:
+                pass
 
     async def on_unmount(self) -> None:
         self.stop.set()
@@ -275,7 +307,8 @@ def _raise_nofile(nodes: int) -> None:
             pass
 
 
-def run_live(targets: list, opts: Options, interval: float = 1.0, theme: str = "dark", record: str | None = None) -> int:
+def run_live(targets: list, opts: Options, interval: float = 1.0, theme: str = "dark", record: str | None = None,
+             kube=None) -> int:
     """targets: strings ('local', [user@]host[:port]) or inventory Targets."""
     from collectors.record import Recorder
 
@@ -287,7 +320,7 @@ def run_live(targets: list, opts: Options, interval: float = 1.0, theme: str = "
             o = dataclasses.replace(opts, root=t.root or opts.root, sudo=t.sudo or opts.sudo)
             entries.append((t.name, None, o, t))
     recorder = Recorder(record) if record else None
-    app = PinscopeApp(entries, opts, interval, theme, recorder=recorder)
+    app = PinscopeApp(entries, opts, interval, theme, recorder=recorder, kube=kube)
     try:
         app.run()
     finally:

@@ -32,6 +32,12 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="trust and record the key of a host never seen before (a changed key is still refused)")
     p.add_argument("--connect-timeout", type=float, default=10.0, help="seconds (default 10)")
     p.add_argument("--inventory", metavar="FILE", help="YAML inventory of nodes (host, user, port, root, sudo, labels, groups)")
+    p.add_argument("--kube", action="store_true", help="list nodes through the Kubernetes API (kubeconfig or in-cluster)")
+    p.add_argument("--context", help="with --kube: the kubeconfig context")
+    p.add_argument("--kubeconfig", metavar="F", help="with --kube: the kubeconfig file")
+    p.add_argument("--selector", metavar="LABELS", help="with --kube: a node label selector (pool=trading)")
+    p.add_argument("--host-template", default="{ip}", help="with --kube: how to reach a node over SSH ({name}, {ip}); default {ip}")
+    p.add_argument("--kube-user", metavar="USER", help="with --kube: the SSH user")
 
 
 def build_parser(cmd: str) -> argparse.ArgumentParser:
@@ -93,7 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         from tui.app import run_live
 
-        return run_live(targets, _opts(a), interval=a.interval, theme=a.theme, record=a.record)
+        return run_live(targets, _opts(a), interval=a.interval, theme=a.theme, record=a.record, kube=_kube(a))
     except KeyboardInterrupt:
         return 130
     except PinscopeError as err:
@@ -120,7 +126,18 @@ def _targets(a) -> list:
         for p in probs:
             print(f"pinscope: {p.source}: {p.message}", file=sys.stderr)
         out += inv
+    if getattr(a, "kube", False):
+        from collectors.kube import discover
+
+        found = discover(a.context, a.selector, a.host_template, a.kube_user, a.kubeconfig)
+        if not found:
+            print("pinscope: --kube: the API lists no node" + (f" matching {a.selector!r}" if a.selector else ""), file=sys.stderr)
+        out += found
     return out
+
+
+def _kube(a):
+    return (a.context, a.kubeconfig) if getattr(a, "kube", False) else None
 
 
 def _name(t) -> str:
@@ -140,7 +157,17 @@ async def _one(target, a) -> tuple[dict | None, str | None]:
     from collectors.findings import evaluate
 
     findings = evaluate(snap, rates)
-    return to_json(snap, rates, findings), None
+    o = to_json(snap, rates, findings)
+    if _kube(a):
+        from collectors.kube import KubeError, node_pods
+        from collectors.jsonout import enrich
+
+        try:
+            enrich(o, await asyncio.to_thread(node_pods, _name(target) if not isinstance(target, str) else snap.node,
+                                              a.context, a.kubeconfig))
+        except KubeError as err:
+            o["errors"].append({"source": "kubernetes", "message": f"{err}: node-local names only"})
+    return o, None
 
 
 def _from_recording(a) -> tuple[list, list]:

@@ -37,6 +37,8 @@ class NodeView:
     crates: dict = field(default_factory=dict)  # (pod uid, container id) -> last known ContainerRates
     tags: dict = field(default_factory=dict)  # pod uid -> short tag, stable while the pod lives
     ticks: int = 0
+    api_pods: dict = field(default_factory=dict)  # pod uid -> collectors.kube.ApiPod (with --kube)
+    api_error: str | None = None
 
     @property
     def name(self) -> str:

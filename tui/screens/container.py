@@ -57,6 +57,13 @@ class ContainerScreen(DrillScreen):
         t = Text()
         t.append(f"{p.namespace or '?'}/{p.name or '?'}  container {c.name or '?'}\n", style="bold")
         t.append(f"pod uid {p.uid}   QoS {p.qos or '?'}   runtime {c.runtime or '?'}   id {c.id or '-'}\n")
+        ap = v.api_pods.get(p.uid)
+        if ap is not None:
+            ac = next((x for x in ap.containers if x.name == c.name), None)
+            t.append(f"API: owner {ap.owner or '-'}   QoS {ap.qos or '?'}"
+                     + (f"   requests {ac.requests or '-'}   limits {ac.limits or '-'}" if ac else "") + "\n")
+        elif v.api_error:
+            t.append(f"API: {v.api_error}\n", style="dim")
         eff = cg.cpus_effective if cg else None
         asg = c.assigned
         t.append("kubelet assignment: ")
