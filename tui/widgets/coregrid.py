@@ -90,6 +90,7 @@ class CoreGrid(ScrollView, can_focus=True):
         self.rows: list[Row] = []
         self.pos: dict[int, tuple[int, int]] = {}  # cpu -> (row index, cell index)
         self._cache: dict = {}
+        self._styles: dict = {}
         self.cache_hits = 0
         self.cache_misses = 0
 
@@ -120,6 +121,7 @@ class CoreGrid(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._cache.clear()
+        self._styles = {}
 
     def on_resize(self) -> None:
         self._layout_for = None
@@ -217,7 +219,10 @@ class CoreGrid(ScrollView, can_focus=True):
 
     # ------------------------------------------------------------------ painting
     def _style(self, name: str) -> Style:
-        return self.get_component_rich_style(f"coregrid--{name}")
+        st = self._styles.get(name)
+        if st is None:
+            st = self._styles[name] = self.get_component_rich_style(f"coregrid--{name}")
+        return st
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset

@@ -48,6 +48,7 @@ class FleetMap(ScrollView, can_focus=True):
         self.views: list = []
         self.rows: list[tuple[int, int]] = []  # (view index, line within the node)
         self._cache: dict = {}
+        self._styles: dict = {}
 
     def set_views(self, views) -> None:
         cur = self.views[self.cursor].target if self.views and self.cursor < len(self.views) else None
@@ -57,7 +58,11 @@ class FleetMap(ScrollView, can_focus=True):
                 if v.target == cur:
                     self.cursor = i
         self.cursor = min(self.cursor, max(0, len(self.views) - 1))
-        self._layout()
+        shape = (tuple(v.target for v in self.views),
+                 tuple(len(v.snap.topology.cpus) if v.snap else 0 for v in self.views), self.size)
+        if shape != getattr(self, "_shape", None):  # order, CPU counts or size changed: new rows
+            self._shape = shape
+            self._layout()
         self.refresh()
 
     def _map_width(self) -> int:
@@ -74,14 +79,19 @@ class FleetMap(ScrollView, can_focus=True):
         self._cache.clear()
 
     def on_resize(self) -> None:
+        self._shape = None
         self._layout()
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._cache.clear()
+        self._styles = {}
 
     def _st(self, name):
-        return self.get_component_rich_style(f"fleetmap--{name}")
+        st = self._styles.get(name)
+        if st is None:
+            st = self._styles[name] = self.get_component_rich_style(f"fleetmap--{name}")
+        return st
 
     def render_line(self, y: int) -> Strip:
         sx, sy = self.scroll_offset
@@ -92,6 +102,8 @@ class FleetMap(ScrollView, can_focus=True):
         vi, k = self.rows[ry]
         v = self.views[vi]
         key = (ry, vi, v.target, v.generation, self.cursor == vi, width)
+        if len(self._cache) > 8192:
+            self._cache.clear()
         hit = self._cache.get(key)
         if hit is None:
             hit = self._cache[key] = self._paint(v, k, vi == self.cursor, width)
