@@ -13,6 +13,7 @@ from collectors.model import NodeSnapshot
 from collectors.rates import ContainerRates, Rates
 
 HISTORY = 60
+NODE_WIDE = frozenset({"NUMA_MISS_HIGH", "SAMPLES_NEEDED", "KUBELET_NOT_FOUND"})
 LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ"  # no I or O: they read as 1 and 0 beside CPU ids
 
 
@@ -100,10 +101,13 @@ class NodeView:
         return worst(self.findings)
 
     def cpu_findings(self) -> dict[int, str]:
-        """cpu -> worst severity of the findings that name it."""
+        """cpu -> worst severity of the findings that name it. Findings about a whole NUMA node are not
+        marked on every CPU of it (they would drown the map); selecting them still lights the CPUs."""
         out: dict[int, str] = {}
         rank = {"critical": 0, "warning": 1, "info": 2}
         for f in self.findings:
+            if f.code in NODE_WIDE:
+                continue
             for c in f.cpus:
                 if c not in out or rank[f.severity] < rank[out[c]]:
                     out[c] = f.severity
