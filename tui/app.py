@@ -66,6 +66,8 @@ class PinscopeApp(App):
         self.targets = [t[0] for t in targets]
         self.views = {t[0]: NodeView(t[0]) for t in targets}
         self.target_info = {t[0]: t[3] for t in targets if len(t) > 3 and t[3] is not None}
+        for name in self.target_info:
+            self.views[name].label = name
         self.collectors = {}
         for t in targets:
             name, transport = t[0], t[1]

@@ -38,12 +38,20 @@ class NodeView:
     crates: dict = field(default_factory=dict)  # (pod uid, container id) -> last known ContainerRates
     tags: dict = field(default_factory=dict)  # pod uid -> short tag, stable while the pod lives
     ticks: int = 0
+    label: str | None = None  # the inventory's (or the API's) name for the node, when it has one
     api_pods: dict = field(default_factory=dict)  # pod uid -> collectors.kube.ApiPod (with --kube)
     api_error: str | None = None
 
     @property
     def name(self) -> str:
-        return self.snap.node if self.snap else self.target
+        return self.snap.node if self.snap else (self.label or self.target)
+
+    @property
+    def title(self) -> str:
+        """inventory name (hostname), or the hostname alone when they agree or there is no inventory"""
+        if self.label and self.snap and self.label != self.snap.node:
+            return f"{self.label} ({self.snap.node})"
+        return self.label or self.name
 
     def apply(self, snap: NodeSnapshot, rates: Rates | None) -> None:
         self.snap = snap

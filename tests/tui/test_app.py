@@ -216,6 +216,9 @@ def test_fleet_overview_worst_first_filter_open_and_back(frozen, tmp_path):
             line = "".join(seg.text for seg in fm.render_line(0))
             assert "zz-broken" in line and "✖1" in line and "!" in line
             assert "3 nodes" in str(app.screen.query_one("#status").render())
+            await pilot.press("enter")  # the cursor starts on the worst node
+            assert isinstance(app.screen, NodeScreen) and app.screen.target == "zz-broken"
+            await pilot.press("escape")
             await pilot.press("slash", *"xeon", "enter")
             assert [v.target for v in fm.views] == ["xeon-2s"]
             await pilot.press("enter")

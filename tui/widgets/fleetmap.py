@@ -20,7 +20,7 @@ STATE = {"up": "●", "stale": "◐", "down": "○", "connecting": "…"}
 def order_key(view):
     w = view.worst() if view.snap is not None else None
     st = view.state if view.state in ("down", "stale", "connecting") else None
-    return (min(RANK.get(w, 5), RANK.get(st, 5)), view.name)
+    return (min(RANK.get(w, 5), RANK.get(st, 5)), view.title)
 
 
 class FleetMap(ScrollView, can_focus=True):
@@ -49,9 +49,12 @@ class FleetMap(ScrollView, can_focus=True):
         self.rows: list[tuple[int, int]] = []  # (view index, line within the node)
         self._cache: dict = {}
         self._styles: dict = {}
+        self.moved = False
 
     def set_views(self, views) -> None:
-        cur = self.views[self.cursor].target if self.views and self.cursor < len(self.views) else None
+        # the cursor stays on its node while the list re-sorts, once the user has moved it; until
+        # then it stays on the top row: the worst node
+        cur = self.views[self.cursor].target if self.moved and self.views and self.cursor < len(self.views) else None
         self.views = sorted(views, key=order_key)
         if cur is not None:
             for i, v in enumerate(self.views):
@@ -115,7 +118,7 @@ class FleetMap(ScrollView, can_focus=True):
         if k == 0:
             crit = sum(1 for f in v.findings if f.severity == "critical")
             warn = sum(1 for f in v.findings if f.severity == "warning")
-            head = f"{STATE.get(v.state, '?')} {v.name[:self.NAME_W - 3]:<{self.NAME_W - 2}}"
+            head = f"{STATE.get(v.state, '?')} {v.title[:self.NAME_W - 3]:<{self.NAME_W - 2}}"
             st = self._st("stale") if stale else self._st("name")
             if focused:
                 st = st + self._st("cursor")
@@ -156,6 +159,7 @@ class FleetMap(ScrollView, can_focus=True):
 
     def action_move(self, d: int) -> None:
         if self.views:
+            self.moved = True
             self.cursor = max(0, min(len(self.views) - 1, self.cursor + d))
 
     def action_open(self) -> None:
@@ -168,4 +172,5 @@ class FleetMap(ScrollView, can_focus=True):
             vi = self.rows[ry][0]
             if vi == self.cursor:
                 self.action_open()
+            self.moved = True
             self.cursor = vi
