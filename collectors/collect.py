@@ -79,8 +79,9 @@ class NodeCollector:
 
     static_every = 300
 
-    def __init__(self, target: str, opts: Options = Options(), transport=None) -> None:
-        self.target = target
+    def __init__(self, target: str, opts: Options = Options(), transport=None, name: str | None = None) -> None:
+        self.target = target  # the address
+        self.name = name or target  # what the user calls the node (recordings are keyed by it)
         self.opts = opts
         self.transport = transport or make_transport(target, opts)
         self.static: Frame | None = None
@@ -113,7 +114,7 @@ class NodeCollector:
         frame = await self.transport.request(req, self.opts.frame_timeout)
         self.last_frame_s = time.perf_counter() - t0
         if self.recorder is not None:
-            self.recorder.write(self.target, getattr(self.transport, "last_raw", b""))
+            self.recorder.write(self.name, getattr(self.transport, "last_raw", b""))
         return self.ingest(frame)
 
     def ingest(self, frame: Frame) -> NodeSnapshot:

@@ -73,7 +73,7 @@ class PinscopeApp(App):
             name, transport = t[0], t[1]
             o = t[2] if len(t) > 2 and t[2] is not None else opts
             address = self.target_info[name].address if name in self.target_info else name
-            col = NodeCollector(address, o, transport)
+            col = NodeCollector(address, o, transport, name=name)
             col.recorder = recorder
             self.collectors[name] = col
         self.recorder = recorder

@@ -84,6 +84,38 @@ def test_kill_9_mid_stream_then_replay(tmp_path):
     assert size > 0
 
 
+def test_recording_keys_nodes_by_their_names_not_addresses(tmp_path):
+    """Five inventory nodes may share one address ('local' with different roots, or a jump host)."""
+    import asyncio
+
+    from collectors.collect import Options
+    from collectors.inventory import Target
+    from collectors.transport.local import LocalTransport
+    from tui.app import PinscopeApp
+
+    rec_path = tmp_path / "r.pinscope"
+    entries = []
+    for name, spec in (("a", dual_socket_intel()), ("b", policy_none())):
+        SimNode(spec, tmp_path / name).write()
+        entries.append((name, LocalTransport(str(tmp_path / name)), Options(root=str(tmp_path / name)), Target(name, "local")))
+
+    async def go():
+        recorder = Recorder(str(rec_path))
+        app = PinscopeApp(entries, interval=0.2, recorder=recorder)
+        async with app.run_test(size=(120, 30)) as pilot:
+            for _ in range(50):
+                await asyncio.sleep(0.1)
+                if all(v.ticks >= 3 for v in app.views.values()):
+                    break
+            await pilot.press("q")
+        recorder.close()
+
+    asyncio.run(go())
+    rec = open_recording(str(rec_path))
+    assert rec.nodes == ["a", "b"] or rec.nodes == ["b", "a"]
+    assert state_at(rec, "a", rec.end)[0].node == "xeon-2s" and state_at(rec, "b", rec.end)[0].node == "plain"
+
+
 def test_replay_tui_steps_seeks_and_plays(tmp_path):
     import asyncio
 

@@ -41,7 +41,7 @@ class FleetMap(ScrollView, can_focus=True):
             self.target = target
             super().__init__()
 
-    NAME_W = 26
+    NAME_W = 34
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
