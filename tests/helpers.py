@@ -141,3 +141,31 @@ class RealPod:
                     break
                 except OSError:
                     time.sleep(0.05)
+
+
+def read_sim(spec, root, samples: int = 2):
+    """Write `spec` under `root`, read it through the real probe `samples` times (1 or 2), the simulated
+    counters advanced one node-second in between. -> (last NodeSnapshot, Rates or None)."""
+    import asyncio
+
+    from collectors.collect import NodeCollector, Options
+    from collectors.rates import compute
+    from collectors.simnode import SimNode
+    from collectors.transport.local import LocalTransport
+
+    sim = SimNode(spec, root).write()
+
+    async def go():
+        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
+        await col.connect()
+        try:
+            a = await col.sample()
+            if samples == 1:
+                return a, None
+            sim.tick(1.0)
+            b = await col.sample()
+            return b, compute(a, b)
+        finally:
+            await col.close()
+
+    return asyncio.run(go())

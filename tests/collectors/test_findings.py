@@ -3,37 +3,19 @@
 Each case is a small node description (collectors.simnode) read through the real probe; cases that
 need a rate are sampled twice with the simulated counters advanced in between.
 """
-import asyncio
 import json
 
 import pytest
 
-from collectors.collect import NodeCollector, Options
 from collectors.findings import CODES, evaluate
-from collectors.rates import compute
 from collectors.simnode import CtrSpec, NodeSpec, PodSpec, SimNode
-from collectors.transport.local import LocalTransport
+from helpers import read_sim
 
 ALWAYS_INFO = {"SAMPLES_NEEDED", "SYSTEM_NOT_CONFINED"}
 
 
 def run(tmp_path, spec: NodeSpec, samples: int = 1):
-    sim = SimNode(spec, tmp_path).write()
-
-    async def go():
-        col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
-        await col.connect()
-        try:
-            a = await col.sample()
-            if samples == 1:
-                return a, None
-            sim.tick(1.0)
-            b = await col.sample()
-            return b, compute(a, b)
-        finally:
-            await col.close()
-
-    snap, rates = asyncio.run(go())
+    snap, rates = read_sim(spec, tmp_path, samples)
     return snap, evaluate(snap, rates)
 
 

@@ -5,31 +5,13 @@ and findings are real but identical on every run.
 """
 from __future__ import annotations
 
-import asyncio
-
-from collectors.collect import NodeCollector, Options
-from collectors.rates import compute
-from collectors.simnode import SimNode
-from collectors.transport.local import LocalTransport
+from collectors.collect import Options
+from helpers import read_sim
 from tui.app import NodeUpdate, PinscopeApp
 
 
 def frozen_samples(spec, root):
-    sim = SimNode(spec, root).write()
-
-    async def go():
-        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
-        await col.connect()
-        try:
-            a = await col.sample()
-            sim.tick(1.0)
-            b = await col.sample()
-            return a, b
-        finally:
-            await col.close()
-
-    a, b = asyncio.run(go())
-    return b, compute(a, b)
+    return read_sim(spec, root, samples=2)
 
 
 class FrozenApp(PinscopeApp):
