@@ -55,9 +55,20 @@ async def fleet_cost(srv, roots, seconds: float) -> dict:
             await asyncio.sleep(0.2)
         ready = time.perf_counter() - t0
         ticks0 = sum(v.ticks for v in app.views.values())
+        prof = None
+        if os.environ.get("PINSCOPE_PROFILE"):
+            import cProfile
+
+            prof = cProfile.Profile()
+            prof.enable()
         c0, w0 = cpu_now(), time.perf_counter()
         await asyncio.sleep(seconds)
         cpu, wall = cpu_now() - c0, time.perf_counter() - w0
+        if prof is not None:
+            import pstats
+
+            prof.disable()
+            pstats.Stats(prof).sort_stats("tottime").print_stats(30)
         ticks = sum(v.ticks for v in app.views.values()) - ticks0
         up = sum(1 for v in app.views.values() if v.state == "up")
         await pilot.press("q")

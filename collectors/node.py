@@ -71,7 +71,7 @@ def _has_tasks(request: str) -> bool:
     return bool(focus.strip()) or any(c in letters for c in "tTa")
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=1024)  # one text per node of a fleet; it changes when pods come and go
 def _state_cached(text: str, source: str):
     """The state file changes when pods come and go, not every tick: parse each text once."""
     probs: list[Problem] = []
@@ -265,7 +265,8 @@ def assemble(static: Frame, tick: Frame, target: str = "node", names: Frame | No
         for cname, cs in sorted(entries.get(uid, {}).items()):
             if cname not in named:  # e.g. a finished init container: kubelet keeps its entry
                 containers.append(Container(cname, None, uid, None, None, cs))
-        pod_cg = cgfiles(pdir) if f"{pdir}/cpuset.cpus" in files or f"{pdir}/cpuset.effective_cpus" in files else None
+        # the pod-level cgroup: parsed when this tick read it (cgroup detail), not from carried frames
+        pod_cg = cgfiles(pdir) if (f"{pdir}/cpuset.cpus" in tick.files or f"{pdir}/cpuset.effective_cpus" in tick.files) else None
         pods.append(Pod(uid, ns, pname, qos_of(pdir), pdir, tuple(containers), pod_cg, frozenset(pod_pids)))
     for uid, ctrs in sorted(entries.items()):
         if uid == "" or uid in seen_uids:

@@ -113,7 +113,7 @@ class PinscopeApp(App):
             self.push_screen(NodeScreen(self.current))
             self.focus_node = self.current
         self.set_interval(max(0.25, self.interval / 2), self._check_stale)
-        self.set_interval(0.3, self._refresh_fleet)
+        self.set_interval(0.5, self._refresh_fleet)
         if self.autostart:
             for t in self.targets:
                 self.run_worker(self._node_task(t), group="nodes", name=f"node {t}", exit_on_error=False)

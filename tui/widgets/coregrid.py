@@ -267,7 +267,7 @@ class CoreGrid(ScrollView, can_focus=True):
                 x += len(text)
         if x < width:
             segs.append(Segment(" " * (width - x)))
-        return Strip(segs, max(width, x)).crop(0, max(width, x))
+        return Strip(Segment.simplify(segs), max(width, x)).crop(0, max(width, x))
 
     def _cell(self, cell: Cell, roles, util, marks, stale) -> list[tuple[str, Style]]:
         members = cell.members

@@ -145,7 +145,8 @@ class FleetMap(ScrollView, can_focus=True):
                     segs.append(Segment(GLYPHS[role], self._st(role)))
         elif k == 0:
             segs.append(Segment(v.message or "waiting for the first frame", self._st("stale")))
-        strip = Strip(segs)
+        # runs of one role are one segment: fewer segments for the compositor to style and cut
+        strip = Strip(Segment.simplify(segs))
         return strip.extend_cell_length(width).crop(0, width)
 
     def watch_cursor(self, old: int, new: int) -> None:
