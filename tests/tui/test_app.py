@@ -259,3 +259,51 @@ def test_demo_changes_over_time():
             assert {"STATE_CGROUP_DRIFT", "IRQ_ON_EXCLUSIVE"} <= codes
             await pilot.press("q")
     asyncio.run(go())
+
+
+def test_mouse_click_moves_then_drills(frozen):
+    async def go():
+        app = FrozenApp(frozen, start="xeon-2s")
+        async with app.run_test(size=(200, 60)) as pilot:
+            await pilot.pause()
+            g = grid(app)
+            ri, ci = g.pos[25]
+            cell = g.rows[ri].cells[ci]
+            await pilot.click(CoreGrid, offset=(cell.x + 1, ri))
+            await pilot.pause()
+            assert g.cursor == 25
+            await pilot.click(CoreGrid, offset=(cell.x + 1, ri))
+            await pilot.pause()
+            assert isinstance(app.screen, ContainerScreen) and app.screen.cname == "feed"
+    run(go())
+
+
+def test_keymap_file_remaps_a_binding(frozen, tmp_path, monkeypatch):
+    import tui.app as appmod
+
+    km = tmp_path / "keymap.toml"
+    km.write_text('"grid.select" = "space"\n')
+    monkeypatch.setattr(appmod, "KEYMAP", km)
+
+    async def go():
+        app = FrozenApp(frozen, start="xeon-2s")
+        async with app.run_test(size=(200, 60)) as pilot:
+            await pilot.pause()
+            await pilot.press("space")
+            await pilot.pause()
+            assert isinstance(app.screen, CpuScreen)
+    run(go())
+
+
+def test_screenshot_key_saves_an_svg(frozen, tmp_path, monkeypatch):
+    monkeypatch.setenv("PINSCOPE_SCREENSHOTS", str(tmp_path))
+
+    async def go():
+        app = FrozenApp(frozen, start="xeon-2s")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            await pilot.press("s")
+            await pilot.pause()
+    run(go())
+    svgs = list(tmp_path.glob("*.svg"))
+    assert len(svgs) == 1 and "<svg" in svgs[0].read_text()[:2000] and "Socket" in svgs[0].read_text()
