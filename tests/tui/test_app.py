@@ -307,3 +307,22 @@ def test_screenshot_key_saves_an_svg(frozen, tmp_path, monkeypatch):
     run(go())
     svgs = list(tmp_path.glob("*.svg"))
     assert len(svgs) == 1 and "<svg" in svgs[0].read_text()[:2000] and "Socket" in svgs[0].read_text()
+
+
+def test_no_color_renders_every_screen_in_monochrome(frozen, monkeypatch):
+    """NO_COLOR: Textual applies its monochrome filter; every segment must carry a style, and the grid
+    must still read (glyphs)."""
+    monkeypatch.setenv("NO_COLOR", "1")
+
+    async def go():
+        app = FrozenApp(frozen)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await pilot.pause()
+            assert app.no_color
+            await pilot.press("enter")  # the fleet -> a node grid
+            await pilot.pause()
+            await pilot.press("enter", "escape", "f", "escape", "escape")
+            await pilot.pause()
+            svg = app.export_screenshot()
+            assert "Socket" in svg or "fleet" in svg
+    run(go())

@@ -24,6 +24,9 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+# every segment carries a Style: Textual's monochrome filter (NO_COLOR) fails on a None style
+_PLAIN = Style()
+
 from collectors.parse.cpuset import format_cpuset
 
 SHADES = " ▁▂▃▄▅▆▇█"
@@ -243,7 +246,7 @@ class CoreGrid(ScrollView, can_focus=True):
 
     def _paint(self, ry: int, width: int) -> Strip:
         if ry >= len(self.rows):
-            return Strip.blank(width)
+            return Strip.blank(width, _PLAIN)
         row = self.rows[ry]
         stale = self.view is not None and self.view.state != "up" and self.view.snap is not None
         if row.kind != "cells":
@@ -260,13 +263,13 @@ class CoreGrid(ScrollView, can_focus=True):
             x = len(row.label)
         for cell in row.cells:
             if cell.x > x:
-                segs.append(Segment(" " * (cell.x - x)))
+                segs.append(Segment(" " * (cell.x - x), _PLAIN))
                 x = cell.x
             for text, style in self._cell(cell, roles, util, marks, stale):
                 segs.append(Segment(text, style))
                 x += len(text)
         if x < width:
-            segs.append(Segment(" " * (width - x)))
+            segs.append(Segment(" " * (width - x), _PLAIN))
         return Strip(Segment.simplify(segs), max(width, x)).crop(0, max(width, x))
 
     def _cell(self, cell: Cell, roles, util, marks, stale) -> list[tuple[str, Style]]:

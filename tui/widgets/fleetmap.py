@@ -3,6 +3,7 @@ marked), one Line-API widget for the whole fleet; sorted by worst finding, then 
 from __future__ import annotations
 
 from rich.segment import Segment
+from rich.style import Style
 from textual.binding import Binding
 from textual.events import Click
 from textual.geometry import Size
@@ -10,6 +11,9 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
+
+# every segment carries a Style: Textual's monochrome filter (NO_COLOR) fails on a None style
+_PLAIN = Style()
 
 from tui.widgets.coregrid import GLYPHS
 
@@ -101,7 +105,7 @@ class FleetMap(ScrollView, can_focus=True):
         ry = y + sy
         width = self.size.width
         if ry >= len(self.rows):
-            return Strip.blank(width)
+            return Strip.blank(width, _PLAIN)
         vi, k = self.rows[ry]
         v = self.views[vi]
         key = (ry, vi, v.target, v.generation, self.cursor == vi, width)
@@ -128,7 +132,7 @@ class FleetMap(ScrollView, can_focus=True):
             state = {"down": "DOWN ", "stale": "STALE", "connecting": "...  "}.get(v.state, "     ")
             segs.append(Segment(f"{state}  ", self._st("stale")))
         else:
-            segs.append(Segment(" " * (self.NAME_W + 15)))
+            segs.append(Segment(" " * (self.NAME_W + 15), _PLAIN))
         if v.snap is not None:
             w = self._map_width()
             cpus = v.snap.topology.cpus[k * w:(k + 1) * w]
@@ -147,7 +151,7 @@ class FleetMap(ScrollView, can_focus=True):
             segs.append(Segment(v.message or "waiting for the first frame", self._st("stale")))
         # runs of one role are one segment: fewer segments for the compositor to style and cut
         strip = Strip(Segment.simplify(segs))
-        return strip.extend_cell_length(width).crop(0, width)
+        return strip.extend_cell_length(width, _PLAIN).crop(0, width)
 
     def watch_cursor(self, old: int, new: int) -> None:
         self._cache.clear()
