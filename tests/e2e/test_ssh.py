@@ -117,7 +117,7 @@ def test_sshd_killed_mid_stream_is_reported_and_reconnected(tmp_path, node_root)
         await asyncio.wait_for(task, 5)
 
     try:
-        asyncio.run(scenario())
+        asyncio.run(asyncio.wait_for(scenario(), 90))
     finally:
         srv.kill()
     down = [m for s, m in states if s == "down"]
