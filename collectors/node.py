@@ -276,6 +276,13 @@ def assemble(static: Frame, tick: Frame, target: str = "node", names: Frame | No
                         tuple(Container(n, None, uid, None, None, cs) for n, cs in sorted(ctrs.items()))))
 
     roles, shared, roles_from = _roles(topo, kubelet, state, pods, problems, state_file)
+    if (state.policy if state else kubelet.cpu_manager_policy) == "static" and not kubelet.reserved_cpus:
+        n = _reserved_count(kubelet)
+        problems.append(Problem(kubelet.config_path or "kubelet",
+                                "reservedSystemCPUs is not set: kubelet reserves "
+                                + (f"{n} CPU{'s' if n != 1 else ''}" if n else "CPUs")
+                                + " of its own choosing (whole cores from the lowest-numbered, policy_static.go"
+                                " takeByTopology); they are shown as shared"))
     cpu_times = parse_proc_stat(files.get("/proc/stat", ""))
     numastat = {}
     for n in topo.numa_nodes:
@@ -352,6 +359,24 @@ def _roles(topo, kubelet, state, pods, problems, state_file):
             role = "unassigned"
         out.append(CpuRole(cpu, role, tuple(owners.get(cpu, ()))))
     return tuple(out), shared, roles_from
+
+
+def _reserved_count(kubelet) -> int | None:
+    """ceil(kubeReserved.cpu + systemReserved.cpu), as the static policy counts it; None if unknown."""
+    import math
+
+    total = 0.0
+    seen = False
+    for m in (kubelet.kube_reserved, kubelet.system_reserved):
+        v = str(m.get("cpu", "")).strip()
+        if not v:
+            continue
+        try:
+            total += float(v[:-1]) / 1000 if v.endswith("m") else float(v)
+            seen = True
+        except ValueError:
+            return None
+    return math.ceil(total - 1e-9) if seen else None
 
 
 def _init_allowed(sfiles) -> frozenset[int] | None:

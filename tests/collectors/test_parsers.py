@@ -277,3 +277,15 @@ def test_assemble_from_garbage_frame_does_not_crash():
                      b"D/sys/fs/cgroup/kubepods/pod\xff/\nF/var/lib/kubelet/cpu_manager_state\nL{]\n")
     snap = assemble(fr, fr)
     assert any("online" in p.source for p in snap.problems) and any("frame ended early" in p.message for p in snap.problems)
+
+
+def test_static_without_reserved_cpus_says_kubelet_chooses(tmp_path):
+    import asyncio
+
+    from collectors.collect import Options, snapshot
+    from collectors.simnode import NodeSpec, SimNode
+
+    SimNode(NodeSpec(reserved=None), tmp_path).write()  # systemReserved cpu: 500m
+    snap, _ = asyncio.run(snapshot("local", Options(root=str(tmp_path))))
+    msg = " ".join(p.message for p in snap.problems)
+    assert "reservedSystemCPUs is not set: kubelet reserves 1 CPU of its own choosing" in msg
