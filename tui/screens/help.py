@@ -16,6 +16,8 @@ def binding_rows(app, screen) -> list[tuple[str, str, str]]:
     sources = [app, screen]
     sources += list(screen.walk_children()) if screen is not None else []
     for src in sources:
+        if src is not app and not type(src).__module__.startswith("tui."):
+            continue  # Textual's own widgets (tables, inputs) carry their editing keys: not ours to list
         for b in getattr(type(src), "BINDINGS", []):
             if not isinstance(b, Binding) or not b.description:
                 continue
@@ -34,9 +36,12 @@ class HelpScreen(ModalScreen):
     def compose(self) -> ComposeResult:
         t = Text()
         t.append("pinscope — keys\n\n", style="bold")
-        for keys, desc, _ in binding_rows(self.app, self.under):
+        for keys, desc, bid in binding_rows(self.app, self.under):
             t.append(f"  {keys:<22}", style="bold")
-            t.append(f"{desc}\n")
+            t.append(f"{desc:<28}")
+            t.append(f"{bid}\n", style="dim")
+        t.append(f"  {'ctrl+p':<22}", style="bold")
+        t.append("Command palette (themes, keys, quit)\n")
         t.append("\nMouse: click a CPU to move the cursor, click it again (or double-click) to drill down.\n")
         t.append("Keys can be remapped in ~/.config/pinscope/keymap.toml (binding id = \"key\").\n")
         with VerticalScroll():
