@@ -1,0 +1,71 @@
+"""An unprivileged SSH user: cpu_manager_state (0600, root) is reported unreadable, never fatal; with
+--sudo and no usable `sudo -n`, the probe says so and goes on."""
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+
+import sshd as sshd_mod
+from collectors.simnode import SimNode
+from helpers import need, run_cli
+from nodes import dual_socket_intel
+
+
+@pytest.fixture
+def user():
+    need(os.geteuid() == 0 and shutil.which("useradd") is not None, "needs root and useradd")
+    name = f"pst{uuid.uuid4().hex[:8]}"
+    home = Path(tempfile.mkdtemp(prefix="pinscope-home-"))
+    subprocess.run(["useradd", "-M", "-d", str(home), "-s", "/bin/sh", name], check=True, capture_output=True)
+    subprocess.run(["usermod", "-p", "*", name], check=True, capture_output=True)  # no password, not locked
+    os.chmod(home, 0o755)
+    shutil.chown(home, name)
+    yield name, home
+    subprocess.run(["userdel", name], capture_output=True)
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def test_unreadable_state_file_is_reported_not_fatal(user, tmp_path):
+    user, home = user
+    ok, why = sshd_mod.available()
+    need(ok, why)
+    root = Path(tempfile.mkdtemp(prefix="pinscope-node-"))
+    try:
+        SimNode(dual_socket_intel(), root).write()
+        for d, _, files in os.walk(root):
+            os.chmod(d, 0o755)
+            for f in files:
+                os.chmod(os.path.join(d, f), 0o644)
+        state = root / "var/lib/kubelet/cpu_manager_state"
+        os.chmod(state, 0o600)  # as kubelet writes it
+        srv = sshd_mod.Sshd(tmp_path / "s")
+        ssh = home / ".ssh"
+        ssh.mkdir(mode=0o700)
+        (ssh / "authorized_keys").write_text((tmp_path / "s" / "user_ed25519.pub").read_text())
+        for p in (ssh, ssh / "authorized_keys"):
+            shutil.chown(p, user)
+        srv.cfg.write_text(srv.cfg.read_text().replace(f"AuthorizedKeysFile {tmp_path / 's'}/authorized_keys",
+                                                       "AuthorizedKeysFile .ssh/authorized_keys"))
+        srv.start()
+        target = f"{user}@127.0.0.1:{srv.port}"
+        try:
+            r = run_cli("snapshot", "--json", "--root", str(root), *srv.args(), target)
+            assert r.returncode == 0, r.stderr
+            o = json.loads(r.stdout)
+            msgs = [e["message"] for e in o["errors"]]
+            assert any("cpu_manager_state exists but is not readable (root-only: run with --sudo)" in m for m in msgs)
+            assert o["roles_from"] == "cgroups" and len(o["cpus"]) == 48
+            assert "STATE_UNREADABLE" in {f["code"] for f in o["findings"]}
+            r = run_cli("snapshot", "--json", "--sudo", "--root", str(root), *srv.args(), target)
+            assert r.returncode == 0, r.stderr
+            o = json.loads(r.stdout)
+            assert any("sudo -n was refused" in e["message"] for e in o["errors"])
+        finally:
+            srv.kill()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
