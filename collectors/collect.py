@@ -91,7 +91,6 @@ class NodeCollector:
         self.carry: dict[str, Frame] = {}  # depth letter -> the last frame that had it
         self.focus: str | None = None  # container id whose everything is read every tick
         self.ticks = 0
-        self.last_frame_s: float | None = None
         self.recorder = None  # collectors.record.Recorder: every frame appended, compressed
 
     async def connect(self) -> None:
@@ -107,12 +106,9 @@ class NodeCollector:
             req = "s" + depth
         if self.want_names or self.ticks % 30 == 0:
             req += "n"
-        letters = req
         if self.focus:
             req += " " + self.focus
-        t0 = time.perf_counter()
         frame = await self.transport.request(req, self.opts.frame_timeout)
-        self.last_frame_s = time.perf_counter() - t0
         if self.recorder is not None:
             self.recorder.write(self.name, getattr(self.transport, "last_raw", b""))
         return self.ingest(frame)

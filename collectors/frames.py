@@ -115,18 +115,3 @@ def _fix(s: str) -> str:
         return s
     except UnicodeEncodeError:
         return s.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-
-
-def merge(base: Frame, newer: Frame) -> Frame:
-    """A frame with `newer`'s files laid over `base`'s (used to keep static data across ticks)."""
-    out = Frame(seq=newer.seq, request=newer.request, complete=newer.complete)
-    out.files = {**base.files, **newer.files}
-    out.unreadable = (base.unreadable - newer.files.keys()) | newer.unreadable
-    out.truncated = (base.truncated - newer.files.keys()) | newer.truncated
-    out.nonutf8 = (base.nonutf8 - newer.files.keys()) | newer.nonutf8
-    out.dirs = newer.dirs if newer.dirs else base.dirs
-    out.info = {**base.info, **newer.info}
-    out.argv = newer.argv if newer.argv is not None else base.argv
-    out.warnings = base.warnings + newer.warnings
-    out.garbage_lines = newer.garbage_lines
-    return out

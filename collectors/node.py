@@ -9,7 +9,6 @@ Truth rules:
 """
 from __future__ import annotations
 
-import re
 from collections import Counter
 from functools import lru_cache
 

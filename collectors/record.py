@@ -8,7 +8,6 @@ the raw frames back through the same assembly as live (NodeCollector.ingest): no
 from __future__ import annotations
 
 import json
-import os
 import time
 import zlib
 from dataclasses import dataclass, field
@@ -184,10 +183,3 @@ def state_at(rec: Recording, node: str, t: float, window: int = 30):
 class _NoTransport:
     async def close(self) -> None:
         pass
-
-
-def file_size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0

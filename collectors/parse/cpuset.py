@@ -73,14 +73,6 @@ def parse_cpuset(text: str | None, nmax: int | None = None) -> frozenset[int]:
     return frozenset(out)
 
 
-def try_cpuset(text: str | None, nmax: int | None = None) -> frozenset[int] | None:
-    """parse_cpuset, or None when the text is missing or malformed."""
-    try:
-        return parse_cpuset(text, nmax)
-    except CpusetError:
-        return None
-
-
 def format_cpuset(cpus) -> str:
     """Kubelet's canonical form: sorted, runs collapsed: {0,1,2,5} -> "0-2,5"."""
     ids = sorted(set(cpus))

@@ -8,7 +8,6 @@ Go's encoding/json matches keys case-insensitively and ignores unknown ones: so 
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 
 import yaml
 
@@ -316,7 +315,3 @@ def parse_memory_manager_state(text: str, source: str, problems: list[Problem]) 
                                                 int(_ci(b, "size", 0) or 0)))
                 entries.setdefault(uid, {})[cname] = tuple(out)
     return MemoryManagerState(str(_ci(doc, "policyName", "")), entries)
-
-
-def with_pid(cfg: KubeletConfig, pid: int | None) -> KubeletConfig:
-    return replace(cfg, pid=pid)

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from collectors.findings import CODES, evaluate
-from collectors.simnode import CtrSpec, NodeSpec, PodSpec, SimNode
+from collectors.simnode import CtrSpec, NodeSpec, PodSpec
 from helpers import read_sim
 
 ALWAYS_INFO = {"SAMPLES_NEEDED", "SYSTEM_NOT_CONFINED"}

@@ -2,12 +2,9 @@
 (minimal and embedded nodes), bash. Same frames, interactively (request, frame, request, frame), and
 the same snapshot."""
 import asyncio
-import json
 import os
 import shutil
-import subprocess
 
-import pytest
 
 from collectors.collect import NodeCollector, Options
 from collectors.jsonout import to_json

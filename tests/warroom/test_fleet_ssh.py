@@ -6,7 +6,6 @@ import os
 import signal
 import time
 
-import pytest
 
 import sshd as sshd_mod
 from collectors.collect import Options

@@ -3,7 +3,6 @@ API for nodes and pods (recorded-style responses); then the API goes away mid-se
 import asyncio
 import json
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 

@@ -1,11 +1,9 @@
 """Record, kill -9 the recorder mid-stream, replay everything up to the last whole snapshot."""
 import json
-import os
 import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 from collectors.record import Recorder, at_time, open_recording, state_at
