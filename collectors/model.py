@@ -118,6 +118,7 @@ class CgroupFiles(NamedTuple):
     throttled_usec: int | None = None
     pressure_some_total_us: int | None = None
     version: int = 2
+    cpu_path: str | None = None  # v1: the same cgroup in the cpu hierarchy (cpu.* files live there)
 
 
 class Task(NamedTuple):

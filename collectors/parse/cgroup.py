@@ -155,6 +155,7 @@ def parse_cgroup_dir(files: dict, path: str, version: int, problems: list[Proble
         weight=_first_int(raw.get("cpu.shares")),
         nr_periods=st.get("nr_periods"), nr_throttled=st.get("nr_throttled"),
         throttled_usec=tt // 1000 if tt is not None else None,  # v1 throttled_time is in ns
+        cpu_path=cpu_path or path,
     )
 
 

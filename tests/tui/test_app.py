@@ -326,3 +326,20 @@ def test_no_color_renders_every_screen_in_monochrome(frozen, monkeypatch):
             svg = app.export_screenshot()
             assert "Socket" in svg or "fleet" in svg
     run(go())
+
+
+def test_container_pane_marks_the_drift_the_findings_name(tmp_path):
+    from collectors.simnode import CtrSpec, NodeSpec, PodSpec
+
+    data = {"drift": frozen_samples(NodeSpec(hostname="d", cores=4, reserved="0,4", pods=[
+        PodSpec("gw", "trading", containers=[CtrSpec("fix", cpus="1,5", effective="1-2,5-6")])]), tmp_path)}
+
+    async def go():
+        app = FrozenApp(data)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await pilot.pause()
+            app.open_container("drift", app.views["drift"].snap.pods[0].uid, app.views["drift"].snap.pods[0].containers[0].id, "fix")
+            await pilot.pause()
+            info = str(app.screen.query_one("#ctr-info").render())
+            assert "MISMATCH" in info and "1-2,5-6" in info
+    run(go())

@@ -69,8 +69,8 @@ class ContainerScreen(DrillScreen):
         t.append("kubelet assignment: ")
         t.append(format_cpuset(asg) if asg is not None else "shared pool", style="bold")
         t.append("    kernel cpuset.cpus.effective: ")
-        pool = v.snap.shared_pool
-        mismatch = eff is not None and ((asg is not None and eff != asg) or (asg is None and pool is not None and eff != pool))
+        mismatch = any(f.code == "STATE_CGROUP_DRIFT" and f.pod_uid == p.uid and f.container == c.name
+                       for f in v.findings)
         t.append(format_cpuset(eff) if eff is not None else "-", style="bold red reverse" if mismatch else "bold")
         if mismatch:
             t.append("   MISMATCH", style="bold red")
@@ -99,9 +99,8 @@ class ContainerScreen(DrillScreen):
         if cg is None:
             files.append("no cgroup: the container has exited (kubelet keeps its CPUs in the state file)")
         else:
-            cpu_dir = cg.path.replace("/sys/fs/cgroup/cpuset/", "/sys/fs/cgroup/cpu/", 1) if cg.version == 1 else cg.path
             for name, text in cg.raw.items():
-                d = cpu_dir if (cg.version == 1 and name.startswith("cpu.")) else cg.path
+                d = cg.cpu_path if (cg.version == 1 and name.startswith("cpu.")) else cg.path
                 files.append(f"{d}/{name}\n", style="bold")
                 files.append("".join(f"    {line}\n" for line in text.splitlines()) or "    (empty)\n")
         self.query_one("#ctr-files", Static).update(files)
