@@ -117,9 +117,11 @@ class CoreGrid(ScrollView, can_focus=True):
             self.refresh()
 
     def set_glyphs(self, big: bool) -> None:
-        self.glyphs = BIG_GLYPHS if big else GLYPHS
-        self._cache.clear()
-        self.refresh()
+        glyphs = BIG_GLYPHS if big else GLYPHS
+        if glyphs is not self.glyphs:  # called on every refresh of the screen: only a change repaints
+            self.glyphs = glyphs
+            self._cache.clear()
+            self.refresh()
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
