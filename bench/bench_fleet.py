@@ -23,7 +23,7 @@ sys.path[:0] = [str(HERE.parent), str(HERE), str(HERE.parent / "tests")]
 import sshd as sshd_mod  # noqa: E402
 
 from collectors.collect import NodeCollector, Options  # noqa: E402
-from collectors.simnode import CtrSpec, NodeSpec, PodSpec, SimNode  # noqa: E402
+from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode  # noqa: E402
 from collectors.transport.base import probe_command  # noqa: E402
 from tui.app import PinscopeApp  # noqa: E402
 

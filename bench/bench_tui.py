@@ -27,7 +27,7 @@ from textual.containers import Grid  # noqa: E402
 from textual.widgets import DataTable, Static  # noqa: E402
 
 from collectors.collect import Options  # noqa: E402
-from collectors.simnode import CtrSpec, NodeSpec, PodSpec  # noqa: E402
+from collectors.sim.node import CtrSpec, NodeSpec, PodSpec  # noqa: E402
 from collectors.transport.local import LocalTransport  # noqa: E402
 from frozen import FrozenApp, frozen_samples  # noqa: E402
 from tui.app import PinscopeApp  # noqa: E402
@@ -150,7 +150,7 @@ async def first_frame() -> float:
 
 async def live_cost(seconds: float) -> dict:
     root = tempfile.mkdtemp(prefix="pinscope-tui-")
-    from collectors.simnode import SimNode
+    from collectors.sim.node import SimNode
 
     SimNode(big_node(), root).write()
     app = PinscopeApp([("bench-96", LocalTransport(root))], Options(root=root), 1.0)

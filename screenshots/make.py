@@ -13,7 +13,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from collectors.collect import Options  # noqa: E402
-from collectors.transport.demo import DemoCluster  # noqa: E402
+from collectors.sim.demo import DemoCluster  # noqa: E402
 from tui.app import PinscopeApp  # noqa: E402
 
 SIZE = (160, 48)

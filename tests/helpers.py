@@ -150,7 +150,7 @@ def read_sim(spec, root, samples: int = 2):
 
     from collectors.collect import NodeCollector, Options
     from collectors.rates import compute
-    from collectors.simnode import SimNode
+    from collectors.sim.node import SimNode
     from collectors.transport.local import LocalTransport
 
     sim = SimNode(spec, root).write()

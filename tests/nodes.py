@@ -1,8 +1,8 @@
 """Node shapes this machine can't have, as small descriptions modelled on real nodes.
 
-Each builds a tree with collectors.simnode and is read through the real probe (--root) in the tests.
+Each builds a tree with collectors.sim.node and is read through the real probe (--root) in the tests.
 """
-from collectors.simnode import CtrSpec, NodeSpec, PodSpec
+from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
 
 
 def dual_socket_intel() -> NodeSpec:

@@ -332,7 +332,7 @@ def run_live(targets: list, opts: Options, interval: float = 1.0, theme: str = "
 
 
 def run_demo(theme: str = "dark", interval: float = 1.0) -> int:
-    from collectors.transport.demo import DemoCluster
+    from collectors.sim.demo import DemoCluster
 
     cluster = DemoCluster()
     targets = cluster.targets()

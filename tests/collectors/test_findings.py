@@ -1,6 +1,6 @@
 """Every finding fires on a fixture built for it, and stays silent on each legitimate setup.
 
-Each case is a small node description (collectors.simnode) read through the real probe; cases that
+Each case is a small node description (collectors.sim.node) read through the real probe; cases that
 need a rate are sampled twice with the simulated counters advanced in between.
 """
 import json
@@ -8,7 +8,7 @@ import json
 import pytest
 
 from collectors.findings import CODES, evaluate
-from collectors.simnode import CtrSpec, NodeSpec, PodSpec
+from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
 from helpers import read_sim
 
 ALWAYS_INFO = {"SAMPLES_NEEDED", "SYSTEM_NOT_CONFINED"}

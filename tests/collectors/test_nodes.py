@@ -12,7 +12,7 @@ import pytest
 from collectors.collect import Options, snapshot
 from collectors.findings import evaluate
 from collectors.jsonout import to_json
-from collectors.simnode import SimNode
+from collectors.sim.node import SimNode
 from nodes import SHAPES
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"

@@ -283,7 +283,7 @@ def test_static_without_reserved_cpus_says_kubelet_chooses(tmp_path):
     import asyncio
 
     from collectors.collect import Options, snapshot
-    from collectors.simnode import NodeSpec, SimNode
+    from collectors.sim.node import NodeSpec, SimNode
 
     SimNode(NodeSpec(reserved=None), tmp_path).write()  # systemReserved cpu: 500m
     snap, _ = asyncio.run(snapshot("local", Options(root=str(tmp_path))))

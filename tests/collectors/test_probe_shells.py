@@ -8,7 +8,7 @@ import shutil
 
 from collectors.collect import NodeCollector, Options
 from collectors.jsonout import to_json
-from collectors.simnode import SimNode
+from collectors.sim.node import SimNode
 from collectors.transport.local import LocalTransport
 from helpers import need
 from nodes import dual_socket_intel

@@ -10,7 +10,7 @@ import pytest
 
 import sshd as sshd_mod
 from collectors.collect import NodeCollector, Options, live
-from collectors.simnode import CtrSpec, NodeSpec, PodSpec, SimNode
+from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
 from helpers import need, run_cli
 
 

@@ -6,7 +6,7 @@ import time
 import uuid
 from pathlib import Path
 
-from collectors.simnode import SimNode
+from collectors.sim.node import SimNode
 from helpers import need
 from nodes import dual_socket_intel
 

@@ -195,7 +195,7 @@ def test_switching_nodes(frozen):
 
 
 def test_fleet_overview_worst_first_filter_open_and_back(frozen, tmp_path):
-    from collectors.simnode import CtrSpec, NodeSpec, PodSpec
+    from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
     from tui.screens.fleet import FleetScreen
     from tui.widgets.fleetmap import FleetMap
 
@@ -230,7 +230,7 @@ def test_fleet_overview_worst_first_filter_open_and_back(frozen, tmp_path):
 
 
 def test_demo_changes_over_time():
-    from collectors.transport.demo import DemoCluster
+    from collectors.sim.demo import DemoCluster
     from collectors.collect import Options
 
     async def go():
@@ -329,7 +329,7 @@ def test_no_color_renders_every_screen_in_monochrome(frozen, monkeypatch):
 
 
 def test_container_pane_marks_the_drift_the_findings_name(tmp_path):
-    from collectors.simnode import CtrSpec, NodeSpec, PodSpec
+    from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
 
     data = {"drift": frozen_samples(NodeSpec(hostname="d", cores=4, reserved="0,4", pods=[
         PodSpec("gw", "trading", containers=[CtrSpec("fix", cpus="1,5", effective="1-2,5-6")])]), tmp_path)}

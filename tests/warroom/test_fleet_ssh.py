@@ -9,7 +9,7 @@ import time
 
 import sshd as sshd_mod
 from collectors.collect import Options
-from collectors.simnode import CtrSpec, NodeSpec, PodSpec, SimNode
+from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
 from helpers import need
 from tui.app import PinscopeApp
 from tui.screens.fleet import FleetScreen

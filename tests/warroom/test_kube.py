@@ -10,7 +10,7 @@ import pytest
 
 import sshd as sshd_mod
 from collectors.kube import KubeError, discover, node_pods
-from collectors.simnode import CtrSpec, NodeSpec, PodSpec, SimNode
+from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
 from helpers import need, run_cli
 
 UID = "6f1c2d3e-4a5b-4c6d-8e9f-0a1b2c3d4e5f"

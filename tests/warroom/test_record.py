@@ -7,7 +7,7 @@ import textwrap
 from pathlib import Path
 
 from collectors.record import Recorder, at_time, open_recording, state_at
-from collectors.simnode import SimNode
+from collectors.sim.node import SimNode
 from helpers import run_cli
 from nodes import dual_socket_intel, policy_none
 
@@ -19,7 +19,7 @@ RECORDER = textwrap.dedent("""
     sys.path.insert(0, {repo!r})
     from collectors.collect import NodeCollector, Options, live_depth
     from collectors.record import Recorder
-    from collectors.simnode import SimNode
+    from collectors.sim.node import SimNode
     from collectors.transport.local import LocalTransport
     sys.path.insert(0, {tests!r})
     from nodes import dual_socket_intel, policy_none

@@ -15,8 +15,8 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .parse.cpuset import format_cpuset
-from .parse.kubelet import checksum_v2
+from ..parse.cpuset import format_cpuset
+from ..parse.kubelet import checksum_v2
 
 
 @dataclass
@@ -86,7 +86,7 @@ def _uid(rng: random.Random) -> str:
 
 
 def _cset(text: str | None) -> set[int]:
-    from .parse.cpuset import parse_cpuset
+    from ..parse.cpuset import parse_cpuset
 
     return set(parse_cpuset(text or ""))
 
@@ -266,7 +266,7 @@ class SimNode:
         doc["checksum"] = checksum_v2(doc["policyName"], doc["defaultCpuSet"], doc.get("entries", {}))
         if s.state_version == 4:
             data = json.dumps({k: v for k, v in doc.items() if k != "checksum"})
-            from .parse.kubelet import fnv1a32
+            from ..parse.kubelet import fnv1a32
 
             doc = {**doc, "checksum": 0, "data": data, "dataChecksum": fnv1a32("(string)" + data)}
         self.w(f"{kr}/cpu_manager_state", json.dumps(doc))

@@ -1,0 +1,71 @@
+"""`pinscope demo`: an embedded simulated cluster that needs nothing installed.
+
+Each demo node is a tree written by collectors.sim.node under a temporary directory, and is read through
+the REAL probe and parsers (collectors.transport.demo, a LocalTransport with --root): no second code path.
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from ..transport.demo import DemoTransport
+from .node import CtrSpec, NodeSpec, PodSpec, SimNode
+
+
+def demo_specs() -> list[NodeSpec]:
+    trading = NodeSpec(
+        hostname="trade-xeon-96", sockets=2, cores=24, threads=2, numbering="intel", cgroup=2, driver="systemd",
+        policy="static", reserved="0-1,48-49", topology_policy="single-numa-node",
+        policy_options={"full-pcpus-only": "true"}, init_affinity="0-1,48-49",
+        pods=[
+            PodSpec("md-feed-0", "trading", containers=[CtrSpec("feed", cpus="2-3,50-51", busy=0.85, tasks=3)]),
+            PodSpec("matcher-7d9f", "trading", containers=[
+                CtrSpec("init-tune", cpus="4-5,52-53", init=True),
+                CtrSpec("engine", cpus="4-7,52-55", busy=0.95, tasks=6), CtrSpec("metrics", busy=0.05)]),
+            PodSpec("risk-calc-2", "trading", containers=[CtrSpec("risk", cpus="24-27,72-75", busy=0.6, tasks=4)]),
+            # a planted fault: the kernel runs this one on more CPUs than kubelet gave it
+            PodSpec("gateway-5f", "trading", containers=[CtrSpec("fix-gw", cpus="28,76", effective="28-29,76-77", busy=0.4)]),
+            PodSpec("api-5c8d", "web", qos="Burstable", containers=[CtrSpec("api", tasks=4, busy=0.2)]),
+            PodSpec("fluent-bit-x1", "kube-system", qos="BestEffort", containers=[CtrSpec("fluent-bit", busy=0.05)]),
+        ],
+        other_tasks=[("kworker/4:1", 4, True), ("backup-agent", 30, False)],
+        irqs={40: "0", 41: "1", 42: "6"},
+    )
+    inference = NodeSpec(
+        hostname="infer-epyc-64", sockets=1, cores=32, threads=2, numa_per_socket=4, numbering="amd", cgroup=1,
+        driver="cgroupfs", policy="static", reserved="0-1", kubelet_root="/var/lib/kubelet",
+        init_affinity="0-1", numa_miss_per_tick=800,
+        pods=[
+            PodSpec("triton-0", "ml", containers=[CtrSpec("triton", cpus="16-31", busy=0.7, tasks=8)]),
+            PodSpec("triton-1", "ml", containers=[CtrSpec("triton", cpus="32-47", busy=0.65, tasks=8)]),
+            PodSpec("encoder-a", "media", containers=[CtrSpec("ffmpeg", cpus="48-51", busy=0.9, tasks=2,
+                                                              quota_cores=4, throttled=3)]),
+            PodSpec("tokenizer", "ml", containers=[CtrSpec("tok", cpus="8-9,12", busy=0.5)]),
+            PodSpec("shell", "default", qos="BestEffort", containers=[CtrSpec("sh", busy=0.02)]),
+        ],
+    )
+    plain = NodeSpec(
+        hostname="batch-16", sockets=1, cores=8, threads=2, policy="none", reserved=None, cgroup=2,
+        driver="systemd",
+        pods=[PodSpec("etl-job", "batch", containers=[CtrSpec("spark", tasks=6, busy=0.4, quota_cores=4)]),
+              PodSpec("web-1", "web", qos="Burstable", containers=[CtrSpec("nginx", busy=0.1)])],
+    )
+    return [trading, inference, plain]
+
+
+class DemoCluster:
+    """Writes the demo nodes under one temporary directory; `close()` removes it."""
+
+    def __init__(self, specs: list[NodeSpec] | None = None, root: str | None = None) -> None:
+        self.dir = Path(root or tempfile.mkdtemp(prefix="pinscope-demo-"))
+        self.sims = []
+        for spec in specs or demo_specs():
+            sim = SimNode(spec, self.dir / spec.hostname).write()
+            self.sims.append(sim)
+
+    def targets(self) -> list[tuple[str, DemoTransport]]:
+        return [(f"demo/{s.spec.hostname}", DemoTransport(s)) for s in self.sims]
+
+    def close(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
