@@ -32,7 +32,7 @@ from bigspec import big_node  # noqa: E402
 
 from collectors.collect import live_depth  # noqa: E402
 from collectors.frames import parse_frame  # noqa: E402
-from collectors.node import assemble  # noqa: E402
+from collectors.assemble import assemble  # noqa: E402
 from collectors.sim.node import SimNode  # noqa: E402
 from collectors.transport.base import probe_command  # noqa: E402
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from .errors import PinscopeError, ProbeFailed, TransportError
 from .frames import Frame
 from .model import NodeSnapshot
-from .node import assemble
+from .assemble import assemble
 from .rates import Rates, compute
 from .transport.local import LocalTransport
 

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_collectors_import_no_ui():
     mods = [m.name for m in pkgutil.walk_packages(collectors.__path__, "collectors.")]
-    assert "collectors.transport.ssh" in mods and "collectors.node" in mods
+    assert "collectors.transport.ssh" in mods and "collectors.assemble" in mods
     code = ("import importlib, sys\n"
             f"for m in {mods!r}: importlib.import_module(m)\n"
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich', 'tui', 'themes'))\n"

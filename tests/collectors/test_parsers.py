@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from collectors.errors import Problem
 from collectors.frames import parse_frame
-from collectors.node import assemble
+from collectors.assemble import assemble
 from collectors.parse.cgroup import container_id_of, parse_cgroup_dir, pod_uid_of, qos_of
 from collectors.parse.cpuset import CpusetError, format_cpuset, parse_cpuset, parse_hexmask
 from collectors.parse.kubelet import (checksum_v2, fnv1a32, parse_cpu_manager_state, parse_flags,

@@ -1,0 +1,80 @@
+"""Assembly stage: what kubelet was told and what it wrote (config, cpu_manager_state, memory_manager_state).
+
+The static frame's part (topology, kubelet config) is parsed once per static frame; the state file changes
+when pods come and go, not every tick, so each text is parsed once.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ..errors import Problem
+from ..frames import Frame
+from ..parse.kubelet import parse_cpu_manager_state, parse_kubelet_config, parse_memory_manager_state
+from ..parse.topology import parse_topology
+
+
+def _dropin_dir(argv: list[str] | None) -> str | None:
+    if not argv:
+        return None
+    for i, a in enumerate(argv):
+        if a.startswith("--config-dir="):
+            return a.split("=", 1)[1]
+        if a == "--config-dir" and i + 1 < len(argv):
+            return argv[i + 1]
+    return None
+
+
+def unreadable_problem(problems: list, frame_unreadable: set, path: str, what: str) -> None:
+    if path in frame_unreadable:
+        problems.append(Problem(path, f"{what} exists but is not readable (root-only: run with --sudo)"))
+
+
+def static_parts(static: Frame):
+    """(topology, kubelet config, problems) of a static frame: parsed once per static frame."""
+    if "parts" not in static.cache:
+        sprobs: list[Problem] = []
+        topo = parse_topology(static.files, sprobs)
+        sinfo = static.info
+        root_dir = sinfo.get("kubelet-root", "/var/lib/kubelet")
+        cfg_path = sinfo.get("kubelet-config") or None
+        pid = int(sinfo["kubelet-pid"]) if sinfo.get("kubelet-pid", "").isdigit() else None
+        ddir = _dropin_dir(static.argv)
+        dropins = [(p, t) for p, t in static.files.items()
+                   if ddir and p.startswith(ddir.rstrip("/") + "/") and p.endswith(".conf")]
+        if cfg_path:
+            unreadable_problem(sprobs, static.unreadable, cfg_path, "kubelet config")
+            if cfg_path not in static.files and cfg_path not in static.unreadable and pid is not None:
+                sprobs.append(Problem(cfg_path, "kubelet config named by --config is missing"))
+        kubelet = parse_kubelet_config(static.files.get(cfg_path) if cfg_path else None, cfg_path, dropins,
+                                       static.argv, sprobs, pid=pid, root_dir=root_dir)
+        static.cache["parts"] = (topo, kubelet, tuple(sprobs))
+    return static.cache["parts"]
+
+
+@lru_cache(maxsize=1024)  # one text per node of a fleet; it changes when pods come and go
+def _state_cached(text: str, source: str):
+    """The state file changes when pods come and go, not every tick: parse each text once."""
+    probs: list[Problem] = []
+    return parse_cpu_manager_state(text, source, probs), tuple(probs)
+
+
+def cpu_manager_state(files: dict, unreadable: set, kubelet, problems: list):
+    """-> (state or None, state_status, state_file path)."""
+    state_file = f"{kubelet.root_dir.rstrip('/')}/cpu_manager_state"
+    state = None
+    if state_file in files:
+        state, sp = _state_cached(files[state_file], state_file)
+        problems.extend(sp)
+        state_status = "ok" if state is not None else "invalid"
+    else:
+        unreadable_problem(problems, unreadable, state_file, "cpu_manager_state")
+        state_status = "unreadable" if state_file in unreadable else "missing"
+        if state_status == "missing" and kubelet.cpu_manager_policy == "static":
+            problems.append(Problem(state_file, "missing, but the configured policy is static"))
+    return state, state_status, state_file
+
+
+def memory_manager_state(sfiles: dict, kubelet, problems: list):
+    mm_file = f"{kubelet.root_dir.rstrip('/')}/memory_manager_state"
+    mm_text = sfiles.get(mm_file)
+    return parse_memory_manager_state(mm_text, mm_file, problems) if mm_text is not None else None

@@ -1,0 +1,127 @@
+"""Assembly stage: the role of every CPU and who owns it.
+
+Roles come from kubelet's view when the state file is readable, else they are inferred from the cgroups
+and the snapshot says so (`roles_from`, and a problem). An entry of one pod that overlaps another entry
+of the same pod is legit (init containers' CPUs are reused by app containers: k/k policy_static.go
+cpusToReuse); every owner is listed.
+"""
+from __future__ import annotations
+
+import math
+from collections import Counter
+
+from ..errors import Problem
+from ..model import CpuRole, Owner
+
+
+def _owners_from_state(state, pods) -> dict[int, list[Owner]]:
+    owners: dict[int, list[Owner]] = {}
+    names = {p.uid: (p.namespace, p.name) for p in pods}
+    for uid, ctrs in state.entries.items():
+        for cname, cs in ctrs.items():
+            if uid == "":  # v1 keys by container id: find its pod through the cgroups
+                uid2, ns, pn, cn = _by_id(pods, cname)
+                o = Owner(uid2, ns, pn, cn or cname)
+            else:
+                ns, pn = names.get(uid, (None, None))
+                o = Owner(uid, ns, pn, cname)
+            for c in cs:
+                owners.setdefault(c, []).append(o)
+    return owners
+
+
+def _owners_inferred(pods):
+    """Static policy but no readable state: the shared pool is the most common effective cpuset of the
+    containers (the largest on a tie); a Guaranteed container outside it owns its CPUs."""
+    owners: dict[int, list[Owner]] = {}
+    shared = None
+    sets = [c.cgroup.cpus_effective for _, c in _iter(pods) if c.cgroup and c.cgroup.cpus_effective]
+    if sets:
+        common = Counter(sets).most_common()
+        shared = max((s for s, n in common if n == common[0][1]), key=len)
+    for p in pods:
+        if p.qos != "Guaranteed":
+            continue
+        for c in p.containers:
+            eff = c.cgroup.cpus_effective if c.cgroup else None
+            if eff and shared is not None and not (eff & shared):
+                for cpu in eff:
+                    owners.setdefault(cpu, []).append(Owner(p.uid, p.namespace, p.name, c.name))
+    return owners, shared
+
+
+def _role(cpu, online, owners, reserved, isolated, shared) -> str:
+    if cpu not in online:
+        return "offline"
+    if cpu in owners:
+        return "exclusive"
+    if cpu in reserved:
+        return "reserved"
+    if cpu in isolated:
+        return "isolated"
+    if shared is not None and cpu in shared:
+        return "shared"
+    return "unassigned"
+
+
+def roles_stage(topo, kubelet, state, pods, problems, state_file):
+    """-> (roles per CPU, the shared pool, where roles came from)."""
+    online = topo.online
+    owners: dict[int, list[Owner]] = {}
+    shared = None
+    roles_from = "state"
+    policy = state.policy if state else kubelet.cpu_manager_policy
+    if state is not None and policy == "static":
+        shared = state.default_cpuset
+        owners = _owners_from_state(state, pods)
+    elif policy == "none":
+        shared = online
+        roles_from = "policy-none"
+    else:
+        roles_from = "cgroups"
+        problems.append(Problem(state_file, "roles inferred from cgroups: kubelet's assignment is unknown"))
+        owners, shared = _owners_inferred(pods)
+    reserved = kubelet.reserved_cpus or frozenset()
+    out = tuple(CpuRole(cpu, _role(cpu, online, owners, reserved, topo.isolated, shared), tuple(owners.get(cpu, ())))
+                for cpu in sorted(topo.possible | online))
+    if policy == "static" and not kubelet.reserved_cpus:
+        problems.append(_reserved_problem(kubelet))
+    return out, shared, roles_from
+
+
+def _reserved_problem(kubelet) -> Problem:
+    n = _reserved_count(kubelet)
+    return Problem(kubelet.config_path or "kubelet",
+                   "reservedSystemCPUs is not set: kubelet reserves "
+                   + (f"{n} CPU{'s' if n != 1 else ''}" if n else "CPUs")
+                   + " of its own choosing (whole cores from the lowest-numbered, policy_static.go"
+                   " takeByTopology); they are shown as shared")
+
+
+def _reserved_count(kubelet) -> int | None:
+    """ceil(kubeReserved.cpu + systemReserved.cpu), as the static policy counts it; None if unknown."""
+    total = 0.0
+    seen = False
+    for m in (kubelet.kube_reserved, kubelet.system_reserved):
+        v = str(m.get("cpu", "")).strip()
+        if not v:
+            continue
+        try:
+            total += float(v[:-1]) / 1000 if v.endswith("m") else float(v)
+            seen = True
+        except ValueError:
+            return None
+    return math.ceil(total - 1e-9) if seen else None
+
+
+def _iter(pods):
+    for p in pods:
+        for c in p.containers:
+            yield p, c
+
+
+def _by_id(pods, cid):
+    for p, c in _iter(pods):
+        if c.id == cid:
+            return p.uid, p.namespace, p.name, c.name
+    return "", None, None, None

@@ -1,0 +1,98 @@
+"""Assembly stage: tasks, parsed once per frame (frames are carried for several ticks), newest layer wins.
+
+The allowed list (status) comes at a slower cadence than stat/sched and is kept from older layers.
+"""
+from __future__ import annotations
+
+from ..errors import Problem
+from ..frames import Frame
+from ..model import Task
+from ..parse.procfs import make_task, parse_task_sched, parse_task_stat, parse_task_status, parse_uptime
+
+_TASK_FILES = frozenset(("stat", "status", "sched"))
+
+
+def _frame_tasks(fr: Frame):
+    """The tasks of one frame (files under /proc/<pid>/task/<tid>/), stamped with its uptime."""
+    at = parse_uptime(fr.files.get("/proc/uptime"))
+    parts_by_tid: dict[int, dict] = {}
+    for p, text in fr.files.items():
+        if not p.startswith("/proc/"):
+            continue
+        parts = p.split("/")  # ['', 'proc', pid, 'task', tid, name]
+        if len(parts) != 6 or parts[3] != "task" or parts[5] not in _TASK_FILES:
+            continue
+        try:
+            tid = int(parts[4])
+        except ValueError:
+            continue
+        d = parts_by_tid.get(tid)
+        if d is None:
+            d = parts_by_tid[tid] = {"pid": int(parts[2]) if parts[2].isdigit() else 0}
+        d[parts[5]] = text
+    out: dict[int, Task] = {}
+    probs: list[Problem] = []
+    missing = 0
+    for tid, d in parts_by_tid.items():
+        st = parse_task_stat(d.get("stat", ""))
+        if st is None:
+            if "stat" in d:
+                probs.append(Problem(f"/proc/{d['pid']}/task/{tid}/stat", "not a stat line"))
+            continue
+        if "sched" not in d and f"/proc/{d['pid']}/task/{tid}/sched" in fr.unreadable:
+            missing += 1
+        out[tid] = make_task(tid, d["pid"], st, parse_task_status(d["status"]) if "status" in d else None,
+                             parse_task_sched(d["sched"]) if "sched" in d else None, at)
+    return out, tuple(probs), missing
+
+
+def tid_of(t: Task) -> int:
+    return t.tid
+
+
+def _has_tasks(request: str) -> bool:
+    """Did this frame read tasks: letters t/T/a, or a focused container (a second word)?"""
+    letters, _, focus = request.partition(" ")
+    return bool(focus.strip()) or any(c in letters for c in "tTa")
+
+
+def _merge(layers: list[Frame]):
+    tasks: dict[int, Task] = {}
+    lprobs: list[Problem] = []
+    sched_missing = 0
+    for fr in layers:
+        parsed = fr.cache.get("tasks")
+        if parsed is None:
+            parsed = fr.cache["tasks"] = _frame_tasks(fr)
+        ftasks, fprobs, fmissing = parsed
+        lprobs.extend(fprobs)
+        sched_missing = max(sched_missing, fmissing)
+        for tid, t in ftasks.items():
+            old = tasks.get(tid)
+            if t.allowed is None and old is not None and old.allowed is not None and old.pid == t.pid:
+                t = t._replace(allowed=old.allowed)
+            tasks[tid] = t
+    by_pid: dict[int, list[Task]] = {}
+    for t in tasks.values():
+        by_pid.setdefault(t.pid, []).append(t)
+    return tasks, tuple(lprobs), sched_missing, by_pid, tuple(sorted(tasks.values(), key=tid_of))
+
+
+def tasks_stage(tick: Frame, carry: tuple[Frame, ...], problems: list):
+    """-> (tasks by pid, every task sorted by tid when an "a" layer is among them, else None)."""
+    layers = [fr for fr in (*carry, tick) if _has_tasks(fr.request)]
+    want_all = any("a" in fr.letters for fr in layers)
+    key = tuple(id(fr) for fr in layers)
+    merged = layers[-1].cache.get(("merged", key)) if layers else None
+    if not layers:
+        merged = ({}, (), 0, {}, ())
+    if merged is None:
+        merged = _merge(layers)
+        layers[-1].cache[("merged", key)] = merged  # the same layers next tick: no work
+    tasks, lprobs, sched_missing, by_pid, sorted_tasks = merged
+    problems.extend(lprobs)
+    if sched_missing:
+        problems.append(Problem("/proc/<pid>/task/<tid>/sched",
+                                f"missing for {sched_missing} tasks (kernel without CONFIG_SCHED_DEBUG, before 6.15): "
+                                "migrations are counted from observed last-CPU changes instead"))
+    return by_pid, (sorted_tasks if want_all else None)
