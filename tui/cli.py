@@ -17,7 +17,7 @@ from collectors.errors import PinscopeError
 from collectors.jsonout import to_json
 from collectors.parse.cpuset import format_cpuset
 
-COMMANDS = ("snapshot", "check", "demo", "replay")
+COMMANDS = ("snapshot", "check", "demo", "replay", "serve")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -50,6 +50,12 @@ def build_parser(cmd: str) -> argparse.ArgumentParser:
         p.add_argument("--at", metavar="TIME", help="with --replay: ISO time, HH:MM[:SS], epoch or -5m (default: the end)")
     elif cmd == "demo":
         p.add_argument("--theme", default="dark")
+    elif cmd == "serve":
+        p.usage = "pinscope serve [--host HOST] [--port PORT] [--public-url URL] -- ARGS..."
+        p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+        p.add_argument("--port", type=int, default=8000, help="default 8000")
+        p.add_argument("--public-url", metavar="URL", help="the URL browsers use, when behind a reverse proxy")
+        p.add_argument("args", nargs="*", metavar="ARGS", help="pinscope's own arguments: demo, --inventory F, TARGET...")
     elif cmd == "replay":
         p.add_argument("file", metavar="FILE")
         p.add_argument("--speed", type=float, default=1.0)
@@ -73,8 +79,16 @@ def main(argv: list[str] | None = None) -> int:
     cmd = argv[0] if argv and argv[0] in COMMANDS else ""
     if cmd:
         argv = argv[1:]
+    served: list[str] = []
+    if cmd == "serve" and "--" in argv:  # everything after -- is pinscope's own command line, untouched
+        i = argv.index("--")
+        argv, served = argv[:i], argv[i + 1:]
     a = build_parser(cmd).parse_args(argv)
     try:
+        if cmd == "serve":
+            from tui.serve import serve
+
+            return serve(served or a.args, host=a.host, port=a.port, public=a.public_url)
         if cmd in ("snapshot", "check"):
             return asyncio.run(_snapshot_cmd(a, check=cmd == "check"))
         if cmd == "demo":
