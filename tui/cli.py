@@ -17,7 +17,7 @@ from collectors.errors import PinscopeError
 from collectors.jsonout import to_json
 from collectors.parse.cpuset import format_cpuset
 
-COMMANDS = ("snapshot", "check", "demo", "replay", "serve")
+COMMANDS = ("snapshot", "check", "demo", "replay", "serve", "exporter")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -48,6 +48,11 @@ def build_parser(cmd: str) -> argparse.ArgumentParser:
         p.add_argument("--samples", type=int, default=1, help="samples to take; rates need 2 (default 1)")
         p.add_argument("--replay", metavar="FILE", help="read the nodes from a recording instead")
         p.add_argument("--at", metavar="TIME", help="with --replay: ISO time, HH:MM[:SS], epoch or -5m (default: the end)")
+    elif cmd == "exporter":
+        _common(p)
+        p.set_defaults(interval=15.0)
+        p.add_argument("--listen", required=True, metavar="ADDR:PORT", help="serve /metrics here (:9847 for every address)")
+        p.add_argument("--node-name", metavar="NAME", help="the node label of a 'local' target (a DaemonSet passes spec.nodeName)")
     elif cmd == "demo":
         p.add_argument("--theme", default="dark")
     elif cmd == "serve":
@@ -91,6 +96,10 @@ def main(argv: list[str] | None = None) -> int:
             return serve(served or a.args, host=a.host, port=a.port, public=a.public_url)
         if cmd in ("snapshot", "check"):
             return asyncio.run(_snapshot_cmd(a, check=cmd == "check"))
+        if cmd == "exporter":
+            from collectors.exporter.serve import run as run_exporter
+
+            return run_exporter(_targets(a), _opts(a), a.listen, a.interval, a.node_name)
         if cmd == "demo":
             from tui.app import run_demo
 

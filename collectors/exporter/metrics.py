@@ -1,0 +1,213 @@
+"""The metrics contract: one NodeReport -> samples, and the custom collector that serves the latest ones.
+
+Names and labels are an interface (dashboards and alerts are written against them): the README's table
+is generated from CONTRACT and checked by tests/test_readme.py. Cardinality is bounded by the node's
+CPUs, containers and finding codes: no task ids, no CPU lists, no free text in labels.
+
+Counters are exported only where the kernel keeps a counter (cgroup cpu.stat, cpu.pressure); the kernel
+keeps migrations per task, not per cgroup, and a container's tasks come and go, so the container's
+migration figure is a rate (a gauge) taken over pinscope's own window.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Iterable
+
+from prometheus_client.core import Metric
+from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample
+
+from ..model import ROLES
+
+SEVERITIES = ("critical", "warning", "info")
+
+CTR = ("node", "namespace", "pod", "container")
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    name: str  # without _total for counters (prometheus_client adds the suffix to the sample)
+    type: str  # gauge | counter
+    labels: tuple[str, ...]
+    help: str
+
+    @property
+    def sample_name(self) -> str:
+        return self.name + "_total" if self.type == "counter" else self.name
+
+
+CONTRACT: tuple[Family, ...] = (
+    Family("pinscope_cpu_info", "gauge", ("node", "cpu", "socket", "numa_node", "core", "role", "namespace", "pod", "container"),
+           "1 per CPU: its place in the topology, its role and its owner (owner labels empty when it has none)"),
+    Family("pinscope_cpus", "gauge", ("node", "role"),
+           "CPUs of the node by role (every role present, 0 included)"),
+    Family("pinscope_cpu_utilization_ratio", "gauge", ("node", "cpu"),
+           "busy share of the CPU over the last read window, 0..1 (/proc/stat)"),
+    Family("pinscope_node_info", "gauge", ("node", "cpu_manager_policy", "topology_manager_policy", "cgroup_version", "roles_from"),
+           "1 per node: kubelet's policies as read on the node, and where the roles came from (state | cgroups | policy-none)"),
+    Family("pinscope_container_exclusive_cpus", "gauge", CTR,
+           "CPUs kubelet assigned to the container exclusively (0 in the shared pool)"),
+    Family("pinscope_container_cpu_cfs_periods", "counter", CTR,
+           "CFS enforcement periods that elapsed (cpu.stat nr_periods)"),
+    Family("pinscope_container_cpu_cfs_throttled_periods", "counter", CTR,
+           "CFS periods in which the container was throttled (cpu.stat nr_throttled)"),
+    Family("pinscope_container_cpu_cfs_throttled_seconds", "counter", CTR,
+           "time the container was throttled (cpu.stat throttled_usec / v1 throttled_time)"),
+    Family("pinscope_container_cpu_pressure_some_seconds", "counter", CTR,
+           "time some task of the container waited for a CPU (cpu.pressure some total; kernels with PSI)"),
+    Family("pinscope_container_migrations_per_second", "gauge", CTR,
+           "CPU migrations of the container's tasks per second over the last window (se.nr_migrations, or observed last-CPU changes)"),
+    Family("pinscope_container_cpu_usage_cpus", "gauge", CTR,
+           "CPUs the container's tasks used over the last window (utime + stime)"),
+    Family("pinscope_finding", "gauge", ("node", "code", "severity", "namespace", "pod", "container"),
+           "1 per active finding (codes as in pinscope check; namespace/pod/container empty for node-wide ones)"),
+    Family("pinscope_findings", "gauge", ("node", "severity"),
+           "active findings of the node by severity (every severity present, 0 included)"),
+    Family("pinscope_read_success", "gauge", ("node",),
+           "1 when the last read of the node succeeded, 0 when it could not be read (the node's other series are then absent)"),
+    Family("pinscope_read_duration_seconds", "gauge", ("node",),
+           "wall time of the last read: the probe round trip plus pinscope's parsing and analysis"),
+    Family("pinscope_read_probe_cpu_seconds", "gauge", ("node",),
+           "CPU the probe used on the node for the last read (local targets; absent over SSH)"),
+    Family("pinscope_last_read_timestamp_seconds", "gauge", ("node",),
+           "when the node was last read successfully (Unix time)"),
+)
+BY_NAME = {f.name: f for f in CONTRACT}
+
+
+def _s(x) -> str:
+    return "" if x is None else str(x)
+
+
+def _owner(snap, owners):
+    """The owner a CPU is labelled with: a running container first (an init container's CPUs are reused
+    by its pod's app containers), then by namespace/pod/container; EXCLUSIVE_OVERLAP names the others."""
+    if not owners:
+        return None
+    running = {(p.uid, c.name) for p, c in snap.containers() if c.cgroup is not None}
+    return min(owners, key=lambda o: ((o.pod_uid, o.container) not in running, _s(o.namespace), _s(o.pod), _s(o.container)))
+
+
+def node_samples(node: str, report) -> dict[str, list[Sample]]:
+    """The samples of one successfully read node, by family name (the read_* self metrics excluded)."""
+    snap, rates, findings = report.snapshot, report.rates, report.findings
+    out: dict[str, list[Sample]] = {f.name: [] for f in CONTRACT}
+
+    def add(fam: str, labels: dict, value: float) -> None:
+        out[fam].append(Sample(BY_NAME[fam].sample_name, labels, float(value), None, None))
+
+    topo = {c.id: c for c in snap.topology.cpus}
+    counts = dict.fromkeys(ROLES, 0)
+    for r in snap.roles:
+        c = topo.get(r.id)
+        o = _owner(snap, r.owners)
+        counts[r.role] = counts.get(r.role, 0) + 1
+        add("pinscope_cpu_info", {
+            "node": node, "cpu": str(r.id), "socket": _s(c and c.socket), "numa_node": _s(c and c.numa_node),
+            "core": _s(c and c.core), "role": r.role, "namespace": _s(o and o.namespace), "pod": _s(o and o.pod),
+            "container": _s(o and o.container)}, 1)
+    for role, n in counts.items():
+        add("pinscope_cpus", {"node": node, "role": role}, n)
+    if rates is not None:
+        for cpu, u in sorted(rates.util.items()):
+            add("pinscope_cpu_utilization_ratio", {"node": node, "cpu": str(cpu)}, u)
+    k = snap.kubelet
+    add("pinscope_node_info", {"node": node, "cpu_manager_policy": _s(k.cpu_manager_policy),
+                               "topology_manager_policy": _s(k.topology_manager_policy),
+                               "cgroup_version": _s(snap.cgroup_version), "roles_from": snap.roles_from}, 1)
+    seen = set()
+    for p, c in snap.containers():
+        if c.cgroup is None:
+            continue  # an init container that has exited: kubelet's entry only, nothing to measure
+        lab = {"node": node, "namespace": _s(p.namespace), "pod": _s(p.name or p.uid), "container": _s(c.name or c.id)}
+        key = tuple(lab.values())
+        if key in seen:
+            continue  # two cgroups under one name (a restart in progress): the first read wins
+        seen.add(key)
+        add("pinscope_container_exclusive_cpus", lab, len(c.assigned or ()))
+        cg = c.cgroup
+        if cg.nr_periods is not None:
+            add("pinscope_container_cpu_cfs_periods", lab, cg.nr_periods)
+        if cg.nr_throttled is not None:
+            add("pinscope_container_cpu_cfs_throttled_periods", lab, cg.nr_throttled)
+        if cg.throttled_usec is not None:
+            add("pinscope_container_cpu_cfs_throttled_seconds", lab, cg.throttled_usec / 1e6)
+        if cg.pressure_some_total_us is not None:
+            add("pinscope_container_cpu_pressure_some_seconds", lab, cg.pressure_some_total_us / 1e6)
+        cr = rates.containers.get((p.uid, c.id)) if rates is not None else None
+        if cr is not None and cr.migrations_per_s is not None:
+            add("pinscope_container_migrations_per_second", lab, cr.migrations_per_s)
+        if cr is not None and cr.cpu_usage is not None:
+            add("pinscope_container_cpu_usage_cpus", lab, cr.cpu_usage)
+    per_sev = dict.fromkeys(SEVERITIES, 0)
+    active = set()
+    for f in findings:
+        sev = str(f.severity)
+        per_sev[sev] = per_sev.get(sev, 0) + 1
+        active.add((f.code, sev, _s(f.namespace), _s(f.pod), _s(f.container)))
+    for code, sev, ns, pod, ctr in sorted(active):
+        add("pinscope_finding", {"node": node, "code": code, "severity": sev, "namespace": ns, "pod": pod,
+                                 "container": ctr}, 1)
+    for sev, n in per_sev.items():
+        add("pinscope_findings", {"node": node, "severity": sev}, n)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class NodeState:
+    """What the exporter knows of one node: the samples of its last good read, and how the last read went."""
+
+    node: str
+    samples: dict  # family name -> [Sample] (empty while the node cannot be read)
+    success: bool
+    duration: float | None = None
+    probe_cpu: float | None = None
+    last_success: float | None = None  # Unix time
+    error: str | None = None
+
+
+def self_samples(st: NodeState) -> dict[str, list[Sample]]:
+    lab = {"node": st.node}
+    out = {"pinscope_read_success": [Sample("pinscope_read_success", lab, 1.0 if st.success else 0.0, None, None)]}
+    if st.duration is not None:
+        out["pinscope_read_duration_seconds"] = [Sample("pinscope_read_duration_seconds", lab, st.duration, None, None)]
+    if st.probe_cpu is not None:
+        out["pinscope_read_probe_cpu_seconds"] = [Sample("pinscope_read_probe_cpu_seconds", lab, st.probe_cpu, None, None)]
+    if st.last_success is not None:
+        out["pinscope_last_read_timestamp_seconds"] = [
+            Sample("pinscope_last_read_timestamp_seconds", lab, st.last_success, None, None)]
+    return out
+
+
+class LatestReports(Collector):
+    """A prometheus_client custom collector over the latest state of every node.
+
+    The reading loops call `put()` (samples are built once per read, not per scrape); `collect()` runs in
+    the HTTP server's thread and only reads a dict swapped under a lock: it never waits for a node.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._nodes: dict[str, NodeState] = {}
+
+    def put(self, st: NodeState) -> None:
+        with self._lock:
+            self._nodes = {**self._nodes, st.node: st}
+
+    def get(self, node: str) -> NodeState | None:
+        return self._nodes.get(node)
+
+    def describe(self) -> Iterable[Metric]:
+        return ()  # the families are known, but describing them would make register() call collect()
+
+    def collect(self) -> Iterable[Metric]:
+        with self._lock:
+            nodes = self._nodes
+        fams = {f.name: Metric(f.name, f.help, f.type) for f in CONTRACT}
+        for name in sorted(nodes):
+            st = nodes[name]
+            for part in (st.samples, self_samples(st)):
+                for fam, samples in part.items():
+                    fams[fam].samples.extend(samples)
+        return [m for m in fams.values() if m.samples]

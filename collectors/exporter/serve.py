@@ -1,0 +1,212 @@
+"""The exporter process: one reading loop per node, on its own cadence, and the /metrics HTTP server.
+
+The server is prometheus_client's (a thread of its own); its collector reads the latest samples only,
+so a scrape costs the formatting of what is already known and never waits for, or starts, a read.
+A node that cannot be read is `pinscope_read_success{node} 0` (its other series disappear) while the
+others carry on; its loop reconnects with capped, jittered backoff.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import errno
+import os
+import re
+import signal
+import socket
+import sys
+import time
+
+from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
+
+from ..collect import FULL, Backoff, NodeCollector, Options
+from ..errors import PinscopeError
+from .metrics import LatestReports, NodeState, node_samples
+
+_LISTEN = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.%a-z]+)\]|(?P<host>[^\s:\[\]]*)):(?P<port>\d{1,5})$")
+
+
+class ListenError(PinscopeError):
+    pass
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """'ADDR:PORT', '[v6]:PORT' or ':PORT' (every address) -> (addr, port). Port 0 picks a free one."""
+    m = _LISTEN.match(text or "")
+    if not m or int(m["port"]) > 65535:
+        raise ListenError(f"--listen {text!r}: expected ADDR:PORT, e.g. 0.0.0.0:9847, [::1]:9847 or :9847")
+    host = m["v6"] if m["v6"] is not None else (m["host"] or "0.0.0.0")
+    return host, int(m["port"])
+
+
+def _probe_cpu(transport) -> float | None:
+    """CPU seconds used so far by a local probe (its sh and its awk); None when it runs elsewhere."""
+    proc = getattr(transport, "proc", None)
+    if proc is None or proc.returncode is not None:
+        return None
+    try:
+        import psutil
+
+        procs = getattr(transport, "_pinscope_ps", None)
+        if procs is None or procs[0].pid != proc.pid:
+            p = psutil.Process(proc.pid)
+            procs = [p, *p.children(recursive=True)]  # the tree is fixed once the probe runs (0 forks per tick)
+            transport._pinscope_ps = procs
+        total = 0.0
+        for p in procs:
+            t = p.cpu_times()
+            total += t.user + t.system
+        return total
+    except Exception:  # psutil's errors: the process went away between two reads; not a read failure
+        return None
+
+
+async def _read_report(col: NodeCollector, prev):
+    """One full read -> (report, snapshot). NodeCollector.tick when the pipeline provides it."""
+    tick = getattr(col, "tick", None)
+    if tick is not None:
+        rep = await tick(FULL)
+        return rep, rep.snapshot
+    from ..findings import evaluate
+    from ..rates import compute
+
+    snap = await col.sample(FULL)
+    rates = compute(prev, snap) if prev is not None else None
+    return _Report(snap, rates, tuple(evaluate(snap, rates))), snap
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Report:
+    snapshot: object
+    rates: object
+    findings: tuple
+
+
+async def node_loop(col: NodeCollector, node: str, interval: float, store: LatestReports,
+                    stop: asyncio.Event, connect_timeout: float) -> None:
+    """Read the node every `interval` s until `stop`; publish each outcome to `store`."""
+    backoff = Backoff(base=min(1.0, interval), cap=max(interval, 30.0))
+    connected = False
+    prev = None
+    last_ok = None
+    said = None  # the last problem printed: a node that stays down is said once, not every read
+    while not stop.is_set():
+        t0 = time.monotonic()
+        wait = interval
+        try:
+            if not connected:
+                await asyncio.wait_for(col.connect(), connect_timeout + 1)
+                connected = True
+                prev = None
+            cpu0 = _probe_cpu(col.transport)
+            report, prev = await _read_report(col, prev)
+            cpu1 = _probe_cpu(col.transport)
+            last_ok = time.time()
+            store.put(NodeState(node, node_samples(node, report), True, time.monotonic() - t0,
+                                cpu1 - cpu0 if cpu0 is not None and cpu1 is not None else None, last_ok))
+            backoff.reset()
+            if said is not None:
+                print(f"pinscope exporter: {node}: read again", file=sys.stderr, flush=True)
+                said = None
+        except Exception as err:  # noqa: BLE001 - any failure is this node's state; the others go on
+            if stop.is_set():
+                break  # shutting down: the probe may have had the signal too
+            if isinstance(err, asyncio.TimeoutError):
+                msg = f"no answer within {connect_timeout + 1:g} s"
+            elif isinstance(err, PinscopeError):
+                msg = str(err)
+            else:
+                msg = f"{type(err).__name__}: {err}"
+            store.put(NodeState(node, {}, False, time.monotonic() - t0, None, last_ok, msg))
+            if msg != said:
+                print(f"pinscope exporter: {node}: {msg}", file=sys.stderr, flush=True)
+                said = msg
+            connected = False
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(col.close(), 2)
+            wait = backoff.next()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), max(0.0, wait - (time.monotonic() - t0)))
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(col.close(), 2)
+
+
+def _local_name(root: str | None) -> str:
+    """The label of a `local` target without --node-name: the host's name (under --root, its /etc/hostname)."""
+    if root:
+        with contextlib.suppress(OSError):
+            name = open(os.path.join(root, "etc/hostname"), encoding="utf-8").read().strip()
+            if name:
+                return name
+        return "local"
+    return socket.gethostname()
+
+
+def plan(targets: list, opts: Options, node_name: str | None = None) -> list[tuple[str, NodeCollector]]:
+    """Targets (strings or inventory Targets; 'demo' for the simulated cluster) -> (node label, collector)."""
+    out = []
+    for t in targets:
+        if isinstance(t, str) and t == "demo":
+            from ..transport.demo import DemoCluster
+
+            cluster = DemoCluster()
+            for name, tr in cluster.targets():
+                out.append((name.split("/", 1)[1], NodeCollector(name, opts, transport=tr, name=name)))
+            out[-1][1]._pinscope_cluster = cluster  # removed with the last collector (see run)
+            continue
+        if isinstance(t, str):
+            label = (node_name or _local_name(opts.root)) if t == "local" else t
+            out.append((label, NodeCollector(t, opts, name=label)))
+        else:
+            o = dataclasses.replace(opts, root=t.root or opts.root, sudo=t.sudo or opts.sudo)
+            out.append((t.name, NodeCollector(t.address, o, name=t.name)))
+    labels = [n for n, _ in out]
+    dup = sorted({n for n in labels if labels.count(n) > 1})
+    if dup:
+        raise PinscopeError(f"two targets would be labelled node={dup[0]!r}: give them names (--inventory)")
+    return out
+
+
+def run(targets: list, opts: Options, listen: str, interval: float = 15.0, node_name: str | None = None) -> int:
+    """`pinscope exporter`: serve until SIGTERM/SIGINT. Errors the user can fix are one plain line, exit 1."""
+    addr, port = parse_listen(listen)
+    if interval <= 0:
+        raise PinscopeError(f"--interval {interval:g}: must be more than 0 seconds")
+    if not targets:
+        raise PinscopeError("give a TARGET ('local' with --root /host in a DaemonSet, [user@]host[:port]) or --inventory")
+    nodes = plan(targets, opts, node_name)
+    store = LatestReports()
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(store)
+    ProcessCollector(registry=registry)  # the exporter's own process_cpu_seconds_total, memory, fds
+    try:
+        httpd, thread = start_http_server(port, addr, registry=registry)
+    except OSError as err:
+        why = "address already in use" if err.errno == errno.EADDRINUSE else (err.strerror or str(err))
+        raise ListenError(f"cannot listen on {listen}: {why}") from err
+    except UnicodeError as err:
+        raise ListenError(f"cannot listen on {listen}: not a host name") from err
+    host, bound = httpd.server_address[:2]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"pinscope exporter: serving http://{shown}:{bound}/metrics for {len(nodes)} node(s), "
+          f"reading every {interval:g} s", file=sys.stderr, flush=True)
+    try:
+        asyncio.run(_serve(nodes, store, interval, opts.connect_timeout))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        for _, col in nodes:
+            cluster = getattr(col, "_pinscope_cluster", None)
+            if cluster is not None:
+                cluster.close()
+    return 0
+
+
+async def _serve(nodes, store, interval, connect_timeout) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    await asyncio.gather(*(node_loop(col, name, interval, store, stop, connect_timeout) for name, col in nodes))
