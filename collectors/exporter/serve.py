@@ -148,7 +148,7 @@ def plan(targets: list, opts: Options, node_name: str | None = None) -> list[tup
     out = []
     for t in targets:
         if isinstance(t, str) and t == "demo":
-            from ..transport.demo import DemoCluster
+            from ..sim.demo import DemoCluster
 
             cluster = DemoCluster()
             for name, tr in cluster.targets():

@@ -1,0 +1,170 @@
+"""deploy/: the manifests validate against the Kubernetes schemas, say what the README promises
+(read-only host at /host, hostPID, read-only root fs, no capabilities, small resources, every taint
+tolerated), and the alert rules pass `promtool check rules` and their `promtool test rules` unit tests.
+
+Schemas, offline: the core kinds against the OpenAPI-derived JSON schemas that the `kubernetes-validate`
+package ships (strict: an unknown field is an error), for the oldest and newest versions it has and
+kubectl's 1.32; the Prometheus operator's PodMonitor and PrometheusRule against the models
+`cloudcoil.models.prometheus_operator` generates from the operator's CRDs (a round trip: a field the CRD
+does not know would be dropped, so the dump must equal the file).
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from helpers import need
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+
+
+def _kustomize(d: Path) -> list[dict]:
+    k = yaml.safe_load((d / "kustomization.yaml").read_text())
+    docs = []
+    for r in k["resources"]:
+        docs += [x for x in yaml.safe_load_all((d / r).read_text()) if x]
+    return docs
+
+
+CORE = _kustomize(DEPLOY)
+OPERATOR = _kustomize(DEPLOY / "operator")
+
+
+def _kind(docs, kind):
+    (d,) = [x for x in docs if x["kind"] == kind]
+    return d
+
+
+def test_every_file_is_listed_in_a_kustomization():
+    listed = {DEPLOY / r for r in yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["resources"]}
+    listed |= {DEPLOY / "operator" / r for r in yaml.safe_load((DEPLOY / "operator/kustomization.yaml").read_text())["resources"]}
+    on_disk = {p for p in DEPLOY.rglob("*.yaml") if p.name != "kustomization.yaml"}
+    assert on_disk == listed
+
+
+@pytest.mark.parametrize("version", ["1.25.0", "1.32.0", "latest"])
+def test_core_manifests_validate_against_kubernetes_schemas(version):
+    import kubernetes_validate
+    from kubernetes_validate.utils import latest_version
+
+    v = latest_version() if version == "latest" else version
+    for doc in CORE:
+        kubernetes_validate.validate(doc, v, strict=True)  # raises ValidationError naming the field
+
+
+def test_the_validator_catches_a_mistake():
+    """The schemas are really applied: a typo and a wrong type are refused."""
+    import copy
+
+    import kubernetes_validate
+
+    ds = copy.deepcopy(_kind(CORE, "DaemonSet"))
+    ds["spec"]["template"]["spec"]["hostPid"] = True
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(ds, "1.32.0", strict=True)
+    ds = copy.deepcopy(_kind(CORE, "DaemonSet"))
+    ds["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"] = "9847"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(ds, "1.32.0", strict=True)
+
+
+def _operator_model(kind):
+    from cloudcoil.models.prometheus_operator import v1
+
+    return getattr(v1, kind)
+
+
+@pytest.mark.parametrize("kind", ["PodMonitor", "PrometheusRule"])
+def test_operator_manifests_validate_against_the_crd_models(kind):
+    doc = _kind(OPERATOR, kind)
+    m = _operator_model(kind).model_validate(doc)
+    assert m.model_dump(mode="json", by_alias=True, exclude_unset=True) == doc  # no unknown field dropped
+
+
+def test_the_crd_model_catches_a_mistake():
+    import copy
+
+    from pydantic import ValidationError
+
+    doc = copy.deepcopy(_kind(OPERATOR, "PodMonitor"))
+    doc["spec"]["podMetricsEndpoints"][0]["port"] = 9847  # the CRD wants the port's name
+    with pytest.raises(ValidationError):
+        _operator_model("PodMonitor").model_validate(doc)
+    doc = copy.deepcopy(_kind(OPERATOR, "PodMonitor"))
+    doc["spec"]["podMetricEndpoints"] = doc["spec"].pop("podMetricsEndpoints")  # a typo
+    m = _operator_model("PodMonitor").model_validate(doc)
+    assert m.model_dump(mode="json", by_alias=True, exclude_unset=True) != doc
+
+
+def test_daemonset_is_read_only_least_privilege_and_everywhere():
+    ds = _kind(CORE, "DaemonSet")
+    pod = ds["spec"]["template"]["spec"]
+    assert pod["hostPID"] is True
+    assert pod["automountServiceAccountToken"] is False
+    assert pod["tolerations"] == [{"operator": "Exists"}]  # no key, no effect: every taint
+    (c,) = pod["containers"]
+    sc = c["securityContext"]
+    assert sc["readOnlyRootFilesystem"] is True and sc["allowPrivilegeEscalation"] is False
+    assert sc["capabilities"] == {"drop": ["ALL"]} and not sc.get("privileged")
+    (host,) = [m for m in c["volumeMounts"] if m["mountPath"] == "/host"]
+    assert host["readOnly"] is True
+    (vol,) = [v for v in pod["volumes"] if v["name"] == host["name"]]
+    assert vol["hostPath"]["path"] == "/"
+    r = c["resources"]
+    assert _cpu(r["requests"]["cpu"]) <= 0.05 and _cpu(r["limits"]["cpu"]) <= 0.25
+    assert _mem(r["requests"]["memory"]) <= 64 << 20 and _mem(r["limits"]["memory"]) <= 256 << 20
+
+
+def test_daemonset_args_are_what_pinscope_accepts_and_ports_agree():
+    from collectors.exporter.serve import parse_listen
+    from tui.cli import build_parser
+
+    ds = _kind(CORE, "DaemonSet")
+    (c,) = ds["spec"]["template"]["spec"]["containers"]
+    assert c["args"][0] == "exporter"
+    a = build_parser("exporter").parse_args(c["args"][1:])
+    assert a.root == "/host" and a.targets == ["local"] and a.node_name == "$(NODE_NAME)"
+    assert [e["name"] for e in c["env"]] == ["NODE_NAME"]
+    _, port = parse_listen(a.listen)
+    (p,) = c["ports"]
+    assert p["containerPort"] == port and p["name"] == "metrics"
+    svc = _kind(CORE, "Service")
+    assert svc["spec"]["selector"] == ds["spec"]["selector"]["matchLabels"]
+    assert svc["spec"]["ports"][0]["targetPort"] == "metrics"
+    pm = _kind(OPERATOR, "PodMonitor")
+    assert pm["spec"]["selector"]["matchLabels"] == ds["spec"]["selector"]["matchLabels"]
+    assert pm["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"
+
+
+def _cpu(q: str) -> float:
+    return float(q[:-1]) / 1000 if q.endswith("m") else float(q)
+
+
+def _mem(q: str) -> int:
+    units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30}
+    return int(q[:-2]) * units[q[-2:]] if q[-2:] in units else int(q)
+
+
+def rules_file(dest: Path) -> Path:
+    """The PrometheusRule's groups as a plain Prometheus rules file (what the operator hands Prometheus)."""
+    spec = _kind(OPERATOR, "PrometheusRule")["spec"]
+    dest.write_text(yaml.safe_dump({"groups": spec["groups"]}, sort_keys=False))
+    return dest
+
+
+def test_rules_check_and_unit_tests(tmp_path):
+    need(shutil.which("promtool") is not None, "promtool (Debian package prometheus)")
+    rules = rules_file(tmp_path / "pinscope-rules.yaml")
+    shutil.copy(Path(__file__).with_name("alerts_test.yaml"), tmp_path / "alerts_test.yaml")
+    r = subprocess.run(["promtool", "check", "rules", str(rules)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "SUCCESS: 3 rules found" in r.stdout
+    r = subprocess.run(["promtool", "test", "rules", "alerts_test.yaml"], capture_output=True, text=True,
+                       timeout=60, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "SUCCESS" in r.stdout + r.stderr
