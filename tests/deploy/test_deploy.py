@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from helpers import need
+from promserver import rules_file
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -148,13 +149,6 @@ def _cpu(q: str) -> float:
 def _mem(q: str) -> int:
     units = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30}
     return int(q[:-2]) * units[q[-2:]] if q[-2:] in units else int(q)
-
-
-def rules_file(dest: Path) -> Path:
-    """The PrometheusRule's groups as a plain Prometheus rules file (what the operator hands Prometheus)."""
-    spec = _kind(OPERATOR, "PrometheusRule")["spec"]
-    dest.write_text(yaml.safe_dump({"groups": spec["groups"]}, sort_keys=False))
-    return dest
 
 
 def test_rules_check_and_unit_tests(tmp_path):

@@ -1,0 +1,136 @@
+"""The exporter under a real Prometheus (Debian's package): scraped on 127.0.0.1, answering PromQL with
+the simulated node's true counts; `promtool check metrics` clean; an unreadable node is
+pinscope_read_success 0 while the others carry on; the deploy/ alert rules go pending on both faults.
+Bad input: a malformed --listen and a port in use are one plain line and exit 1.
+"""
+from __future__ import annotations
+
+import socket
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+import yaml
+
+from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
+from helpers import need, run_cli
+from promserver import PROMTOOL, Exporter, Prometheus, have_prometheus, rules_file
+
+SPEC = NodeSpec(
+    hostname="sim-a", sockets=1, cores=8, threads=2, reserved="0,8",
+    pods=[
+        PodSpec("feed-0", "trading", containers=[CtrSpec("feed", cpus="2-5", busy=0.8, quota_cores=4, throttled=2)]),
+        # planted: the kernel runs fix-gw on more CPUs than kubelet gave it (critical STATE_CGROUP_DRIFT)
+        PodSpec("gw-1", "trading", containers=[CtrSpec("fix-gw", cpus="6,14", effective="6-7,14")]),
+        PodSpec("api", "web", qos="Burstable", containers=[CtrSpec("api", tasks=3)]),
+    ],
+)
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory):
+    """sim-a (a tree read through the real probe), plus two nodes that cannot be read, behind one exporter
+    scraped by Prometheus the way deploy/operator/podmonitor.yaml has the operator do it."""
+    need(have_prometheus(), "prometheus and promtool (Debian package prometheus)")
+    d = tmp_path_factory.mktemp("prom")
+    sim = SimNode(SPEC, d / "sim-a").write()
+    stop = threading.Event()
+
+    def advance():  # the node's counters move, as a real node's do (utilisation, throttling)
+        while not stop.wait(0.5):
+            sim.tick(0.5)
+
+    ticker = threading.Thread(target=advance, daemon=True)
+    ticker.start()
+    inv = d / "inv.yaml"
+    inv.write_text(yaml.safe_dump({"nodes": [
+        {"name": "sim-a", "host": "local", "root": str(d / "sim-a")},
+        {"name": "gone", "host": "local", "root": str(d / "no-such-dir")},  # --root that is not there
+        {"name": "refused", "host": "127.0.0.1", "port": 1},  # nothing listens: SSH connect refused
+    ]}))
+    rules = d / "rules.yaml"
+    rules_file(rules)
+    exp = Exporter("--interval", "1", "--inventory", str(inv), "--connect-timeout", "3").start()
+    try:
+        podmonitor = {"job_name": "pinscope/pinscope-exporter", "static_configs": [{
+            "targets": [exp.addr], "labels": {"namespace": "pinscope", "pod": "pinscope-exporter-x7", "container": "exporter"}}],
+            "relabel_configs": [{"action": "labeldrop", "regex": "namespace|pod|container"}]}
+        with Prometheus(scrape_configs=[podmonitor], rules=str(rules)) as prom:
+            yield exp, prom
+    finally:
+        exp.close()
+        stop.set()
+        ticker.join(5)
+
+
+def test_promql_answers_the_simulated_nodes_counts(stack):
+    exp, prom = stack
+    prom.wait_for('pinscope_read_success{node="sim-a"}', 1.0)
+    assert prom.value('count(pinscope_cpu_info{node="sim-a"})') == 16
+    assert prom.value('count(pinscope_cpu_info{node="sim-a",role="exclusive"})') == 6
+    assert prom.value('pinscope_cpus{node="sim-a",role="exclusive"}') == 6
+    assert prom.value('pinscope_cpus{node="sim-a",role="reserved"}') == 2
+    assert prom.value('pinscope_cpus{node="sim-a",role="shared"}') == 8
+    assert prom.value('sum(pinscope_container_exclusive_cpus{node="sim-a",namespace="trading",pod="feed-0",container="feed"})') == 4
+    # owner labels are the workload's (the exporter pod's own target labels were dropped, never exported_*)
+    owners = {r["metric"]["cpu"]: (r["metric"]["namespace"], r["metric"]["pod"], r["metric"]["container"])
+              for r in prom.query('pinscope_cpu_info{node="sim-a",role="exclusive"}')}
+    assert owners == {**{c: ("trading", "feed-0", "feed") for c in ("2", "3", "4", "5")},
+                      "6": ("trading", "gw-1", "fix-gw"), "14": ("trading", "gw-1", "fix-gw")}
+    shared = prom.query('pinscope_cpu_info{node="sim-a",role="shared"}')
+    assert shared and all("namespace" not in r["metric"] and "pod" not in r["metric"] for r in shared)
+    assert not prom.query('{__name__=~"pinscope_.*",exported_namespace!=""}')
+    assert prom.value('pinscope_finding{node="sim-a",code="STATE_CGROUP_DRIFT",pod="gw-1",container="fix-gw",severity="critical"}') == 1
+    assert prom.value('pinscope_findings{node="sim-a",severity="critical"}') >= 1
+    # counters are counters: Prometheus sees the simulated throttling grow
+    prom.wait_for('increase(pinscope_container_cpu_cfs_throttled_periods_total{node="sim-a",pod="feed-0"}[5s])',
+                  lambda v: v is not None and v > 0)
+    assert prom.value('pinscope_read_duration_seconds{node="sim-a"}') > 0
+    assert prom.value('pinscope_read_probe_cpu_seconds{node="sim-a"}') >= 0
+    # utilisation needs two reads: it arrives
+    prom.wait_for('count(pinscope_cpu_utilization_ratio{node="sim-a"})', 16.0)
+
+
+def test_unreadable_nodes_are_read_success_0_and_the_others_intact(stack):
+    exp, prom = stack
+    prom.wait_for('pinscope_read_success{node="gone"}', 0.0)
+    prom.wait_for('pinscope_read_success{node="refused"}', 0.0)
+    assert prom.value('pinscope_read_success{node="sim-a"}') == 1
+    assert prom.value('count(pinscope_cpu_info{node=~"gone|refused"})') is None  # no stale data for them
+    assert prom.value('count(pinscope_cpu_info{node="sim-a"})') == 16
+    text = "\n".join(exp.lines)
+    assert "gone: --root" in text and "refused:" in text  # each said once on stderr, plainly
+
+
+def test_alert_rules_go_pending_on_a_critical_finding_and_an_unreadable_node(stack):
+    _, prom = stack
+    prom.wait_for('count(ALERTS{alertname="PinscopeCriticalFinding",alertstate="pending",node="sim-a",code="STATE_CGROUP_DRIFT"})', 1.0)
+    prom.wait_for('count(ALERTS{alertname="PinscopeNodeUnreadable",alertstate="pending"})', 2.0)
+    assert prom.value('count(ALERTS{alertname="PinscopeExporterDown"})') is None
+
+
+def test_promtool_check_metrics_is_clean(stack):
+    exp, _ = stack
+    text = exp.metrics()
+    assert "pinscope_cpu_info{" in text
+    r = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip(), r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("listen", ["nonsense", "127.0.0.1", "127.0.0.1:99999", "[::1:9847", "127.0.0.1:port", "no.such.host.invalid:9847"])
+def test_malformed_listen_is_one_plain_line_exit_1(listen):
+    r = run_cli("exporter", "--listen", listen, "local", timeout=60)
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert r.stderr.count("\n") == 1 and r.stderr.startswith("pinscope: ") and "Traceback" not in r.stderr
+    assert "--listen" in r.stderr or "cannot listen" in r.stderr
+
+
+def test_port_in_use_is_one_plain_line_exit_1():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = run_cli("exporter", "--listen", f"127.0.0.1:{port}", "local", timeout=60)
+    assert r.returncode == 1
+    assert r.stderr == f"pinscope: cannot listen on 127.0.0.1:{port}: address already in use\n"
