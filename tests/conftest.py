@@ -1,19 +1,101 @@
-"""Shared fixtures. The repo root is importable (collectors/, tui/) without an install."""
+"""Shared fixtures. The repo root is importable (collectors/, tui/) without an install.
+
+The suite cannot hang: every test (set-up and teardown included) has a deadline, pytest-timeout's
+`timeout` in pyproject.toml, raised by SIGALRM in the test's own thread. When it fires, the test's name,
+every thread's stack and every asyncio task's stack go to the terminal at once (capture suspended), the
+test fails with the traceback of where it was, and the run goes on to its summary. If Python itself
+cannot run the handler (stuck in C code), faulthandler dumps the stacks and ends the run a minute later.
+At the end of the session no test sshd may be left running (tests/sshd.py marks all of its processes).
+"""
+import asyncio
+import faulthandler
+import os
+import signal
 import sys
+import traceback
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import faulthandler
-
 import pytest
+
+import sshd as sshd_mod
+
+# tests run as root and call sbin tools (sshd, useradd): a PATH of /usr/bin:/bin must still find them
+for _d in ("/usr/local/sbin", "/usr/sbin", "/sbin"):
+    if _d not in os.environ.get("PATH", "").split(":"):
+        os.environ["PATH"] = os.environ.get("PATH", "/usr/bin:/bin") + ":" + _d
+
+LAST_RESORT = 60  # s after the per-test deadline
+
+
+def pytest_configure(config):
+    if os.environ.get("CI") == "true" and not config.pluginmanager.hasplugin("timeout"):
+        raise pytest.UsageError("pytest-timeout is required in CI (pip install -e '.[test]')")
+
+
+def _dump(item, seconds: float) -> None:
+    tw = item.config.get_terminal_writer()
+    tw.line()
+    tw.sep("!", f"TIMEOUT after {seconds:g} s: {item.nodeid}", red=True)
+    for ident, frame in sys._current_frames().items():
+        tw.sep("~", f"thread {ident}")
+        tw.write("".join(traceback.format_stack(frame, limit=12)))
+    loop = asyncio._get_running_loop()
+    if loop is not None:
+        for task in asyncio.all_tasks(loop):
+            tw.sep("~", f"asyncio task {task.get_name()}")
+            for frame in task.get_stack():
+                tw.write("".join(traceback.format_stack(frame, limit=1)))
+    tw.sep("!", f"end of TIMEOUT {item.nodeid}", red=True)
+    tw.flush()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_timeout_set_timer(item, settings):
+    """pytest-timeout's signal method, with the stacks written past the capture and asyncio tasks too."""
+    if settings.method != "signal" or signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, None):
+        return None  # let pytest-timeout do it
+
+    def handler(signum, frame):
+        __tracebackhide__ = True
+        capman = item.config.pluginmanager.getplugin("capturemanager")
+        if capman is not None:
+            with capman.global_and_fixture_disabled():
+                _dump(item, settings.timeout)
+        else:
+            _dump(item, settings.timeout)
+        pytest.fail(f"Timeout: {item.nodeid} ran over {settings.timeout:g} s (stacks printed above)")
+
+    def cancel():
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        faulthandler.cancel_dump_traceback_later()
+
+    item.cancel_timeout = cancel
+    signal.signal(signal.SIGALRM, handler)
+    signal.setitimer(signal.ITIMER_REAL, settings.timeout)
+    faulthandler.dump_traceback_later(settings.timeout + LAST_RESORT, exit=True)
+    return True
 
 
 @pytest.fixture(autouse=True)
-def _no_test_hangs_forever():
-    """A test that hangs dumps every thread's traceback and ends the run after 3 minutes, rather than
-    eating CI's 90."""
+def _no_test_hangs_forever(request):
+    """Last resort when pytest-timeout is absent: every thread's traceback, then the run ends."""
+    if request.config.pluginmanager.hasplugin("timeout"):
+        yield
+        return
     faulthandler.dump_traceback_later(180, exit=True)
     yield
     faulthandler.cancel_dump_traceback_later()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A test sshd still running at the end is a leak: kill it and fail the run."""
+    left = sshd_mod.leaked_by_this_run()
+    if left:
+        sshd_mod.kill_marked(f"{os.getpid()}-")
+        tw = session.config.get_terminal_writer()
+        tw.line(f"LEAK: test sshd processes still running at the end: {left} (killed now)", red=True)
+        session.exitstatus = 1

@@ -1,9 +1,12 @@
 """The README documents every finding code, and its first screen gives the two set-up commands."""
+import re
+import subprocess
 from pathlib import Path
 
 from collectors.findings import CODES
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
 
 
 def test_every_code_is_documented_with_meaning_and_fix():
@@ -13,7 +16,28 @@ def test_every_code_is_documented_with_meaning_and_fix():
         assert f"| {sev} |" in line and meaning in line and fix in line
 
 
-def test_first_screen_has_both_setup_commands():
+def test_first_screen_has_both_setup_commands_and_ci_runs_exactly_them():
+    """Fresh Debian 12: no system pip (PEP 668), no venv module until python3-venv is installed. Both commands
+    make a venv and use it; .ci/run reads them from the README and runs those very lines."""
     first = "\n".join(README.splitlines()[:30])
-    assert "pip install -e . && pinscope demo" in first
-    assert "pip install -e '.[test]' && python3 -m pytest" in first
+    blocks = re.findall(r"```sh\n(.*?)\n```", first, re.S)
+    assert len(blocks) == 2, first
+    try_it, tests = blocks
+    assert try_it.startswith("apt-get update && apt-get install -y python3-venv && python3 -m venv .venv && ")
+    assert try_it.endswith(".venv/bin/pip install -e . && .venv/bin/pinscope demo")
+    assert tests == ("sh tests/system-packages.sh && python3 -m venv .venv && .venv/bin/pip install -e '.[test]'"
+                     " && .venv/bin/python -m pytest")
+    for cmd in blocks:
+        assert "pip install" not in cmd.replace(".venv/bin/pip install", ""), "the system pip refuses (PEP 668)"
+    r = subprocess.run(["bash", str(ROOT / ".ci/run"), "--print"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and r.stdout.splitlines() == [tests, try_it], r.stdout + r.stderr
+
+
+def test_one_list_of_system_packages():
+    """tests/system-packages.sh is the one place; .ci/run has no list of its own."""
+    pkgs = (ROOT / "tests/system-packages.sh").read_text()
+    for p in ("python3-venv", "openssh-server", "tmux", "util-linux", "busybox", "prometheus", "chromium",
+              "kubernetes-client"):
+        assert p in pkgs
+    ci = (ROOT / ".ci/run").read_text()
+    assert "apt-get" not in ci and "pip install" not in ci

@@ -5,7 +5,6 @@ import json
 import socket
 import time
 
-import psutil
 import pytest
 
 import sshd as sshd_mod
@@ -39,9 +38,10 @@ def test_ssh_snapshot_equals_local(server, node_root):
     assert loc.returncode == 0 and rem.returncode == 0, rem.stderr
     a, b = json.loads(loc.stdout), json.loads(rem.stdout)
     assert a == b
-    time.sleep(0.3)
-    left = [p.info["pid"] for p in psutil.process_iter(["pid", "cmdline"]) if "pinscope-probe" in (p.info["cmdline"] or [])]
-    assert left == [], "a probe outlived its connection"
+    end = time.monotonic() + 5  # the probe exits when its channel closes: give sshd a moment
+    while server.probes() and time.monotonic() < end:
+        time.sleep(0.05)
+    assert server.probes() == [], "a probe outlived its connection"
     assert a["node"] == "ssh-node" and [c["role"] for c in a["cpus"]][:3] == ["reserved", "exclusive", "exclusive"]
 
 
@@ -108,10 +108,10 @@ def test_sshd_killed_mid_stream_is_reported_and_reconnected(tmp_path, node_root)
                 await asyncio.sleep(0.05)
             assert cond(), states
         await until(lambda: len(snaps) >= 2)
-        srv.kill()
+        await srv.akill()  # off the loop: the collector must keep running while sshd dies
         await until(lambda: any(s == "down" for s, _ in states))
         n = len(snaps)
-        srv.start()
+        await srv.astart()
         await until(lambda: len(snaps) > n + 1 and states[-1][0] == "up", 30)
         stop.set()
         await asyncio.wait_for(task, 5)

@@ -2,7 +2,6 @@
 freeze one sshd and that node goes stale, then down, while the others keep updating; bring it back and
 it recovers. The app never exits because a node is lost."""
 import asyncio
-import os
 import signal
 import time
 
@@ -48,8 +47,7 @@ def test_fleet_of_real_ssh_nodes_loses_and_regains_one(tmp_path):
             await pilot.pause()
             assert "3 up" in str(app.screen.query_one("#status").render())
             # freeze the victim's sshd (and its session): no frames, no error: stale first
-            for p in [victim.proc.pid] + [c.pid for c in victim.sessions()]:
-                os.kill(p, signal.SIGSTOP)
+            victim.signal_all(signal.SIGSTOP)
             vv = views[victim.target]
             await until(lambda: vv.state == "stale", 10)
             others = [views[s.target] for s in servers if s is not victim]
@@ -60,10 +58,9 @@ def test_fleet_of_real_ssh_nodes_loses_and_regains_one(tmp_path):
             await pilot.pause()
             assert "1 down" in str(app.screen.query_one("#status").render()) or "○ 1" in str(app.screen.query_one("#status").render())
             # bring it back on the same port
-            for p in [victim.proc.pid] + [c.pid for c in victim.sessions()]:
-                os.kill(p, signal.SIGCONT)
-            victim.kill()
-            victim.start()
+            victim.signal_all(signal.SIGCONT)
+            await victim.akill()
+            await victim.astart()
             await until(lambda: vv.state == "up", 30)
             g = vv.generation
             await until(lambda: vv.generation > g + 1, 10)
