@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
 import uuid
 from pathlib import Path
 
+import psutil
 import pytest
 
 from collectors.parse.kubelet import checksum_v2
@@ -26,6 +28,30 @@ def need(cond: bool, why: str) -> None:
     if CI:
         pytest.fail(f"required in CI: {why}")
     pytest.skip(why)
+
+
+def stop(proc: subprocess.Popen, timeout: float = 10.0, sig: int = signal.SIGKILL) -> None:
+    """Stop `proc` and everything it started: its process group when it leads one (start_new_session),
+    else it and its descendants; then wait, at most `timeout` s (raises TimeoutError naming the pid)."""
+    if proc.poll() is None:
+        try:
+            victims = [proc.pid] + [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+        except psutil.NoSuchProcess:
+            victims = []
+        try:
+            if os.getpgid(proc.pid) == proc.pid:
+                os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass
+        for pid in victims:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired as err:
+        raise TimeoutError(f"pid {proc.pid} still running {timeout:g} s after signal {sig}") from err
 
 
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -129,8 +155,7 @@ class RealPod:
 
     def __exit__(self, *exc) -> None:
         for p in self.procs:
-            p.kill()
-            p.wait()
+            stop(p)
         time.sleep(0.1)
         for f in reversed(self.files):
             f.unlink(missing_ok=True)

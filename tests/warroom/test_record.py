@@ -1,6 +1,5 @@
 """Record, kill -9 the recorder mid-stream, replay everything up to the last whole snapshot."""
 import json
-import signal
 import subprocess
 import sys
 import textwrap
@@ -8,7 +7,7 @@ from pathlib import Path
 
 from collectors.record import Recorder, at_time, open_recording, state_at
 from collectors.sim.node import SimNode
-from helpers import run_cli
+from helpers import run_cli, stop
 from nodes import dual_socket_intel, policy_none
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,8 +55,7 @@ def test_kill_9_mid_stream_then_replay(tmp_path):
             assert line, "the recorder died"
             ticks = int(line)
     finally:
-        p.send_signal(signal.SIGKILL)
-        p.wait()
+        stop(p)  # kill -9, and a wait with a deadline
     size = out.stat().st_size
     rec = open_recording(str(out))
     assert rec.nodes == ["xeon", "plain"]
