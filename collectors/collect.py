@@ -1,14 +1,18 @@
 """One node's collection loop: connect, read static data once, then ticks; reconnect with capped backoff.
 
 Depth is chosen per tick ("collect deeper for this node"; letters as in probe.sh):
-  g  grid, every tick: /proc/stat, numastat, the state file, each container's effective cpuset + cpu.stat
-  c  cgroup detail (requested cpuset, mems, quota, weight, pressure)        every 5th tick
+  g  grid, every tick: /proc/stat, /proc/softirqs, numastat, the state file, each container's effective
+     cpuset + cpu.stat
+  c  cgroup detail (requested cpuset, mems, quota, pressure)                every 5th tick
   t  tasks of pod containers (stat + sched)                                every 10th tick
   T  the same plus status (Cpus_allowed_list)                              every 30th tick
   a  every task's stat on the node (the intruder scan: the costly part)    every 10th tick
   i  IRQ affinity and /proc/interrupts                                     every 10th tick
   n  pod/container names (log layout): at start, and when an unnamed pod or container appears
-The focused container (the one a drill-down shows) gets all of its files and tasks every tick.
+  w  pod tasks with schedstat (run-queue wait)                            snapshot/check only
+The focused container (the one a drill-down shows) gets all of its files and tasks, with schedstat,
+every tick. The focused CPU (the CPU pane) gets the every-task scan every tick, schedstat for the tasks
+that last ran on it, and /proc/interrupts (its timer and IPI rows).
 The snapshot CLI asks for everything on every sample. Deeper data is carried between ticks and each
 task is stamped with the uptime it was read at, so rates never mix a fresh counter with a stale one.
 Static topology is re-read when /sys/devices/system/cpu/online changes, and every `static_every` ticks.
@@ -40,7 +44,7 @@ class Options:
     frame_timeout: float = 15.0
 
 
-FULL = "gcTai"
+FULL = "gcTaiw"
 
 
 def live_depth(tick: int) -> str:
@@ -90,6 +94,7 @@ class NodeCollector:
         self.unnamed_at_names: set = set()
         self.carry: dict[str, Frame] = {}  # depth letter -> the last frame that had it
         self.focus: str | None = None  # container id whose everything is read every tick
+        self.focus_cpu: int | None = None  # the CPU pane's CPU: its tasks' run-queue wait every tick
         self.ticks = 0
         self.recorder = None  # collectors.record.Recorder: every frame appended, compressed
 
@@ -108,6 +113,8 @@ class NodeCollector:
             req += "n"
         if self.focus:
             req += " " + self.focus
+        elif self.focus_cpu is not None:
+            req += ("" if "a" in req else "a") + f" @{self.focus_cpu}"
         frame = await self.transport.request(req, self.opts.frame_timeout)
         if self.recorder is not None:
             self.recorder.write(self.name, getattr(self.transport, "last_raw", b""))

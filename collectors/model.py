@@ -119,6 +119,7 @@ class CgroupFiles(NamedTuple):
     pressure_some_total_us: int | None = None
     version: int = 2
     cpu_path: str | None = None  # v1: the same cgroup in the cpu hierarchy (cpu.* files live there)
+    pressure_at: float | None = None  # node uptime when cpu.pressure was read (it comes at its own cadence)
 
 
 class Task(NamedTuple):
@@ -135,6 +136,7 @@ class Task(NamedTuple):
     voluntary: int | None = None
     involuntary: int | None = None
     at: float | None = None  # node uptime when these counters were read (tasks come at their own cadence)
+    runq: object = None  # parse.noise.SchedStat (run-queue wait, on-CPU ns): focused container/CPU, or "w"
 
 
 class Container(NamedTuple):
@@ -178,6 +180,9 @@ class CpuTimes(NamedTuple):
 
     busy: int
     total: int
+    irq: int = 0  # hard IRQ, softirq and steal ticks (inside busy): the kernel noise of this CPU
+    softirq: int = 0
+    steal: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +192,17 @@ class Irq:
     name: str = ""
     count: int = 0
     per_cpu: dict = field(default_factory=dict)  # cpu -> interrupts since boot (/proc/interrupts)
+
+
+@dataclass(frozen=True, slots=True)
+class KernelNoise:
+    """Per-CPU kernel counters since boot, each stamped with the node uptime it was read at (the IPIs
+    come from /proc/interrupts, which is read at its own cadence, so a rate never mixes two clocks)."""
+
+    softirqs: dict  # kind (NET_RX, TIMER, SCHED...) -> {cpu: count}   (/proc/softirqs, every grid tick)
+    softirqs_at: float | None
+    ipis: dict  # "LOC" | "RES" -> {cpu: count}                       (/proc/interrupts)
+    ipis_at: float | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,6 +228,7 @@ class NodeSnapshot:
     init_allowed: frozenset[int] | None = None  # PID 1's Cpus_allowed_list (systemd CPUAffinity)
     problems: tuple[Problem, ...] = ()
     request: str = ""
+    noise: KernelNoise | None = None
 
     def containers(self):
         for p in self.pods:

@@ -147,7 +147,9 @@ static() {
 #   H<v><dir>  a cgroup's detail ("c"): requested cpuset, mems, quota
 #   J<v><dir>  all of a cgroup's CPU files (the focused container): also weight/shares, pressure
 #   K<dir>     a task (thread): stat (last CPU) and sched (migrations, switches: read up to them only)
-#   S<dir>     a task with status too (Cpus_allowed_list): "T", or the focused container
+#   S<dir>     a task with status too (Cpus_allowed_list): "T"
+#   Y<dir> V<dir>  K and S plus schedstat (run-queue wait): "w", and the focused container (V)
+#   U<dir>     a task of the every-task scan when a CPU is in focus: stat, and schedstat if it last ran there
 # A glob that matched nothing stays a literal pattern; awk drops those.
 H='[0-9a-f]'
 H8=$H$H$H$H$H$H$H$H
@@ -176,14 +178,16 @@ each_leaf() {
       [ "$GRID" = 1 ] && printf "G$CGV%s\\n" "$@"
       [ "$DETAIL" = 1 ] && printf "H$CGV%s\\n" "$@"
       if [ "$TASKS" = 1 ]; then
-        TASKREC=K
-        [ "$STATUS" = 1 ] && TASKREC=S
-        for l in "$@"; do tasks "$l"; done
+        for l in "$@"; do
+          TASKREC=$KREC
+          [ -n "$FOCUS" ] && case $l in *"$FOCUS"*) TASKREC=V ;; esac
+          tasks "$l"
+        done
       fi
       if [ -n "$FOCUS" ]; then
         for l in "$@"; do
           case $l in
-            *"$FOCUS"*) printf "J$CGV%s\\n" "$l"; TASKREC=S; [ "$TASKS" = 1 ] || tasks "$l" ;;
+            *"$FOCUS"*) printf "J$CGV%s\\n" "$l"; TASKREC=V; [ "$TASKS" = 1 ] || tasks "$l" ;;
           esac
         done
       fi
@@ -192,7 +196,7 @@ each_leaf() {
 }
 
 node_wide() {
-  rx "$R/proc/uptime" "$R/proc/stat" "$R/sys/devices/system/cpu/online"
+  rx "$R/proc/uptime" "$R/proc/stat" "$R/proc/softirqs" "$R/sys/devices/system/cpu/online"
   for d in "$R"/sys/devices/system/node/node[0-9]*; do r "$d/numastat"; done
   rx "$R$KROOT/cpu_manager_state"
   if [ "$CGV" = 2 ]; then
@@ -218,7 +222,12 @@ names() {
 }
 
 alltasks() {
-  for t in "$R"/proc/[0-9]*/task/[0-9]*/stat; do r "$t"; done
+  if [ -n "$FCPU" ]; then
+    printf 'Q%s\n' "$FCPU"
+    for t in "$R"/proc/[0-9]*/task/[0-9]*; do printf 'U%s\n' "$t"; done
+  else
+    for t in "$R"/proc/[0-9]*/task/[0-9]*/stat; do r "$t"; done
+  fi
 }
 
 irqs() {
@@ -228,19 +237,24 @@ irqs() {
   done
 }
 
-# A request is "<letters> [<container id>]":
+# A request is "<letters> [<container id> | @<cpu>]":
 #   s static  g grid  c cgroup detail  t pod tasks  T pod tasks with status  a every task's stat
-#   i IRQs  n names  q quit;  the id (hex only, else ignored) is the focused container: all of its files
-#   and tasks every time.
+#   w pod tasks with schedstat (run-queue wait)  i IRQs  n names  q quit;  the id (hex only, else
+#   ignored) is the focused container: all of its files and tasks (with schedstat) every time; @<cpu>
+#   is the focused CPU: the every-task scan ("a") adds schedstat for the tasks that last ran there,
+#   and /proc/interrupts is read (its timer and IPI rows).
 loop() {
   seq=0
   static_done=0
   while read -r req focus; do
     case $req in q*) break ;; esac
+    FCPU=""
+    case $focus in @*) FCPU=${focus#@}; focus="" ;; esac
+    case $FCPU in *[!0-9]*) FCPU="" ;; esac
     case $focus in *[!0-9a-f]*) focus="" ;; esac
     FOCUS=$focus
     seq=$((seq + 1))
-    printf 'B%s %s %s\n' "$seq" "$req" "$FOCUS"
+    printf 'B%s %s %s\n' "$seq" "$req" "$FOCUS${FCPU:+@$FCPU}"
     case $req in *s*) static; static_done=1 ;; esac
     [ "$static_done" = 1 ] || { find_kubelet; find_cgroups; static_done=1; }
     GRID=0 DETAIL=0 TASKS=0 STATUS=0
@@ -248,11 +262,13 @@ loop() {
     case $req in *c*) DETAIL=1 ;; esac
     case $req in *[tT]*) TASKS=1 ;; esac
     case $req in *T*) STATUS=1 ;; esac
+    KREC=K
+    case $req in *T*w*|*w*T*) KREC=V ;; *T*) KREC=S ;; *w*) KREC=Y ;; esac
     [ "$GRID" = 1 ] && node_wide
     [ "$GRID$DETAIL$TASKS" != 000 ] || [ -n "$FOCUS" ] && each_leaf
     case $req in *n*) names ;; esac
     case $req in *a*) alltasks ;; esac
-    case $req in *i*) irqs ;; esac
+    case $req in *i*) irqs ;; *) [ -n "$FCPU" ] && r "$R/proc/interrupts" ;; esac
     printf 'Z%s\n%s' "$seq" "$PAD"
   done
 }
@@ -261,9 +277,10 @@ AWK='
 BEGIN {
   maxl = 20000; maxw = 4096; rl = length(root)
   split("cpuset.cpus.effective cpu.stat", G2, " ")
-  split("cpuset.cpus cpuset.mems.effective cpu.max", H2, " ")
+  split("cpuset.cpus cpuset.mems.effective cpu.max cpu.pressure", H2, " ")
   split("cpuset.cpus cpuset.mems.effective cpu.max cpu.weight cpu.pressure", J2, " ")
   split("stat sched", K, " "); split("stat sched status", S, " ")
+  split("stat sched schedstat", Y, " "); split("stat sched status schedstat", V, " ")
   split("cpuset.effective_cpus @cpu.stat", G1, " ")
   split("cpuset.cpus cpuset.effective_mems @cpu.cfs_quota_us @cpu.cfs_period_us", H1, " ")
   split("cpuset.cpus cpuset.effective_mems @cpu.cfs_quota_us @cpu.cfs_period_us @cpu.shares", J1, " ")
@@ -283,10 +300,11 @@ function rd2(p, d, b,   s, n, line) {
   print "F" b
   n = 0
   if (b == "sched") {
-    # only the counters we use; they come first, so stop early (and squeeze the padding)
+    # only the counters we use; they come first, so stop early (and squeeze the padding). wait_sum is
+    # there only with schedstats on (about 30 lines more before the switch counters)
     while (s > 0) {
-      if (line ~ /^(se\.nr_migrations|nr_switches|nr_voluntary_switches|nr_involuntary_switches) /) { gsub(/  +/, " ", line); print "L" line }
-      if (line ~ /^nr_involuntary_switches/ || ++n > 40) break
+      if (line ~ /^(se\.nr_migrations|nr_switches|nr_voluntary_switches|nr_involuntary_switches|se\.sum_exec_runtime|(se\.statistics\.)?wait_sum) /) { gsub(/  +/, " ", line); print "L" line }
+      if (line ~ /^nr_involuntary_switches/ || ++n > 64) break
       s = (getline line < p)
     }
   } else if (b == "status" && d ~ /\/task\//) {
@@ -303,6 +321,7 @@ function rd2(p, d, b,   s, n, line) {
     }
   }
   close(p)
+  last = line
 }
 # the files of a cgroup or task record; "@name" lives in the v1 cpu hierarchy
 function cg(dir, names,   i, nm, p, d) {
@@ -320,10 +339,22 @@ function cg(dir, names,   i, nm, p, d) {
 {
   t = substr($0, 1, 1); p = substr($0, 2)
   if (t == "R") { rd(p); next }
-  if (t == "G" || t == "H" || t == "J" || t == "K" || t == "S") {
+  if (t == "Q") { fcpu = p; next }
+  if (t == "U") {
+    # the CPU in focus: schedstat only for the tasks whose stat says they last ran there (field 39)
+    if (index(p, "*")) next
+    last = ""
+    rd(p "/stat")
+    q = last; sub(/^.*\) /, "", q)
+    if (split(q, w, " ") >= 37 && w[37] == fcpu) rd(p "/schedstat")
+    next
+  }
+  if (t == "G" || t == "H" || t == "J" || t == "K" || t == "S" || t == "Y" || t == "V") {
     if (index(p, "*") || index(p, "[0-9a-f]")) next
     if (t == "K") { cg(p, K); next }
     if (t == "S") { cg(p, S); next }
+    if (t == "Y") { cg(p, Y); next }
+    if (t == "V") { cg(p, V); next }
     v = substr(p, 1, 1); p = substr(p, 2)
     if (t == "G") { if (v == 1) cg(p, G1); else cg(p, G2) }
     else if (t == "H") { if (v == 1) cg(p, H1); else cg(p, H2) }

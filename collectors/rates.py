@@ -7,6 +7,7 @@ reused its tid, a cgroup was recreated) give None, never a negative rate.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .model import NodeSnapshot
 
@@ -19,6 +20,9 @@ class ContainerRates:
     migrations_source: str | None = None  # "sched" (se.nr_migrations) | "observed" (last-CPU changes)
     ctx_switches_per_s: float | None = None
     cpu_usage: float | None = None  # CPUs used (from tasks' utime+stime)
+    runq_wait_ms_per_s: float | None = None  # its threads' run-queue wait (schedstat), summed
+    runq_worst: tuple | None = None  # (tid, comm, ms/s, last CPU) of the thread that waited most
+    pressure_some_ms_per_s: float | None = None  # cpu.pressure "some" (v2): ms/s with a thread waiting
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +31,8 @@ class TaskRates:
     voluntary_per_s: float | None = None
     involuntary_per_s: float | None = None
     moved: bool = False
+    wait_ms_per_s: float | None = None  # run-queue wait (schedstat run_delay, or wait_sum)
+    run_ms_per_s: float | None = None  # on CPU (schedstat sum_exec_runtime)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +42,22 @@ class Rates:
     containers: dict = field(default_factory=dict)  # (pod uid, container id) -> ContainerRates
     tasks: dict = field(default_factory=dict)  # tid -> TaskRates
     numa: dict = field(default_factory=dict)  # node -> {"numa_miss_per_s", "numa_hit_per_s", "miss_ratio"}
+    noise: dict = field(default_factory=dict)  # cpu -> CpuNoise (shares of the CPU's time)
+    softirqs: dict = field(default_factory=dict)  # cpu -> {kind: per second}
+    ipis: dict = field(default_factory=dict)  # cpu -> {"LOC"|"RES": per second}
+    cpu_wait: dict = field(default_factory=dict)  # cpu -> ms/s waited there by the threads read with schedstat
+
+
+class CpuNoise(NamedTuple):
+    """Kernel time on one CPU over the window, as shares of all its time (/proc/stat)."""
+
+    irq: float
+    softirq: float
+    steal: float
+
+    @property
+    def total(self) -> float:
+        return self.irq + self.softirq + self.steal
 
 
 def _d(a, b):
@@ -53,6 +75,7 @@ def compute(prev: NodeSnapshot, cur: NodeSnapshot, wall_dt: float | None = None,
     if not dt:
         return None
     util = {}
+    noise = {}
     for cpu, t2 in cur.cpu_times.items():
         t1 = prev.cpu_times.get(cpu)
         if t1 is None:
@@ -61,6 +84,9 @@ def compute(prev: NodeSnapshot, cur: NodeSnapshot, wall_dt: float | None = None,
         busy = t2.busy - t1.busy
         if tot > 0 and busy >= 0:
             util[cpu] = min(1.0, max(0.0, busy / tot))
+            parts = (t2.irq - t1.irq, t2.softirq - t1.softirq, t2.steal - t1.steal)
+            if min(parts) >= 0:
+                noise[cpu] = CpuNoise(*(min(1.0, x / tot) for x in parts))
     prev_tasks = {}
     for _, c in prev.containers():
         for t in c.tasks:
@@ -80,7 +106,7 @@ def compute(prev: NodeSnapshot, cur: NodeSnapshot, wall_dt: float | None = None,
             thr = d / dt if d is not None else None
             d = _d(pc.cgroup.throttled_usec, c.cgroup.throttled_usec)
             thr_us = d / dt if d is not None else None
-        mig = ctx = use = None
+        mig = ctx = use = wait = worst = None
         source = None
         if c.tasks and pc is not None:
             mig = ctx = use = 0.0
@@ -104,9 +130,34 @@ def compute(prev: NodeSnapshot, cur: NodeSnapshot, wall_dt: float | None = None,
                 ctx += (tr.voluntary_per_s or 0.0) + (tr.involuntary_per_s or 0.0)
                 du = _d(t0.utime + t0.stime, t.utime + t.stime)
                 use += (du / clk_tck / tdt) if du is not None else 0.0
+                if tr.wait_ms_per_s is not None:
+                    wait = (wait or 0.0) + tr.wait_ms_per_s
+                    if worst is None or tr.wait_ms_per_s > worst[2]:
+                        worst = (t.tid, t.comm, tr.wait_ms_per_s, t.last_cpu)
             if not fresh:
                 mig = ctx = use = None
-        crates[key] = ContainerRates(thr, thr_us, mig, source, ctx, use)
+        crates[key] = ContainerRates(thr, thr_us, mig, source, ctx, use, wait, worst, _pressure(pc, c))
+    # the every-task scan with a CPU in focus: those tasks' run-queue wait too
+    for t in cur.all_tasks or ():
+        if t.runq is None or t.tid in trates:
+            continue
+        t0 = prev_tasks.get(t.tid)
+        if t0 is None or t0.pid != t.pid or t0.runq is None:
+            continue
+        tdt = (t.at - t0.at) if (t.at is not None and t0.at is not None) else dt
+        if tdt > 0:
+            trates[t.tid] = _task_rate(t0, t, tdt)
+    cpu_wait: dict = {}
+    seen = {}
+    for _, c in cur.containers():
+        for t in c.tasks:
+            seen[t.tid] = t
+    for t in cur.all_tasks or ():
+        seen.setdefault(t.tid, t)
+    for tid, tr in trates.items():
+        t = seen.get(tid)
+        if tr.wait_ms_per_s is not None and t is not None and t.last_cpu is not None:
+            cpu_wait[t.last_cpu] = cpu_wait.get(t.last_cpu, 0.0) + tr.wait_ms_per_s
     numa = {}
     for n, s2 in cur.numastat.items():
         s1 = prev.numastat.get(n)
@@ -118,12 +169,56 @@ def compute(prev: NodeSnapshot, cur: NodeSnapshot, wall_dt: float | None = None,
             continue
         numa[n] = {"numa_miss_per_s": miss / dt, "numa_hit_per_s": hit / dt,
                    "miss_ratio": miss / (hit + miss) if hit + miss else 0.0}
-    return Rates(dt, util, crates, trates, numa)
+    softirqs, ipis = _noise_counts(prev, cur)
+    return Rates(dt, util, crates, trates, numa, noise, softirqs, ipis, cpu_wait)
 
 
 def _task_rate(t0, t, dt) -> TaskRates:
     m = _d(t0.nr_migrations, t.nr_migrations)
     v = _d(t0.voluntary, t.voluntary)
     i = _d(t0.involuntary, t.involuntary)
+    wait = run = None
+    if t0.runq is not None and t.runq is not None and t0.runq.source == t.runq.source:
+        w = _d(t0.runq.wait_ns, t.runq.wait_ns)
+        r = _d(t0.runq.run_ns, t.runq.run_ns)
+        wait = w / 1e6 / dt if w is not None else None
+        run = r / 1e6 / dt if r is not None else None
     return TaskRates(m / dt if m is not None else None, v / dt if v is not None else None,
-                     i / dt if i is not None else None, moved=t0.last_cpu != t.last_cpu)
+                     i / dt if i is not None else None, moved=t0.last_cpu != t.last_cpu,
+                     wait_ms_per_s=wait, run_ms_per_s=run)
+
+
+def _pressure(pc, c) -> float | None:
+    """cpu.pressure "some" total (µs) over the interval between the two reads of it."""
+    a, b = (pc.cgroup if pc is not None else None), c.cgroup
+    if a is None or b is None or a.pressure_at is None or b.pressure_at is None or b.pressure_at <= a.pressure_at:
+        return None
+    d = _d(a.pressure_some_total_us, b.pressure_some_total_us)
+    return d / 1e3 / (b.pressure_at - a.pressure_at) if d is not None else None
+
+
+def _per_s(a: dict, b: dict, dt: float) -> dict:
+    """{kind: {cpu: count}} twice -> {cpu: {kind: per second}}"""
+    out: dict = {}
+    for kind, per in b.items():
+        old = a.get(kind)
+        if old is None:
+            continue
+        for cpu, n in per.items():
+            d = _d(old.get(cpu), n)
+            if d is not None:
+                out.setdefault(cpu, {})[kind] = d / dt
+    return out
+
+
+def _noise_counts(prev: NodeSnapshot, cur: NodeSnapshot) -> tuple[dict, dict]:
+    """Softirqs and IPIs per CPU per second, each over the interval between its own two reads."""
+    a, b = prev.noise, cur.noise
+    if a is None or b is None:
+        return {}, {}
+    soft = ipis = {}
+    if a.softirqs_at is not None and b.softirqs_at is not None and b.softirqs_at > a.softirqs_at:
+        soft = _per_s(a.softirqs, b.softirqs, b.softirqs_at - a.softirqs_at)
+    if a.ipis_at is not None and b.ipis_at is not None and b.ipis_at > a.ipis_at:
+        ipis = _per_s(a.ipis, b.ipis, b.ipis_at - a.ipis_at)
+    return soft, ipis

@@ -11,6 +11,7 @@ from ..model import NodeSnapshot
 from ..parse.cgroup import driver_of
 from ..parse.procfs import parse_numastat, parse_proc_stat, parse_task_status, parse_uptime
 from .irqs import irqs_stage
+from .noise import noise_stage, stamp_pressure
 from .kubelet import cpu_manager_state, memory_manager_state, static_parts
 from .pods import CG, pod_logs, pods_stage
 from .roles import roles_stage
@@ -78,6 +79,8 @@ def assemble(static: Frame, tick: Frame, target: str = "node", names: Frame | No
     logs = pod_logs(tick, names)
     by_pid, all_tasks = tasks_stage(tick, carry, problems)
     pods = pods_stage(files, tick, cgv, base, cg_dirs, logs, state, by_pid, problems)
+    if cgv == 2:
+        pods = stamp_pressure(pods, tick, carry)
     roles, shared, roles_from = roles_stage(topo, kubelet, state, pods, problems, state_file)
     return NodeSnapshot(
         node=(static.files.get("/proc/sys/kernel/hostname") or "").strip() or target,
@@ -88,5 +91,5 @@ def assemble(static: Frame, tick: Frame, target: str = "node", names: Frame | No
         cpu_times=parse_proc_stat(files.get("/proc/stat", "")), numastat=_numastat(files, topo),
         irqs=irqs_stage(tick, carry, max(topo.possible) if topo.possible else None), all_tasks=all_tasks,
         roles_from=roles_from, problems=tuple(problems), request=tick.request, state_status=state_status,
-        init_allowed=_init_allowed(static.files),
+        init_allowed=_init_allowed(static.files), noise=noise_stage(tick, carry),
     )

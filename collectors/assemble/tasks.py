@@ -7,9 +7,10 @@ from __future__ import annotations
 from ..errors import Problem
 from ..frames import Frame
 from ..model import Task
+from .noise import runq_of
 from ..parse.procfs import make_task, parse_task_sched, parse_task_stat, parse_task_status, parse_uptime
 
-_TASK_FILES = frozenset(("stat", "status", "sched"))
+_TASK_FILES = frozenset(("stat", "status", "sched", "schedstat"))
 
 
 def _frame_tasks(fr: Frame):
@@ -42,7 +43,8 @@ def _frame_tasks(fr: Frame):
         if "sched" not in d and f"/proc/{d['pid']}/task/{tid}/sched" in fr.unreadable:
             missing += 1
         out[tid] = make_task(tid, d["pid"], st, parse_task_status(d["status"]) if "status" in d else None,
-                             parse_task_sched(d["sched"]) if "sched" in d else None, at)
+                             parse_task_sched(d["sched"]) if "sched" in d else None, at,
+                             runq_of(d) if "schedstat" in d else None)
     return out, tuple(probs), missing
 
 

@@ -25,7 +25,7 @@ def parse_proc_stat(text: str) -> dict[int, CpuTimes]:
     for m in _CPULINE.finditer(text):
         cpu, user, nice, system, idle, iowait, irq, softirq, steal = map(int, m.groups())
         busy = user + nice + system + irq + softirq + steal
-        out[cpu] = CpuTimes(busy=busy, total=busy + idle + iowait)
+        out[cpu] = CpuTimes(busy, busy + idle + iowait, irq, softirq, steal)
     if len(out) >= text.count("\ncpu"):
         return out
     for line in text.splitlines():
@@ -43,7 +43,7 @@ def parse_proc_stat(text: str) -> dict[int, CpuTimes]:
         user, nice, system, idle, iowait, irq, softirq, steal = v[:8]
         idle_all = idle + iowait
         busy = user + nice + system + irq + softirq + steal
-        out[int(name)] = CpuTimes(busy=busy, total=busy + idle_all)
+        out[int(name)] = CpuTimes(busy, busy + idle_all, irq, softirq, steal)
     return out
 
 
@@ -140,7 +140,7 @@ def parse_task_sched(text: str) -> dict:
 
 
 def make_task(tid: int, pid: int, stat: dict, status: dict | None, sched: dict | None,
-              at: float | None = None) -> Task:
+              at: float | None = None, runq=None) -> Task:
     status = status or {}
     sched = sched or {}
     return Task(
@@ -151,7 +151,7 @@ def make_task(tid: int, pid: int, stat: dict, status: dict | None, sched: dict |
         # sched is read every task tick, status only every few: prefer sched's counters (fresher)
         voluntary=sched.get("nr_voluntary_switches", status.get("voluntary_ctxt_switches")),
         involuntary=sched.get("nr_involuntary_switches", status.get("nonvoluntary_ctxt_switches")),
-        at=at,
+        at=at, runq=runq,
     )
 
 

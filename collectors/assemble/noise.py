@@ -1,0 +1,61 @@
+"""Assembly stage: the jitter counters, each stamped with the node uptime of the frame that read it.
+
+Counters read at different cadences (softirqs every grid tick, /proc/interrupts with the IRQ scan or
+the CPU in focus, cpu.pressure with the cgroup detail or the container in focus) are stamped with the
+uptime of their own frame, so rates.py never divides a stale counter's delta by a fresh interval.
+"""
+from __future__ import annotations
+
+from ..frames import Frame
+from ..model import KernelNoise, Pod
+from ..parse.noise import parse_ipis, parse_sched_wait, parse_schedstat, parse_softirqs
+from ..parse.procfs import parse_uptime
+
+
+def runq_of(files: dict):
+    """A task's run-queue counters: schedstat, or wait_sum from sched when sched_info reads 0 0 0."""
+    return parse_schedstat(files.get("schedstat")) or parse_sched_wait(files.get("sched"))
+
+
+def _at(fr: Frame) -> float | None:
+    at = fr.cache.get("uptime", False)
+    if at is False:
+        at = fr.cache["uptime"] = parse_uptime(fr.files.get("/proc/uptime"))
+    return at
+
+
+def noise_stage(tick: Frame, carry: tuple[Frame, ...] = ()) -> KernelNoise | None:
+    """Softirqs from this tick (the grid reads them every tick); IPIs from the newest frame that read
+    /proc/interrupts. Parsed once per frame."""
+    soft = tick.files.get("/proc/softirqs")
+    ipi_fr = next((fr for fr in (tick, *reversed(carry)) if "/proc/interrupts" in fr.files), None)
+    if soft is None and ipi_fr is None:
+        return None
+    ipis = None
+    if ipi_fr is not None:
+        ipis = ipi_fr.cache.get("ipis")
+        if ipis is None:
+            ipis = ipi_fr.cache["ipis"] = parse_ipis(ipi_fr.files["/proc/interrupts"])
+    return KernelNoise(parse_softirqs(soft) if soft is not None else {}, _at(tick) if soft is not None else None,
+                       ipis or {}, _at(ipi_fr) if ipi_fr is not None else None)
+
+
+def stamp_pressure(pods: tuple[Pod, ...], tick: Frame, carry: tuple[Frame, ...]) -> tuple[Pod, ...]:
+    """Stamp each container's cpu.pressure with the uptime of the frame that read it (v2 only: v1 has no
+    per-cgroup pressure here)."""
+    frames = (tick, *reversed(carry))
+    out = []
+    for p in pods:
+        ctrs = []
+        changed = False
+        for c in p.containers:
+            cg = c.cgroup
+            if cg is not None and cg.pressure_some_total_us is not None:
+                f = cg.path + "/cpu.pressure"
+                fr = next((fr for fr in frames if f in fr.files), None)
+                if fr is not None:
+                    c = c._replace(cgroup=cg._replace(pressure_at=_at(fr)))
+                    changed = True
+            ctrs.append(c)
+        out.append(p._replace(containers=tuple(ctrs)) if changed else p)
+    return tuple(out)
