@@ -18,6 +18,31 @@ def _r(v, nd=3):
     return round(v, nd) if v is not None else None
 
 
+def _cpu_noise(cpu: int, rates: Rates | None) -> dict:
+    """Kernel noise on one CPU over the window: shares of its time, softirqs and timer/IPIs per second,
+    and the run-queue wait of the threads read there (schedstat)."""
+    if rates is None:
+        return {"noise": None, "softirqs_per_s": None, "ipis_per_s": None, "runq_wait_ms_per_s": None}
+    n = rates.noise.get(cpu)
+    soft = rates.softirqs.get(cpu)
+    ipis = rates.ipis.get(cpu)
+    return {
+        "noise": {"irq": _r(n.irq, 4), "softirq": _r(n.softirq, 4), "steal": _r(n.steal, 4),
+                  "total": _r(n.total, 4)} if n else None,
+        "softirqs_per_s": {k: _r(v, 1) for k, v in sorted(soft.items())} if soft else None,
+        "ipis_per_s": {k: _r(v, 1) for k, v in sorted(ipis.items())} if ipis else None,
+        "runq_wait_ms_per_s": _r(rates.cpu_wait.get(cpu), 1),
+    }
+
+
+def _task_runq(t, tr) -> dict:
+    q = t.runq
+    return {"run_delay_ns": q.wait_ns if q else None, "exec_runtime_ns": q.run_ns if q else None,
+            "runq_source": q.source if q else None,
+            "runq_wait_ms_per_s": _r(tr.wait_ms_per_s, 1) if tr else None,
+            "oncpu_ms_per_s": _r(tr.run_ms_per_s, 1) if tr else None}
+
+
 def to_json(snap: NodeSnapshot, rates: Rates | None = None, findings=()) -> dict:
     topo = snap.topology
     k = snap.kubelet
@@ -32,6 +57,7 @@ def to_json(snap: NodeSnapshot, rates: Rates | None = None, findings=()) -> dict
             "owners": [{"pod_uid": o.pod_uid, "namespace": o.namespace, "pod": o.pod, "container": o.container}
                        for o in (r.owners if r else ())],
             "util": _r(rates.util.get(c.id)) if rates else None,
+            **_cpu_noise(c.id, rates),
         })
     pods = []
     for p in snap.pods:
@@ -55,11 +81,17 @@ def to_json(snap: NodeSnapshot, rates: Rates | None = None, findings=()) -> dict
                 "ctx_switches_per_s": _r(cr.ctx_switches_per_s) if cr else None,
                 "cpu_usage_cores": _r(cr.cpu_usage) if cr else None,
                 "nr_throttled": cg.nr_throttled if cg else None,
+                "runq_wait_ms_per_s": _r(cr.runq_wait_ms_per_s, 1) if cr else None,
+                "runq_worst": ({"tid": cr.runq_worst[0], "comm": cr.runq_worst[1],
+                                "ms_per_s": _r(cr.runq_worst[2], 1), "cpu": cr.runq_worst[3]}
+                               if cr and cr.runq_worst else None),
+                "cpu_pressure_some_ms_per_s": _r(cr.pressure_some_ms_per_s, 1) if cr else None,
                 "tasks": [{
                     "tid": t.tid, "pid": t.pid, "comm": t.comm, "last_cpu": t.last_cpu,
                     "cpus_allowed": _l(t.allowed), "nr_migrations": t.nr_migrations,
                     "voluntary_switches": t.voluntary, "involuntary_switches": t.involuntary,
                     "migrations_per_s": _r(tr[t.tid].migrations_per_s) if t.tid in tr else None,
+                    **_task_runq(t, tr.get(t.tid)),
                 } for t in c.tasks],
             })
         pods.append({"uid": p.uid, "namespace": p.namespace, "name": p.name, "qos": p.qos,

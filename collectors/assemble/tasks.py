@@ -7,8 +7,8 @@ from __future__ import annotations
 from ..errors import Problem
 from ..frames import Frame
 from ..model import Task
-from .noise import runq_of
 from ..parse.procfs import make_task, parse_task_sched, parse_task_stat, parse_task_status, parse_uptime
+from .noise import runq_of
 
 _TASK_FILES = frozenset(("stat", "status", "sched", "schedstat"))
 

@@ -31,6 +31,7 @@ class CtrSpec:
     init: bool = False  # an init container: in the state file, no cgroup left
     mems: str | None = None
     id: str | None = None
+    runq_wait: float = 0.0  # share of wall time each task waits on its run queue (competition)
 
 
 @dataclass
@@ -71,6 +72,8 @@ class NodeSpec:
     pods: list[PodSpec] = field(default_factory=list)
     irqs: dict = field(default_factory=dict)  # irq number -> cpulist
     other_tasks: list = field(default_factory=list)  # (comm, cpu, kthread) tasks outside pods
+    noise: dict = field(default_factory=dict)  # cpu -> share of its time in softirqs (NET_RX) and IRQs
+    steal: dict = field(default_factory=dict)  # cpu -> share of its time stolen by the hypervisor
     numa_miss_per_tick: int = 0
     init_affinity: str | None = None  # PID 1's Cpus_allowed_list (systemd CPUAffinity); None = all online
     seed: int = 1
@@ -212,14 +215,9 @@ class SimNode:
             self.w("/sys/fs/cgroup/cpuset/cpuset.effective_cpus", format_cpuset(self.online) + "\n")
         self._kubelet()
         self._pods()
-        irq_lines = ["           " + "".join(f"CPU{c:<8}" for c in sorted(self.online))]
         for irq, cl in sorted(s.irqs.items()):
             self.w(f"/proc/irq/{irq}/effective_affinity_list", cl + "\n")
             self.w(f"/proc/irq/{irq}/smp_affinity_list", cl + "\n")
-            aff = _cset(cl)
-            irq_lines.append(f" {irq:>3}: " + " ".join("1000" if c in aff else "0" for c in sorted(self.online))
-                             + f"  PCI-MSI {irq}-edge  eth0-rx-{irq}")
-        self.w("/proc/interrupts", "\n".join(irq_lines) + "\n")
         self.tick()
         return self
 
@@ -274,6 +272,7 @@ class SimNode:
     def _pods(self) -> None:
         s = self.spec
         self.tasks = []  # (tid, pid, comm, cpuset, busy, ctr-key)
+        self.waits: dict = {}  # tid -> share of wall time it waits on its run queue
         for p in s.pods:
             if p.logs:
                 self.w(f"/var/log/pods/{p.namespace}_{p.name}_{p.uid}/.keep", "")
@@ -300,6 +299,8 @@ class SimNode:
                         pids.append(tid)
                     self.tasks.append([tid, pids[0], c.name[:15] if c is not sb else "pause", sorted(eff), c.busy,
                                        (p.uid, c.id), 0, 0, self.rng.choice(sorted(eff))])
+                    if c.runq_wait:
+                        self.waits[tid] = c.runq_wait
                 procs = "".join(f"{x}\n" for x in pids)
                 if s.cgroup == 2:
                     self.w(f"{d}/cgroup.procs", procs)
@@ -330,6 +331,68 @@ class SimNode:
             self.w(f"{cd}/cpu.shares", "1024\n")
 
     # ------------------------------------------------------------------ dynamic files
+    SOFTIRQS = ("HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU")
+
+    def _noise(self, dt: float, lines: list[str], tot: list[int]):
+        """Kernel time (irq, softirq, steal) per CPU in /proc/stat, /proc/softirqs (every possible CPU,
+        offline ones frozen) and /proc/interrupts (device IRQs, the LOC timer and RES IPI rows)."""
+        s = self.spec
+        hz = 100
+        out = []
+        for c, line in zip(sorted(self.online), lines):
+            f = line.split()
+            noisy = s.noise.get(c, 0.0)
+            irq, soft, steal = self.counters.get(("noise", c), (0.0, 0.0, 0.0))
+            irq += (0.002 + noisy * 0.2) * hz * dt
+            soft += (0.003 + noisy * 0.8) * hz * dt
+            steal += s.steal.get(c, 0.0) * hz * dt
+            self.counters[("noise", c)] = (irq, soft, steal)
+            ni, ns, nt = int(irq), int(soft), int(steal)
+            # kernel time is taken from idle: the CPU's total stays hz per second
+            idle = max(0, int(f[4]) - ni - ns - nt)
+            out.append(f"{f[0]} {f[1]} 0 0 {idle} 0 {ni} {ns} {nt} 0 0")
+            tot[0] += 0
+            tot[3] += idle - int(f[4])
+            tot[5] += ni
+            tot[6] += ns
+            tot[7] += nt
+        possible = sorted(self.topo) if self.topo else sorted(self.online)
+        rows = ["                    " + "".join(f"CPU{c:<8}" for c in possible)]
+        rate = {"HI": 0, "TIMER": 120, "NET_TX": 2, "NET_RX": 15, "BLOCK": 8, "IRQ_POLL": 0, "TASKLET": 1,
+                "SCHED": 60, "HRTIMER": 0, "RCU": 90}
+        for kind in self.SOFTIRQS:
+            cells = []
+            for c in possible:
+                n = self.counters.get(("softirq", kind, c), 0.0)
+                if c in self.online:
+                    extra = 40000 * s.noise.get(c, 0.0) if kind == "NET_RX" else 0.0
+                    n += (rate[kind] + extra) * dt
+                    self.counters[("softirq", kind, c)] = n
+                cells.append(f" {int(n):10d}")
+            rows.append(f"{kind:>12}:" + "".join(cells))
+        self.w("/proc/softirqs", "\n".join(rows) + "\n")
+        on = sorted(self.online)
+        irq_lines = ["           " + "".join(f"CPU{c:<8}" for c in on)]
+        for irq, cl in sorted(s.irqs.items()):
+            aff = _cset(cl)
+            cnt = []
+            for c in on:
+                n = self.counters.get(("irq", irq, c), 1000.0 if c in aff else 0.0)
+                if c in aff:
+                    n += (50 + 20000 * s.noise.get(c, 0.0)) * dt
+                self.counters[("irq", irq, c)] = n
+                cnt.append(str(int(n)))
+            irq_lines.append(f" {irq:>3}: " + " ".join(cnt) + f"  PCI-MSI {irq}-edge  eth0-rx-{irq}")
+        for kind, per_s, desc in (("LOC", 250, "Local timer interrupts"), ("RES", 5, "Rescheduling interrupts")):
+            cnt = []
+            for c in on:
+                n = self.counters.get((kind, c), 0.0) + per_s * dt
+                self.counters[(kind, c)] = n
+                cnt.append(f"{int(n):10d}")
+            irq_lines.append(f"{kind}: " + " ".join(cnt) + f"   {desc}")
+        self.w("/proc/interrupts", "\n".join(irq_lines) + "\n")
+        return out, tot
+
     def tick(self, dt: float = 1.0, load: dict | None = None) -> None:
         """Advance the counters by `dt` seconds and rewrite the files that change."""
         s = self.spec
@@ -347,7 +410,7 @@ class SimNode:
             t[7] += int(b * wob * hz * dt)
             busy[cpu] = min(1.0, busy.get(cpu, 0) + b * wob)
         lines = []
-        tot = [0] * 4
+        tot = [0] * 8
         for c in sorted(self.online):
             u, idle = self.counters.get(("cpu", c), (0, 0))
             u += int(busy[c] * hz * dt)
@@ -356,7 +419,8 @@ class SimNode:
             lines.append(f"cpu{c} {u} 0 0 {idle} 0 0 0 0 0 0")
             tot[0] += u
             tot[3] += idle
-        self.w("/proc/stat", f"cpu  {tot[0]} 0 0 {tot[3]} 0 0 0 0 0 0\n" + "\n".join(lines)
+        lines, tot = self._noise(dt, lines, tot)
+        self.w("/proc/stat", f"cpu  {tot[0]} 0 0 {tot[3]} 0 {tot[5]} {tot[6]} {tot[7]} 0 0\n" + "\n".join(lines)
                + f"\nctxt {int(self.t * 1000)}\nbtime 1700000000\nprocesses 5000\nprocs_running 3\n")
         self.w("/proc/uptime", f"{1000 + self.t:.2f} {2000 + self.t:.2f}\n")
         for nn in range(self.nnuma):
@@ -375,6 +439,9 @@ class SimNode:
                    f"1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 {cpu} 0 0 0 0 0\n")
             self.w(f"{d}/status", f"Name:\t{comm}\nTgid:\t{pid}\nPid:\t{tid}\nCpus_allowed_list:\t{format_cpuset(cpus)}\n"
                    f"Mems_allowed_list:\t0\nvoluntary_ctxt_switches:\t{int(self.t * 10)}\nnonvoluntary_ctxt_switches:\t{migr}\n")
+            wait = self.counters.get(("wait", tid), 0.0) + self.waits.get(tid, 0.0) * dt * 1e9
+            self.counters[("wait", tid)] = wait
+            self.w(f"{d}/schedstat", f"{ticks * 10_000_000} {int(wait)} {ticks + migr + int(self.t * 10)}\n")
             self.w(f"{d}/sched", f"{comm} ({tid}, #threads: 1)\n{'-' * 67}\n"
                    f"se.nr_migrations                             :{migr:>21}\nnr_switches                                  :{int(self.t * 10) + migr:>21}\n"
                    f"nr_voluntary_switches                        :{int(self.t * 10):>21}\nnr_involuntary_switches                      :{migr:>21}\n")
@@ -390,6 +457,10 @@ class SimNode:
                 thr += c.throttled
                 self.counters[("cg", c.id)] = (per, thr)
                 if s.cgroup == 2:
+                    some = self.counters.get(("psi", c.id), 0.0) + c.runq_wait * dt * 1e6
+                    self.counters[("psi", c.id)] = some
+                    self.w(f"{d}/cpu.pressure", f"some avg10=0.00 avg60=0.00 avg300=0.00 total={int(some)}\n"
+                           "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
                     self.w(f"{d}/cpu.stat", f"usage_usec {int(self.t * 1e6 * c.busy)}\nuser_usec 0\nsystem_usec 0\n"
                            f"nr_periods {per}\nnr_throttled {thr}\nthrottled_usec {thr * 5000}\nnr_bursts 0\nburst_usec 0\n")
                 else:
