@@ -93,7 +93,7 @@ async def cold(srv, root: str, n: int, cap: int = 64) -> tuple[float, float]:
     async def one(c):
         async with sem:
             await c.connect()
-        await c.sample("g")
+        await c.tick("g")
 
     t0, c0 = time.perf_counter(), cpu_now()
     res = await asyncio.gather(*(one(c) for c in cols), return_exceptions=True)

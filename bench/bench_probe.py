@@ -99,14 +99,14 @@ async def client_live(root: str, n: int) -> tuple[float, float]:
     await col.connect()
     try:
         for i in range(3):
-            await col.sample(live_depth(i))
+            await col.tick(live_depth(i))
         t0 = time.process_time()
         for i in range(3, 3 + n):
-            await col.sample(live_depth(i))
+            await col.tick(live_depth(i))
         avg = (time.process_time() - t0) / n
         t0 = time.process_time()
         for i in range(n):
-            await col.sample("g")
+            await col.tick("g")
         grid = (time.process_time() - t0) / n
         return avg, grid
     finally:

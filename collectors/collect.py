@@ -24,11 +24,9 @@ import random
 import time
 from dataclasses import dataclass
 
-from .errors import PinscopeError, ProbeFailed, TransportError
+from .errors import PinscopeError, TransportError
 from .frames import Frame
-from .model import NodeSnapshot
-from .assemble import assemble
-from .rates import Rates, compute
+from .pipeline import NodeReport, Pipeline
 from .transport.local import LocalTransport
 
 
@@ -79,7 +77,7 @@ def make_transport(target: str, opts: Options):
 
 
 class NodeCollector:
-    """Holds one transport and the static frame; turns requests into NodeSnapshots."""
+    """Holds one transport and its Pipeline; turns depth requests into NodeReports."""
 
     static_every = 300
 
@@ -88,84 +86,65 @@ class NodeCollector:
         self.name = name or target  # what the user calls the node (recordings are keyed by it)
         self.opts = opts
         self.transport = transport or make_transport(target, opts)
-        self.static: Frame | None = None
-        self.names: Frame | None = None
-        self.want_names = True
-        self.unnamed_at_names: set = set()
-        self.carry: dict[str, Frame] = {}  # depth letter -> the last frame that had it
+        self.pipeline = Pipeline(target, self.name)
         self.focus: str | None = None  # container id whose everything is read every tick
         self.focus_cpu: int | None = None  # the CPU pane's CPU: its tasks' run-queue wait every tick
-        self.ticks = 0
         self.recorder = None  # collectors.record.Recorder: every frame appended, compressed
+
+    @property
+    def ticks(self) -> int:
+        return self.pipeline.ticks
 
     async def connect(self) -> None:
         await self.transport.connect(self.opts.connect_timeout)
-        self.static = None
-        self.names = None
-        self.want_names = True
-        self.carry = {}
+        self.pipeline.reset()
 
-    async def sample(self, depth: str = FULL) -> NodeSnapshot:
+    def _request(self, depth: str) -> str:
+        pl = self.pipeline
         req = depth
-        if self.static is None or self.ticks % self.static_every == 0:
+        if pl.static is None or pl.ticks % self.static_every == 0:
             req = "s" + depth
-        if self.want_names or self.ticks % 30 == 0:
+        if pl.want_names or pl.ticks % 30 == 0:
             req += "n"
         if self.focus:
             req += " " + self.focus
         elif self.focus_cpu is not None:
             req += ("" if "a" in req else "a") + f" @{self.focus_cpu}"
-        frame = await self.transport.request(req, self.opts.frame_timeout)
-        if self.recorder is not None:
-            self.recorder.write(self.name, getattr(self.transport, "last_raw", b""))
-        return self.ingest(frame)
+        return req
 
-    def ingest(self, frame: Frame) -> NodeSnapshot:
-        """A frame (fresh, or from a recording) -> the node's snapshot; keeps static/names/carry state."""
-        letters = frame.letters
-        self.ticks += 1
-        if self.static is None and "s" not in letters:
-            raise ProbeFailed("a frame before any static frame")
-        if "s" in letters:
-            self.static = frame
-        if "n" in letters:
-            self.names = frame
-        older = {id(f): f for k, f in self.carry.items() if k not in letters}
-        carry = tuple(sorted(older.values(), key=lambda f: f.seq))
-        snap = assemble(self.static, frame, self.target, self.names, carry)
-        for k in "ctTai":
-            if k in letters:
-                self.carry[k] = frame
-        if "T" in letters:
-            self.carry["t"] = frame
-        # a pod or container we could not name when the layout was last listed: list it again next tick
-        unnamed = {(p.uid, c.id) for p in snap.pods for c in p.containers if p.name is None or c.name is None}
-        if "n" in letters:
-            self.unnamed_at_names = unnamed
-        self.want_names = bool(unnamed - self.unnamed_at_names)
-        if self.static.files.get("/sys/devices/system/cpu/online") != frame.files.get("/sys/devices/system/cpu/online") \
-                and "s" not in letters:
-            self.ticks = 0  # CPUs went on/offline: the next tick re-reads the topology
-        return snap
+    async def read(self, depth: str = FULL) -> tuple[Frame, float]:
+        """One frame at `depth` (and the seconds its round trip took); recorded if a recorder is set."""
+        t0 = time.monotonic()
+        frame = await self.transport.request(self._request(depth), self.opts.frame_timeout)
+        if self.recorder is not None:
+            self.recorder.write(self.name, self.transport.last_raw)
+        return frame, time.monotonic() - t0
+
+    async def tick(self, depth: str = FULL, window_from=None) -> NodeReport:
+        """Read one frame and return its report (rates over the previous tick, or over `window_from`)."""
+        frame, took = await self.read(depth)
+        report = self.pipeline.feed(frame, read=took, window_from=window_from)
+        if self.pipeline.topology_changed:
+            self.pipeline.ticks = 0  # CPUs went on/offline: the next tick re-reads the topology
+        return report
 
     async def close(self) -> None:
         await self.transport.close()
 
 
 async def snapshot(target: str, opts: Options, samples: int = 1, interval: float = 1.0,
-                   depth: str = FULL) -> tuple[NodeSnapshot, Rates | None]:
-    """Connect, take `samples` samples `interval` apart, return the last one and rates over the window."""
-    col = NodeCollector(target, opts)
+                   depth: str = FULL, name: str | None = None) -> NodeReport:
+    """Connect, take `samples` samples `interval` apart, return the last one's report, with rates over
+    the whole window when there were two samples or more."""
+    col = NodeCollector(target, opts, name=name)
     await col.connect()
     try:
-        first = await col.sample(depth)
-        first_t = time.monotonic()
-        last = first
+        report = await col.tick(depth)
+        first = (report.snapshot, time.monotonic())
         for _ in range(max(0, samples - 1)):
             await asyncio.sleep(interval)
-            last = await col.sample(depth)
-        rates = compute(first, last, time.monotonic() - first_t) if samples > 1 else None
-        return last, rates
+            report = await col.tick(depth, window_from=first)
+        return report
     finally:
         await col.close()
 
@@ -185,12 +164,11 @@ class Backoff:
         self.n = 0
 
 
-async def live(collector: NodeCollector, interval: float, depth_for_tick, on_snapshot, on_state,
+async def live(collector: NodeCollector, interval: float, depth_for_tick, on_report, on_state,
                stop: asyncio.Event | None = None, connect_sem: asyncio.Semaphore | None = None) -> None:
     """The long-lived task of one node: collect, post, sleep; a failure is a state, then a reconnect."""
     stop = stop or asyncio.Event()
     backoff = Backoff()
-    prev: NodeSnapshot | None = None
     connected = False
     while not stop.is_set():
         try:
@@ -205,14 +183,10 @@ async def live(collector: NodeCollector, interval: float, depth_for_tick, on_sna
                 backoff.reset()
                 on_state("up", None)
             t0 = time.monotonic()
-            snap = await collector.sample(depth_for_tick(collector.ticks))
-            rates = compute(prev, snap, interval) if prev is not None else None
-            prev = snap
-            on_snapshot(snap, rates)
+            on_report(await collector.tick(depth_for_tick(collector.ticks)))
             wait = max(0.0, interval - (time.monotonic() - t0))
         except PinscopeError as err:
             connected = False
-            prev = None
             with_close = collector.close()
             try:
                 await asyncio.wait_for(with_close, 2)

@@ -9,11 +9,64 @@ Formatting is the widgets' job; arithmetic over two samples is rates.py's.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import NamedTuple
 
 from .errors import Problem
 
-ROLES = ("exclusive", "reserved", "isolated", "shared", "offline", "unassigned")
+
+class Role(StrEnum):
+    """What a CPU is for. A StrEnum, so `Role.EXCLUSIVE == "exclusive"` and JSON keeps the plain word.
+    Definition order is the legend's order; `glyph` is the one-character class mark every text frontend
+    uses (grid, CLI, fleet map), so the grid reads in monochrome."""
+
+    EXCLUSIVE = "exclusive"
+    RESERVED = "reserved"
+    ISOLATED = "isolated"
+    SHARED = "shared"
+    OFFLINE = "offline"
+    UNASSIGNED = "unassigned"
+
+    @property
+    def glyph(self) -> str:
+        return _ROLE_GLYPH[self]
+
+    @property
+    def big_glyph(self) -> str:
+        """The war-room theme's larger marks."""
+        return _ROLE_BIG_GLYPH[self]
+
+
+_ROLE_GLYPH = {Role.EXCLUSIVE: "#", Role.RESERVED: "R", Role.ISOLATED: "i", Role.SHARED: ".",
+               Role.OFFLINE: "x", Role.UNASSIGNED: "?"}
+_ROLE_BIG_GLYPH = {Role.EXCLUSIVE: "\u25a0", Role.RESERVED: "R", Role.ISOLATED: "\u25c7", Role.SHARED: "\u25a1",
+                   Role.OFFLINE: "\u00d7", Role.UNASSIGNED: "?"}
+ROLES = tuple(Role)
+
+
+class Severity(StrEnum):
+    """How bad a finding is. Definition order is the rank: critical first (rank 0)."""
+
+    CRITICAL = "critical"
+    WARNING = "warning"
+    INFO = "info"
+
+    @property
+    def rank(self) -> int:
+        return _SEV_RANK[self]
+
+
+_SEV_RANK = {s: i for i, s in enumerate(Severity)}
+SEVERITIES = tuple(Severity)
+
+
+class NodeState(StrEnum):
+    """A node's connection state, as every frontend shows it. Order: the worst first."""
+
+    DOWN = "down"
+    STALE = "stale"
+    CONNECTING = "connecting"
+    UP = "up"
 
 
 @dataclass(frozen=True, slots=True)

@@ -151,35 +151,27 @@ def at_time(rec: Recording, spec: str | None) -> float:
 
 
 def restore(rec: Recording, node: str, t: float, window: int = 30):
-    """(collector, NodeSnapshot, Rates, index) of `node` as it was at time t: its last static and names
-    frames, then the last `window` frames up to t, fed through NodeCollector.ingest. The collector can
-    go on ingesting the frames after `index`."""
-    from .collect import NodeCollector
-    from .rates import compute
+    """(pipeline, NodeReport, index) of `node` as it was at time t: its last static and names frames, then
+    the last `window` frames up to t, fed through one Pipeline. The pipeline can go on with the frames
+    after `index`."""
+    from .pipeline import Pipeline
 
     idx = [i for i, r in enumerate(rec.index) if r[1] == node and r[0] <= t]
     static_i = max((i for i in idx if "s" in rec.index[i][4]), default=None)
     if static_i is None:
-        return None, None, None, -1
+        return None, None, -1
     names_i = max((i for i in idx if "n" in rec.index[i][4]), default=None)
     tail = [i for i in idx if i > static_i][-window:]
     order = {static_i, *tail}
     if names_i is not None and names_i > static_i:
         order.add(names_i)
-    col = NodeCollector(node, transport=_NoTransport())
-    prev = snap = None
+    pl = Pipeline(node)
+    report = None
     for i in sorted(order):
-        prev, snap = snap, col.ingest(rec.frame(i))
-    rates = compute(prev, snap) if prev is not None else None
-    return col, snap, rates, idx[-1]
+        report = pl.feed(rec.frame(i), t=rec.index[i][0])
+    return pl, report, idx[-1]
 
 
 def state_at(rec: Recording, node: str, t: float, window: int = 30):
-    """(NodeSnapshot, Rates) of `node` at time t (see restore)."""
-    _, snap, rates, _ = restore(rec, node, t, window)
-    return snap, rates
-
-
-class _NoTransport:
-    async def close(self) -> None:
-        pass
+    """The NodeReport of `node` at time t (see restore), or None when the recording has none by then."""
+    return restore(rec, node, t, window)[1]

@@ -170,11 +170,10 @@ class RealPod:
 
 def read_sim(spec, root, samples: int = 2):
     """Write `spec` under `root`, read it through the real probe `samples` times (1 or 2), the simulated
-    counters advanced one node-second in between. -> (last NodeSnapshot, Rates or None)."""
+    counters advanced one node-second in between. -> the last NodeReport (rates over the two samples)."""
     import asyncio
 
     from collectors.collect import NodeCollector, Options
-    from collectors.rates import compute
     from collectors.sim.node import SimNode
     from collectors.transport.local import LocalTransport
 
@@ -184,12 +183,11 @@ def read_sim(spec, root, samples: int = 2):
         col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
         await col.connect()
         try:
-            a = await col.sample()
+            a = await col.tick()
             if samples == 1:
-                return a, None
+                return a
             sim.tick(1.0)
-            b = await col.sample()
-            return b, compute(a, b)
+            return await col.tick()
         finally:
             await col.close()
 

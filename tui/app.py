@@ -32,10 +32,10 @@ KEYMAP = Path(os.environ.get("XDG_CONFIG_HOME", Path.home() / ".config")) / "pin
 
 
 class NodeUpdate(Message):
-    """A new snapshot of one node (from its worker)."""
+    """A new NodeReport of one node (from its worker)."""
 
-    def __init__(self, target: str, snap, rates) -> None:
-        self.target, self.snap, self.rates = target, snap, rates
+    def __init__(self, target: str, report) -> None:
+        self.target, self.report = target, report
         super().__init__()
 
     def can_replace(self, message: Message) -> bool:
@@ -144,7 +144,7 @@ class PinscopeApp(App):
             return live_depth(tick) if self.focus_node == target else overview_depth(tick)
 
         await live(col, self.interval, depth,
-                   lambda snap, rates: self.post_message(NodeUpdate(target, snap, rates)),
+                   lambda report: self.post_message(NodeUpdate(target, report)),
                    lambda st, msg: self.post_message(NodeState(target, st, msg)), self.stop,
                    connect_sem=self.connect_sem)
 
@@ -188,7 +188,7 @@ class PinscopeApp(App):
 
     # ------------------------------------------------------------------ messages
     def on_node_update(self, msg: NodeUpdate) -> None:
-        self.views[msg.target].apply(msg.snap, msg.rates)
+        self.views[msg.target].apply(msg.report)
         self._refresh(msg.target)
 
     def on_node_state(self, msg: NodeState) -> None:

@@ -14,7 +14,7 @@ import sys
 
 from collectors.collect import Options, snapshot
 from collectors.errors import PinscopeError
-from collectors.jsonout import to_json
+from collectors.model import Role
 from collectors.parse.cpuset import format_cpuset
 
 COMMANDS = ("snapshot", "check", "demo", "replay", "serve", "exporter")
@@ -174,13 +174,11 @@ async def _one(target, a) -> tuple[dict | None, str | None]:
         address = target.address
         opts = dataclasses.replace(opts, root=target.root or opts.root, sudo=target.sudo or opts.sudo)
     try:
-        snap, rates = await snapshot(address, opts, samples=max(1, a.samples), interval=a.interval)
+        report = await snapshot(address, opts, samples=max(1, a.samples), interval=a.interval)
     except PinscopeError as err:
         return None, str(err)
-    from collectors.findings import evaluate
-
-    findings = evaluate(snap, rates)
-    o = to_json(snap, rates, findings)
+    snap = report.snapshot
+    o = report.to_json()
     if _kube(a):
         from collectors.kube import KubeError, node_pods
         from collectors.jsonout import enrich
@@ -194,7 +192,6 @@ async def _one(target, a) -> tuple[dict | None, str | None]:
 
 
 def _from_recording(a) -> tuple[list, list]:
-    from collectors.findings import evaluate
     from collectors.record import at_time, open_recording, state_at
 
     rec = open_recording(a.replay)
@@ -204,11 +201,11 @@ def _from_recording(a) -> tuple[list, list]:
     names = [_name(x) for x in _targets(a)] or rec.nodes
     results = []
     for n in names:
-        snap, rates = state_at(rec, n, t)
-        if snap is None:
+        report = state_at(rec, n, t)
+        if report is None:
             results.append((None, f"{n}: not in {a.replay} before that time"))
         else:
-            o = to_json(snap, rates, evaluate(snap, rates))
+            o = report.to_json()
             o["recorded_at"] = t
             results.append((o, None))
     return names, results
@@ -242,7 +239,13 @@ async def _snapshot_cmd(a, check: bool) -> int:
     return 0
 
 
-GLYPH = {"exclusive": "#", "reserved": "R", "shared": ".", "isolated": "I", "offline": "x", "unassigned": "?"}
+
+
+def _glyph(role: str) -> str:
+    try:
+        return Role(role).glyph
+    except ValueError:
+        return "?"
 
 
 def render_table(o: dict) -> str:
@@ -260,7 +263,7 @@ def render_table(o: dict) -> str:
             own = ", ".join(f"{w['namespace'] or '?'}/{w['pod'] or w['pod_uid'][:8]}/{w['container'] or '?'}"
                             for w in c["owners"])
             util = f"{c['util'] * 100:5.1f}%" if c["util"] is not None else "     -"
-            out.append(f"    cpu{cid:<4} {GLYPH.get(c['role'], '?')} {c['role']:<10} s{c['socket']} core {c['core']} "
+            out.append(f"    cpu{cid:<4} {_glyph(c['role'])} {c['role']:<10} s{c['socket']} core {c['core']} "
                        f"sib {format_cpuset(c['siblings']):<8} {util}  {own}")
     out.append("  pods:")
     for p in o["pods"]:

@@ -1,6 +1,6 @@
 """`pinscope replay FILE`: the same TUI over a recording, with pause, step, seek and speed.
 
-The recording's raw frames go through NodeCollector.ingest, exactly as live; time is the recording's.
+The recording's raw frames go through the same Pipeline as live frames; time is the recording's.
 Keys: space pause/play, . and , step one frame forward / back, > and < seek 60 s, + and - speed.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ import datetime as dt
 
 from textual.binding import Binding
 
-from collectors.rates import compute
+from collectors.pipeline import Pipeline
 from collectors.record import Recording, restore
 from tui.app import NodeUpdate, PinscopeApp
 
@@ -39,8 +39,7 @@ class ReplayApp(PinscopeApp):
         self.speed = speed
         self.paused = False
         self.pos = -1  # index of the last record applied
-        self.cols: dict = {}
-        self.prev: dict = {}
+        self.cols: dict[str, Pipeline] = {}
         self.t = rec.start
         self.at = at
         self._wake = asyncio.Event()
@@ -61,31 +60,24 @@ class ReplayApp(PinscopeApp):
 
     def _apply(self, i: int) -> None:
         t, node, *_ = self.rec.index[i]
-        col = self.cols.get(node)
+        pl = self.cols.get(node)
         frame = self.rec.frame(i)
-        if col is None:
+        if pl is None:
             if "s" not in frame.letters:
                 return
-            from collectors.collect import NodeCollector
-            from collectors.record import _NoTransport
-
-            col = self.cols[node] = NodeCollector(node, transport=_NoTransport())
-        snap = col.ingest(frame)
-        prev = self.prev.get(node)
-        self.prev[node] = snap
-        self.post_message(NodeUpdate(node, snap, compute(prev, snap) if prev is not None else None))
+            pl = self.cols[node] = Pipeline(node)
+        self.post_message(NodeUpdate(node, pl.feed(frame, t=t)))
         self.pos, self.t = i, t
 
     def seek_to(self, t: float) -> None:
         t = max(self.rec.start, min(self.rec.end, t))
-        self.cols, self.prev = {}, {}
+        self.cols = {}
         last = -1
         for node in self.rec.nodes:
-            col, snap, rates, i = restore(self.rec, node, t)
-            if col is not None:
-                self.cols[node] = col
-                self.prev[node] = snap
-                self.post_message(NodeUpdate(node, snap, rates))
+            pl, report, i = restore(self.rec, node, t)
+            if pl is not None:
+                self.cols[node] = pl
+                self.post_message(NodeUpdate(node, report))
                 last = max(last, i)
         self.pos, self.t = last, t
         self._status()

@@ -8,8 +8,9 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from collectors.findings import Finding, evaluate, worst
+from collectors.findings import Finding, worst
 from collectors.model import NodeSnapshot
+from collectors.pipeline import NodeReport
 from collectors.rates import ContainerRates, Rates
 
 HISTORY = 60
@@ -26,6 +27,7 @@ def pod_tag(i: int) -> str:
 @dataclass
 class NodeView:
     target: str
+    report: NodeReport | None = None
     snap: NodeSnapshot | None = None
     rates: Rates | None = None
     findings: list[Finding] = field(default_factory=list)
@@ -53,10 +55,12 @@ class NodeView:
             return f"{self.label} ({self.snap.node})"
         return self.label or self.name
 
-    def apply(self, snap: NodeSnapshot, rates: Rates | None) -> None:
+    def apply(self, report: NodeReport) -> None:
+        self.report = report
+        snap, rates = report.snapshot, report.rates
         self.snap = snap
         self.rates = rates
-        self.findings = evaluate(snap, rates)
+        self.findings = list(report.findings)
         self.state = "up"
         self.message = None
         self.last_update = time.monotonic()

@@ -15,8 +15,9 @@ ALWAYS_INFO = {"SAMPLES_NEEDED", "SYSTEM_NOT_CONFINED"}
 
 
 def run(tmp_path, spec: NodeSpec, samples: int = 1):
-    snap, rates = read_sim(spec, tmp_path, samples)
-    return snap, evaluate(snap, rates)
+    r = read_sim(spec, tmp_path, samples)
+    assert list(r.findings) == evaluate(r.snapshot, r.rates)  # the report's findings are the registry's
+    return r.snapshot, list(r.findings)
 
 
 def codes(findings, at_least="warning"):

@@ -21,8 +21,7 @@ GOLDEN = Path(__file__).resolve().parent.parent / "golden"
 def read(tmp_path, shape: str) -> dict:
     spec = SHAPES[shape]()
     SimNode(spec, tmp_path).write()
-    snap, rates = asyncio.run(snapshot("local", Options(root=str(tmp_path))))
-    return to_json(snap, rates, evaluate(snap, rates))
+    return asyncio.run(snapshot("local", Options(root=str(tmp_path)))).to_json()
 
 
 def by_id(o):

@@ -286,6 +286,6 @@ def test_static_without_reserved_cpus_says_kubelet_chooses(tmp_path):
     from collectors.sim.node import NodeSpec, SimNode
 
     SimNode(NodeSpec(reserved=None), tmp_path).write()  # systemReserved cpu: 500m
-    snap, _ = asyncio.run(snapshot("local", Options(root=str(tmp_path))))
+    snap = asyncio.run(snapshot("local", Options(root=str(tmp_path)))).snapshot
     msg = " ".join(p.message for p in snap.problems)
     assert "reservedSystemCPUs is not set: kubelet reserves 1 CPU of its own choosing" in msg

@@ -38,9 +38,9 @@ def snap_with(path_dir: str, root: str) -> dict:
             col = NodeCollector("local", Options(root=root), LocalTransport(root))
             await col.connect()
             try:
-                await col.sample("gcTai")
-                s = await col.sample("g")  # a second, interactive request: no pipe buffering stalls it
-                return to_json(s)
+                await col.tick("gcTai")
+                r = await col.tick("g")  # a second, interactive request: no pipe buffering stalls it
+                return to_json(r.snapshot)
             finally:
                 await col.close()
         return asyncio.run(asyncio.wait_for(go(), 30))

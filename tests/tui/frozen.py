@@ -23,5 +23,5 @@ class FrozenApp(PinscopeApp):
 
     def on_mount(self) -> None:
         super().on_mount()
-        for t, (snap, rates) in self.frozen.items():
-            self.post_message(NodeUpdate(t, snap, rates))
+        for t, report in self.frozen.items():
+            self.post_message(NodeUpdate(t, report))

@@ -37,7 +37,7 @@ RECORDER = textwrap.dedent("""
         while True:
             for s, c in zip(sims, cols):
                 s.tick(0.05)
-                await c.sample(live_depth(i))
+                await c.tick(live_depth(i))
             i += 1
             print(i, flush=True)
     asyncio.run(main())
@@ -67,7 +67,8 @@ def test_kill_9_mid_stream_then_replay(tmp_path):
         f.write(open(out, "rb").read()[rec.index[-1][2]:whole][: rec.index[-1][3] // 2])
     rec2 = open_recording(str(out))
     assert len(rec2.index) == len(rec.index) and "cut short" in rec2.problem
-    snap, rates = state_at(rec2, "xeon", at_time(rec2, None))
+    report = state_at(rec2, "xeon", at_time(rec2, None))
+    snap, rates = report.snapshot, report.rates
     assert snap.node == "xeon-2s" and rates is not None
     assert {r.role for r in snap.roles} >= {"exclusive", "reserved", "shared"}
     # the CLI over the recording, at a time in the middle
@@ -109,7 +110,7 @@ def test_recording_keys_nodes_by_their_names_not_addresses(tmp_path):
     asyncio.run(go())
     rec = open_recording(str(rec_path))
     assert rec.nodes == ["a", "b"] or rec.nodes == ["b", "a"]
-    assert state_at(rec, "a", rec.end)[0].node == "xeon-2s" and state_at(rec, "b", rec.end)[0].node == "plain"
+    assert state_at(rec, "a", rec.end).node == "xeon-2s" and state_at(rec, "b", rec.end).node == "plain"
 
 
 def test_replay_tui_steps_seeks_and_plays(tmp_path):
@@ -129,7 +130,7 @@ def test_replay_tui_steps_seeks_and_plays(tmp_path):
         await col.connect()
         for i in range(8):
             sim.tick(1.0)
-            await col.sample(live_depth(i))
+            await col.tick(live_depth(i))
         await col.close()
         col.recorder.close()
 

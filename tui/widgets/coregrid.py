@@ -28,10 +28,11 @@ from textual.strip import Strip
 _PLAIN = Style()
 
 from collectors.parse.cpuset import format_cpuset
+from collectors.model import Role
 
 SHADES = " ▁▂▃▄▅▆▇█"
-GLYPHS = {"exclusive": "#", "reserved": "R", "shared": ".", "isolated": "i", "offline": "x", "unassigned": "?"}
-BIG_GLYPHS = {"exclusive": "■", "reserved": "R", "shared": "□", "isolated": "◇", "offline": "×", "unassigned": "?"}
+GLYPHS = {str(r): r.glyph for r in Role}
+BIG_GLYPHS = {str(r): r.big_glyph for r in Role}
 
 
 def shade(u: float | None) -> str:

@@ -1,0 +1,139 @@
+"""The findings registry: one small registered check per code (or family), the way node_exporter registers
+one collector per subject. A check declares its codes (severity, meaning, fix: the README's table and
+`pinscope check`'s hints come from here) and the probe depth its data needs; `evaluate` runs them all.
+
+Pure functions of a NodeSnapshot (and the Rates over a window, for the checks that need two samples).
+Codes are a contract (users script on them). Hints come from shared/reference/node-files.md, never from
+the myths of its section 10.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Callable, Iterable
+
+from ..model import NodeSnapshot, Role, Severity
+
+SEVERITIES = tuple(Severity)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    code: str
+    severity: Severity
+    message: str
+    hint: str
+    evidence: tuple = ()
+    cpus: tuple = ()
+    pod_uid: str | None = None
+    namespace: str | None = None
+    pod: str | None = None
+    container: str | None = None
+
+    def to_json(self) -> dict:
+        return {"code": self.code, "severity": str(self.severity), "message": self.message, "hint": self.hint,
+                "evidence": list(self.evidence), "cpus": list(self.cpus), "pod_uid": self.pod_uid,
+                "namespace": self.namespace, "pod": self.pod, "container": self.container}
+
+
+@dataclass(frozen=True, slots=True)
+class Code:
+    severity: Severity
+    meaning: str
+    fix: str
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    codes: tuple[str, ...]
+    needs: str  # probe depth letters the check's data comes from ("g" grid, "a" every task, "i" IRQs, "r" rates)
+    fn: Callable[["Context"], Iterable[Finding]]
+
+
+CODES: dict[str, tuple[str, str, str]] = {}  # code -> (severity, meaning, fix), in registration order
+_CODE: dict[str, Code] = {}
+REGISTRY: list[Check] = []
+
+
+def check(codes: dict[str, tuple[str, str, str]], needs: str = "g"):
+    """Register a check. `codes`: code -> (severity, meaning, fix)."""
+
+    def deco(fn):
+        for code, (sev, meaning, fix) in codes.items():
+            if code in _CODE:
+                raise ValueError(f"finding code {code} registered twice")
+            _CODE[code] = Code(Severity(sev), meaning, fix)
+            CODES[code] = (str(Severity(sev)), meaning, fix)
+        REGISTRY.append(Check(fn.__name__, tuple(codes), needs, fn))
+        return fn
+
+    return deco
+
+
+def finding(code, message, evidence=(), cpus=(), pod=None, container=None, severity=None) -> Finding:
+    c = _CODE[code]
+    return Finding(code, Severity(severity) if severity else c.severity, message, c.fix, tuple(evidence),
+                   tuple(sorted(cpus)), pod.uid if pod else None, pod.namespace if pod else None,
+                   pod.name if pod else None, container)
+
+
+def who(pod, cname) -> str:
+    return f"{pod.namespace or '?'}/{pod.name or pod.uid}" + (f"/{cname}" if cname else "")
+
+
+class Context:
+    """What several checks derive from one snapshot, computed once per evaluation (lazily)."""
+
+    def __init__(self, snap: NodeSnapshot, rates=None) -> None:
+        self.snap = snap
+        self.rates = rates
+        self.k = snap.kubelet
+        self.st = snap.state
+        self.topo = snap.topology
+
+    @cached_property
+    def sf(self) -> str:
+        return self.snap.state_file or f"{self.k.root_dir}/cpu_manager_state"
+
+    @cached_property
+    def roles(self) -> dict:
+        return {r.id: r for r in self.snap.roles}
+
+    @cached_property
+    def exclusive(self) -> set[int]:
+        return {c for c, r in self.roles.items() if r.role == Role.EXCLUSIVE}
+
+    @cached_property
+    def pods_by_uid(self) -> dict:
+        return {p.uid: p for p in self.snap.pods}
+
+    @cached_property
+    def cpu_node(self) -> dict:
+        return {c.id: c.numa_node for c in self.topo.cpus}
+
+    @property
+    def policy(self) -> str | None:
+        return self.st.policy if self.st is not None else self.k.cpu_manager_policy
+
+    def pod_name(self, uid: str) -> str:
+        p = self.pods_by_uid.get(uid)
+        return (p.name if p else None) or uid[:8]
+
+
+def evaluate(snap: NodeSnapshot, rates=None) -> list[Finding]:
+    """Every registered check over one snapshot, worst first (a stable order: code, CPUs, pod, container)."""
+    ctx = Context(snap, rates)
+    out: list[Finding] = []
+    for c in REGISTRY:
+        out.extend(c.fn(ctx))
+    out.sort(key=lambda f: (f.severity.rank, f.code, f.cpus, f.pod or "", f.container or ""))
+    return out
+
+
+def worst(findings) -> Severity | None:
+    best = None
+    for f in findings:
+        if best is None or f.severity.rank < best.rank:
+            best = f.severity
+    return best

@@ -1,0 +1,86 @@
+"""Checks per CPU and core: SMT siblings split between owners, IRQs firing on exclusive CPUs, isolated CPUs
+left in the shared pool, a starved shared pool, and system services allowed on exclusive CPUs."""
+from __future__ import annotations
+
+from ..model import Role
+from ..parse.cpuset import format_cpuset as fmt
+from .base import check, finding
+
+
+@check({"SMT_SIBLING_SHARED": ("warning", "the SMT siblings of one core are exclusive to different containers, or split between exclusive and shared",
+                               "Enable cpuManagerPolicyOptions full-pcpus-only: true so containers get whole physical cores.")})
+def smt_sibling_shared(ctx):
+    seen = set()
+    live_owner = {(p.uid, c.name) for p, c in ctx.snap.containers() if c.cgroup is not None}
+    for cpu in ctx.topo.cpus:
+        sib = cpu.siblings
+        if len(sib) < 2 or sib in seen:
+            continue
+        seen.add(sib)
+        kinds = _sibling_kinds(ctx, sib, live_owner)
+        vals = set(kinds.values())
+        if len(vals) > 1 and any(isinstance(v, frozenset) for v in vals):
+            desc = "; ".join(f"cpu{s}: " + (", ".join(sorted(f"{ctx.pod_name(u)}/{n or '?'}" for u, n in v))
+                                            if isinstance(v, frozenset) else v) for s, v in sorted(kinds.items()))
+            yield finding("SMT_SIBLING_SHARED", f"core {cpu.socket}/{cpu.core}: siblings {fmt(sib)} are split ({desc})",
+                          [f"/sys/devices/system/cpu/cpu{cpu.id}/topology/core_cpus_list = {fmt(sib)}",
+                           f"cpuManagerPolicyOptions = {dict(ctx.k.cpu_manager_policy_options) or '{}'}"], sib)
+
+
+def _sibling_kinds(ctx, sib, live_owner) -> dict:
+    """sibling -> its owners (exclusive; live ones preferred) or its role word."""
+    kinds = {}
+    for s in sib:
+        r = ctx.roles.get(s)
+        if r is None or r.role == Role.OFFLINE:
+            continue
+        if r.role == Role.EXCLUSIVE:
+            own = frozenset((o.pod_uid, o.container) for o in r.owners if (o.pod_uid, o.container) in live_owner)
+            kinds[s] = own or frozenset((o.pod_uid, o.container) for o in r.owners)
+        else:
+            kinds[s] = str(r.role)
+    return kinds
+
+
+@check({"IRQ_ON_EXCLUSIVE": ("warning", "an IRQ's effective affinity includes an exclusive CPU, and it has fired there",
+                             "Steer device IRQs to reserved CPUs (irqbalance banned CPUs, /proc/irq/N/smp_affinity_list, or the irqaffinity= kernel parameter).")},
+       needs="gi")
+def irq_on_exclusive(ctx):
+    for irq in ctx.snap.irqs or ():
+        hit = {c for c in irq.cpus & ctx.exclusive if irq.per_cpu.get(c, 0) > 0}
+        if hit:
+            yield finding("IRQ_ON_EXCLUSIVE", f"IRQ {irq.irq} ({irq.name or '?'}) fires on exclusive CPUs {fmt(hit)}",
+                          [f"/proc/irq/{irq.irq}/effective_affinity_list = {fmt(irq.cpus)}",
+                           "/proc/interrupts: " + ", ".join(f"CPU{c} {irq.per_cpu[c]}" for c in sorted(hit))], hit)
+
+
+@check({"ISOLATED_IN_SHARED_POOL": ("warning", "isolcpus CPUs are in the shared pool, where the scheduler does not balance load",
+                                    "Kubelet ignores isolcpus: put isolated CPUs in reservedSystemCPUs, or drop them from isolcpus.")})
+def isolated_in_shared_pool(ctx):
+    shared, topo = ctx.snap.shared_pool, ctx.topo
+    if shared is not None and topo.isolated & shared:
+        iso = topo.isolated & shared
+        yield finding("ISOLATED_IN_SHARED_POOL", f"isolated CPUs {fmt(iso)} are in the shared pool: no load balancing there",
+                      [f"/sys/devices/system/cpu/isolated = {fmt(topo.isolated)}", f"shared pool = {fmt(shared)}"], iso)
+
+
+@check({"SHARED_POOL_STARVED": ("warning", "the shared pool outside the reserved CPUs is empty or a single CPU",
+                                "Burstable and BestEffort pods (and non-integer Guaranteed ones) all share these CPUs: leave more CPUs unpinned.")})
+def shared_pool_starved(ctx):
+    shared = ctx.snap.shared_pool
+    if ctx.policy == "static" and shared is not None:
+        left = shared - (ctx.k.reserved_cpus or frozenset())
+        if len(left) <= 1:
+            yield finding("SHARED_POOL_STARVED", f"the shared pool outside reserved CPUs is {fmt(left) or 'empty'}",
+                          [f"shared pool = {fmt(shared)}", f"reservedSystemCPUs = {fmt(ctx.k.reserved_cpus or ())}"], left)
+
+
+@check({"SYSTEM_NOT_CONFINED": ("info", "non-pod processes are allowed on exclusive CPUs",
+                                "Kubelet does not confine them; systemd CPUAffinity= (or the reserved set with a system cgroup cpuset) can.")},
+       needs="gT")
+def system_not_confined(ctx):
+    allowed = ctx.snap.init_allowed
+    if ctx.exclusive and allowed is not None and allowed & ctx.exclusive:
+        over = allowed & ctx.exclusive
+        yield finding("SYSTEM_NOT_CONFINED", f"PID 1 (and so system services) may run on exclusive CPUs {fmt(over)}",
+                      [f"/proc/1/status: Cpus_allowed_list = {fmt(allowed)}"], over)

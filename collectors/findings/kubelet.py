@@ -1,0 +1,101 @@
+"""Checks on kubelet itself and its checkpoint: is it there, can its config and cpu_manager_state be read,
+do they agree, and is the checkpoint consistent (overlaps, offline CPUs, orphans)."""
+from __future__ import annotations
+
+from ..parse.cpuset import format_cpuset as fmt
+from .base import check, finding, who
+
+
+@check({"KUBELET_NOT_FOUND": ("info", "no kubelet process was found: its files were looked for in the default places",
+                              "Inside kubectl debug node/x, use --root /host; with a non-default --root-dir the files may be elsewhere.")})
+def kubelet_not_found(ctx):
+    if not ctx.k.pid:
+        yield finding("KUBELET_NOT_FOUND", "no kubelet process found; looked in /var/lib/kubelet",
+                      ["no /proc/<pid>/comm == kubelet"])
+
+
+@check({"KUBELET_CONFIG_UNREADABLE": ("warning", "kubelet's config file was found but cannot be read or parsed: the policy is unknown",
+                                      "Check the file named by kubelet's --config (YAML syntax); run with --sudo if it is not readable.")})
+def kubelet_config(ctx):
+    k, problems = ctx.k, ctx.snap.problems
+    if not k.parsed or (k.config_path and any(p.source == k.config_path and "not readable" in p.message for p in problems)):
+        why = [f"{p.source}: {p.message}" for p in problems if p.source == k.config_path]
+        yield finding("KUBELET_CONFIG_UNREADABLE", f"kubelet config {k.config_path} cannot be read: CPU manager policy unknown", why)
+
+
+@check({
+    "STATE_UNREADABLE": ("critical", "cpu_manager_state exists but cannot be parsed, or the policy is static and it is missing or unreadable",
+                         "Run with --sudo if it is only unreadable (mode 0600). A corrupt checkpoint stops kubelet's CPU manager: drain the node, delete the file, restart kubelet."),
+    "STATE_POLICY_MISMATCH": ("critical", "the state file's policy differs from the configured one: kubelet will refuse to restart",
+                              "Drain the node, delete <root-dir>/cpu_manager_state, then restart kubelet (kubelet's own message asks for exactly this)."),
+    "STATE_CHECKSUM_MISMATCH": ("warning", "the state file's checksum does not match its content",
+                                "The file may have been edited by hand; kubelet verifies the checksum when it restores the checkpoint."),
+})
+def state_file(ctx):
+    k, st, snap, sf = ctx.k, ctx.st, ctx.snap, ctx.sf
+    if snap.state_status == "invalid" or (k.cpu_manager_policy == "static" and snap.state_status in ("missing", "unreadable")):
+        why = [f"{p.source}: {p.message}" for p in snap.problems if p.source == sf] or [f"{sf}: {snap.state_status}"]
+        yield finding("STATE_UNREADABLE", f"cpu_manager_state is {snap.state_status}: kubelet's CPU assignments are unknown",
+                      why + [f"policy {k.cpu_manager_policy!r} ({k.sources.get('cpu_manager_policy', 'default')})"])
+    if st is not None and st.checksum_ok is False:
+        yield finding("STATE_CHECKSUM_MISMATCH", f"{sf}: checksum {st.checksum} does not match the content",
+                      [p.message for p in snap.problems if p.source == sf and "checksum" in p.message])
+    if st is not None and k.cpu_manager_policy and st.policy != k.cpu_manager_policy:
+        yield finding("STATE_POLICY_MISMATCH",
+                      f"state file says policy {st.policy!r}, kubelet is configured with {k.cpu_manager_policy!r}",
+                      [f"{sf}: policyName={st.policy}",
+                       f"{k.sources.get('cpu_manager_policy', 'default')}: cpuManagerPolicy={k.cpu_manager_policy}"])
+
+
+@check({"EXCLUSIVE_OVERLAP": ("critical", "exclusive CPU sets of two different pods intersect",
+                              "The checkpoint is inconsistent: drain the node, delete cpu_manager_state, restart kubelet.")})
+def exclusive_overlap(ctx):
+    """Within one pod, an init container's CPUs reused by its app containers is legitimate
+    (k/k policy_static.go cpusToReuse): only pods are compared."""
+    if ctx.st is None:
+        return
+    owner_pod: dict[int, str] = {}
+    for uid, ctrs in ctx.st.entries.items():
+        if uid == "":
+            continue
+        for c in frozenset().union(*ctrs.values()) if ctrs else frozenset():
+            other = owner_pod.get(c)
+            if other is not None and other != uid:
+                a, b = ctx.pods_by_uid.get(other), ctx.pods_by_uid.get(uid)
+                yield finding("EXCLUSIVE_OVERLAP", f"CPU {c} is exclusive to two pods: "
+                              f"{who(a, None) if a else other} and {who(b, None) if b else uid}",
+                              [f"{ctx.sf}: entries[{other}] and entries[{uid}] both hold {c}"], [c], b)
+            owner_pod[c] = uid
+
+
+@check({"OFFLINE_ASSIGNED": ("critical", "an offline CPU is in an assignment or in the shared pool",
+                             "The CPU manager does not support CPU hot-plug: bring the CPU back online, or drain, delete the state file and restart kubelet.")})
+def offline_assigned(ctx):
+    st, online, sf = ctx.st, ctx.topo.online, ctx.sf
+    if st is None:
+        return
+    for uid, ctrs in st.entries.items():
+        for cname, cs in ctrs.items():
+            off = cs - online
+            if off:
+                p = ctx.pods_by_uid.get(uid)
+                yield finding("OFFLINE_ASSIGNED", f"offline CPUs {fmt(off)} assigned to {who(p, cname) if p else uid + '/' + cname}",
+                              [f"{sf}: entries[{uid}][{cname}] = {fmt(cs)}", f"online = {fmt(online)}"], off, p, cname)
+    off = st.default_cpuset - online
+    if off and st.policy == "static":
+        yield finding("OFFLINE_ASSIGNED", f"offline CPUs {fmt(off)} are in the shared pool",
+                      [f"{sf}: defaultCpuSet = {fmt(st.default_cpuset)}", f"online = {fmt(online)}"], off)
+
+
+@check({"ORPHAN_STATE_ENTRY": ("warning", "a state entry names a pod that has no cgroup on the node",
+                               "Kubelet normally removes stale entries; a lasting one holds CPUs nobody uses. It clears on kubelet restart.")})
+def orphan_state_entry(ctx):
+    if ctx.st is None:
+        return
+    for uid, ctrs in ctx.st.entries.items():
+        p = ctx.pods_by_uid.get(uid)
+        if uid and (p is None or p.cgroup_path is None):
+            cs = frozenset().union(*ctrs.values()) if ctrs else frozenset()
+            yield finding("ORPHAN_STATE_ENTRY", f"state entry for pod {uid} ({', '.join(sorted(ctrs))}) but no such pod cgroup",
+                          [f"{ctx.sf}: entries[{uid}] = {', '.join(f'{n}: {fmt(s)}' for n, s in sorted(ctrs.items()))}",
+                           "no kubepods*/…pod<uid> directory"], cs, p)

@@ -1,0 +1,128 @@
+"""One pipeline, one report: frame -> NodeSnapshot -> Rates -> findings -> NodeReport.
+
+Every frontend reads NodeReports and computes nothing of its own: the live TUI, record/replay, `snapshot`,
+`check`, the exporter and any web view. A `Pipeline` holds what one node's frames carry between ticks
+(the static frame, the names frame, deeper frames from earlier ticks) and the previous snapshot for the
+rates; `feed(frame)` returns the report of that tick.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from .errors import ProbeFailed, Problem
+from .findings import Finding, evaluate, worst
+from .frames import Frame
+from .model import NodeSnapshot, Severity
+from .assemble import assemble
+from .rates import Rates, compute
+
+
+@dataclass(frozen=True, slots=True)
+class Timings:
+    """Seconds. `read` is the request's round trip (None for a recorded frame); `build` the client's
+    parse + assemble + rates + findings; `probe_cpu` the probe's own CPU for the frame, when it says."""
+
+    read: float | None = None
+    build: float = 0.0
+    probe_cpu: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeReport:
+    """Everything pinscope knows about one node at one tick. Frozen: frontends only read it."""
+
+    target: str  # how the node is reached (address, `local`, node/NAME)
+    name: str  # what the user calls it (inventory or API name; recordings are keyed by it)
+    t: float  # wall clock (epoch seconds) when the frame arrived, or when it was recorded
+    snapshot: NodeSnapshot
+    rates: Rates | None
+    findings: tuple[Finding, ...]
+    timings: Timings = Timings()
+
+    @property
+    def node(self) -> str:
+        """The node's own hostname, as it reported it."""
+        return self.snapshot.node
+
+    @property
+    def problems(self) -> tuple[Problem, ...]:
+        """What could not be read on the node (each a source and a message)."""
+        return self.snapshot.problems
+
+    @property
+    def worst(self) -> Severity | None:
+        return worst(self.findings)
+
+    def to_json(self, api_pods: dict | None = None) -> dict:
+        from .jsonout import enrich, to_json
+
+        o = to_json(self.snapshot, self.rates, self.findings)
+        return enrich(o, api_pods) if api_pods else o
+
+
+class Pipeline:
+    """frames -> NodeReports for one node. Keeps the static, names and deeper frames between ticks, and the
+    previous snapshot for rates (reset it with `reset()` after a reconnect: rates never span a gap)."""
+
+    def __init__(self, target: str, name: str | None = None) -> None:
+        self.target = target
+        self.name = name or target
+        self.static: Frame | None = None
+        self.names: Frame | None = None
+        self.want_names = True
+        self.unnamed_at_names: set = set()
+        self.carry: dict[str, Frame] = {}  # depth letter -> the last frame that had it
+        self.ticks = 0
+        self.topology_changed = False
+        self.prev: NodeSnapshot | None = None
+        self.prev_t: float | None = None
+
+    def reset(self) -> None:
+        """A new connection: everything is read again, and no rate spans the gap."""
+        self.static = None
+        self.names = None
+        self.want_names = True
+        self.carry = {}
+        self.prev = self.prev_t = None
+
+    def ingest(self, frame: Frame) -> NodeSnapshot:
+        """A frame (fresh, or from a recording) -> the node's snapshot; keeps static/names/carry state."""
+        letters = frame.letters
+        self.ticks += 1
+        if self.static is None and "s" not in letters:
+            raise ProbeFailed("a frame before any static frame")
+        if "s" in letters:
+            self.static = frame
+        if "n" in letters:
+            self.names = frame
+        older = {id(f): f for k, f in self.carry.items() if k not in letters}
+        carry = tuple(sorted(older.values(), key=lambda f: f.seq))
+        snap = assemble(self.static, frame, self.target, self.names, carry)
+        for k in "ctTai":
+            if k in letters:
+                self.carry[k] = frame
+        if "T" in letters:
+            self.carry["t"] = frame
+        # a pod or container we could not name when the layout was last listed: list it again next tick
+        unnamed = {(p.uid, c.id) for p in snap.pods for c in p.containers if p.name is None or c.name is None}
+        if "n" in letters:
+            self.unnamed_at_names = unnamed
+        self.want_names = bool(unnamed - self.unnamed_at_names)
+        online = "/sys/devices/system/cpu/online"
+        self.topology_changed = "s" not in letters and self.static.files.get(online) != frame.files.get(online)
+        return snap
+
+    def feed(self, frame: Frame, t: float | None = None, read: float | None = None,
+             window_from: tuple[NodeSnapshot, float] | None = None) -> NodeReport:
+        """One frame -> its NodeReport. Rates are over the previous fed frame (or over `window_from`, a
+        (snapshot, monotonic time) pair, for `snapshot --samples N`)."""
+        t0 = time.perf_counter()
+        now = time.monotonic()
+        snap = self.ingest(frame)
+        prev, prev_t = window_from if window_from is not None else (self.prev, self.prev_t)
+        rates = compute(prev, snap, now - prev_t if prev_t is not None else None) if prev is not None else None
+        self.prev, self.prev_t = snap, now
+        findings = tuple(evaluate(snap, rates))
+        return NodeReport(self.target, self.name, time.time() if t is None else t, snap, rates, findings,
+                          Timings(read, time.perf_counter() - t0))
