@@ -100,7 +100,7 @@ def test_sshd_killed_mid_stream_is_reported_and_reconnected(tmp_path, node_root)
     async def scenario():
         col = NodeCollector(srv.target, opts)
         stop = asyncio.Event()
-        task = asyncio.create_task(live(col, 0.2, lambda n: "g", lambda s, r: snaps.append(s),
+        task = asyncio.create_task(live(col, 0.2, lambda n: "g", lambda r: snaps.append(r.snapshot),
                                         lambda st, msg: states.append((st, msg)), stop))
         async def until(cond, t=15):
             end = time.time() + t
