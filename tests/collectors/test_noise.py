@@ -205,7 +205,7 @@ def _collect(root, requests, focus=None, focus_cpu=None):
         out = []
         try:
             for req in requests:
-                out.append(await col.sample(req))
+                out.append((await col.tick(req)).snapshot)
                 sim.tick(1.0)
         finally:
             await col.close()
