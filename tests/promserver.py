@@ -222,3 +222,21 @@ def rules_file(dest) -> Path:
     doc = yaml.safe_load((REPO / "deploy/operator/prometheusrule.yaml").read_text())
     Path(dest).write_text(yaml.safe_dump({"groups": doc["spec"]["groups"]}, sort_keys=False))
     return Path(dest)
+
+
+def backfill(fleet, data_dir, at: float | None = None, timeout: float = 300) -> float:
+    """Write `fleet` (collectors.sim.promfleet) as OpenMetrics and turn it into TSDB blocks in data_dir
+    with `promtool tsdb create-blocks-from openmetrics`. One sample per series, `at` (default 5 minutes
+    ago): query it with Prometheus(lookback="1h"). Returns the timestamp written."""
+    from collectors.sim.promfleet import write_openmetrics
+
+    at = time.time() - 300 if at is None else at
+    src = Path(data_dir).parent / "fleet.om"
+    with open(src, "w") as f:
+        write_openmetrics(fleet, f, [at])
+    r = subprocess.run([PROMTOOL, "tsdb", "create-blocks-from", "openmetrics", str(src), str(data_dir)],
+                       capture_output=True, text=True, timeout=timeout)
+    src.unlink()
+    if r.returncode != 0:
+        raise RuntimeError(f"promtool backfill failed: {r.stderr[-2000:]}")
+    return at

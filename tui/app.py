@@ -87,7 +87,7 @@ class PinscopeApp(App):
         self.theme_key = theme if theme in THEMES else "dark"
         self.cleanup = cleanup
         self.autostart = autostart
-        self.current = self.targets[0]
+        self.current = self.targets[0] if self.targets else None  # none: an overview from elsewhere (--prometheus)
         self.stop = asyncio.Event()
         self.started_at = time.monotonic()
         self.first_paint_s: float | None = None

@@ -70,6 +70,8 @@ def build_parser(cmd: str) -> argparse.ArgumentParser:
         _common(p)
         p.add_argument("--theme", default="dark")
         p.add_argument("--record", metavar="FILE", help="append every frame of every node to FILE, compressed")
+        p.add_argument("--prometheus", metavar="URL", help="the fleet overview from this Prometheus (pinscope exporter's metrics); "
+                       "--selector then takes label matchers, --host-template/--kube-user say how Enter reaches a node")
     return p
 
 
@@ -115,6 +117,11 @@ def main(argv: list[str] | None = None) -> int:
             app = ReplayApp(rec, theme=a.theme, speed=a.speed, at=at_time(rec, a.at) if a.at else None)
             app.run()
             return app.return_code or 0
+        if getattr(a, "prometheus", None):
+            from tui.promapp import run_prometheus
+
+            return run_prometheus(a.prometheus, a.selector, _opts(a), a.interval, max(5.0, a.interval), a.theme,
+                                  a.host_template, a.kube_user)
         targets = _targets(a)
         if not targets:
             build_parser("").print_usage(sys.stderr)

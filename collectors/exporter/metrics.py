@@ -44,6 +44,8 @@ CONTRACT: tuple[Family, ...] = (
            "CPUs of the node by role (every role present, 0 included)"),
     Family("pinscope_cpu_utilization_ratio", "gauge", ("node", "cpu"),
            "busy share of the CPU over the last read window, 0..1 (/proc/stat)"),
+    Family("pinscope_node_cpu_utilization_ratio", "gauge", ("node",),
+           "busy share of all the node's online CPUs over the last read window, 0..1 (what the fleet overview sorts and shows)"),
     Family("pinscope_node_info", "gauge", ("node", "cpu_manager_policy", "topology_manager_policy", "cgroup_version", "roles_from"),
            "1 per node: kubelet's policies as read on the node, and where the roles came from (state | cgroups | policy-none)"),
     Family("pinscope_container_exclusive_cpus", "gauge", CTR,
@@ -109,9 +111,10 @@ def node_samples(node: str, report) -> dict[str, list[Sample]]:
             "container": _s(o and o.container)}, 1)
     for role, n in counts.items():
         add("pinscope_cpus", {"node": node, "role": role}, n)
-    if rates is not None:
+    if rates is not None and rates.util:
         for cpu, u in sorted(rates.util.items()):
             add("pinscope_cpu_utilization_ratio", {"node": node, "cpu": str(cpu)}, u)
+        add("pinscope_node_cpu_utilization_ratio", {"node": node}, sum(rates.util.values()) / len(rates.util))
     k = snap.kubelet
     add("pinscope_node_info", {"node": node, "cpu_manager_policy": _s(k.cpu_manager_policy),
                                "topology_manager_policy": _s(k.topology_manager_policy),

@@ -1,0 +1,124 @@
+"""The fleet map fed by Prometheus: one line-API widget for thousands of nodes.
+
+Every node is a row of aggregates (read state, finding counts, the worst finding's code, utilisation);
+the per-CPU mini map (role glyph, `!` on CPUs of a container a finding names) is drawn only for the nodes
+on screen, whose per-CPU series the screen fetches; the others' maps are never asked for. A FleetMap
+subclass: the same keys, cursor, click and theme classes as the SSH fleet overview.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.segment import Segment
+from textual.geometry import Size
+from textual.strip import Strip
+
+from collectors.promql import PromNode
+from tui.widgets.coregrid import GLYPHS
+from tui.widgets.fleetmap import _PLAIN, FleetMap
+
+RANK = {"critical": 0, "warning": 1, "unreadable": 2}
+
+
+@dataclass
+class PromRow:
+    """The UI's row for one node: the latest aggregates, the per-CPU detail if fetched, a generation."""
+
+    node: PromNode
+    cpus: tuple | None = None  # PromCpu, for nodes that were on screen
+    generation: int = 0
+
+    @property
+    def target(self) -> str:
+        return self.node.name
+
+    @property
+    def title(self) -> str:
+        return self.node.name
+
+    def rank(self) -> int:
+        if self.node.read_ok is False:
+            return min(RANK["unreadable"], RANK.get(self.node.worst(), 5))
+        return RANK.get(self.node.worst(), 5)
+
+
+def order_key(row: PromRow):
+    return (row.rank(), row.node.name)
+
+
+class PromFleetMap(FleetMap):
+    NAME_W = 26
+    HEAD_W = 26 + 9 + 6 + 24  # name, ✖n ▲n, util, worst code
+
+    def set_views(self, views) -> None:
+        cur = self.views[self.cursor].target if self.moved and self.views and self.cursor < len(self.views) else None
+        self.views = sorted(views, key=order_key)
+        if cur is not None:
+            for i, v in enumerate(self.views):
+                if v.target == cur:
+                    self.cursor = i
+                    break
+        self.cursor = min(self.cursor, max(0, len(self.views) - 1))
+        shape = (tuple(v.target for v in self.views), tuple(v.node.ncpus for v in self.views), self.size)
+        if shape != getattr(self, "_shape", None):
+            self._shape = shape
+            self._layout()
+        else:
+            self._cache.clear()
+        self.refresh()
+
+    def _map_width(self) -> int:
+        return max(8, self.size.width - self.HEAD_W - 1)
+
+    def _layout(self) -> None:
+        w = self._map_width()
+        self.rows = []
+        for i, v in enumerate(self.views):
+            lines = max(1, -(-v.node.ncpus // w)) if v.node.read_ok is not False else 1
+            self.rows += [(i, k) for k in range(lines)]
+        self.virtual_size = Size(self.size.width, len(self.rows))
+        self._cache.clear()
+
+    def visible_names(self) -> list[str]:
+        """The nodes with a row on screen now (their per-CPU series are worth asking for)."""
+        y0 = int(self.scroll_offset.y)
+        seen: dict[str, None] = {}
+        for vi, _ in self.rows[y0:y0 + max(1, self.size.height)]:
+            seen[self.views[vi].target] = None
+        return list(seen)
+
+    def _paint(self, v: PromRow, k: int, focused: bool, width: int) -> Strip:
+        n = v.node
+        segs = []
+        down = n.read_ok is False
+        if k == 0:
+            crit, warn = n.findings.get("critical", 0), n.findings.get("warning", 0)
+            glyph = "○" if down else ("●" if n.read_ok else "?")
+            st = self._st("stale") if down else self._st("name")
+            if focused:
+                st = st + self._st("cursor")
+            segs.append(Segment(f"{glyph} {n.name[:self.NAME_W - 3]:<{self.NAME_W - 2}}", st))
+            segs.append(Segment(f"✖{crit:<3}", self._st("critical") if crit else self._st("stale")))
+            segs.append(Segment(f"▲{warn:<4}", self._st("warning") if warn else self._st("stale")))
+            util = f"{n.util * 100:4.0f}% " if n.util is not None else "   - "
+            segs.append(Segment(util + " ", self._st("stale") if down else _PLAIN))
+            code = n.codes[0][1] if n.codes else ""
+            sev = n.codes[0][0] if n.codes else None
+            segs.append(Segment(f"{code[:23]:<24}", self._st(sev) if sev else _PLAIN))
+        else:
+            segs.append(Segment(" " * self.HEAD_W, _PLAIN))
+        w = self._map_width()
+        if down:
+            if k == 0:
+                segs.append(Segment("cannot be read (pinscope_read_success 0)", self._st("stale")))
+        elif v.cpus is not None:
+            for c in v.cpus[k * w:(k + 1) * w]:
+                if c.mark in ("critical", "warning"):
+                    segs.append(Segment("!", self._st(c.role) + self._st(c.mark)))
+                else:
+                    segs.append(Segment(GLYPHS.get(c.role, "?"), self._st(c.role if c.role in GLYPHS else "unassigned")))
+        else:
+            todo = max(0, min(w, n.ncpus - k * w))
+            segs.append(Segment("·" * todo, self._st("stale")))  # not fetched yet: on its way
+        strip = Strip(Segment.simplify(segs))
+        return strip.extend_cell_length(width, _PLAIN).crop(0, width)
