@@ -1,0 +1,205 @@
+"""`pinscope --prometheus`: the fleet overview against a real Prometheus holding 5,000 simulated nodes,
+backfilled with `promtool tsdb create-blocks-from openmetrics` (collectors.sim.promfleet writes the series
+in the exporter's contract). Counts match the truth written; the per-CPU map is fetched only for the nodes
+on screen; Enter opens a node live through the usual transport and Esc comes back; --selector narrows the
+fleet; Prometheus down, slow or refusing is a status-line state, never a crash.
+"""
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+
+import pytest
+
+from collectors.collect import Options
+from collectors.promql import PromError, PromSource, matchers
+from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
+from collectors.sim.promfleet import make_fleet
+from helpers import need
+from promserver import Prometheus, backfill, free_port, have_prometheus
+
+N = 5000
+pytestmark = pytest.mark.timeout(300)  # the backfill takes ~30 s on a quiet 2-core machine
+
+
+@pytest.fixture(scope="module")
+def fleet_prom(tmp_path_factory):
+    need(have_prometheus(), "prometheus and promtool (Debian package prometheus)")
+    d = tmp_path_factory.mktemp("fleet")
+    fleet = make_fleet(N)
+    backfill(fleet, d / "data")
+    with Prometheus(storage=str(d / "data"), lookback="1h") as prom:
+        yield fleet, prom
+
+
+def _app(url, **kw):
+    from tui.promapp import PromApp
+
+    return PromApp(PromSource(url, kw.pop("selector", None), timeout=kw.pop("timeout", 20)), **kw)
+
+
+async def _until(pilot, cond, deadline=60.0, what="condition"):
+    end = time.monotonic() + deadline
+    while time.monotonic() < end:
+        if cond():
+            return
+        await pilot.pause(0.1)
+    raise AssertionError(f"{what}: not within {deadline} s")
+
+
+def test_overview_of_5000_nodes_matches_the_truth_and_maps_only_what_is_on_screen(fleet_prom):
+    fleet, prom = fleet_prom
+    truth = {n.name: n for n in fleet}
+
+    async def go():
+        app = _app(prom.url)
+        async with app.run_test(size=(200, 50)) as pilot:
+            scr = app.overview
+            await _until(pilot, lambda: len(scr.rows) == N, what="5,000 nodes")
+            rows = scr.rows
+            assert sum(1 for r in rows.values() if r.node.read_ok is False) == sum(1 for n in fleet if not n.read_ok)
+            crit = {n.name for n in fleet if n.read_ok and any(f[1] == "critical" for f in n.findings)}
+            assert {k for k, r in rows.items() if r.node.findings.get("critical")} == crit
+            for name in ("node-00000", "node-01234", "node-04999"):
+                t = truth[name]
+                if t.read_ok:
+                    assert rows[name].node.ncpus == t.ncpus
+            # worst first: every critical node, by name, then the warnings
+            from tui.widgets.promfleetmap import PromFleetMap
+
+            fm = app.screen.query_one(PromFleetMap)
+            top = [v.target for v in fm.views[:len(crit)]]
+            assert top == sorted(crit)
+            # the per-CPU map: fetched for the nodes on screen, and for no other
+            await _until(pilot, lambda: all(rows[n].cpus is not None for n in fm.visible_names()), what="visible maps")
+            shown = set(fm.visible_names())
+            assert 10 <= len(shown) < 60
+            fetched = {k for k, r in rows.items() if r.cpus is not None}
+            assert fetched == shown
+            for name in shown:
+                t = truth[name]
+                cpus = rows[name].cpus
+                assert [c.role for c in cpus] == t.roles
+                drift = [c.id for c in cpus if c.mark == "critical"]
+                assert drift == [i for i, o in enumerate(t.owners) if o == ("trading", "app-0", "main")]
+            # the screen shows it: a critical node's row with its code and its map
+            first = sorted(crit)[0]
+            text = "\n".join(fm.render_line(y).text for y in range(3))
+            assert first in text and "STATE_CGROUP_DRIFT" in text and "!" in text
+            # scrolling to the end fetches the maps of the nodes that come on screen
+            await pilot.press("end")
+            fm.cursor = len(fm.views) - 1
+            await _until(pilot, lambda: all(rows[n].cpus is not None for n in fm.visible_names()), what="maps after scrolling")
+            assert "node-04999" in fm.visible_names() or truth["node-04999"].findings
+            assert len({k for k, r in rows.items() if r.cpus is not None}) < 150
+            # the filter narrows by name
+            await pilot.press("slash", *"node-0012", "enter")
+            await _until(pilot, lambda: len(fm.views) == 10, what="filter")
+            assert "node-0012" in str(app.screen.query_one("#status").render())
+
+    asyncio.run(go())
+
+
+def test_selector_narrows_the_fleet_in_promql(fleet_prom):
+    fleet, prom = fleet_prom
+
+    async def go():
+        app = _app(prom.url, selector='node=~"node-000.*"')
+        async with app.run_test(size=(160, 40)) as pilot:
+            await _until(pilot, lambda: len(app.overview.rows) == 100, what="100 nodes")
+            assert set(app.overview.rows) == {f"node-{i:05d}" for i in range(100)}
+
+    asyncio.run(go())
+
+
+def test_enter_opens_a_node_live_through_the_usual_transport_and_esc_returns(fleet_prom, tmp_path):
+    """The host template names the transport: here 'local' with --root, a simulated node read live by
+    the real probe (over SSH it would be {name} or {ip})."""
+    _, prom = fleet_prom
+    SimNode(NodeSpec(hostname="sim-live", cores=4, reserved="0",
+                     pods=[PodSpec("feed", "trading", containers=[CtrSpec("feed", cpus="2-3")])]), tmp_path / "n").write()
+
+    async def go():
+        from tui.screens.node import NodeScreen
+
+        app = _app(prom.url, opts=Options(root=str(tmp_path / "n")), host_template="local")
+        async with app.run_test(size=(200, 50)) as pilot:
+            await _until(pilot, lambda: len(app.overview.rows) == N, what="5,000 nodes")
+            await pilot.pause(0.3)
+            await pilot.press("enter")
+            assert isinstance(app.screen, NodeScreen)
+            name = app.screen.target
+            assert name == app.overview.query_one("#fleet").views[0].target
+            await _until(pilot, lambda: app.views[name].snap is not None, what="a live frame")
+            assert app.views[name].snap.node == "sim-live"
+            assert app.collectors[name].target == "local" and name in app.live_workers
+            await pilot.press("escape")
+            assert app.screen is app.overview
+            assert name not in app.live_workers  # that node's task is stopped, its probe closed
+            await _until(pilot, lambda: app.collectors[name].transport.proc is None, what="probe closed")
+
+    asyncio.run(go())
+
+
+class _Silent:
+    """A TCP server that accepts and never answers: a Prometheus that hangs."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.conns = []
+        self.t = threading.Thread(target=self._accept, daemon=True)
+        self.t.start()
+
+    def _accept(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.conns.append(c)
+
+    def close(self):
+        self.sock.close()
+        for c in self.conns:
+            c.close()
+
+
+def test_prometheus_down_or_slow_is_a_status_line_state():
+    async def go():
+        app = _app(f"http://127.0.0.1:{free_port()}", timeout=2)  # nothing listens there
+        async with app.run_test(size=(160, 30)) as pilot:
+            await _until(pilot, lambda: app.overview.state == "down", deadline=20, what="down")
+            status = str(app.screen.query_one("#status").render())
+            assert "Prometheus DOWN" in status and "no data yet" in status
+        silent = _Silent()
+        try:
+            app = _app(f"http://127.0.0.1:{silent.port}", timeout=1)
+            async with app.run_test(size=(160, 30)) as pilot:
+                await _until(pilot, lambda: app.overview.state == "slow", deadline=20, what="slow")
+                assert "did not answer within 1 s" in str(app.screen.query_one("#status").render())
+                await pilot.press("q")
+        finally:
+            silent.close()
+
+    asyncio.run(go())
+
+
+def test_prometheus_refusing_a_query_and_bad_arguments_are_plain():
+    with pytest.raises(PromError, match="expected an http"):
+        PromSource("localhost:9090")
+    with pytest.raises(PromError, match="--selector"):
+        matchers("=broken")
+    assert matchers("pool=trading, zone!=b") == 'pool="trading",zone!="b"'
+    assert matchers('node=~"trade-.*"') == 'node=~"trade-.*"'
+
+
+def test_cli_prometheus_with_a_bad_url_is_one_line():
+    from helpers import run_cli
+
+    r = run_cli("--prometheus", "localhost:9090", timeout=60)
+    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "expected an http" in r.stderr
