@@ -62,33 +62,11 @@ def _probe_cpu(transport) -> float | None:
         return None
 
 
-async def _read_report(col: NodeCollector, prev):
-    """One full read -> (report, snapshot). NodeCollector.tick when the pipeline provides it."""
-    tick = getattr(col, "tick", None)
-    if tick is not None:
-        rep = await tick(FULL)
-        return rep, rep.snapshot
-    from ..findings import evaluate
-    from ..rates import compute
-
-    snap = await col.sample(FULL)
-    rates = compute(prev, snap) if prev is not None else None
-    return _Report(snap, rates, tuple(evaluate(snap, rates))), snap
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Report:
-    snapshot: object
-    rates: object
-    findings: tuple
-
-
 async def node_loop(col: NodeCollector, node: str, interval: float, store: LatestReports,
                     stop: asyncio.Event, connect_timeout: float) -> None:
     """Read the node every `interval` s until `stop`; publish each outcome to `store`."""
     backoff = Backoff(base=min(1.0, interval), cap=max(interval, 30.0))
     connected = False
-    prev = None
     last_ok = None
     said = None  # the last problem printed: a node that stays down is said once, not every read
     while not stop.is_set():
@@ -98,13 +76,14 @@ async def node_loop(col: NodeCollector, node: str, interval: float, store: Lates
             if not connected:
                 await asyncio.wait_for(col.connect(), connect_timeout + 1)
                 connected = True
-                prev = None
             cpu0 = _probe_cpu(col.transport)
-            report, prev = await _read_report(col, prev)
+            report = await col.tick(FULL)  # rates over the previous read: the exporter's window is --interval
             cpu1 = _probe_cpu(col.transport)
-            last_ok = time.time()
-            store.put(NodeState(node, node_samples(node, report), True, time.monotonic() - t0,
-                                cpu1 - cpu0 if cpu0 is not None and cpu1 is not None else None, last_ok))
+            probe_cpu = report.timings.probe_cpu
+            if probe_cpu is None and cpu0 is not None and cpu1 is not None:
+                probe_cpu = cpu1 - cpu0
+            last_ok = report.t
+            store.put(NodeState(node, node_samples(node, report), True, time.monotonic() - t0, probe_cpu, last_ok))
             backoff.reset()
             if said is not None:
                 print(f"pinscope exporter: {node}: read again", file=sys.stderr, flush=True)
