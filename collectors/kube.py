@@ -16,7 +16,7 @@ from .inventory import Target, address
 
 
 class KubeError(PinscopeError):
-    pass
+    """The Kubernetes API did not answer, or answered something we cannot use."""
 
 
 @dataclass(frozen=True)
@@ -36,20 +36,38 @@ class ApiPod:
     containers: tuple = ()
 
 
-def _api(context: str | None, kubeconfig: str | None = None):
+_CONFIGS: dict = {}
+
+
+def load_config(context: str | None = None, kubeconfig: str | None = None):
+    """A `kubernetes.client.Configuration` from the kubeconfig (its current or the given context) or, inside
+    a pod with neither given, the service account. Loaded once per (context, file): an exec plugin's
+    token is refreshed by the configuration's own hook when it expires."""
+    key = (context, kubeconfig)
+    if key in _CONFIGS:
+        return _CONFIGS[key]
     try:
         from kubernetes import client, config
         from kubernetes.config.config_exception import ConfigException
     except ImportError as err:  # declared dependency; say so plainly if it is missing
-        raise KubeError("--kube needs the 'kubernetes' package") from err
+        raise KubeError("the Kubernetes API needs the 'kubernetes' package") from err
+    cfg = client.Configuration()
     try:
         if kubeconfig or context or not _in_cluster():
-            config.load_kube_config(config_file=kubeconfig, context=context)
+            config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg,
+                                    persist_config=False)
         else:
-            config.load_incluster_config()
+            config.load_incluster_config(client_configuration=cfg)
     except (ConfigException, OSError, TypeError, ValueError) as err:
-        raise KubeError(f"--kube: no usable kubeconfig ({err})") from err
-    return client.CoreV1Api()
+        raise KubeError(f"Kubernetes API: no usable kubeconfig ({err})") from err
+    _CONFIGS[key] = cfg
+    return cfg
+
+
+def _api(context: str | None, kubeconfig: str | None = None):
+    from kubernetes import client
+
+    return client.CoreV1Api(client.ApiClient(load_config(context, kubeconfig)))
 
 
 def _in_cluster() -> bool:
@@ -64,6 +82,53 @@ def _get(call, what: str, timeout: float):
         return json.loads(resp.data)
     except Exception as err:  # urllib3, ApiException, JSON: all "the API did not answer"
         raise KubeError(f"Kubernetes API: {what}: {type(err).__name__}: {str(err)[:200]}") from err
+
+
+class Refused(KubeError):
+    """The API answered no: RBAC (403), admission policy or quota (403, 400, 422), bad credentials (401)."""
+
+
+class NotFound(KubeError):
+    pass
+
+
+class ApiUnreachable(KubeError):
+    pass
+
+
+def call(fn, verb: str, resource: str, in_ns: str | None = None, timeout: float = 10.0, **kw) -> dict:
+    """One request through the kubernetes client, read raw (no generated models). Every way it can fail is
+    one plain line naming the RBAC verb and resource that was asked for, and the API's own reason."""
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    what = f"{verb} {resource}" + (f" in namespace {in_ns}" if in_ns else "")
+    try:
+        resp = fn(_preload_content=False, _request_timeout=timeout, **kw)
+        return json.loads(resp.data) if resp.data else {}
+    except ApiException as err:
+        msg = " ".join(_status_message(err.body, err.reason).split())[:400]
+        if err.status == 404:
+            raise NotFound(f"Kubernetes API: {what}: not found ({msg})") from err
+        if err.status == 401:
+            raise Refused(f"Kubernetes API refused {what}: not authenticated (401: {msg})") from err
+        if err.status in (400, 403, 409, 422):
+            raise Refused(f"Kubernetes API refused {what} ({err.status}: {msg})") from err
+        raise KubeError(f"Kubernetes API: {what}: {err.status} {msg}") from err
+    except (HTTPError, OSError) as err:
+        reason = getattr(err, "reason", None) or err
+        raise ApiUnreachable(f"Kubernetes API did not answer {what} ({type(reason).__name__}: {str(reason)[:200]})") from err
+    except ValueError as err:
+        raise KubeError(f"Kubernetes API: {what}: the answer is not JSON") from err
+
+
+def _status_message(body, default) -> str:
+    """The `message` of a v1 Status body (what kubectl prints after 'Error from server')."""
+    try:
+        doc = json.loads(body)
+        return str(doc.get("message") or doc.get("reason") or default)
+    except (TypeError, ValueError, AttributeError):
+        return str(body or default)
 
 
 def discover(context: str | None = None, selector: str | None = None, host_template: str = "{ip}",

@@ -31,6 +31,21 @@ def probe_command(root: str | None = None, sudo: bool = False) -> str:
             f"else echo {shlex.quote(SUDO_REFUSED)}; exec sh -c {p} {args}; fi")
 
 
+PROBE_END = "#pinscope-probe-end"
+
+
+def stdin_probe_command(root: str | None = None) -> str:
+    """For exec streams (the Kubernetes API): a short constant command that reads the probe's text from
+    stdin up to PROBE_END, then runs it; the requests follow on the same stdin. The probe never travels in
+    the URL (API servers and proxies log and bound URLs). `read` takes one byte at a time from a pipe
+    (POSIX), so nothing after the marker is consumed. Send `probe_text()` + PROBE_END + newline first."""
+    args = "pinscope-probe"
+    if root:
+        args += " --root " + shlex.quote(root)
+    return (f'P=; while IFS= read -r l; do [ "$l" = {shlex.quote(PROBE_END)} ] && break; P="$P$l\n"; done; '
+            f'exec sh -c "$P" {args}')
+
+
 class FrameStream:
     """Request/response over a probe's stdin/stdout. Subclasses provide the streams."""
 

@@ -1,0 +1,239 @@
+"""`node/NAME`: the probe through the Kubernetes API, for nodes nobody can SSH to (EKS, GKE, AKS, OpenShift).
+
+If a pinscope exporter pod (deploy/, label app.kubernetes.io/name=pinscope-exporter, in --namespace) runs
+on the node, the probe is exec'd in it, with --root at the path where that pod mounts the host's "/".
+Otherwise a short-lived debug pod is created on the node the way `kubectl debug node/NAME
+--profile=sysadmin` makes one (kubectl/pkg/cmd/debug: generateNodeDebugPod + the sysadmin profile): pinned
+by spec.nodeName, host PID (and host network, so it needs no pod IP from the CNI), every taint tolerated,
+privileged; unlike kubectl's, the host's "/" is mounted READ-ONLY at /host, the service account token is
+not mounted, and the pod carries pinscope's labels and activeDeadlineSeconds, so a crash leaves nothing
+running for long (`pinscope gc` lists and deletes leftovers). The probe runs with --root /host over the
+exec stream (kubeexec.py); on close stdin is closed so the probe exits, and the debug pod is deleted.
+
+REST calls go through the `kubernetes` client (in a thread, each with a deadline); every refusal is one
+plain line naming the verb and resource (collectors.kube.call). The frames are the same as over SSH.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import getpass
+import os
+import secrets
+import socket
+import string
+import time
+
+from .. import probe_text
+from ..errors import ProbeFailed, Unreachable
+from ..kube import KubeError, NotFound, call, load_config
+from .base import PROBE_END, FrameStream, stdin_probe_command
+from .kubeexec import ExecStream, exec_url
+
+PROBE_LABELS = {"app.kubernetes.io/name": "pinscope-probe", "app.kubernetes.io/managed-by": "pinscope"}
+PROBE_SELECTOR = ",".join(f"{k}={v}" for k, v in PROBE_LABELS.items())
+EXPORTER_SELECTOR = "app.kubernetes.io/name=pinscope-exporter"
+DEFAULT_IMAGE = "busybox:1.36"  # has sh and awk (the probe needs nothing else)
+DEFAULT_NAMESPACE = "pinscope"
+DEFAULT_LIFETIME = 3600  # s: activeDeadlineSeconds of a debug pod (and how long its container sleeps)
+HOST_MOUNT = "/host"
+# waiting reasons that will not resolve by waiting longer (kubelet: images.ErrImagePull and friends)
+_HOPELESS = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
+             "CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
+
+
+def node_name(target: str) -> str | None:
+    """'node/NAME' (as kubectl spells it; also 'nodes/NAME') -> NAME, else None."""
+    for prefix in ("node/", "nodes/"):
+        if target.startswith(prefix) and len(target) > len(prefix):
+            return target[len(prefix):]
+    return None
+
+
+def debug_pod(node: str, image: str = DEFAULT_IMAGE, lifetime: int = DEFAULT_LIFETIME) -> dict:
+    """The debug pod's manifest (see the module docstring for how it differs from kubectl's)."""
+    suffix = "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(5))
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "name": f"pinscope-{node[:40].rstrip('.-')}-{suffix}",
+            "labels": dict(PROBE_LABELS),
+            "annotations": {"pinscope.io/started-by": _started_by()},
+        },
+        "spec": {
+            "nodeName": node,
+            "hostPID": True,
+            "hostNetwork": True,  # no pod IP needed: starts even where the CNI has none left
+            "restartPolicy": "Never",
+            "activeDeadlineSeconds": int(lifetime),
+            "terminationGracePeriodSeconds": 0,
+            "automountServiceAccountToken": False,
+            "enableServiceLinks": False,
+            "tolerations": [{"operator": "Exists"}],
+            "volumes": [{"name": "host-root", "hostPath": {"path": "/"}}],
+            "containers": [{
+                "name": "probe",
+                "image": image,
+                "imagePullPolicy": "IfNotPresent",
+                "command": ["sleep", str(int(lifetime))],
+                "securityContext": {"privileged": True},
+                "volumeMounts": [{"name": "host-root", "mountPath": HOST_MOUNT, "readOnly": True}],
+                "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "128Mi"}},
+            }],
+        },
+    }
+
+
+def _started_by() -> str:
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = str(os.getuid())
+    return f"{user}@{socket.gethostname()} pid {os.getpid()}"
+
+
+def host_root_of(pod: dict) -> tuple[str, str] | None:
+    """(container, mountPath) where this pod mounts the host's "/" (how the exporter DaemonSet reads the
+    node), or None. Read from the pod spec, so the exporter's manifest may choose its own path."""
+    spec = pod.get("spec") or {}
+    host_vols = {v.get("name") for v in spec.get("volumes") or []
+                 if ((v.get("hostPath") or {}).get("path") or "").rstrip("/") == ""}
+    for c in spec.get("containers") or []:
+        for m in c.get("volumeMounts") or []:
+            if m.get("name") in host_vols and m.get("mountPath"):
+                return str(c.get("name")), str(m["mountPath"])
+    return None
+
+
+def _running(pod: dict) -> bool:
+    st = pod.get("status") or {}
+    return st.get("phase") == "Running" and any(
+        "running" in (cs.get("state") or {}) for cs in st.get("containerStatuses") or [])
+
+
+class KubeTransport(FrameStream):
+    """One node through the API: a pod (the exporter's, or our debug pod) and one exec session in it."""
+
+    def __init__(self, target: str, *, context: str | None = None, kubeconfig: str | None = None,
+                 namespace: str = DEFAULT_NAMESPACE, image: str = DEFAULT_IMAGE,
+                 lifetime: int = DEFAULT_LIFETIME, start_timeout: float = 120.0,
+                 use_exporter: bool = True) -> None:
+        self.target = self.name = target
+        self.node = node_name(target) or target
+        self.context, self.kubeconfig = context, kubeconfig
+        self.namespace, self.image, self.lifetime = namespace, image, int(lifetime)
+        self.start_timeout = start_timeout
+        self.use_exporter = use_exporter
+        self.api = None
+        self.cfg = None
+        self.pod: str | None = None  # the pod we exec in
+        self.owned = False  # True for our debug pod: deleted on close
+        self.deadline = 0.0  # monotonic time at which the debug pod's activeDeadlineSeconds ends
+        self.stream: ExecStream | None = None
+        self.via = ""  # "exporter pod X" / "debug pod X": said in errors and shown by the CLI
+
+    # ------------------------------------------------------------------ the API, in a thread, with deadlines
+    async def _call(self, fn, verb: str, resource: str, in_ns: str | None = None, timeout: float = 10.0, **kw):
+        try:
+            return await asyncio.wait_for(
+                asyncio.to_thread(call, fn, verb, resource, in_ns, timeout, **kw), timeout + 2)
+        except asyncio.TimeoutError as err:
+            raise Unreachable(f"{self.target}: Kubernetes API did not answer {verb} {resource} "
+                              f"within {timeout:g} s") from err
+        except KubeError as err:
+            raise type(err)(f"{self.target}: {err}") from err
+
+    async def connect(self, timeout: float = 10.0) -> None:
+        if self.stream is not None or self.pod is not None:
+            await self.close()
+        from kubernetes import client
+
+        self.cfg = await asyncio.to_thread(load_config, self.context, self.kubeconfig)
+        self.api = client.CoreV1Api(client.ApiClient(self.cfg))
+        try:
+            await self._call(self.api.read_node, "get", "nodes", None, timeout, name=self.node)
+        except NotFound as err:
+            raise Unreachable(f"{self.target}: the Kubernetes API has no node named {self.node}") from err
+        try:
+            container, root = await self._pick_pod(timeout)
+            await self._exec(container, root, timeout)
+        except BaseException:
+            await self.close()
+            raise
+
+    async def _pick_pod(self, timeout: float) -> tuple[str, str]:
+        if self.use_exporter:
+            doc = await self._call(self.api.list_namespaced_pod, "list", "pods", self.namespace, timeout,
+                                   namespace=self.namespace, label_selector=EXPORTER_SELECTOR,
+                                   field_selector=f"spec.nodeName={self.node}")
+            for pod in doc.get("items") or []:
+                where = host_root_of(pod)
+                if where and _running(pod) and not (pod.get("metadata") or {}).get("deletionTimestamp"):
+                    self.pod, self.owned = pod["metadata"]["name"], False
+                    self.via = f"exporter pod {self.namespace}/{self.pod}"
+                    return where
+        manifest = debug_pod(self.node, self.image, self.lifetime)
+        created = await self._call(self.api.create_namespaced_pod, "create", "pods", self.namespace, timeout,
+                                   namespace=self.namespace, body=manifest)
+        self.pod = (created.get("metadata") or {}).get("name") or manifest["metadata"]["name"]
+        self.owned = True
+        self.deadline = time.monotonic() + self.lifetime
+        self.via = f"debug pod {self.namespace}/{self.pod}"
+        await self._wait_running(timeout)
+        return "probe", HOST_MOUNT
+
+    async def _wait_running(self, timeout: float) -> None:
+        """Poll until the debug pod runs; a hopeless state (image pull, kubelet refusal) ends the wait early."""
+        end = time.monotonic() + self.start_timeout
+        why = "Pending"
+        while time.monotonic() < end:
+            pod = await self._call(self.api.read_namespaced_pod, "get", "pods", self.namespace, timeout,
+                                   namespace=self.namespace, name=self.pod)
+            if _running(pod):
+                return
+            st = pod.get("status") or {}
+            why = st.get("phase") or "Pending"
+            if why in ("Failed", "Succeeded"):
+                raise ProbeFailed(f"{self.target}: {self.via} ended ({why}: "
+                                  f"{st.get('reason') or ''} {st.get('message') or ''})".rstrip() + ")")
+            for cs in st.get("containerStatuses") or []:
+                waiting = (cs.get("state") or {}).get("waiting") or {}
+                if waiting.get("reason"):
+                    why = f"{waiting['reason']}: {waiting.get('message') or ''}".strip().rstrip(":")
+                    if waiting["reason"] in _HOPELESS:
+                        raise ProbeFailed(f"{self.target}: {self.via} cannot start ({why}; image {self.image})")
+            await asyncio.sleep(0.5)
+        raise Unreachable(f"{self.target}: {self.via} not running after {self.start_timeout:g} s ({why})")
+
+    async def _exec(self, container: str, root: str, timeout: float) -> None:
+        self.stream = ExecStream(self.cfg, f"{self.target}: {self.via}")
+        url = exec_url(self.cfg, self.namespace, self.pod, container, ["sh", "-c", stdin_probe_command(root)])
+        await self.stream.open(url, timeout)
+        self.reader, self.writer = self.stream.reader, self.stream.writer
+        await self._write((probe_text().rstrip("\n") + "\n" + PROBE_END + "\n").encode())
+
+    # ------------------------------------------------------------------ frames
+    async def _request(self, req: str):
+        if self.owned and time.monotonic() > self.deadline - 30:
+            # activeDeadlineSeconds cannot be raised on a running pod: start a fresh one (one reconnect)
+            raise ProbeFailed(f"{self.target}: {self.via} reaches its {self.lifetime} s lifetime; starting a new one")
+        try:
+            return await super()._request(req)
+        except ProbeFailed as err:
+            why = self.stream.why_ended() if self.stream else ""
+            raise ProbeFailed(f"{self.target}: {self.via}: {err}" + (f" ({why})" if why else "")) from err
+
+    async def close(self) -> None:
+        """Close stdin so the probe exits (in the exporter's pod it must), then delete our debug pod. Quick:
+        the app gives every node 2 s to close; a pod left behind ends at its activeDeadlineSeconds."""
+        stream, self.stream = self.stream, None
+        pod, owned, self.pod, self.owned = self.pod, self.owned, None, False
+        if stream is not None:
+            with contextlib.suppress(Exception):
+                await stream.close_stdin(0.2 if owned else 1.0)
+        if pod and owned and self.api is not None:
+            with contextlib.suppress(KubeError, Unreachable):
+                await self._call(self.api.delete_namespaced_pod, "delete", "pods", self.namespace, 1.5,
+                                 namespace=self.namespace, name=pod, grace_period_seconds=0)
+        if stream is not None:
+            await stream.aclose()

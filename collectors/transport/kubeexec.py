@@ -1,0 +1,206 @@
+"""The exec stream of the Kubernetes API: a websocket carrying stdin/stdout/stderr as numbered channels.
+
+Protocol (k8s.io/apimachinery/pkg/util/remotecommand, KEP-3396): the client asks for the subprotocols
+`v5.channel.k8s.io` then `v4.channel.k8s.io`; every binary message is one channel byte and a payload:
+0 stdin, 1 stdout, 2 stderr, 3 error (a v1 Status as JSON when the command ends), 4 resize. Only v5
+(API servers from 1.30) can half-close a channel: the message [255, 0] closes stdin, so the probe reads
+EOF and exits on its own. On v4 there is no such message: we send the probe's "q" and then close the
+websocket, which makes the kubelet close the process's stdin.
+
+Authentication and TLS come from the same `kubernetes.client.Configuration` the REST calls use
+(kubeconfig or in-cluster; bearer tokens of exec plugins are refreshed by its hook), applied the way the
+client's own websocket code does (kubernetes/stream/ws_client.py: create_websocket). The stream is
+aiohttp's, so it lives on pinscope's event loop with a deadline on every await, like the SSH channel.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import ssl
+from urllib.parse import urlencode
+
+import aiohttp
+
+from ..errors import ProbeFailed, TransportError, Unreachable
+from ..frames import MAX_FRAME_BYTES
+
+STDIN, STDOUT, STDERR, ERROR, CLOSE = 0, 1, 2, 3, 255
+V5, V4 = "v5.channel.k8s.io", "v4.channel.k8s.io"
+
+
+def ssl_context(cfg) -> ssl.SSLContext | bool:
+    """TLS as kubernetes' own websocket code sets it up (CA, client certificate, verify flag)."""
+    if cfg.verify_ssl:
+        ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert or None)
+        if cfg.assert_hostname is False:
+            ctx.check_hostname = False
+    else:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    if cfg.cert_file:
+        ctx.load_cert_chain(cfg.cert_file, cfg.key_file or None)
+    return ctx
+
+
+def auth_headers(cfg) -> dict[str, str]:
+    """The auth headers the client's REST calls send (ApiClient.update_params_for_auth); an exec plugin's
+    token is refreshed by the configuration's hook as it is read here."""
+    out = {}
+    for setting in (cfg.auth_settings() or {}).values():
+        if setting.get("in") == "header" and setting.get("value"):
+            out[setting["key"]] = setting["value"]
+    if not out and (cfg.username or cfg.password):
+        out["Authorization"] = aiohttp.BasicAuth(cfg.username or "", cfg.password or "").encode()
+    return out
+
+
+def exec_url(cfg, namespace: str, pod: str, container: str | None, command: list[str]) -> str:
+    q = [("command", c) for c in command] + [("stdin", "true"), ("stdout", "true"), ("stderr", "true")]
+    if container:
+        q.append(("container", container))
+    host = cfg.host.rstrip("/")
+    return f"{host}/api/v1/namespaces/{namespace}/pods/{pod}/exec?{urlencode(q)}"
+
+
+class ExecStream:
+    """One exec session. `reader` is an asyncio.StreamReader of stdout; `writer` writes stdin."""
+
+    def __init__(self, cfg, what: str) -> None:
+        self.cfg = cfg
+        self.what = what  # "pods/exec pinscope/pinscope-probe-x7k2q", for messages
+        self.session: aiohttp.ClientSession | None = None
+        self.ws: aiohttp.ClientWebSocketResponse | None = None
+        self.protocol: str | None = None
+        self.reader = asyncio.StreamReader(limit=MAX_FRAME_BYTES)
+        self.writer = _StdinWriter(self)
+        self.stderr = bytearray()
+        self.status: dict | None = None  # the v1 Status of channel 3, when the command ended
+        self._pump: asyncio.Task | None = None
+
+    async def open(self, url: str, timeout: float) -> None:
+        if url.startswith("https:"):
+            url = "wss:" + url[6:]
+        elif url.startswith("http:"):
+            url = "ws:" + url[5:]
+        tls = ssl_context(self.cfg) if url.startswith("wss:") else None
+        self.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeout))
+        kw = {}
+        if tls is not None:
+            kw["ssl"] = tls
+            if getattr(self.cfg, "tls_server_name", None):
+                kw["server_hostname"] = self.cfg.tls_server_name
+        if getattr(self.cfg, "proxy", None):
+            kw["proxy"] = self.cfg.proxy
+        try:
+            self.ws = await asyncio.wait_for(self.session.ws_connect(
+                url, protocols=(V5, V4), headers=auth_headers(self.cfg), heartbeat=15.0,
+                max_msg_size=MAX_FRAME_BYTES, **kw), timeout)
+        except aiohttp.WSServerHandshakeError as err:
+            await self.aclose()
+            raise TransportError(f"{self.what}: the API refused the exec stream ({err.status} {err.message})") from err
+        except (asyncio.TimeoutError, TimeoutError) as err:
+            await self.aclose()
+            raise Unreachable(f"{self.what}: no exec stream within {timeout:g} s") from err
+        except (aiohttp.ClientError, OSError) as err:
+            await self.aclose()
+            raise Unreachable(f"{self.what}: {err}") from err
+        self.protocol = self.ws.protocol
+        if self.protocol not in (V5, V4):
+            await self.aclose()
+            raise TransportError(f"{self.what}: the API offered no channel protocol we speak "
+                                 f"(got {self.protocol!r}, want {V5} or {V4})")
+        self._pump = asyncio.get_running_loop().create_task(self._read())
+
+    async def _read(self) -> None:
+        """Demultiplex: stdout to the reader, stderr kept (its tail names a failure), the Status kept."""
+        try:
+            async for msg in self.ws:
+                if msg.type is aiohttp.WSMsgType.BINARY:
+                    data = msg.data
+                elif msg.type is aiohttp.WSMsgType.TEXT:  # not sent by v4/v5 servers; tolerated
+                    data = msg.data.encode()
+                else:
+                    break
+                if not data:
+                    continue
+                ch, payload = data[0], data[1:]
+                if ch == STDOUT:
+                    if payload:
+                        self.reader.feed_data(payload)
+                elif ch == STDERR:
+                    self.stderr += payload
+                    del self.stderr[:-4096]
+                elif ch == ERROR and payload:
+                    with contextlib.suppress(ValueError):
+                        self.status = json.loads(payload)
+        except (aiohttp.ClientError, OSError, asyncio.CancelledError):
+            pass
+        finally:
+            self.reader.feed_eof()
+
+    def why_ended(self) -> str:
+        """The command's end as the API told it (Status message, last stderr line), for one plain line."""
+        parts = []
+        if self.status and self.status.get("status") != "Success":
+            parts.append(str(self.status.get("message") or self.status.get("reason") or "failed"))
+        tail = bytes(self.stderr).decode("utf-8", "replace").strip().splitlines()
+        if tail:
+            parts.append(tail[-1][:200])
+        return "; ".join(parts)
+
+    async def send(self, channel: int, data: bytes) -> None:
+        if self.ws is None or self.ws.closed:
+            raise ProbeFailed(f"{self.what}: the exec stream is closed" + _why(self))
+        try:
+            await self.ws.send_bytes(bytes([channel]) + data)
+        except (aiohttp.ClientError, ConnectionError, OSError) as err:
+            raise ProbeFailed(f"{self.what}: exec stream lost ({err})") from err
+
+    async def close_stdin(self, wait: float = 2.0) -> None:
+        """Let the probe exit by itself: "q", then EOF on v5 (or the websocket's end on v4)."""
+        if self.ws is None or self.ws.closed:
+            return
+        with contextlib.suppress(ProbeFailed):
+            await self.send(STDIN, b"q\n")
+            if self.protocol == V5:
+                await self.ws.send_bytes(bytes([CLOSE, STDIN]))
+        if self._pump is not None:
+            # the server closes the websocket after the command's Status: wait for it, briefly
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(self._pump), wait)
+
+    async def aclose(self) -> None:
+        with contextlib.suppress(Exception):
+            if self.ws is not None:
+                await asyncio.wait_for(self.ws.close(), 2)
+        if self._pump is not None:
+            self._pump.cancel()
+            with contextlib.suppress(BaseException):
+                await self._pump
+        with contextlib.suppress(Exception):
+            if self.session is not None:
+                await self.session.close()
+        self.ws = self.session = self._pump = None
+
+
+def _why(stream: ExecStream) -> str:
+    w = stream.why_ended()
+    return f" ({w})" if w else ""
+
+
+class _StdinWriter:
+    """What FrameStream writes requests to: write() buffers, drain() sends one stdin message."""
+
+    def __init__(self, stream: ExecStream) -> None:
+        self.stream = stream
+        self.buf = bytearray()
+
+    def write(self, data: bytes) -> None:
+        self.buf += data
+
+    async def drain(self) -> None:
+        data, self.buf = bytes(self.buf), bytearray()
+        if data:
+            await self.stream.send(STDIN, data)

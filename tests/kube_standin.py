@@ -1,0 +1,562 @@
+"""A local stand-in for the Kubernetes API server (and the kubelets behind it), speaking the real protocol.
+
+What it serves (enough for pinscope and for Debian's real `kubectl` to drive it):
+  discovery   GET /version, /api, /apis, /api/v1 (legacy discovery: kubectl falls back to it)
+  nodes       list, get
+  pods        list (all namespaces or one; labelSelector, fieldSelector), get, create, delete; as a
+              meta.k8s.io Table when the client asks (what `kubectl get pods` prints)
+  pods/exec   the websocket exec stream, subprotocols v5.channel.k8s.io and v4.channel.k8s.io (or only
+              v4, like an API server before 1.30); the error channel carries a v1 Status at the end
+  authz       bearer tokens -> users -> RBAC-like rules (verb, resource, namespace); 403 Status bodies
+              shaped like the real ones; an admission hook that can refuse a pod (PodSecurity, quota)
+
+Pods "run" as the kubelet would run them: a pod becomes Running shortly after it is created (or waits in
+ErrImagePull for an image the stand-in does not know), ends at activeDeadlineSeconds (DeadlineExceeded),
+and an exec runs the command for real: `unshare -m` + `chroot` into a per-pod root whose /usr and /dev are
+this machine's, and whose hostPath volumes are bind mounts of the node's SIMULATED tree (collectors/sim),
+read-only where the pod says so. The "busybox" image's PATH holds busybox applets only (sh, awk, ...);
+any other known image gets this machine's /usr/bin (dash, mawk). The exec'd command is never rewritten.
+
+Run by hand (README recipe): `python3 tests/kube_standin.py --sim worker-3 --kubeconfig /tmp/kc`.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import os
+import shutil
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+
+from aiohttp import WSMsgType, web
+
+V5, V4 = "v5.channel.k8s.io", "v4.channel.k8s.io"
+BUSYBOX_APPLETS = ("sh", "awk", "cat", "tr", "sleep", "ls", "head", "id", "echo", "printf", "test", "[")
+SETUP = r"""set -e
+D=$1; shift
+mount --rbind /usr "$D/usr"; mount -o remount,bind,ro "$D/usr"
+mount --rbind /dev "$D/dev"
+while [ "$1" != -- ]; do
+  mount --rbind "$1" "$D$2"
+  if [ "$3" = ro ]; then mount -o remount,bind,ro "$D$2"; fi
+  shift 3
+done
+shift
+P=$1; shift
+exec chroot "$D" /usr/bin/env -i PATH="$P" HOME=/ "$@"
+"""
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def available() -> tuple[bool, str]:
+    if os.geteuid() != 0:
+        return False, "the stand-in's exec needs root (unshare -m, mount --bind, chroot)"
+    for tool in ("unshare", "chroot", "mount", "busybox"):
+        if not shutil.which(tool):
+            return False, f"the stand-in's exec needs {tool}"
+    return True, ""
+
+
+def status(code: int, reason: str, message: str, details: dict | None = None) -> web.Response:
+    body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
+            "reason": reason, "code": code}
+    if details:
+        body["details"] = details
+    return web.json_response(body, status=code)
+
+
+def _match_labels(labels: dict, selector: str | None) -> bool:
+    for term in filter(None, (selector or "").split(",")):
+        if "!=" in term:
+            k, v = term.split("!=", 1)
+            if labels.get(k.strip()) == v.strip():
+                return False
+        elif "=" in term:
+            k, v = term.replace("==", "=").split("=", 1)
+            if labels.get(k.strip()) != v.strip():
+                return False
+        elif term.strip() not in labels:
+            return False
+    return True
+
+
+def _field(obj: dict, path: str):
+    cur = obj
+    for part in path.split("."):
+        cur = (cur or {}).get(part) if isinstance(cur, dict) else None
+    return cur
+
+
+def _match_fields(obj: dict, selector: str | None) -> bool:
+    for term in filter(None, (selector or "").split(",")):
+        neg = "!=" in term
+        k, v = term.replace("==", "=").replace("!=", "=").split("=", 1)
+        if (str(_field(obj, k.strip()) or "") == v.strip()) == neg:
+            return False
+    return True
+
+
+class StandIn:
+    """The API server. `nodes` maps a node name to its simulated root (collectors.sim.node.SimNode.root)."""
+
+    def __init__(self, nodes: dict[str, Path], *, protocols=(V5, V4), exec_verb: str = "create",
+                 users: dict | None = None, namespaces=("default", "kube-system", "pinscope"),
+                 tls: bool = False, start_delay: float = 0.2, images=("busybox", "pinscope")) -> None:
+        self.nodes = {k: Path(v) for k, v in nodes.items()}
+        self.protocols = tuple(protocols)
+        self.exec_verb = exec_verb  # "create" (servers with AuthorizePodWebsocketUpgradeCreatePermission) or "get"
+        # token -> (user, rules); rules None = everything; else a list of (verbs, resources, namespace|None)
+        self.users = users if users is not None else {"admin-token": ("admin", None)}
+        self.namespaces = set(namespaces)
+        self.tls = tls
+        self.start_delay = start_delay
+        self.images = images
+        self.admission = None  # callable(pod dict) -> refusal message or None
+        self.pods: dict[tuple[str, str], dict] = {}
+        self.execs: dict[tuple[str, str], list] = {}  # pod -> running exec processes
+        self.used: set[tuple[str, str]] = set()  # (verb, resource) authorized, for the RBAC test
+        self.requests: list[tuple[str, str, str]] = []  # (method, path, user)
+        self.protocols_seen: list[str | None] = []
+        self.rv = 1000
+        self.dir = Path(tempfile.mkdtemp(prefix="pinscope-standin-"))
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.port = 0
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> "StandIn":
+        ready = threading.Event()
+        self.thread = threading.Thread(target=self._run, args=(ready,), daemon=True)
+        self.thread.start()
+        if not ready.wait(20) or not self.port:
+            raise RuntimeError("stand-in API server did not start")
+        return self
+
+    def _run(self, ready: threading.Event) -> None:
+        self.loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self.loop)
+        app = web.Application(middlewares=[self._auth])
+        r = app.router
+        r.add_get("/version", self._version)
+        r.add_get("/api", self._api)
+        r.add_get("/apis", self._apis)
+        r.add_get("/api/v1", self._resources)
+        r.add_get("/api/v1/nodes", self._list_nodes)
+        r.add_get("/api/v1/nodes/{name}", self._get_node)
+        r.add_get("/api/v1/pods", self._list_pods)
+        r.add_get("/api/v1/namespaces/{ns}/pods", self._list_pods)
+        r.add_post("/api/v1/namespaces/{ns}/pods", self._create_pod)
+        r.add_get("/api/v1/namespaces/{ns}/pods/{name}", self._get_pod)
+        r.add_delete("/api/v1/namespaces/{ns}/pods/{name}", self._delete_pod)
+        r.add_route("*", "/api/v1/namespaces/{ns}/pods/{name}/exec", self._exec)
+        self.runner = web.AppRunner(app, handle_signals=False)
+        self.loop.run_until_complete(self.runner.setup())
+        ctx = self._ssl() if self.tls else None
+        site = web.TCPSite(self.runner, "127.0.0.1", 0, ssl_context=ctx)
+        self.loop.run_until_complete(site.start())
+        self.port = site._server.sockets[0].getsockname()[1]
+        ready.set()
+        self.loop.run_forever()
+
+    def _ssl(self):
+        import ssl
+        import subprocess
+
+        key, crt = self.dir / "server.key", self.dir / "server.crt"
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                        "-nodes", "-days", "1", "-subj", "/CN=standin", "-addext", "subjectAltName=IP:127.0.0.1",
+                        "-keyout", str(key), "-out", str(crt)], check=True, capture_output=True)
+        self.ca = crt.read_bytes()
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.load_cert_chain(str(crt), str(key))
+        return ctx
+
+    def stop(self) -> None:
+        if self.loop is None:
+            return
+
+        async def down():
+            for procs in list(self.execs.values()):
+                for p in procs:
+                    with contextlib.suppress(ProcessLookupError):
+                        p.kill()
+            await self.runner.cleanup()
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(down(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop = None
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    @property
+    def url(self) -> str:
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
+
+    def kubeconfig(self, path: Path, token: str = "admin-token", context: str = "standin") -> str:
+        import base64
+
+        cluster = {"server": self.url}
+        if self.tls:
+            cluster["certificate-authority-data"] = base64.b64encode(self.ca).decode()
+        doc = {"apiVersion": "v1", "kind": "Config", "current-context": context,
+               "clusters": [{"name": "standin", "cluster": cluster}],
+               "users": [{"name": "u", "user": {"token": token}}],
+               "contexts": [{"name": context, "context": {"cluster": "standin", "user": "u"}}]}
+        Path(path).write_text(json.dumps(doc))
+        return str(path)
+
+    def call(self, fn):
+        """Run fn() on the server's loop (to change state from a test thread)."""
+        async def go():
+            return fn()
+        return asyncio.run_coroutine_threadsafe(go(), self.loop).result(10)
+
+    # ------------------------------------------------------------------ auth
+    @web.middleware
+    async def _auth(self, request: web.Request, handler):
+        h = request.headers.get("Authorization", "")
+        token = h[7:] if h.startswith("Bearer ") else None
+        if token not in self.users:
+            return status(401, "Unauthorized", "Unauthorized")
+        request["user"] = self.users[token]
+        self.requests.append((request.method, request.path_qs, self.users[token][0]))
+        return await handler(request)
+
+    def _allowed(self, request, verb: str, resource: str, ns: str | None) -> web.Response | None:
+        user, rules = request["user"]
+        if rules is None or any(verb in verbs and resource in res and (rns is None or rns == ns)
+                                for verbs, res, rns in rules):
+            self.used.add((verb, resource))
+            return None
+        group_res = resource.split("/")
+        what = f'resource "{group_res[0]}"' + (f' subresource "{group_res[1]}"' if len(group_res) > 1 else "")
+        where = f' in the namespace "{ns}"' if ns else " at the cluster scope"
+        return status(403, "Forbidden", f'{group_res[0]} is forbidden: User "{user}" cannot {verb} {what} '
+                                        f'in API group ""{where}', {"kind": group_res[0]})
+
+    # ------------------------------------------------------------------ discovery
+    async def _version(self, request):
+        return web.json_response({"major": "1", "minor": "32", "gitVersion": "v1.32.0-standin",
+                                  "platform": "linux/amd64"})
+
+    async def _api(self, request):
+        return web.json_response({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
+            {"clientCIDR": "0.0.0.0/0", "serverAddress": f"127.0.0.1:{self.port}"}]})
+
+    async def _apis(self, request):
+        return web.json_response({"kind": "APIGroupList", "apiVersion": "v1", "groups": []})
+
+    async def _resources(self, request):
+        def res(name, kind, namespaced, verbs, short=()):
+            return {"name": name, "singularName": "" if "/" in name else kind.lower(), "namespaced": namespaced,
+                    "kind": kind, "verbs": verbs, **({"shortNames": list(short)} if short else {})}
+        return web.json_response({"kind": "APIResourceList", "groupVersion": "v1", "resources": [
+            res("nodes", "Node", False, ["get", "list"], ("no",)),
+            res("pods", "Pod", True, ["create", "delete", "get", "list"], ("po",)),
+            res("pods/exec", "PodExecOptions", True, ["create", "get"]),
+        ]})
+
+    # ------------------------------------------------------------------ nodes
+    def _node(self, name: str) -> dict:
+        return {"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "uid": str(uuid.uuid5(uuid.NAMESPACE_DNS, name)),
+                             "labels": {"kubernetes.io/hostname": name}, "creationTimestamp": "2026-01-01T00:00:00Z",
+                             "resourceVersion": "1"},
+                "status": {"addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
+                                         {"type": "Hostname", "address": name}],
+                           "conditions": [{"type": "Ready", "status": "True"}]}}
+
+    async def _list_nodes(self, request):
+        if (r := self._allowed(request, "list", "nodes", None)):
+            return r
+        items = [self._node(n) for n in sorted(self.nodes)]
+        items = [n for n in items if _match_labels(n["metadata"]["labels"], request.query.get("labelSelector"))]
+        return web.json_response({"kind": "NodeList", "apiVersion": "v1",
+                                  "metadata": {"resourceVersion": str(self.rv)}, "items": items})
+
+    async def _get_node(self, request):
+        if (r := self._allowed(request, "get", "nodes", None)):
+            return r
+        name = request.match_info["name"]
+        if name not in self.nodes:
+            return status(404, "NotFound", f'nodes "{name}" not found', {"name": name, "kind": "nodes"})
+        return web.json_response(self._node(name))
+
+    # ------------------------------------------------------------------ pods
+    def add_pod(self, pod: dict, running: bool = True) -> dict:
+        """Put a pod in place as if a controller had made it (the exporter DaemonSet's pod, in tests)."""
+        meta = pod.setdefault("metadata", {})
+        meta.setdefault("namespace", "default")
+        meta.setdefault("uid", str(uuid.uuid4()))
+        meta.setdefault("creationTimestamp", now())
+        self.rv += 1
+        meta["resourceVersion"] = str(self.rv)
+        pod.setdefault("apiVersion", "v1")
+        pod.setdefault("kind", "Pod")
+        pod["status"] = {"phase": "Pending", "qosClass": "Burstable"}
+        self.pods[(meta["namespace"], meta["name"])] = pod
+        if running:
+            self._set_running(pod)
+        return pod
+
+    def _set_running(self, pod: dict) -> None:
+        spec = pod.get("spec") or {}
+        statuses = []
+        ok = True
+        for c in spec.get("containers") or []:
+            image = str(c.get("image") or "")
+            if any(image.split("/")[-1].startswith(i) for i in self.images):
+                statuses.append({"name": c["name"], "image": image, "ready": True, "restartCount": 0,
+                                 "state": {"running": {"startedAt": now()}}})
+            else:
+                ok = False
+                statuses.append({"name": c["name"], "image": image, "ready": False, "restartCount": 0,
+                                 "state": {"waiting": {"reason": "ErrImagePull",
+                                                       "message": f'failed to pull image "{image}": not found'}}})
+        st = pod["status"]
+        st.update(containerStatuses=statuses, hostIP="127.0.0.1", startTime=now())
+        if ok:
+            st["phase"] = "Running"
+            st["conditions"] = [{"type": "Ready", "status": "True"}]
+        deadline = spec.get("activeDeadlineSeconds")
+        if deadline:
+            self.loop.call_later(float(deadline), self._deadline, pod)
+
+    def _deadline(self, pod: dict) -> None:
+        key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+        if self.pods.get(key) is not pod or pod["status"]["phase"] not in ("Pending", "Running"):
+            return
+        pod["status"].update(phase="Failed", reason="DeadlineExceeded",
+                             message="Pod was active on the node longer than the specified deadline")
+        self._kill_execs(key)
+
+    def _kill_execs(self, key) -> None:
+        for p in self.execs.pop(key, []):
+            with contextlib.suppress(ProcessLookupError):
+                p.kill()
+
+    def _table(self, pods: list[dict]) -> dict:
+        rows = []
+        for p in pods:
+            st = p.get("status") or {}
+            cs = st.get("containerStatuses") or []
+            ready = sum(1 for c in cs if c.get("ready"))
+            waiting = next((c["state"]["waiting"]["reason"] for c in cs if "waiting" in c.get("state", {})), None)
+            shown = st.get("reason") or waiting or st.get("phase")
+            age = dt.datetime.now(dt.timezone.utc) - dt.datetime.strptime(
+                p["metadata"]["creationTimestamp"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=dt.timezone.utc)
+            rows.append({"cells": [p["metadata"]["name"], f"{ready}/{len((p.get('spec') or {}).get('containers') or [])}",
+                                   shown, 0, f"{int(age.total_seconds())}s",
+                                   (p.get("spec") or {}).get("nodeName") or "<none>"],
+                         "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                                    "metadata": p["metadata"]}})
+        cols = [("Name", "string", "name", 0), ("Ready", "string", "", 0), ("Status", "string", "", 0),
+                ("Restarts", "string", "", 0), ("Age", "string", "", 0), ("Node", "string", "", 1)]
+        return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": str(self.rv)},
+                "columnDefinitions": [{"name": n, "type": t, "format": f, "description": n, "priority": pr}
+                                      for n, t, f, pr in cols],
+                "rows": rows}
+
+    async def _list_pods(self, request):
+        ns = request.match_info.get("ns")
+        if (r := self._allowed(request, "list", "pods", ns)):
+            return r
+        q = request.query
+        items = [p for (pns, _), p in sorted(self.pods.items()) if ns is None or pns == ns]
+        items = [p for p in items if _match_labels(p["metadata"].get("labels") or {}, q.get("labelSelector"))
+                 and _match_fields(p, q.get("fieldSelector"))]
+        if "as=Table" in request.headers.get("Accept", ""):
+            return web.json_response(self._table(items))
+        return web.json_response({"kind": "PodList", "apiVersion": "v1",
+                                  "metadata": {"resourceVersion": str(self.rv)}, "items": items})
+
+    async def _get_pod(self, request):
+        ns, name = request.match_info["ns"], request.match_info["name"]
+        if (r := self._allowed(request, "get", "pods", ns)):
+            return r
+        pod = self.pods.get((ns, name))
+        if pod is None:
+            return status(404, "NotFound", f'pods "{name}" not found', {"name": name, "kind": "pods"})
+        if "as=Table" in request.headers.get("Accept", ""):
+            return web.json_response(self._table([pod]))
+        return web.json_response(pod)
+
+    async def _create_pod(self, request):
+        ns = request.match_info["ns"]
+        if (r := self._allowed(request, "create", "pods", ns)):
+            return r
+        if ns not in self.namespaces:
+            return status(404, "NotFound", f'namespaces "{ns}" not found', {"name": ns, "kind": "namespaces"})
+        pod = await request.json()
+        meta = pod.setdefault("metadata", {})
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
+        name = meta.get("name")
+        if not name:
+            return status(422, "Invalid", "Pod \"\" is invalid: metadata.name: Required value: name or generateName is required")
+        if (ns, name) in self.pods:
+            return status(409, "AlreadyExists", f'pods "{name}" already exists', {"name": name, "kind": "pods"})
+        if self.admission is not None and (why := self.admission(pod)):
+            return status(403, "Forbidden", f'pods "{name}" is forbidden: {why}', {"name": name, "kind": "pods"})
+        meta["namespace"] = ns
+        pod = self.add_pod(pod, running=False)
+        self.loop.call_later(self.start_delay, self._set_running, pod)
+        return web.json_response(pod, status=201)
+
+    async def _delete_pod(self, request):
+        ns, name = request.match_info["ns"], request.match_info["name"]
+        if (r := self._allowed(request, "delete", "pods", ns)):
+            return r
+        pod = self.pods.pop((ns, name), None)
+        if pod is None:
+            return status(404, "NotFound", f'pods "{name}" not found', {"name": name, "kind": "pods"})
+        self._kill_execs((ns, name))
+        pod["metadata"]["deletionTimestamp"] = now()
+        return web.json_response(pod)
+
+    # ------------------------------------------------------------------ exec
+    async def _exec(self, request):
+        ns, name = request.match_info["ns"], request.match_info["name"]
+        # a websocket upgrade is a GET; since 1.31/1.35 the API server also asks for "create" on it
+        if (r := self._allowed(request, self.exec_verb, "pods/exec", ns)):
+            return r
+        pod = self.pods.get((ns, name))
+        if pod is None:
+            return status(404, "NotFound", f'pods "{name}" not found', {"name": name, "kind": "pods"})
+        if pod["status"].get("phase") != "Running":
+            return status(400, "BadRequest", f"pod {name} is not running (phase {pod['status'].get('phase')})")
+        spec = pod["spec"]
+        cname = request.query.get("container") or spec["containers"][0]["name"]
+        ctr = next((c for c in spec["containers"] if c["name"] == cname), None)
+        if ctr is None:
+            return status(400, "BadRequest", f"container {cname} is not valid for pod {name}")
+        command = request.query.getall("command", [])
+        if not command:
+            return status(400, "BadRequest", "you must specify at least 1 command")
+        if request.headers.get("Upgrade", "").lower() != "websocket":
+            return status(400, "BadRequest", "Upgrade request required")  # the SPDY path is not served
+        ws = web.WebSocketResponse(protocols=self.protocols, max_msg_size=0, autoping=True)
+        await ws.prepare(request)
+        self.protocols_seen.append(ws.ws_protocol)
+        root = self._rootfs(pod, ctr)
+        path = "/bb" if str(ctr.get("image", "")).split("/")[-1].startswith("busybox") else "/usr/bin:/bin"
+        binds = []
+        vols = {v["name"]: v for v in spec.get("volumes") or []}
+        node_root = self.nodes[spec["nodeName"]]
+        for m in ctr.get("volumeMounts") or []:
+            hp = (vols.get(m["name"]) or {}).get("hostPath")
+            if hp is not None:
+                binds += [str(node_root / hp["path"].lstrip("/")), m["mountPath"], "ro" if m.get("readOnly") else "rw"]
+        proc = await asyncio.create_subprocess_exec(
+            "unshare", "-m", "sh", "-c", SETUP, "setup", str(root), *binds, "--", path, *command,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        self.execs.setdefault((ns, name), []).append(proc)
+
+        async def pump(stream, ch: int):
+            while True:
+                data = await stream.read(65536)
+                if not data:
+                    return
+                with contextlib.suppress(ConnectionError, RuntimeError):
+                    await ws.send_bytes(bytes([ch]) + data)
+
+        outs = asyncio.gather(pump(proc.stdout, 1), pump(proc.stderr, 2))
+
+        async def stdin():
+            async for msg in ws:
+                if msg.type is not WSMsgType.BINARY or not msg.data:
+                    continue
+                ch, payload = msg.data[0], msg.data[1:]
+                if ch == 0 and not proc.stdin.is_closing():
+                    proc.stdin.write(payload)
+                    with contextlib.suppress(ConnectionError):
+                        await proc.stdin.drain()
+                elif ch == 255 and ws.ws_protocol == V5 and payload[:1] == b"\x00":
+                    proc.stdin.close()  # v5: the client closed stdin
+            proc.stdin.close()  # the websocket ended: the kubelet closes the process's stdin
+
+        reader = asyncio.ensure_future(stdin())
+        await outs
+        rc = await proc.wait()
+        with contextlib.suppress(ValueError):
+            self.execs.get((ns, name), []).remove(proc)
+        if rc == 0:
+            st = {"metadata": {}, "status": "Success"}
+        else:
+            st = {"metadata": {}, "status": "Failure", "reason": "NonZeroExitCode",
+                  "message": f"command terminated with non-zero exit code: exit status {rc}",
+                  "details": {"causes": [{"reason": "ExitCode", "message": str(rc)}]}}
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await ws.send_bytes(b"\x03" + json.dumps(st).encode())
+        await ws.close()
+        reader.cancel()
+        return ws
+
+    def _rootfs(self, pod: dict, ctr: dict) -> Path:
+        """The container's root: this machine's /usr (read-only) and /dev, busybox applets in /bb, and an
+        empty directory for each mount."""
+        root = self.dir / pod["metadata"]["uid"] / ctr["name"]
+        if not root.exists():
+            (root / "usr").mkdir(parents=True)
+            (root / "dev").mkdir()
+            (root / "tmp").mkdir()
+            (root / "bb").mkdir()
+            for link in ("bin", "lib", "lib64", "sbin"):
+                target = os.readlink(f"/{link}") if os.path.islink(f"/{link}") else None
+                if target:
+                    os.symlink(target, root / link)
+            for applet in BUSYBOX_APPLETS:
+                os.symlink("/usr/bin/busybox", root / "bb" / applet)
+        for m in ctr.get("volumeMounts") or []:
+            (root / m["mountPath"].lstrip("/")).mkdir(parents=True, exist_ok=True)
+        return root
+
+
+def main() -> int:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from collectors.sim.node import NodeSpec, SimNode
+    from collectors.sim.demo import demo_specs
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sim", action="append", default=[], metavar="NAME",
+                    help="a simulated node (the demo's nodes by their names, or any name for a small node)")
+    ap.add_argument("--kubeconfig", required=True, help="write a kubeconfig for the stand-in here")
+    ap.add_argument("--v4-only", action="store_true", help="offer only v4.channel.k8s.io (API servers before 1.30)")
+    ap.add_argument("--tls", action="store_true")
+    a = ap.parse_args()
+    ok, why = available()
+    if not ok:
+        print(why, file=sys.stderr)
+        return 1
+    base = Path(tempfile.mkdtemp(prefix="pinscope-standin-nodes-"))
+    specs = {s.hostname: s for s in demo_specs()}
+    nodes = {}
+    for name in a.sim or ["worker-1"]:
+        spec = specs.get(name) or NodeSpec(hostname=name, cores=4)
+        nodes[name] = SimNode(spec, base / name).write().root
+    srv = StandIn(nodes, protocols=(V4,) if a.v4_only else (V5, V4), tls=a.tls).start()
+    srv.kubeconfig(Path(a.kubeconfig))
+    print(f"stand-in API at {srv.url}; kubeconfig {a.kubeconfig}; nodes {', '.join(nodes)}; Ctrl-C stops",
+          flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        srv.stop()
+        shutil.rmtree(base, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
