@@ -40,6 +40,12 @@ class Options:
     accept_new_host_key: bool = False
     connect_timeout: float = 10.0
     frame_timeout: float = 15.0
+    # node/NAME: through the Kubernetes API (collectors/transport/kube.py)
+    kube_context: str | None = None
+    kubeconfig: str | None = None
+    kube_namespace: str = "pinscope"
+    kube_image: str = "busybox:1.36"
+    kube_pod_lifetime: int = 3600
 
 
 FULL = "gcTaiw"
@@ -69,6 +75,12 @@ def overview_depth(tick: int) -> str:
 def make_transport(target: str, opts: Options):
     if target == "local":
         return LocalTransport(opts.root, opts.sudo)
+    if target.startswith(("node/", "nodes/")):  # as kubectl spells a node: through the Kubernetes API
+        from .transport.kube import KubeTransport
+
+        return KubeTransport(target, context=opts.kube_context, kubeconfig=opts.kubeconfig,
+                             namespace=opts.kube_namespace, image=opts.kube_image,
+                             lifetime=opts.kube_pod_lifetime)
     from .transport.ssh import SSHTransport  # asyncssh only when SSH is used
 
     return SSHTransport(target, root=opts.root, sudo=opts.sudo, identity=opts.identity,

@@ -28,6 +28,7 @@ import datetime as dt
 import json
 import os
 import shutil
+import signal
 import tempfile
 import threading
 import uuid
@@ -36,11 +37,13 @@ from pathlib import Path
 from aiohttp import WSMsgType, web
 
 V5, V4 = "v5.channel.k8s.io", "v4.channel.k8s.io"
+USER = web.RequestKey("user", tuple)
 BUSYBOX_APPLETS = ("sh", "awk", "cat", "tr", "sleep", "ls", "head", "id", "echo", "printf", "test", "[")
 SETUP = r"""set -e
 D=$1; shift
 mount --rbind /usr "$D/usr"; mount -o remount,bind,ro "$D/usr"
 mount --rbind /dev "$D/dev"
+mount --rbind /etc "$D/etc"; mount -o remount,bind,ro "$D/etc"
 while [ "$1" != -- ]; do
   mount --rbind "$1" "$D$2"
   if [ "$3" = ro ]; then mount -o remount,bind,ro "$D$2"; fi
@@ -109,7 +112,7 @@ class StandIn:
 
     def __init__(self, nodes: dict[str, Path], *, protocols=(V5, V4), exec_verb: str = "create",
                  users: dict | None = None, namespaces=("default", "kube-system", "pinscope"),
-                 tls: bool = False, start_delay: float = 0.2, images=("busybox", "pinscope")) -> None:
+                 tls: bool = True, start_delay: float = 0.2, images=("busybox", "pinscope")) -> None:
         self.nodes = {k: Path(v) for k, v in nodes.items()}
         self.protocols = tuple(protocols)
         self.exec_verb = exec_verb  # "create" (servers with AuthorizePodWebsocketUpgradeCreatePermission) or "get"
@@ -183,10 +186,8 @@ class StandIn:
             return
 
         async def down():
-            for procs in list(self.execs.values()):
-                for p in procs:
-                    with contextlib.suppress(ProcessLookupError):
-                        p.kill()
+            for key in list(self.execs):
+                self._kill_execs(key)
             await self.runner.cleanup()
 
         with contextlib.suppress(Exception):
@@ -226,12 +227,12 @@ class StandIn:
         token = h[7:] if h.startswith("Bearer ") else None
         if token not in self.users:
             return status(401, "Unauthorized", "Unauthorized")
-        request["user"] = self.users[token]
+        request[USER] = self.users[token]
         self.requests.append((request.method, request.path_qs, self.users[token][0]))
         return await handler(request)
 
     def _allowed(self, request, verb: str, resource: str, ns: str | None) -> web.Response | None:
-        user, rules = request["user"]
+        user, rules = request[USER]
         if rules is None or any(verb in verbs and resource in res and (rns is None or rns == ns)
                                 for verbs, res, rns in rules):
             self.used.add((verb, resource))
@@ -339,9 +340,10 @@ class StandIn:
         self._kill_execs(key)
 
     def _kill_execs(self, key) -> None:
+        """As the kubelet stops a container: every process of the exec (its own session), not just the first."""
         for p in self.execs.pop(key, []):
-            with contextlib.suppress(ProcessLookupError):
-                p.kill()
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(p.pid, signal.SIGKILL)
 
     def _table(self, pods: list[dict]) -> dict:
         rows = []
@@ -443,6 +445,11 @@ class StandIn:
             return status(400, "BadRequest", "you must specify at least 1 command")
         if request.headers.get("Upgrade", "").lower() != "websocket":
             return status(400, "BadRequest", "Upgrade request required")  # the SPDY path is not served
+        offered = [x.strip() for x in request.headers.get("Sec-WebSocket-Protocol", "").split(",") if x.strip()]
+        if offered and not set(offered) & set(self.protocols):
+            # what wsstream does: no common subprotocol is a failed upgrade (kubectl then tries SPDY)
+            return status(400, "BadRequest", f"requested protocols {offered} are not supported; "
+                                             f"this server speaks {list(self.protocols)}")
         ws = web.WebSocketResponse(protocols=self.protocols, max_msg_size=0, autoping=True)
         await ws.prepare(request)
         self.protocols_seen.append(ws.ws_protocol)
@@ -457,7 +464,8 @@ class StandIn:
                 binds += [str(node_root / hp["path"].lstrip("/")), m["mountPath"], "ro" if m.get("readOnly") else "rw"]
         proc = await asyncio.create_subprocess_exec(
             "unshare", "-m", "sh", "-c", SETUP, "setup", str(root), *binds, "--", path, *command,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            start_new_session=True)
         self.execs.setdefault((ns, name), []).append(proc)
 
         async def pump(stream, ch: int):
@@ -507,6 +515,7 @@ class StandIn:
         if not root.exists():
             (root / "usr").mkdir(parents=True)
             (root / "dev").mkdir()
+            (root / "etc").mkdir()
             (root / "tmp").mkdir()
             (root / "bb").mkdir()
             for link in ("bin", "lib", "lib64", "sbin"):
@@ -532,7 +541,7 @@ def main() -> int:
                     help="a simulated node (the demo's nodes by their names, or any name for a small node)")
     ap.add_argument("--kubeconfig", required=True, help="write a kubeconfig for the stand-in here")
     ap.add_argument("--v4-only", action="store_true", help="offer only v4.channel.k8s.io (API servers before 1.30)")
-    ap.add_argument("--tls", action="store_true")
+    ap.add_argument("--plain-http", action="store_true", help="no TLS (kubectl then sends no token)")
     a = ap.parse_args()
     ok, why = available()
     if not ok:
@@ -544,7 +553,7 @@ def main() -> int:
     for name in a.sim or ["worker-1"]:
         spec = specs.get(name) or NodeSpec(hostname=name, cores=4)
         nodes[name] = SimNode(spec, base / name).write().root
-    srv = StandIn(nodes, protocols=(V4,) if a.v4_only else (V5, V4), tls=a.tls).start()
+    srv = StandIn(nodes, protocols=(V4,) if a.v4_only else (V5, V4), tls=not a.plain_http).start()
     srv.kubeconfig(Path(a.kubeconfig))
     print(f"stand-in API at {srv.url}; kubeconfig {a.kubeconfig}; nodes {', '.join(nodes)}; Ctrl-C stops",
           flush=True)

@@ -17,11 +17,12 @@ from collectors.errors import PinscopeError
 from collectors.model import Role
 from collectors.parse.cpuset import format_cpuset
 
-COMMANDS = ("snapshot", "check", "demo", "replay", "serve", "exporter")
+COMMANDS = ("snapshot", "check", "demo", "replay", "serve", "exporter", "gc")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("targets", nargs="*", metavar="TARGET", help="'local' or [user@]host[:port]")
+    p.add_argument("targets", nargs="*", metavar="TARGET",
+                   help="'local', [user@]host[:port], or node/NAME (through the Kubernetes API)")
     p.add_argument("--root", help="read the node's files under this prefix (fixture trees, kubectl debug: /host)")
     p.add_argument("--sudo", action="store_true", help="read root-only files (cpu_manager_state) through sudo -n")
     p.add_argument("--interval", type=float, default=1.0, help="seconds between samples (default 1)")
@@ -33,11 +34,23 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--connect-timeout", type=float, default=10.0, help="seconds (default 10)")
     p.add_argument("--inventory", metavar="FILE", help="YAML inventory of nodes (host, user, port, root, sudo, labels, groups)")
     p.add_argument("--kube", action="store_true", help="list nodes through the Kubernetes API (kubeconfig or in-cluster)")
-    p.add_argument("--context", help="with --kube: the kubeconfig context")
-    p.add_argument("--kubeconfig", metavar="F", help="with --kube: the kubeconfig file")
+    _kube_api(p)
     p.add_argument("--selector", metavar="LABELS", help="with --kube: a node label selector (pool=trading)")
     p.add_argument("--host-template", default="{ip}", help="with --kube: how to reach a node over SSH ({name}, {ip}); default {ip}")
     p.add_argument("--kube-user", metavar="USER", help="with --kube: the SSH user")
+    p.add_argument("--via", choices=("ssh", "api"), default="ssh",
+                   help="with --kube: reach each node over SSH (default) or through the Kubernetes API (as node/NAME)")
+    p.add_argument("--image", default="busybox:1.36",
+                   help="node/NAME: the debug pod's image when no exporter pod runs there (needs sh and awk)")
+    p.add_argument("--pod-lifetime", type=int, default=3600, metavar="S",
+                   help="node/NAME: a debug pod's activeDeadlineSeconds (a new one is started after it)")
+
+
+def _kube_api(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--context", help="with --kube or node/NAME: the kubeconfig context")
+    p.add_argument("--kubeconfig", metavar="F", help="with --kube or node/NAME: the kubeconfig file")
+    p.add_argument("--namespace", default="pinscope",
+                   help="node/NAME: where the exporter pods run and debug pods are made (default pinscope)")
 
 
 def build_parser(cmd: str) -> argparse.ArgumentParser:
@@ -53,6 +66,10 @@ def build_parser(cmd: str) -> argparse.ArgumentParser:
         p.set_defaults(interval=15.0)
         p.add_argument("--listen", required=True, metavar="ADDR:PORT", help="serve /metrics here (:9847 for every address)")
         p.add_argument("--node-name", metavar="NAME", help="the node label of a 'local' target (a DaemonSet passes spec.nodeName)")
+    elif cmd == "gc":
+        p.description = "List pinscope's debug pods (left by a crash) and delete them."
+        _kube_api(p)
+        p.add_argument("--dry-run", action="store_true", help="list them, delete nothing")
     elif cmd == "demo":
         p.add_argument("--theme", default="dark")
     elif cmd == "serve":
@@ -78,7 +95,8 @@ def build_parser(cmd: str) -> argparse.ArgumentParser:
 def _opts(a) -> Options:
     return Options(root=a.root, sudo=a.sudo, identity=a.identity, ssh_config=a.ssh_config,
                    known_hosts=a.known_hosts, accept_new_host_key=a.accept_new_host_key,
-                   connect_timeout=a.connect_timeout)
+                   connect_timeout=a.connect_timeout, kube_context=a.context, kubeconfig=a.kubeconfig,
+                   kube_namespace=a.namespace, kube_image=a.image, kube_pod_lifetime=a.pod_lifetime)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -102,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
             from collectors.exporter.serve import run as run_exporter
 
             return run_exporter(_targets(a), _opts(a), a.listen, a.interval, a.node_name)
+        if cmd == "gc":
+            from collectors.transport.kube import gc
+
+            return gc(a.context, a.kubeconfig, a.namespace, dry_run=a.dry_run)
         if cmd == "demo":
             from tui.app import run_demo
 
@@ -125,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         targets = _targets(a)
         if not targets:
             build_parser("").print_usage(sys.stderr)
-            print("pinscope: give a TARGET ('local' or [user@]host[:port]) or --inventory, or try 'pinscope demo'", file=sys.stderr)
+            print("pinscope: give a TARGET ('local', [user@]host[:port] or node/NAME), --inventory or --kube, or try 'pinscope demo'", file=sys.stderr)
             return 2
         from tui.app import run_live
 
@@ -160,6 +182,8 @@ def _targets(a) -> list:
         from collectors.kube import discover
 
         found = discover(a.context, a.selector, a.host_template, a.kube_user, a.kubeconfig)
+        if a.via == "api":
+            found = [dataclasses.replace(t, address=f"node/{t.name}") for t in found]
         if not found:
             print("pinscope: --kube: the API lists no node" + (f" matching {a.selector!r}" if a.selector else ""), file=sys.stderr)
         out += found
@@ -167,7 +191,9 @@ def _targets(a) -> list:
 
 
 def _kube(a):
-    return (a.context, a.kubeconfig) if getattr(a, "kube", False) else None
+    """(context, kubeconfig) when pods are enriched from the API: with --kube, or any node/NAME target."""
+    api = getattr(a, "kube", False) or any(str(t).startswith(("node/", "nodes/")) for t in a.targets or [])
+    return (a.context, a.kubeconfig) if api else None
 
 
 def _name(t) -> str:
@@ -191,8 +217,10 @@ async def _one(target, a) -> tuple[dict | None, str | None]:
         from collectors.jsonout import enrich
 
         try:
-            enrich(o, await asyncio.to_thread(node_pods, _name(target) if not isinstance(target, str) else snap.node,
-                                              a.context, a.kubeconfig))
+            from collectors.transport.kube import node_name
+
+            name = _name(target) if not isinstance(target, str) else node_name(target) or snap.node
+            enrich(o, await asyncio.to_thread(node_pods, name, a.context, a.kubeconfig))
         except KubeError as err:
             o["errors"].append({"source": "kubernetes", "message": f"{err}: node-local names only"})
     return o, None

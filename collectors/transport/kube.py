@@ -173,8 +173,12 @@ class KubeTransport(FrameStream):
                     self.via = f"exporter pod {self.namespace}/{self.pod}"
                     return where
         manifest = debug_pod(self.node, self.image, self.lifetime)
-        created = await self._call(self.api.create_namespaced_pod, "create", "pods", self.namespace, timeout,
-                                   namespace=self.namespace, body=manifest)
+        try:
+            created = await self._call(self.api.create_namespaced_pod, "create", "pods", self.namespace, timeout,
+                                       namespace=self.namespace, body=manifest)
+        except NotFound as err:
+            raise KubeError(f"{self.target}: namespace {self.namespace} does not exist (kubectl apply -k deploy/ "
+                            f"makes it; or pass --namespace)") from err
         self.pod = (created.get("metadata") or {}).get("name") or manifest["metadata"]["name"]
         self.owned = True
         self.deadline = time.monotonic() + self.lifetime
@@ -206,7 +210,7 @@ class KubeTransport(FrameStream):
         raise Unreachable(f"{self.target}: {self.via} not running after {self.start_timeout:g} s ({why})")
 
     async def _exec(self, container: str, root: str, timeout: float) -> None:
-        self.stream = ExecStream(self.cfg, f"{self.target}: {self.via}")
+        self.stream = ExecStream(self.cfg, f"{self.target}: {self.via}", self.namespace)
         url = exec_url(self.cfg, self.namespace, self.pod, container, ["sh", "-c", stdin_probe_command(root)])
         await self.stream.open(url, timeout)
         self.reader, self.writer = self.stream.reader, self.stream.writer
@@ -214,7 +218,7 @@ class KubeTransport(FrameStream):
 
     # ------------------------------------------------------------------ frames
     async def _request(self, req: str):
-        if self.owned and time.monotonic() > self.deadline - 30:
+        if self.owned and time.monotonic() > self.deadline - min(30.0, self.lifetime / 10):
             # activeDeadlineSeconds cannot be raised on a running pod: start a fresh one (one reconnect)
             raise ProbeFailed(f"{self.target}: {self.via} reaches its {self.lifetime} s lifetime; starting a new one")
         try:
@@ -237,3 +241,40 @@ class KubeTransport(FrameStream):
                                  namespace=self.namespace, name=pod, grace_period_seconds=0)
         if stream is not None:
             await stream.aclose()
+
+
+def gc(context: str | None, kubeconfig: str | None, namespace: str = DEFAULT_NAMESPACE,
+       dry_run: bool = False, out=None) -> int:
+    """`pinscope gc`: list pinscope's debug pods in `namespace` (by their labels) and delete them. Any
+    pinscope still running re-creates its pod on its next reconnect."""
+    import datetime as dt
+    import sys
+
+    from kubernetes import client
+
+    out = out or sys.stdout
+    api = client.CoreV1Api(client.ApiClient(load_config(context, kubeconfig)))
+    doc = call(api.list_namespaced_pod, "list", "pods", namespace, namespace=namespace, label_selector=PROBE_SELECTOR)
+    pods = doc.get("items") or []
+    if not pods:
+        print(f"no pinscope debug pods in namespace {namespace}", file=out)
+        return 0
+    now = dt.datetime.now(dt.timezone.utc)
+    for pod in pods:
+        meta, spec, st = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+        age = "?"
+        with contextlib.suppress(KeyError, ValueError):
+            born = dt.datetime.fromisoformat(meta["creationTimestamp"].replace("Z", "+00:00"))
+            age = f"{int((now - born).total_seconds())}s"
+        started = (meta.get("annotations") or {}).get("pinscope.io/started-by", "?")
+        line = (f"{namespace}/{meta.get('name')}  node {spec.get('nodeName')}  {st.get('reason') or st.get('phase')}  "
+                f"age {age}  started by {started}")
+        if not dry_run:
+            try:
+                call(api.delete_namespaced_pod, "delete", "pods", namespace, namespace=namespace,
+                     name=meta.get("name"), grace_period_seconds=0)
+                line += "  deleted"
+            except NotFound:
+                line += "  already gone"
+        print(line, file=out)
+    return 0

@@ -24,6 +24,7 @@ import aiohttp
 
 from ..errors import ProbeFailed, TransportError, Unreachable
 from ..frames import MAX_FRAME_BYTES
+from ..kube import Refused
 
 STDIN, STDOUT, STDERR, ERROR, CLOSE = 0, 1, 2, 3, 255
 V5, V4 = "v5.channel.k8s.io", "v4.channel.k8s.io"
@@ -67,9 +68,10 @@ def exec_url(cfg, namespace: str, pod: str, container: str | None, command: list
 class ExecStream:
     """One exec session. `reader` is an asyncio.StreamReader of stdout; `writer` writes stdin."""
 
-    def __init__(self, cfg, what: str) -> None:
+    def __init__(self, cfg, what: str, namespace: str) -> None:
         self.cfg = cfg
-        self.what = what  # "pods/exec pinscope/pinscope-probe-x7k2q", for messages
+        self.what = what  # "node/x: debug pod pinscope/pinscope-x-7k2q", for messages
+        self.namespace = namespace
         self.session: aiohttp.ClientSession | None = None
         self.ws: aiohttp.ClientWebSocketResponse | None = None
         self.protocol: str | None = None
@@ -99,6 +101,9 @@ class ExecStream:
                 max_msg_size=MAX_FRAME_BYTES, **kw), timeout)
         except aiohttp.WSServerHandshakeError as err:
             await self.aclose()
+            if err.status in (401, 403):  # RBAC: "get" pods/exec, and "create" on servers that ask for it too
+                raise Refused(f"{self.what}: Kubernetes API refused create pods/exec in namespace "
+                              f"{self.namespace} ({err.status})") from err
             raise TransportError(f"{self.what}: the API refused the exec stream ({err.status} {err.message})") from err
         except (asyncio.TimeoutError, TimeoutError) as err:
             await self.aclose()

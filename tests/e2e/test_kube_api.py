@@ -1,0 +1,451 @@
+"""node/NAME through the Kubernetes API, against the local stand-in API server (tests/kube_standin.py),
+which runs the real probe in a chroot over a simulated node; the stand-in itself checked with the real
+`kubectl` (get pods, exec) and the `kubernetes` package's own websocket client (v4 and v5).
+
+Needs root (the stand-in's exec uses unshare -m, mount --bind, chroot), busybox, openssl and kubectl:
+skipped on a laptop without them, FAILS in CI.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+import kube_standin
+from collectors import probe_text
+from collectors.collect import NodeCollector, Options, live
+from collectors.frames import parse_frame
+from collectors.rates import compute
+from collectors.sim.node import SimNode
+from collectors.transport.base import PROBE_END, stdin_probe_command
+from collectors.transport.kube import EXPORTER_SELECTOR, PROBE_LABELS, KubeTransport, debug_pod
+from collectors.transport.local import LocalTransport
+from helpers import need, run_cli
+from kube_standin import V4, V5, StandIn
+from nodes import dual_socket_intel
+
+ROOT = Path(__file__).resolve().parents[2]
+NODE = "xeon-2s"  # dual_socket_intel's hostname: the node's name in the API too
+
+
+@pytest.fixture
+def sim(tmp_path):
+    ok, why = kube_standin.available()
+    need(ok, why)
+    need(shutil.which("openssl") is not None, "the stand-in serves TLS with an openssl certificate")
+    return SimNode(dual_socket_intel(), tmp_path / "node").write()
+
+
+def standin(sim, tmp_path, **kw) -> tuple[StandIn, str]:
+    srv = StandIn({NODE: sim.root}, **kw).start()
+    return srv, srv.kubeconfig(tmp_path / f"kubeconfig-{srv.port}")
+
+
+@pytest.fixture
+def api(sim, tmp_path):
+    srv, kc = standin(sim, tmp_path)
+    srv.kc = kc
+    yield srv
+    srv.stop()
+
+
+def kubectl(kc: str, *args: str, input: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
+    need(shutil.which("kubectl") is not None, "kubectl (v1.30+: exec over websockets) is not installed")
+    return subprocess.run(["kubectl", "--kubeconfig", kc, *args], input=input, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def exporter_pod(node: str = NODE) -> dict:
+    """The shape of deploy/daemonset.yaml's pod, as the DaemonSet controller would make it."""
+    ds = yaml.safe_load((ROOT / "deploy/daemonset.yaml").read_text())
+    spec = json.loads(json.dumps(ds["spec"]["template"]["spec"]))
+    spec["nodeName"] = node
+    return {"metadata": {"name": f"pinscope-exporter-{node[:5]}", "namespace": "pinscope",
+                         "labels": dict(ds["spec"]["template"]["metadata"]["labels"])}, "spec": spec}
+
+
+def probe_pods(srv: StandIn) -> list[str]:
+    return [n for (ns, n), p in list(srv.pods.items())
+            if all((p["metadata"].get("labels") or {}).get(k) == v for k, v in PROBE_LABELS.items())]
+
+
+def _json_without_target(o: dict) -> dict:
+    o = dict(o)
+    o.pop("target", None)
+    return o
+
+
+# ---------------------------------------------------------------------------------------------- pinscope
+def test_node_over_the_api_gives_the_same_snapshot_and_rates_as_local(api, sim):
+    """The same frames as --root locally: equal snapshots, equal rates (the simulation ticks between)."""
+    async def go():
+        kube = NodeCollector(f"node/{NODE}", Options(kubeconfig=api.kc))
+        local = NodeCollector(f"node/{NODE}", Options(root=str(sim.root)), LocalTransport(str(sim.root)))
+        await kube.connect()
+        await local.connect()
+        try:
+            assert kube.transport.via.startswith("debug pod pinscope/pinscope-xeon-2s-")
+            a, la = await kube.sample(), await local.sample()
+            sim.tick(1.0)
+            b, lb = await kube.sample(), await local.sample()
+            return a, la, b, lb, compute(a, b, 1.0), compute(la, lb, 1.0)
+        finally:
+            await kube.close()
+            await local.close()
+
+    a, la, b, lb, r, lr = asyncio.run(go())
+    assert a == la and b == lb
+    assert r == lr and r.util  # the simulated busy containers show as load
+    assert probe_pods(api) == []  # deleted on close
+
+
+def test_cli_snapshot_node_name_equals_root_local(api, sim):
+    r = run_cli("snapshot", "--json", f"node/{NODE}", "--kubeconfig", api.kc)
+    assert r.returncode == 0, r.stderr
+    l = run_cli("snapshot", "--json", "--root", str(sim.root), "local")
+    assert l.returncode == 0, l.stderr
+    assert _json_without_target(json.loads(r.stdout)) == _json_without_target(json.loads(l.stdout))
+    assert probe_pods(api) == []
+    made = [p for m, p, u in api.requests if m == "POST"]
+    assert made == ["/api/v1/namespaces/pinscope/pods"]
+
+
+def test_the_debug_pod_is_what_the_issue_asks(api):
+    """Host PID, host / read-only at /host, labels, activeDeadlineSeconds, pinned to the node; and the
+    manifest validates against the Kubernetes schemas (strict) of 1.25, kubectl's 1.32 and the latest."""
+    import kubernetes_validate
+    from kubernetes_validate.utils import latest_version
+
+    async def go():
+        t = KubeTransport(f"node/{NODE}", kubeconfig=api.kc, lifetime=600)
+        await t.connect()
+        try:
+            return json.loads(json.dumps(api.pods[("pinscope", t.pod)]))
+        finally:
+            await t.close()
+
+    pod = asyncio.run(go())
+    spec = pod["spec"]
+    assert spec["nodeName"] == NODE and spec["hostPID"] is True and spec["activeDeadlineSeconds"] == 600
+    assert spec["tolerations"] == [{"operator": "Exists"}] and spec["automountServiceAccountToken"] is False
+    (c,) = spec["containers"]
+    assert c["image"] == "busybox:1.36" and c["command"] == ["sleep", "600"]
+    assert c["volumeMounts"] == [{"name": "host-root", "mountPath": "/host", "readOnly": True}]
+    assert spec["volumes"] == [{"name": "host-root", "hostPath": {"path": "/"}}]
+    assert pod["metadata"]["labels"] == PROBE_LABELS
+    for v in ("1.25.0", "1.32.0", latest_version()):
+        kubernetes_validate.validate(debug_pod(NODE), v, strict=True)
+
+
+def test_the_exporter_pod_is_used_when_it_runs_on_the_node(api, sim):
+    api.call(lambda: api.add_pod(exporter_pod()))
+
+    async def go():
+        col = NodeCollector(f"node/{NODE}", Options(kubeconfig=api.kc))
+        await col.connect()
+        try:
+            assert col.transport.via == "exporter pod pinscope/pinscope-exporter-xeon-"
+            assert probe_pods(api) == []  # no debug pod made
+            return await col.sample()
+        finally:
+            await col.close()
+
+    snap = asyncio.run(go())
+    assert any(c.name == "engine" for p in snap.pods for c in p.containers)
+    assert ("pinscope", "pinscope-exporter-xeon-") in api.pods  # the exporter's pod is left alone
+    time.sleep(0.3)
+    assert not any(api.execs.values())  # and the probe in it has exited (stdin closed)
+
+
+def test_v4_only_api_server(sim, tmp_path):
+    """An API server before 1.30 speaks v4 only: it works, and the probe still ends when we close."""
+    srv, kc = standin(sim, tmp_path, protocols=(V4,))
+    try:
+        async def go():
+            t = KubeTransport(f"node/{NODE}", kubeconfig=kc)
+            await t.connect()
+            proto = t.stream.protocol
+            f = await t.request("sg")
+            await t.close()
+            return proto, f
+
+        proto, f = asyncio.run(go())
+        assert proto == V4 and f.complete and "/proc/stat" in f.files
+        assert srv.protocols_seen == [V4]
+        time.sleep(0.3)
+        assert not any(srv.execs.values()) and probe_pods(srv) == []
+    finally:
+        srv.stop()
+
+
+def test_refusals_are_one_plain_line(sim, tmp_path):
+    no_create = [(("get", "list"), ("nodes",), None), (("get", "list"), ("pods",), "pinscope")]
+    no_exec = no_create + [(("create", "delete"), ("pods",), "pinscope")]
+    srv = StandIn({NODE: sim.root}, users={"a": ("alice", no_create), "b": ("bob", no_exec),
+                                           "c": ("carol", None)}, namespaces=("default",)).start()
+    try:
+        def run(token, *extra):
+            kc = srv.kubeconfig(tmp_path / f"kc-{token}", token=token)
+            r = run_cli("snapshot", f"node/{NODE}", "--kubeconfig", kc, *extra)
+            assert r.returncode == 1 and r.stdout == ""
+            lines = r.stderr.strip().splitlines()
+            assert len(lines) == 1, r.stderr
+            return lines[0]
+
+        line = run("a")
+        assert "refused create pods in namespace pinscope" in line and "403" in line, line
+        assert 'User "alice" cannot create resource "pods"' in line
+        srv.namespaces.add("pinscope")
+        line = run("b")
+        assert "refused" in line and "create pods/exec in namespace pinscope" in line, line
+        srv.admission = lambda pod: ('violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true, '
+                                     'hostPID=true), privileged (container "probe" must not set '
+                                     'securityContext.privileged=true)')
+        line = run("c")
+        assert "refused create pods in namespace pinscope" in line and "violates PodSecurity" in line, line
+        srv.admission = None
+        srv.namespaces.discard("pinscope")
+        line = run("c")
+        assert "namespace pinscope does not exist" in line and "--namespace" in line, line
+        srv.namespaces.add("pinscope")
+        line = run("c", "--image", "no-such-image:1")
+        assert "cannot start (ErrImagePull" in line and "no-such-image:1" in line, line
+        line = run("c", "--kubeconfig", str(tmp_path / "nope"))
+        assert "no usable kubeconfig" in line, line
+        assert probe_pods(srv) == []  # nothing left by any failure
+    finally:
+        srv.stop()
+
+
+def test_no_such_node_and_api_gone(api, tmp_path):
+    r = run_cli("snapshot", "node/ghost", "--kubeconfig", api.kc)
+    assert r.returncode == 1 and "no node named ghost" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    api.stop()
+    r = run_cli("snapshot", f"node/{NODE}", "--kubeconfig", api.kc, timeout=90)
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "Kubernetes API did not answer get nodes" in r.stderr
+
+
+def test_down_and_reconnect_when_the_pod_goes_away(api):
+    """Someone deletes our debug pod (or `pinscope gc` does): the node goes down, then comes back with a
+    new pod, as an SSH node does after its connection drops."""
+    states: list[tuple[str, str | None]] = []
+    snaps = []
+
+    async def go():
+        col = NodeCollector(f"node/{NODE}", Options(kubeconfig=api.kc, frame_timeout=5))
+        stop = asyncio.Event()
+        task = asyncio.ensure_future(live(col, 0.2, lambda t: "g", lambda s, r: snaps.append(s),
+                                          lambda st, msg: states.append((st, msg)), stop))
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            if snaps:
+                break
+        first = probe_pods(api)
+        assert len(first) == 1
+        await asyncio.to_thread(lambda: run_cli("gc", "--kubeconfig", api.kc))
+        for _ in range(150):
+            await asyncio.sleep(0.1)
+            if [s for s, _ in states].count("up") >= 2 and len(snaps) > 3:
+                break
+        second = probe_pods(api)
+        stop.set()
+        await asyncio.wait_for(task, 10)
+        return first, second
+
+    first, second = asyncio.run(go())
+    seen = [s for s, _ in states]
+    assert seen[:2] == ["connecting", "up"] and "down" in seen and seen.count("up") >= 2, states
+    down = next(m for s, m in states if s == "down")
+    assert f"node/{NODE}" in down and "debug pod" in down
+    assert len(second) == 1 and second != first
+    assert probe_pods(api) == []  # the live loop's end deleted the second pod
+
+
+def test_debug_pod_lifetime_rotates(api):
+    """activeDeadlineSeconds cannot be raised: shortly before it, the transport starts a new pod."""
+    async def go():
+        col = NodeCollector(f"node/{NODE}", Options(kubeconfig=api.kc, kube_pod_lifetime=4))
+        states = []
+        stop = asyncio.Event()
+        task = asyncio.ensure_future(live(col, 0.3, lambda t: "g", lambda s, r: None,
+                                          lambda st, msg: states.append((st, msg)), stop))
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            if [s for s, _ in states].count("up") >= 2:
+                break
+        stop.set()
+        await asyncio.wait_for(task, 10)
+        return states
+
+    states = asyncio.run(go())
+    assert any(s == "down" and "lifetime" in (m or "") for s, m in states), states
+    assert [s for s, _ in states].count("up") >= 2
+    assert probe_pods(api) == []
+
+
+def test_killed_pinscope_leaves_a_pod_that_gc_and_the_deadline_remove(api, tmp_path):
+    p = subprocess.Popen([sys.executable, "-m", "tui.cli", "snapshot", f"node/{NODE}", "--kubeconfig", api.kc,
+                          "--samples", "60", "--pod-lifetime", "6"], cwd=ROOT,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            time.sleep(0.1)
+            if any(m == "GET" and "/exec?" in path for m, path, _ in api.requests):
+                break
+        time.sleep(0.3)
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    (left,) = probe_pods(api)
+    r = run_cli("gc", "--dry-run", "--kubeconfig", api.kc)
+    assert r.returncode == 0 and f"pinscope/{left}  node {NODE}  Running" in r.stdout, r.stdout
+    assert "started by" in r.stdout and "deleted" not in r.stdout
+    assert probe_pods(api) == [left]
+    # the deadline alone ends it (the stand-in does what the kubelet does at activeDeadlineSeconds)
+    for _ in range(100):
+        time.sleep(0.1)
+        if api.pods[("pinscope", left)]["status"]["phase"] == "Failed":
+            break
+    assert api.pods[("pinscope", left)]["status"]["reason"] == "DeadlineExceeded"
+    r = run_cli("gc", "--kubeconfig", api.kc)
+    assert r.returncode == 0 and "DeadlineExceeded" in r.stdout and "deleted" in r.stdout, r.stdout
+    assert probe_pods(api) == []
+    r = run_cli("gc", "--kubeconfig", api.kc)
+    assert r.stdout.strip() == "no pinscope debug pods in namespace pinscope"
+
+
+def test_kube_via_api_reaches_every_discovered_node(sim, tmp_path):
+    other = SimNode(dual_socket_intel(), tmp_path / "other").write()
+    srv = StandIn({NODE: sim.root, "worker-2": other.root}).start()
+    try:
+        kc = srv.kubeconfig(tmp_path / "kc")
+        r = run_cli("snapshot", "--json", "--kube", "--via", "api", "--kubeconfig", kc)
+        assert r.returncode == 0, r.stderr
+        objs = json.loads(r.stdout)
+        assert len(objs) == 2 and all(o["cpus"] for o in objs)
+        assert probe_pods(srv) == []
+        created = [path for m, path, _ in srv.requests if m == "POST"]
+        assert len(created) == 2
+    finally:
+        srv.stop()
+
+
+# ---------------------------------------------------------------------------------------------- RBAC
+def _rules_from_rbac() -> list:
+    """deploy/rbac.yaml's rules as the stand-in's (verbs, resources, namespace) triples."""
+    rules = []
+    for doc in yaml.safe_load_all((ROOT / "deploy/rbac.yaml").read_text()):
+        if doc and doc["kind"] in ("ClusterRole", "Role"):
+            ns = doc["metadata"].get("namespace")
+            for r in doc["rules"]:
+                assert r.get("apiGroups") == [""]
+                rules.append((tuple(r["verbs"]), tuple(r["resources"]), ns))
+    return rules
+
+
+@pytest.mark.parametrize("exec_verb", ["create", "get"])
+def test_rbac_yaml_grants_exactly_the_verbs_used(sim, tmp_path, exec_verb):
+    """Every use (a node through a debug pod, through the exporter, --kube discovery and pod names, gc)
+    works with only deploy/rbac.yaml's rules; and every rule in it is used. Both kinds of API server:
+    those that authorize the exec websocket as "get" pods/exec and those that also ask for "create"."""
+    rules = _rules_from_rbac()
+    srv = StandIn({NODE: sim.root}, users={"t": ("pinscope-user", rules)}, exec_verb=exec_verb).start()
+    try:
+        kc = srv.kubeconfig(tmp_path / "kc", token="t")
+        r = run_cli("snapshot", "--json", "--kube", "--via", "api", "--kubeconfig", kc)
+        assert r.returncode == 0, r.stderr
+        srv.call(lambda: srv.add_pod(exporter_pod()))
+        r = run_cli("snapshot", f"node/{NODE}", "--kubeconfig", kc)
+        assert r.returncode == 0, r.stderr
+        r = run_cli("gc", "--kubeconfig", kc)
+        assert r.returncode == 0, r.stderr
+        granted = {(v, res) for verbs, ress, _ in rules for v in verbs for res in ress}
+        used = set(srv.used)
+        # the exec verb this server does not check is still granted, for the other kind of server
+        assert granted - used == {("get" if exec_verb == "create" else "create", "pods/exec")}
+        assert used <= granted
+    finally:
+        srv.stop()
+
+
+# ---------------------------------------------------------------------------------------------- faithful
+def test_kubectl_reads_the_stand_in(api, sim):
+    """The real kubectl: `get pods` (table and JSON) shows pinscope's debug pod, `exec` runs the probe in
+    it (websocket, v5: kubectl closes stdin at EOF and the probe exits) and reads the same frame as
+    pinscope; `get pods` no longer lists the pod once pinscope closes."""
+    async def connect():
+        t = KubeTransport(f"node/{NODE}", kubeconfig=api.kc)
+        await t.connect()
+        return t
+
+    loop = asyncio.new_event_loop()
+    try:
+        t = loop.run_until_complete(connect())
+        r = kubectl(api.kc, "get", "pods", "-n", "pinscope")
+        assert r.returncode == 0, r.stderr
+        head, row = r.stdout.splitlines()
+        assert head.split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+        assert row.split()[:3] == [t.pod, "1/1", "Running"]
+        r = kubectl(api.kc, "get", "pods", "-n", "pinscope", "-l", "app.kubernetes.io/managed-by=pinscope", "-o", "json")
+        (item,) = json.loads(r.stdout)["items"]
+        assert item["spec"]["activeDeadlineSeconds"] == 3600 and item["spec"]["hostPID"] is True
+
+        ours = loop.run_until_complete(t.request("sg"))
+        stdin = probe_text().rstrip("\n") + "\n" + PROBE_END + "\nsg\n"
+        r = kubectl(api.kc, "exec", "-i", "-n", "pinscope", t.pod, "--", "sh", "-c", stdin_probe_command("/host"),
+                    input=stdin)
+        assert r.returncode == 0, r.stderr  # exited by itself once kubectl closed stdin
+        theirs = parse_frame(r.stdout.encode())
+        assert theirs.complete and theirs.files == ours.files and theirs.info == ours.info
+        assert api.protocols_seen[-1] == V5
+
+        r = kubectl(api.kc, "exec", "-n", "pinscope", t.pod, "--", "sh", "-c", "exit 3")
+        assert r.returncode == 3  # the v1 Status of the error channel carries the exit code
+        loop.run_until_complete(t.close())
+        r = kubectl(api.kc, "get", "pods", "-n", "pinscope")
+        assert r.returncode == 0 and "No resources found" in r.stderr + r.stdout
+        r = kubectl(api.kc, "get", "nodes", "-o", "name")
+        assert r.stdout.split() == [f"node/{NODE}"]
+    finally:
+        loop.close()
+
+
+@pytest.mark.parametrize("protocols", [(V5, V4), (V4,)], ids=["v5", "v4"])
+def test_the_kubernetes_clients_own_websocket_reads_the_stand_in(sim, tmp_path, protocols):
+    """A second independent client, the `kubernetes` package's stream (websocket-client), on both
+    protocols: the probe's frame arrives whole on stdout."""
+    from kubernetes import client, config
+    from kubernetes.stream import stream
+
+    srv, kc = standin(sim, tmp_path, protocols=protocols)
+    try:
+        srv.call(lambda: srv.add_pod(exporter_pod()))
+        cfg = client.Configuration()
+        config.load_kube_config(kc, client_configuration=cfg, persist_config=False)
+        api = client.CoreV1Api(client.ApiClient(cfg))
+        ws = stream(api.connect_get_namespaced_pod_exec, "pinscope-exporter-xeon-", "pinscope",
+                    command=["sh", "-c", stdin_probe_command("/host")], container="exporter",
+                    stdin=True, stdout=True, stderr=True, tty=False, _preload_content=False, binary=True)
+        ws.write_stdin((probe_text().rstrip("\n") + "\n" + PROBE_END + "\ng\nq\n").encode())
+        out = b""
+        end = time.monotonic() + 20
+        while ws.is_open() and time.monotonic() < end:
+            ws.update(timeout=1)
+            out += ws.read_stdout(timeout=0) or b""
+        ws.close()
+        assert srv.protocols_seen == [protocols[0]]
+        f = parse_frame(out)
+        assert f.complete and "/proc/stat" in f.files
+        assert ws.returncode == 0
+    finally:
+        srv.stop()
