@@ -60,6 +60,9 @@ def api(sim, tmp_path):
 
 def kubectl(kc: str, *args: str, input: str | None = None, timeout: float = 30) -> subprocess.CompletedProcess:
     need(shutil.which("kubectl") is not None, "kubectl (v1.30+: exec over websockets) is not installed")
+    v = subprocess.run(["kubectl", "version", "--client", "-o", "json"], capture_output=True, text=True, timeout=30)
+    minor = int(json.loads(v.stdout)["clientVersion"]["minor"].rstrip("+")) if v.returncode == 0 else 0
+    need(minor >= 30, f"kubectl 1.{minor} execs over SPDY only; the stand-in speaks websockets (1.30+)")
     return subprocess.run(["kubectl", "--kubeconfig", kc, *args], input=input, capture_output=True, text=True,
                           timeout=timeout)
 
@@ -86,7 +89,7 @@ def _json_without_target(o: dict) -> dict:
 
 # ---------------------------------------------------------------------------------------------- pinscope
 def test_node_over_the_api_gives_the_same_snapshot_and_rates_as_local(api, sim):
-    """The same frames as --root locally: equal snapshots, equal rates (the simulation ticks between)."""
+    """The same frames as --root locally: equal snapshots, rates and findings (the simulation ticks between)."""
     async def go():
         kube = NodeCollector(f"node/{NODE}", Options(kubeconfig=api.kc))
         local = NodeCollector(f"node/{NODE}", Options(root=str(sim.root)), LocalTransport(str(sim.root)))
@@ -94,17 +97,18 @@ def test_node_over_the_api_gives_the_same_snapshot_and_rates_as_local(api, sim):
         await local.connect()
         try:
             assert kube.transport.via.startswith("debug pod pinscope/pinscope-xeon-2s-")
-            a, la = await kube.sample(), await local.sample()
+            a, la = await kube.tick(), await local.tick()
             sim.tick(1.0)
-            b, lb = await kube.sample(), await local.sample()
-            return a, la, b, lb, compute(a, b, 1.0), compute(la, lb, 1.0)
+            b, lb = await kube.tick(), await local.tick()
+            return a, la, b, lb
         finally:
             await kube.close()
             await local.close()
 
-    a, la, b, lb, r, lr = asyncio.run(go())
-    assert a == la and b == lb
-    assert r == lr and r.util  # the simulated busy containers show as load
+    a, la, b, lb = asyncio.run(go())
+    assert a.snapshot == la.snapshot and b.snapshot == lb.snapshot
+    assert b.rates == lb.rates and b.rates.util  # the simulated busy containers show as load
+    assert b.findings == lb.findings
     assert probe_pods(api) == []  # deleted on close
 
 
@@ -155,7 +159,7 @@ def test_the_exporter_pod_is_used_when_it_runs_on_the_node(api, sim):
         try:
             assert col.transport.via == "exporter pod pinscope/pinscope-exporter-xeon-"
             assert probe_pods(api) == []  # no debug pod made
-            return await col.sample()
+            return (await col.tick()).snapshot
         finally:
             await col.close()
 
@@ -244,7 +248,7 @@ def test_down_and_reconnect_when_the_pod_goes_away(api):
     async def go():
         col = NodeCollector(f"node/{NODE}", Options(kubeconfig=api.kc, frame_timeout=5))
         stop = asyncio.Event()
-        task = asyncio.ensure_future(live(col, 0.2, lambda t: "g", lambda s, r: snaps.append(s),
+        task = asyncio.ensure_future(live(col, 0.2, lambda t: "g", lambda rep: snaps.append(rep),
                                           lambda st, msg: states.append((st, msg)), stop))
         for _ in range(100):
             await asyncio.sleep(0.1)
@@ -277,7 +281,7 @@ def test_debug_pod_lifetime_rotates(api):
         col = NodeCollector(f"node/{NODE}", Options(kubeconfig=api.kc, kube_pod_lifetime=4))
         states = []
         stop = asyncio.Event()
-        task = asyncio.ensure_future(live(col, 0.3, lambda t: "g", lambda s, r: None,
+        task = asyncio.ensure_future(live(col, 0.3, lambda t: "g", lambda rep: None,
                                           lambda st, msg: states.append((st, msg)), stop))
         for _ in range(100):
             await asyncio.sleep(0.1)
