@@ -121,6 +121,7 @@ class KubeletConfig:
     memory_manager_policy: str = "None"
     cgroup_driver: str | None = None
     cgroup_root: str = ""
+    pod_logs_dir: str = "/var/log/pods"
     kube_reserved: dict = field(default_factory=dict)
     system_reserved: dict = field(default_factory=dict)
     reconcile_period: str = "10s"

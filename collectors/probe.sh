@@ -42,6 +42,7 @@ PODLOGS=/var/log/pods
 CGV=1
 CGBASE=""
 KPODS=""
+CGROOT=""
 
 find_kubelet() {
   # the kubelet process: comm is "kubelet"; read with the read builtin (no fork)
@@ -55,6 +56,8 @@ find_kubelet() {
   KROOT=/var/lib/kubelet
   KCONF=""
   KDROPIN=""
+  CGROOT=""
+  cgflag=""
   if [ -n "$KPID" ]; then
     printf 'Ikubelet-pid %s\n' "$KPID"
     # argv is NUL-separated: one tr per static read (not per tick)
@@ -70,6 +73,7 @@ find_kubelet() {
         config) KCONF=$a ;;
         root) KROOT=$a ;;
         dropin) KDROPIN=$a ;;
+        cgroot) CGROOT=$a ;;
       esac
       want=""
       case $a in
@@ -79,6 +83,8 @@ find_kubelet() {
         --root-dir) want=root ;;
         --config-dir=*) KDROPIN=${a#--config-dir=} ;;
         --config-dir) want=dropin ;;
+        --cgroup-root=*) CGROOT=${a#--cgroup-root=} ;;
+        --cgroup-root) want=cgroot ;;
       esac
     done
     set +f
@@ -90,9 +96,14 @@ find_kubelet() {
   printf 'Ikubelet-root %s\n' "$KROOT"
   [ -n "$KCONF" ] && printf 'Ikubelet-config %s\n' "$KCONF"
   PODLOGS=/var/log/pods
+  cgflag=$CGROOT
   if [ -n "$KCONF" ] && [ -r "$R$KCONF" ]; then
     while read -r k v; do
-      case $k in podLogsDir:) v=${v#\"}; v=${v%\"}; PODLOGS=$v ;; esac
+      v=${v#\"}; v=${v%\"}
+      case $k in
+        podLogsDir:) PODLOGS=$v ;;
+        cgroupRoot:) [ -n "$cgflag" ] || CGROOT=$v ;;
+      esac
     done < "$R$KCONF"
   fi
 }
@@ -104,11 +115,33 @@ find_cgroups() {
     CGV=1; CGBASE=$R/sys/fs/cgroup/cpuset
   fi
   printf 'Icgroup-version %s\n' "$CGV"
-  # kubepods roots, also below a non-empty cgroupRoot (one level)
-  KPODS=""
-  for k in "$CGBASE"/kubepods "$CGBASE"/kubepods.slice "$CGBASE"/*/kubepods "$CGBASE"/*/kubepods.slice; do
-    [ -d "$k" ] && KPODS="$KPODS $k"
+  [ "$CGV" = 1 ] && [ ! -d "$CGBASE" ] && printf 'Icgroup-cpuset-mount no\n'
+  # kubepods roots: where kubelet's cgroupRoot (config cgroupRoot, flag --cgroup-root) puts them for
+  # either driver, then searched two levels down anyway (nodes are misconfigured). systemd spells
+  # cgroupRoot /a/b-c as /a.slice/a-b_c.slice/a-b_c-kubepods.slice (k/k cgroup_manager_linux.go ToSystemd:
+  # "-" in a part becomes "_", ExpandSlice nests the prefixes).
+  sdpath="" sdpre=""
+  oldifs=$IFS
+  IFS=/
+  set -f
+  for c in $CGROOT; do
+    [ -n "$c" ] || continue
+    e=""
+    while :; do case $c in *-*) e="$e${c%%-*}_"; c=${c#*-} ;; *) e="$e$c"; break ;; esac; done
+    sdpre=${sdpre:+$sdpre-}$e
+    sdpath="$sdpath/$sdpre.slice"
   done
+  set +f
+  IFS=$oldifs
+  KPODS=""
+  CGROOT=${CGROOT%/}
+  for k in "$CGBASE$CGROOT/kubepods" "$CGBASE$sdpath/${sdpre:+$sdpre-}kubepods.slice" \
+           "$CGBASE"/kubepods "$CGBASE"/kubepods.slice "$CGBASE"/*/kubepods "$CGBASE"/*/*-kubepods.slice \
+           "$CGBASE"/*/*/kubepods "$CGBASE"/*/*/*-kubepods.slice; do
+    [ -d "$k" ] || continue
+    case " $KPODS " in *" $k "*) ;; *) KPODS="$KPODS $k" ;; esac
+  done
+  [ -n "$CGROOT" ] && printf 'Icgroup-root %s\n' "$CGROOT"
 }
 
 static() {
@@ -138,6 +171,10 @@ static() {
     for f in "$R$KDROPIN"/*.conf; do rx "$f"; done
   fi
   rx "$R$KROOT/memory_manager_state"
+  if [ "$CGV" = 2 ]; then
+    rx "$CGBASE/cgroup.subtree_control"
+    for k in $KPODS; do rx "$k/cgroup.controllers" "$k/cgroup.subtree_control"; done
+  fi
 }
 
 # Per tick the shell only globs and hands whole lists to awk with one printf each (printf repeats its
@@ -167,13 +204,14 @@ tasks() {
 
 # Every container cgroup: kubepods[/qos]/pod<uid>/<leaf>[/container] (crun's sub-cgroup on v2). The
 # globs name what they want (a trailing "/" would stat every control file of every cgroup): pods
-# "*pod<hex>*", leaves "*.scope" (systemd), "crio-*" or 64 hex digits (cgroupfs).
+# "*pod<hex>*", leaves "*.scope" (systemd), "crio-<64hex>", "crio-conmon-<64hex>" or 64 hex digits
+# (cgroupfs).
 each_leaf() {
   for k in $KPODS; do
     for q in "$k" "$k"/*besteffort* "$k"/*burstable*; do
       case $q in *'*'*) continue ;; esac
       [ "$DETAIL" = 1 ] && printf "H$CGV%s\\n" "$q"/*pod$H*
-      set -- "$q"/*pod$H*/*.scope "$q"/*pod$H*/crio-* "$q"/*pod$H*/$H64
+      set -- "$q"/*pod$H*/*.scope "$q"/*pod$H*/crio-$H64 "$q"/*pod$H*/crio-conmon-$H64 "$q"/*pod$H*/$H64
       [ "$CGV" = 2 ] && set -- "$@" "$q"/*pod$H*/*.scope/container
       [ "$GRID" = 1 ] && printf "G$CGV%s\\n" "$@"
       [ "$DETAIL" = 1 ] && printf "H$CGV%s\\n" "$@"
@@ -218,7 +256,14 @@ names() {
     printf 'D%s\n' "$p"
     for c in "$p"*/; do [ -d "$c" ] && printf 'D%s\n' "$c"; done
   done
-  for f in "$R"/var/log/containers/*.log; do [ -e "$f" ] && printf 'D%s\n' "$f"; done
+  # absolute symlinks into /var/log/pods: under --root they dangle, and the name is what we want
+  for f in "$R"/var/log/containers/*.log; do { [ -e "$f" ] || [ -h "$f" ]; } && printf 'D%s\n' "$f"; done
+  # kubelet's pods dir: every pod it knows, with a dir per container that ran (no names of pods)
+  for p in "$R$KROOT"/pods/*/; do
+    [ -d "$p" ] || continue
+    printf 'D%s\n' "$p"
+    for c in "$p"containers/*/; do [ -d "$c" ] && printf 'D%s\n' "$c"; done
+  done
 }
 
 alltasks() {
@@ -228,6 +273,9 @@ alltasks() {
   else
     for t in "$R"/proc/[0-9]*/task/[0-9]*/stat; do r "$t"; done
   fi
+  # each process's cgroup (awk keeps the cpuset or unified line): who a task belongs to, positively
+  set -- "$R"/proc/[0-9]*/cgroup
+  printf 'O%s\n' "$@"
 }
 
 irqs() {
@@ -278,12 +326,12 @@ BEGIN {
   maxl = 20000; maxw = 4096; rl = length(root)
   split("cpuset.cpus.effective cpu.stat", G2, " ")
   split("cpuset.cpus cpuset.mems.effective cpu.max cpu.pressure", H2, " ")
-  split("cpuset.cpus cpuset.mems.effective cpu.max cpu.weight cpu.pressure", J2, " ")
+  split("cpuset.cpus cpuset.mems.effective cpu.max cpu.weight cpu.pressure memory.numa_stat", J2, " ")
   split("stat sched", K, " "); split("stat sched status", S, " ")
   split("stat sched schedstat", Y, " "); split("stat sched status schedstat", V, " ")
   split("cpuset.effective_cpus @cpu.stat", G1, " ")
   split("cpuset.cpus cpuset.effective_mems @cpu.cfs_quota_us @cpu.cfs_period_us", H1, " ")
-  split("cpuset.cpus cpuset.effective_mems @cpu.cfs_quota_us @cpu.cfs_period_us @cpu.shares", J1, " ")
+  split("cpuset.cpus cpuset.effective_mems @cpu.cfs_quota_us @cpu.cfs_period_us @cpu.shares %memory.numa_stat", J1, " ")
 }
 # read one file (d: its directory without the root prefix, b: its name): a C line when the directory
 # changes, then F + L lines, or X
@@ -307,6 +355,12 @@ function rd2(p, d, b,   s, n, line) {
       if (line ~ /^nr_involuntary_switches/ || ++n > 64) break
       s = (getline line < p)
     }
+  } else if (b == "cgroup" && d ~ /^\/proc\/[0-9]+$/) {
+    # the cgroups of a process: only the unified line and the line of the v1 cpuset hierarchy
+    while (s > 0) {
+      if (line ~ /^0::/ || line ~ /^[0-9]+:([^:]*,)?cpuset(,[^:]*)?:/) print "L" substr(line, 1, maxw)
+      s = (getline line < p)
+    }
   } else if (b == "status" && d ~ /\/task\//) {
     while (s > 0) {
       if (line ~ /^(Tgid|Cpus_allowed_list):/) print "L" line
@@ -323,8 +377,8 @@ function rd2(p, d, b,   s, n, line) {
   close(p)
   last = line
 }
-# the files of a cgroup or task record; "@name" lives in the v1 cpu hierarchy
-function cg(dir, names,   i, nm, p, d) {
+# the files of a cgroup or task record; "@name" lives in the v1 cpu hierarchy, "%name" in the memory one
+function cg(dir, names,   i, nm, p, d, line) {
   d = dir
   if (rl && substr(d, 1, rl) == root) d = substr(d, rl + 1)
   for (i = 1; i in names; i++) {
@@ -333,12 +387,19 @@ function cg(dir, names,   i, nm, p, d) {
       nm = substr(nm, 2); p = dir
       sub(/\/sys\/fs\/cgroup\/cpuset\//, "/sys/fs/cgroup/cpu/", p)
       rd(p "/" nm)
+    } else if (substr(nm, 1, 1) == "%") {
+      nm = substr(nm, 2); p = dir
+      if (!sub(/\/sys\/fs\/cgroup\/cpuset\//, "/sys/fs/cgroup/memory/", p)) continue
+      if ((getline line < (p "/" nm)) < 0) continue  # no memory hierarchy, or not NUMA: nothing to say
+      close(p "/" nm)
+      rd(p "/" nm)
     } else rd2(dir "/" nm, d, nm)
   }
 }
 {
   t = substr($0, 1, 1); p = substr($0, 2)
   if (t == "R") { rd(p); next }
+  if (t == "O") { if (!index(p, "*")) rd(p); next }
   if (t == "Q") { fcpu = p; next }
   if (t == "U") {
     # the CPU in focus: schedstat only for the tasks whose stat says they last ran there (field 39)

@@ -16,7 +16,11 @@ from ..errors import Problem
 from ..model import CgroupFiles
 from .cpuset import CpusetError, parse_cpuset
 
-_POD = re.compile(r"pod([0-9a-fA-F]{8}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{12})(?:\.slice)?$")
+# a static pod's uid is a hash of its manifest: 32 hex digits, no dashes (k/k pkg/kubelet/config/common.go)
+_POD = re.compile(r"pod([0-9a-fA-F]{8}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{12}"
+                  r"|[0-9a-fA-F]{32})(?:\.slice)?$")
+_POD_IN_PATH = re.compile(r"pod([0-9a-fA-F]{8}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{4}[-_][0-9a-fA-F]{12}"
+                          r"|[0-9a-fA-F]{32})(?:\.slice)?(?:/|$)")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _RUNTIMES = (("cri-containerd-", "containerd"), ("crio-", "cri-o"), ("docker-", "docker"))
 
@@ -34,13 +38,72 @@ def pod_uid_of(dirname: str) -> str | None:
 
 
 def qos_of(path: str) -> str:
-    """QoS from the cgroup path: Guaranteed pods sit directly under kubepods."""
+    """QoS from the cgroup path: Guaranteed pods sit directly under kubepods (whatever cgroupRoot is
+    above it: only the part from kubepods on counts)."""
     low = path.lower()
+    i = low.rfind("kubepods")
+    low = low[i:] if i >= 0 else low
     if "besteffort" in low:
         return "BestEffort"
     if "burstable" in low:
         return "Burstable"
     return "Guaranteed"
+
+
+def conmon_id_of(leaf: str) -> str | None:
+    """CRI-O's monitor beside a container ("crio-conmon-<id>[.scope]"): part of the pod, not a container."""
+    name = leaf[:-6] if leaf.endswith(".scope") else leaf
+    if name.startswith("crio-conmon-") and _HEX64.match(name[12:]):
+        return name[12:]
+    return None
+
+
+def proc_cgroup_path(text: str | None) -> str | None:
+    """/proc/<pid>/cgroup -> the path that places the process (man cgroups(7)): the v1 cpuset hierarchy's
+    line when there is one, else the unified (v2) line. Under a private cgroup namespace (kubectl debug)
+    the path is relative to the reader's namespace ("/../../kubepods…"): still good for a pod match."""
+    if not text:
+        return None
+    unified = None
+    for line in text.splitlines():
+        hid, _, rest = line.partition(":")
+        ctrls, _, path = rest.partition(":")
+        if not path:
+            continue
+        if "cpuset" in ctrls.split(","):
+            return path
+        if hid == "0" and ctrls == "":
+            unified = path
+    return unified
+
+
+def pod_uid_in_path(path: str) -> str | None:
+    """The pod uid a cgroup path lies in (any driver, any cgroupRoot), or None: outside every pod."""
+    m = _POD_IN_PATH.search(path)
+    return m.group(1).replace("_", "-").lower() if m else None
+
+
+def parse_numa_stat(text: str | None, version: int) -> dict | None:
+    """memory.numa_stat -> {"unit": "bytes" (v2) | "pages" (v1), "nodes": {node: {"anon": n, "file": n}}}.
+    v2 lines are "anon N0=<bytes> N1=…" (kdoc admin-guide/cgroup-v2.rst); v1 lines "anon=<total> N0=<pages> …"
+    (kdoc admin-guide/cgroup-v1/memory.rst 5.6). Only anon and file: what a NUMA miss is made of."""
+    if not text:
+        return None
+    nodes: dict[int, dict] = {}
+    for line in text.splitlines():
+        parts = line.split()
+        if not parts:
+            continue
+        key = parts[0].split("=", 1)[0]
+        if key not in ("anon", "file"):
+            continue
+        for w in parts[1:]:
+            n, _, v = w.partition("=")
+            if n[:1] == "N" and n[1:].isdigit() and v.isdigit():
+                nodes.setdefault(int(n[1:]), {"anon": 0, "file": 0})[key] = int(v)
+    if not nodes:
+        return None
+    return {"unit": "bytes" if version == 2 else "pages", "nodes": dict(sorted(nodes.items()))}
 
 
 @lru_cache(maxsize=8192)

@@ -52,6 +52,7 @@ _FIELDS = {
     "kubeReserved": ("kube_reserved", "--kube-reserved"),
     "systemReserved": ("system_reserved", "--system-reserved"),
     "cpuManagerReconcilePeriod": ("reconcile_period", "--cpu-manager-reconcile-period"),
+    "podLogsDir": ("pod_logs_dir", None),  # config only (1.29+)
 }
 _MAPS = {"cpu_manager_policy_options", "kube_reserved", "system_reserved"}
 
@@ -133,7 +134,7 @@ def parse_kubelet_config(
                 sources[field] = src
     flags = parse_flags(argv or [])
     for key, (field, flag) in _FIELDS.items():
-        if flag in flags:
+        if flag and flag in flags:
             values[field] = _coerce(field, flags[flag], f"flag {flag}", problems)
             sources[field] = f"flag {flag}"
     kw = {k: v for k, v in values.items() if v is not None}

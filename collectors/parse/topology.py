@@ -3,6 +3,10 @@
 Input is the frame's {path: text}. Offline CPUs have no topology/ directory (skip, don't fail); cpu0 may
 lack an `online` file; physical_package_id may be -1; core_id repeats across packages and has gaps;
 cache `id` may be missing (arm64): then the L3 group is the lowest CPU of shared_cpu_list.
+Values the kernel prints for "nothing" read as nothing, without a problem: an empty file, "(null)"
+(nohz_full on a kernel built with NO_HZ_FULL but booted without nohz_full=: the mask was never
+allocated, kernel/time/tick-sched.c / drivers/base/cpu.c), -1 package or die ids, a NUMA node without CPUs
+(memory-only: CXL, PMEM).
 """
 from __future__ import annotations
 
@@ -28,10 +32,18 @@ def _int(text: str | None) -> int | None:
         return None
 
 
+def _id(text: str | None) -> int | None:
+    """A topology id; -1 ("unknown" on odd platforms) is nothing."""
+    v = _int(text)
+    return v if v is not None and v >= 0 else None
+
+
 def _set(files: dict, path: str, problems: list, nmax: int | None = None) -> frozenset[int] | None:
     text = files.get(path)
     if text is None:
         return None
+    if text.strip() in ("", "(null)"):
+        return frozenset()
     try:
         return parse_cpuset(text, nmax)
     except CpusetError as err:
@@ -59,8 +71,6 @@ def parse_topology(files: dict, problems: list[Problem]) -> Topology:
     nmax = max(possible) if possible else (max(cpu_ids | online) if (cpu_ids or online) else None)
     isolated = _set(files, f"{CPU}/isolated", problems, nmax) or frozenset()
     nohz = _set(files, f"{CPU}/nohz_full", problems, nmax)
-    if nohz is None and files.get(f"{CPU}/nohz_full", "").strip() == "(null)":
-        nohz = frozenset()
     cmdline = files.get("/proc/cmdline", "").strip()
     if not isolated and cmdline:
         isolated = _cmdline_isolated(cmdline, nmax)
@@ -88,13 +98,13 @@ def parse_topology(files: dict, problems: list[Problem]) -> Topology:
         sib = _set(files, f"{t}/core_cpus_list", problems, nmax)
         if sib is None:
             sib = _set(files, f"{t}/thread_siblings_list", problems, nmax)
-        pkg = _int(files.get(f"{t}/physical_package_id"))
+        pkg = _id(files.get(f"{t}/physical_package_id"))
         cpus.append(
             Cpu(
                 id=c,
                 online=True,
                 socket=pkg,
-                die=_int(files.get(f"{t}/die_id")),
+                die=_id(files.get(f"{t}/die_id")),
                 core=_int(files.get(f"{t}/core_id")),
                 siblings=tuple(sorted(sib)) if sib else (c,),
                 l3=_l3(files, base, problems, nmax),

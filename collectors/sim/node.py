@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..parse.cpuset import format_cpuset
-from ..parse.kubelet import checksum_v2
+from ..parse.kubelet import checksum_v1, checksum_v2
+from . import layout
 
 
 @dataclass
@@ -43,6 +44,7 @@ class PodSpec:
     uid: str | None = None
     logs: bool = True
     cgroup: bool = True
+    static: bool = False  # a static pod: its uid is 32 hex digits, no dashes
 
 
 @dataclass
@@ -77,6 +79,16 @@ class NodeSpec:
     numa_miss_per_tick: int = 0
     init_affinity: str | None = None  # PID 1's Cpus_allowed_list (systemd CPUAffinity); None = all online
     seed: int = 1
+    # layouts of real nodes (collectors/sim/layout.py names the sources)
+    cgroup_root: str = ""  # kubelet's cgroupRoot (kind: "/kubelet")
+    cgroup_root_flag: bool = False  # given as --cgroup-root rather than in the config file
+    log_links: str = "absolute"  # /var/log/containers: "absolute" symlinks (kubelet), "file", "none"
+    kubelet_pods_dir: bool = True  # <root-dir>/pods/<uid>/containers/<name>/
+    crun_subgroup: bool = False  # crun's "container" sub-cgroup below each scope (v2)
+    nohz_full: str | None = None  # raw text of /sys/devices/system/cpu/nohz_full; None = no file
+    package_id: int | None = None  # every CPU's physical_package_id and die_id (-1 on odd platforms)
+    cpuless_numa: int = 0  # extra NUMA nodes with memory and no CPUs (CXL, PMEM)
+    cpuset_delegated: bool = True  # v2: cpuset in the subtree_control on the way to the pods
 
     @property
     def ncpus(self) -> int:
@@ -127,7 +139,7 @@ class SimNode:
         self.online = set(range(n)) - _cset(s.offline)
         self.nnuma = s.sockets * s.numa_per_socket
         for p in s.pods:
-            p.uid = p.uid or _uid(self.rng)
+            p.uid = p.uid or (layout.static_uid(self.rng) if p.static else _uid(self.rng))
             for c in p.containers:
                 c.id = c.id or "%064x" % self.rng.getrandbits(256)
         exclusive = set()
@@ -145,24 +157,17 @@ class SimNode:
             text = text.encode()
         p.write_bytes(text)
 
-    def cg_dir(self, pod: PodSpec, ctr: CtrSpec | None, controller: str = "cpuset") -> str:
+    def cg_rel(self, pod: PodSpec, ctr: CtrSpec | None, conmon: bool = False) -> str:
+        """The cgroup of a pod or container, relative to the hierarchy's root (as /proc/<pid>/cgroup)."""
         s = self.spec
-        q = pod.qos.lower()
-        if s.driver == "systemd":
-            u = pod.uid.replace("-", "_")
-            if pod.qos == "Guaranteed":
-                d = f"kubepods.slice/kubepods-pod{u}.slice"
-            else:
-                d = f"kubepods.slice/kubepods-{q}.slice/kubepods-{q}-pod{u}.slice"
-        else:
-            d = f"kubepods/pod{pod.uid}" if pod.qos == "Guaranteed" else f"kubepods/{q}/pod{pod.uid}"
+        d = layout.pod_cgroup(s.driver, s.cgroup_root, pod.qos, pod.uid)
         if ctr is not None:
-            pre = {"containerd": "cri-containerd-", "crio": "crio-", "docker": "docker-"}[s.runtime]
-            leaf = f"{pre}{ctr.id}.scope" if s.driver == "systemd" else (
-                f"crio-{ctr.id}" if s.runtime == "crio" else ctr.id)
-            d = f"{d}/{leaf}"
-        base = "/sys/fs/cgroup" if s.cgroup == 2 else f"/sys/fs/cgroup/{controller}"
-        return f"{base}/{d}"
+            d += "/" + (layout.conmon_leaf(s.driver, ctr.id) if conmon else layout.leaf(s.driver, s.runtime, ctr.id))
+        return d
+
+    def cg_dir(self, pod: PodSpec, ctr: CtrSpec | None, controller: str = "cpuset", conmon: bool = False) -> str:
+        base = "/sys/fs/cgroup" if self.spec.cgroup == 2 else f"/sys/fs/cgroup/{controller}"
+        return base + self.cg_rel(pod, ctr, conmon)
 
     # ------------------------------------------------------------------ static files
     def write(self) -> "SimNode":
@@ -175,14 +180,16 @@ class SimNode:
         self.w(f"{cpu}/offline", format_cpuset(set(range(n)) - self.online) + "\n")
         self.w(f"{cpu}/isolated", format_cpuset(_cset(s.isolated)) + "\n")
         self.w(f"{cpu}/kernel_max", "8191\n")
+        if s.nohz_full is not None:
+            self.w(f"{cpu}/nohz_full", s.nohz_full)
         for cid, (sock, core, sib, numa, l3) in self.topo.items():
             d = f"{cpu}/cpu{cid}"
             if cid != 0:
                 self.w(f"{d}/online", "1\n" if cid in self.online else "0\n")
             if cid not in self.online:
                 continue  # offline CPUs have no topology/ directory
-            self.w(f"{d}/topology/physical_package_id", f"{sock}\n")
-            self.w(f"{d}/topology/die_id", "0\n")
+            self.w(f"{d}/topology/physical_package_id", f"{sock if s.package_id is None else s.package_id}\n")
+            self.w(f"{d}/topology/die_id", f"{0 if s.package_id is None else s.package_id}\n")
             self.w(f"{d}/topology/core_id", f"{core}\n")
             sib_on = [x for x in sib if x in self.online]
             self.w(f"{d}/topology/core_cpus_list", format_cpuset(sib_on) + "\n")
@@ -195,13 +202,20 @@ class SimNode:
                 shared = [x for x, v in self.topo.items() if v[4] == l3 and x in self.online] if lvl == 3 else sib_on
                 self.w(f"{ix}/shared_cpu_list", format_cpuset(shared) + "\n")
         node = "/sys/devices/system/node"
-        self.w(f"{node}/possible", f"0-{self.nnuma - 1}\n")
-        self.w(f"{node}/online", f"0-{self.nnuma - 1}\n")
+        nall = self.nnuma + s.cpuless_numa
+        self.w(f"{node}/possible", f"0-{nall - 1}\n")
+        self.w(f"{node}/online", f"0-{nall - 1}\n")
+        self.w(f"{node}/has_cpu", f"0-{self.nnuma - 1}\n")
+        self.w(f"{node}/has_memory", f"0-{nall - 1}\n")
+        for nn in range(self.nnuma, nall):  # memory only: an empty cpulist, farther than any socket
+            self.w(f"{node}/node{nn}/cpulist", "\n")
+            self.w(f"{node}/node{nn}/distance", " ".join("10" if m == nn else "50" for m in range(nall)) + "\n")
         for nn in range(self.nnuma):
             cl = [x for x, v in self.topo.items() if v[3] == nn and x in self.online]
             self.w(f"{node}/node{nn}/cpulist", format_cpuset(cl) + "\n")
             sock = nn // s.numa_per_socket
             dist = [10 if m == nn else (12 if m // s.numa_per_socket == sock else 32) for m in range(self.nnuma)]
+            dist += [50] * s.cpuless_numa
             self.w(f"{node}/node{nn}/distance", " ".join(map(str, dist)) + "\n")
         cmd = "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro"
         if s.isolated:
@@ -211,6 +225,14 @@ class SimNode:
         if s.cgroup == 2:
             self.w("/sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory hugetlb pids\n")
             self.w("/sys/fs/cgroup/cpuset.cpus.effective", format_cpuset(self.online) + "\n")
+            ctl = "cpuset cpu io memory hugetlb pids\n" if s.cpuset_delegated else "cpu io memory hugetlb pids\n"
+            self.w("/sys/fs/cgroup/cgroup.subtree_control", ctl)
+            kp = "/sys/fs/cgroup" + layout.pod_cgroup(s.driver, s.cgroup_root, "Burstable", "x").rsplit("/", 2)[0]
+            parts = kp[len("/sys/fs/cgroup"):].strip("/").split("/")
+            for i in range(1, len(parts) + 1):  # every level down to kubepods: the same delegation
+                d = "/sys/fs/cgroup/" + "/".join(parts[:i])
+                self.w(f"{d}/cgroup.controllers", ctl)
+                self.w(f"{d}/cgroup.subtree_control", ctl)
         else:
             self.w("/sys/fs/cgroup/cpuset/cpuset.effective_cpus", format_cpuset(self.online) + "\n")
         self._kubelet()
@@ -228,6 +250,8 @@ class SimNode:
             argv = ["/usr/bin/kubelet", f"--config={s.config_path}"]
             if kr != "/var/lib/kubelet":
                 argv += ["--root-dir", kr]
+            if s.cgroup_root and s.cgroup_root_flag:
+                argv += [f"--cgroup-root={s.cgroup_root}"]
             argv += s.flags
             self.w("/proc/1/comm", "systemd\n")
             self.w("/proc/1/cmdline", b"/sbin/init\0")
@@ -247,6 +271,8 @@ class SimNode:
             if s.policy_options:
                 cfg += "cpuManagerPolicyOptions:\n" + "".join(f'  {k}: "{v}"\n' for k, v in s.policy_options.items())
             cfg += "systemReserved:\n  cpu: 500m\n  memory: 1Gi\n"
+            if s.cgroup_root and not s.cgroup_root_flag:
+                cfg += f"cgroupRoot: {s.cgroup_root}\n"
         self.w(s.config_path, cfg)
         if s.state_text is not None:
             self.w(f"{kr}/cpu_manager_state", s.state_text)
@@ -258,6 +284,14 @@ class SimNode:
                 if c.cpus:
                     entries.setdefault(p.uid, {})[c.name] = c.cpus
         policy = s.policy
+        if s.state_version == 1:  # before 1.18: entries keyed by container id (CPUManagerCheckpointV1)
+            v1 = {c.id: c.cpus for p in s.pods for c in p.containers if c.cpus and not c.init}
+            doc = {"policyName": policy, "defaultCpuSet": default if policy == "static" else ""}
+            if v1 and policy == "static":
+                doc["entries"] = v1
+            doc["checksum"] = checksum_v1(doc["policyName"], doc["defaultCpuSet"], doc.get("entries", {}))
+            self.w(f"{kr}/cpu_manager_state", json.dumps(doc))
+            return
         doc = {"policyName": policy, "defaultCpuSet": default if policy == "static" else ""}
         if entries and policy == "static":
             doc["entries"] = entries
@@ -276,6 +310,8 @@ class SimNode:
         for p in s.pods:
             if p.logs:
                 self.w(f"/var/log/pods/{p.namespace}_{p.name}_{p.uid}/.keep", "")
+            if s.kubelet_pods_dir:
+                self.w(f"{s.kubelet_root}/pods/{p.uid}/etc-hosts", "")
             if not p.cgroup:
                 continue
             pdir = self.cg_dir(p, None)
@@ -285,39 +321,93 @@ class SimNode:
             for c in [sb] + p.containers:
                 if c.init:
                     continue
-                if c is not sb and p.logs:
-                    self.w(f"/var/log/pods/{p.namespace}_{p.name}_{p.uid}/{c.name}/0.log", "")
-                    self.w(f"/var/log/containers/{p.name}_{p.namespace}_{c.name}-{c.id}.log", "")
+                if c is not sb:
+                    self._names(p, c)
                 eff = _cset(c.effective) if c.effective else (_cset(c.cpus) if c.cpus else self.default or self.online)
                 d = self.cg_dir(p, c)
                 self._cg(d, p, c, eff)
-                pids = []
-                for k in range(c.tasks):
-                    self.pid += 1
-                    tid = self.pid
-                    if k == 0:
-                        pids.append(tid)
-                    self.tasks.append([tid, pids[0], c.name[:15] if c is not sb else "pause", sorted(eff), c.busy,
-                                       (p.uid, c.id), 0, 0, self.rng.choice(sorted(eff))])
-                    if c.runq_wait:
-                        self.waits[tid] = c.runq_wait
-                procs = "".join(f"{x}\n" for x in pids)
-                if s.cgroup == 2:
-                    self.w(f"{d}/cgroup.procs", procs)
-                else:
-                    self.w(f"{d}/cgroup.procs", procs)
-        for comm, cpu, kthread in s.other_tasks:
+                rel = self.cg_rel(p, c)
+                if s.crun_subgroup and s.cgroup == 2 and s.driver == "systemd":
+                    d, rel = d + "/container", rel + "/container"
+                    self._cg(d, p, c, eff)
+                self._procs(d, rel, c.tasks, c.name[:15] if c is not sb else "pause", eff, c.busy, (p.uid, c.id),
+                            c.runq_wait)
+                if s.runtime == "crio" and c is not sb:  # conmon: the pod's, runs where the pod may
+                    d = self.cg_dir(p, c, conmon=True)
+                    self._cg(d, p, None, self.online)
+                    self._procs(d, self.cg_rel(p, c, conmon=True), 1, "conmon", eff, 0.01, (p.uid, None))
+        for t in s.other_tasks:
+            comm, cpu, kthread = t[:3]
+            rel = t[3] if len(t) > 3 else ("/" if kthread else f"/system.slice/{comm}.service")
             self.pid += 1
+            if rel is not None:  # None: the process left before its cgroup was read
+                self.w(f"/proc/{self.pid}/cgroup", layout.proc_cgroup(s.cgroup, rel))
             self.tasks.append([self.pid, self.pid, comm, [cpu], 0.5, None, 0, 0, cpu, kthread])
+
+    def _names(self, p: PodSpec, c: CtrSpec) -> None:
+        """The log layout (kubelet's absolute symlinks) and kubelet's per-container dir."""
+        s = self.spec
+        if s.kubelet_pods_dir:
+            self.w(f"{s.kubelet_root}/pods/{p.uid}/containers/{c.name}/{c.id[:8]}", "")
+        if not p.logs:
+            return
+        link = f"/var/log/containers/{p.name}_{p.namespace}_{c.name}-{c.id}.log"
+        pod_log, docker_log = layout.log_target(s.runtime, p.namespace, p.name, p.uid, c.name, c.id)
+        if s.log_links == "file":
+            self.w(pod_log, "")
+            self.w(link, "")
+        elif s.log_links == "absolute":
+            if docker_log:
+                self.w(docker_log, "")
+                self._link(pod_log, docker_log)
+            else:
+                self.w(pod_log, "")
+            self._link(link, pod_log)
+        else:
+            self.w(pod_log, "")
+
+    def _link(self, rel: str, target: str) -> None:
+        p = self.root / rel.lstrip("/")
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if p.is_symlink() or p.exists():
+            p.unlink()
+        os.symlink(target, p)  # absolute, as on the node: it dangles under a --root prefix
+
+    def _procs(self, d: str, rel: str, ntasks: int, comm: str, eff: set[int], busy: float, key,
+               runq_wait: float = 0) -> None:
+        pids: list[int] = []
+        for k in range(ntasks):
+            self.pid += 1
+            if k == 0:
+                pids.append(self.pid)
+            self.tasks.append([self.pid, pids[0], comm, sorted(eff), busy, key, 0, 0, self.rng.choice(sorted(eff))])
+            if runq_wait:
+                self.waits[self.pid] = runq_wait
+        self.w(f"{d}/cgroup.procs", "".join(f"{x}\n" for x in pids))
+        for pid in pids:
+            self.w(f"/proc/{pid}/cgroup", layout.proc_cgroup(self.spec.cgroup, rel))
 
     def _cg(self, d: str, p: PodSpec, c: CtrSpec | None, eff: set[int]) -> None:
         s = self.spec
         mems = c.mems if c and c.mems else format_cpuset(sorted({self.topo[x][3] for x in eff if x in self.topo}))
         quota = int(c.quota_cores * 100000) if c and c.quota_cores else None
+        nodes = sorted(_cset(mems)) or [0]
+        if c is not None:  # 64 MiB of anon memory per container, spread over its mems (bytes on v2, pages on v1)
+            share = {n: (64 << 20) // len(nodes) if n in nodes else 0 for n in range(self.nnuma + s.cpuless_numa)}
+            if s.cgroup == 2:
+                per = " ".join(f"N{n}={b}" for n, b in share.items())
+                self.w(f"{d}/memory.numa_stat", f"anon {per}\nfile " + " ".join(f"N{n}=0" for n in share) + "\n")
+            else:
+                pages = {n: b // 4096 for n, b in share.items()}
+                per = " ".join(f"N{n}={v}" for n, v in pages.items())
+                tot = sum(pages.values())
+                self.w(d.replace("/sys/fs/cgroup/cpuset/", "/sys/fs/cgroup/memory/", 1) + "/memory.numa_stat",
+                       f"total={tot} {per}\nfile=0 " + " ".join(f"N{n}=0" for n in pages) + f"\nanon={tot} {per}\n")
         if s.cgroup == 2:
-            self.w(f"{d}/cpuset.cpus", (c.effective or c.cpus or "") + "\n" if c else "\n")
-            self.w(f"{d}/cpuset.cpus.effective", format_cpuset(eff) + "\n")
-            self.w(f"{d}/cpuset.mems.effective", mems + "\n")
+            if s.cpuset_delegated:  # without the controller, the cpuset files do not exist
+                self.w(f"{d}/cpuset.cpus", (c.effective or c.cpus or "") + "\n" if c else "\n")
+                self.w(f"{d}/cpuset.cpus.effective", format_cpuset(eff) + "\n")
+                self.w(f"{d}/cpuset.mems.effective", mems + "\n")
             self.w(f"{d}/cpu.max", f"{quota if quota else 'max'} 100000\n")
             self.w(f"{d}/cpu.weight", "100\n")
             self.w(f"{d}/cpu.pressure", "some avg10=0.00 avg60=0.00 avg300=0.00 total=0\nfull avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
