@@ -191,6 +191,7 @@ class Task(NamedTuple):
     involuntary: int | None = None
     at: float | None = None  # node uptime when these counters were read (tasks come at their own cadence)
     runq: object = None  # parse.noise.SchedStat (run-queue wait, on-CPU ns): focused container/CPU, or "w"
+    cgroup: str | None = None  # the process's cgroup (/proc/<pid>/cgroup, read with every task's stat)
 
 
 class Container(NamedTuple):
@@ -203,6 +204,8 @@ class Container(NamedTuple):
     tasks: tuple[Task, ...] = ()
     pids: frozenset[int] = frozenset()
     runtime: str | None = None
+    unresolved: str | None = None  # why this cgroup leaf could not be tied to a container name
+    memory_numa: dict | None = None  # memory.numa_stat per node (the container in focus only)
 
 
 class Pod(NamedTuple):
@@ -214,6 +217,7 @@ class Pod(NamedTuple):
     containers: tuple[Container, ...]
     cgroup: CgroupFiles | None = None
     pids: frozenset[int] = frozenset()  # every process in the pod's cgroups, the sandbox's included
+    sources: tuple[str, ...] = ()  # what knows this pod: cgroup, pod-logs, container-logs, kubelet-pods, state
 
 
 class Owner(NamedTuple):

@@ -76,7 +76,7 @@ def assemble(static: Frame, tick: Frame, target: str = "node", names: Frame | No
     base = f"{CG}/cpuset" if cgv == 1 else CG
     cg_dirs = [d for d in dict.fromkeys(tick.dirs) if d.startswith(base + "/")]
     driver = kubelet.cgroup_driver if kubelet.sources.get("cgroup_driver") else driver_of(cg_dirs)
-    logs = pod_logs(tick, names)
+    logs = pod_logs(tick, names, kubelet)
     by_pid, all_tasks = tasks_stage(tick, carry, problems)
     pods = pods_stage(files, tick, cgv, base, cg_dirs, logs, state, by_pid, problems)
     if cgv == 2:

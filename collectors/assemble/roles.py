@@ -30,15 +30,22 @@ def _owners_from_state(state, pods) -> dict[int, list[Owner]]:
     return owners
 
 
-def _owners_inferred(pods):
+def _owners_inferred(pods, online):
     """Static policy but no readable state: the shared pool is the most common effective cpuset of the
-    containers (the largest on a tie); a Guaranteed container outside it owns its CPUs."""
+    containers (the largest on a tie), of Burstable and BestEffort ones first (they always run there);
+    a Guaranteed container outside it owns its CPUs. With one set only, and smaller than the online
+    CPUs, it is an exclusive one and the pool is the rest."""
     owners: dict[int, list[Owner]] = {}
     shared = None
-    sets = [c.cgroup.cpus_effective for _, c in _iter(pods) if c.cgroup and c.cgroup.cpus_effective]
+    sets = [c.cgroup.cpus_effective for p, c in _iter(pods)
+            if c.cgroup and c.cgroup.cpus_effective and p.qos != "Guaranteed" and not c.unresolved]
+    sets = sets or [c.cgroup.cpus_effective for _, c in _iter(pods)
+                    if c.cgroup and c.cgroup.cpus_effective and not c.unresolved]
     if sets:
         common = Counter(sets).most_common()
         shared = max((s for s, n in common if n == common[0][1]), key=len)
+        if len(common) == 1 and shared < online and all(p.qos == "Guaranteed" for p in pods):
+            shared = online - shared
     for p in pods:
         if p.qos != "Guaranteed":
             continue
@@ -80,7 +87,7 @@ def roles_stage(topo, kubelet, state, pods, problems, state_file):
     else:
         roles_from = "cgroups"
         problems.append(Problem(state_file, "roles inferred from cgroups: kubelet's assignment is unknown"))
-        owners, shared = _owners_inferred(pods)
+        owners, shared = _owners_inferred(pods, online)
     reserved = kubelet.reserved_cpus or frozenset()
     out = tuple(CpuRole(cpu, _role(cpu, online, owners, reserved, topo.isolated, shared), tuple(owners.get(cpu, ())))
                 for cpu in sorted(topo.possible | online))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from ..errors import Problem
 from ..frames import Frame
 from ..model import Task
+from ..parse.cgroup import proc_cgroup_path
 from ..parse.procfs import make_task, parse_task_sched, parse_task_stat, parse_task_status, parse_uptime
 from .noise import runq_of
 
@@ -14,13 +15,20 @@ _TASK_FILES = frozenset(("stat", "status", "sched", "schedstat"))
 
 
 def _frame_tasks(fr: Frame):
-    """The tasks of one frame (files under /proc/<pid>/task/<tid>/), stamped with its uptime."""
+    """The tasks of one frame (files under /proc/<pid>/task/<tid>/), stamped with its uptime, and with
+    their process's cgroup when the frame read it (the every-task scan)."""
     at = parse_uptime(fr.files.get("/proc/uptime"))
     parts_by_tid: dict[int, dict] = {}
+    cgroups: dict[int, str] = {}
     for p, text in fr.files.items():
         if not p.startswith("/proc/"):
             continue
         parts = p.split("/")  # ['', 'proc', pid, 'task', tid, name]
+        if len(parts) == 4 and parts[3] == "cgroup" and parts[2].isdigit():
+            path = proc_cgroup_path(text)
+            if path is not None:
+                cgroups[int(parts[2])] = path
+            continue
         if len(parts) != 6 or parts[3] != "task" or parts[5] not in _TASK_FILES:
             continue
         try:
@@ -45,6 +53,11 @@ def _frame_tasks(fr: Frame):
         out[tid] = make_task(tid, d["pid"], st, parse_task_status(d["status"]) if "status" in d else None,
                              parse_task_sched(d["sched"]) if "sched" in d else None, at,
                              runq_of(d) if "schedstat" in d else None)
+    if cgroups:
+        for tid, t in out.items():
+            cg = cgroups.get(t.pid)
+            if cg is not None:
+                out[tid] = t._replace(cgroup=cg)
     return out, tuple(probs), missing
 
 
@@ -71,8 +84,11 @@ def _merge(layers: list[Frame]):
         sched_missing = max(sched_missing, fmissing)
         for tid, t in ftasks.items():
             old = tasks.get(tid)
-            if t.allowed is None and old is not None and old.allowed is not None and old.pid == t.pid:
-                t = t._replace(allowed=old.allowed)
+            if old is not None and old.pid == t.pid:
+                if t.allowed is None and old.allowed is not None:
+                    t = t._replace(allowed=old.allowed)
+                if t.cgroup is None and old.cgroup is not None:
+                    t = t._replace(cgroup=old.cgroup)
             tasks[tid] = t
     by_pid: dict[int, list[Task]] = {}
     for t in tasks.values():

@@ -268,7 +268,7 @@ def test_topology_cpuless_numa_node_and_offline():
     probs = []
     t = parse_topology(files, probs)
     assert [n.cpus for n in t.numa_nodes] == [(0, 1, 2, 3), ()]
-    assert [c.online for c in t.cpus] == [True, True, True, False] and t.cpus[0].socket == -1
+    assert [c.online for c in t.cpus] == [True, True, True, False] and t.cpus[0].socket is None  # -1: unknown, read as nothing
     assert probs == []
 
 
