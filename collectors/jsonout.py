@@ -71,6 +71,11 @@ def to_json(snap: NodeSnapshot, rates: Rates | None = None, findings=()) -> dict
             tr = rates.tasks if rates else {}
             ctrs.append({
                 "name": c.name, "id": c.id, "runtime": c.runtime, "cgroup": c.cgroup_path,
+                "unresolved": c.unresolved,
+                # memory per NUMA node (memory.numa_stat): the container in focus only, else null
+                "memory_numa": None if c.memory_numa is None else {
+                    "unit": c.memory_numa["unit"],
+                    "nodes": {str(n): v for n, v in c.memory_numa["nodes"].items()}},
                 "cpuset": _l(c.assigned), "cpus_effective": _l(cg.cpus_effective) if cg else None,
                 "mems_effective": _l(cg.mems_effective) if cg else None,
                 "exclusive": c.assigned is not None,
@@ -95,7 +100,7 @@ def to_json(snap: NodeSnapshot, rates: Rates | None = None, findings=()) -> dict
                 } for t in c.tasks],
             })
         pods.append({"uid": p.uid, "namespace": p.namespace, "name": p.name, "qos": p.qos,
-                     "cgroup": p.cgroup_path, "containers": ctrs})
+                     "cgroup": p.cgroup_path, "sources": list(p.sources), "containers": ctrs})
     return {
         "schema": SCHEMA,
         "node": snap.node,
@@ -108,6 +113,7 @@ def to_json(snap: NodeSnapshot, rates: Rates | None = None, findings=()) -> dict
             "topology_manager_scope": k.topology_manager_scope,
             "memory_manager_policy": k.memory_manager_policy,
             "cgroup_driver": k.cgroup_driver,
+            "cgroup_root": k.cgroup_root,
             "reserved_cpus": _l(k.reserved_cpus) or [],
             "kube_reserved": dict(k.kube_reserved), "system_reserved": dict(k.system_reserved),
             "sources": dict(k.sources),

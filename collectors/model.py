@@ -287,6 +287,9 @@ class NodeSnapshot:
     problems: tuple[Problem, ...] = ()
     request: str = ""
     noise: KernelNoise | None = None
+    # the cpuset controller on the way to kubepods: v2 cgroup.controllers / cgroup.subtree_control texts by
+    # path, and "mount": "no" when a v1 node has no cpuset hierarchy
+    cpuset_files: dict = field(default_factory=dict)
 
     def containers(self):
         for p in self.pods:

@@ -173,7 +173,7 @@ static() {
   rx "$R$KROOT/memory_manager_state"
   if [ "$CGV" = 2 ]; then
     rx "$CGBASE/cgroup.subtree_control"
-    for k in $KPODS; do rx "$k/cgroup.controllers" "$k/cgroup.subtree_control"; done
+    for k in $KPODS; do rx "${k%/*}/cgroup.subtree_control" "$k/cgroup.controllers" "$k/cgroup.subtree_control"; done
   fi
 }
 

@@ -92,4 +92,16 @@ def assemble(static: Frame, tick: Frame, target: str = "node", names: Frame | No
         irqs=irqs_stage(tick, carry, max(topo.possible) if topo.possible else None), all_tasks=all_tasks,
         roles_from=roles_from, problems=tuple(problems), request=tick.request, state_status=state_status,
         init_allowed=_init_allowed(static.files), noise=noise_stage(tick, carry),
+        cpuset_files=_cpuset_files(static),
     )
+
+
+def _cpuset_files(static: Frame) -> dict:
+    """The delegation files the static frame read (probe.sh static), for the cpuset readiness check."""
+    if "cpuset_files" not in static.cache:
+        out = {p: t for p, t in static.files.items() if p.startswith(CG + "/")
+               and p.endswith(("/cgroup.controllers", "/cgroup.subtree_control"))}
+        if static.info.get("cgroup-cpuset-mount") == "no":
+            out["mount"] = "no"
+        static.cache["cpuset_files"] = out
+    return static.cache["cpuset_files"]

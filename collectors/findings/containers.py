@@ -25,7 +25,8 @@ def cgroup_drift(ctx):
             yield finding("STATE_CGROUP_DRIFT", f"{who(p, c.name)}: kernel runs it on {fmt(eff)}, kubelet assigned {fmt(c.assigned)}",
                           [f"{sf}: entries[{p.uid}][{c.name}] = {fmt(c.assigned)}", f"{file} = {fmt(eff)}"],
                           eff ^ c.assigned, p, c.name)
-        elif c.assigned is None and shared is not None and eff != shared and ctx.st is not None:
+        elif c.assigned is None and shared is not None and eff != shared and ctx.st is not None and not c.unresolved:
+            # (a leaf no source names may be the pod sandbox, which kubelet does not pin: no claim)
             stolen = eff & ctx.exclusive
             yield finding("STATE_CGROUP_DRIFT",
                           f"{who(p, c.name)}: shared container runs on {fmt(eff)}, the shared pool is {fmt(shared)}"
@@ -41,7 +42,7 @@ def guaranteed_not_pinned(ctx):
     policy = ctx.policy
     for p, c in ctx.snap.containers():
         cg = c.cgroup
-        if not (p.qos == "Guaranteed" and c.assigned is None and cg and cg.quota_us and cg.period_us):
+        if not (p.qos == "Guaranteed" and c.assigned is None and cg and cg.quota_us and cg.period_us) or c.unresolved:
             continue
         cores = cg.quota_us / cg.period_us
         if abs(cores - round(cores)) < 1e-9 and cores >= 1:

@@ -87,15 +87,19 @@ def offline_assigned(ctx):
                       [f"{sf}: defaultCpuSet = {fmt(st.default_cpuset)}", f"online = {fmt(online)}"], off)
 
 
-@check({"ORPHAN_STATE_ENTRY": ("warning", "a state entry names a pod that has no cgroup on the node",
+@check({"ORPHAN_STATE_ENTRY": ("warning", "a state entry names a pod that no source on the node knows (no cgroup, no log directory, no kubelet pods dir)",
                                "Kubelet normally removes stale entries; a lasting one holds CPUs nobody uses. It clears on kubelet restart.")})
 def orphan_state_entry(ctx):
     if ctx.st is None:
         return
     for uid, ctrs in ctx.st.entries.items():
         p = ctx.pods_by_uid.get(uid)
-        if uid and (p is None or p.cgroup_path is None):
-            cs = frozenset().union(*ctrs.values()) if ctrs else frozenset()
-            yield finding("ORPHAN_STATE_ENTRY", f"state entry for pod {uid} ({', '.join(sorted(ctrs))}) but no such pod cgroup",
-                          [f"{ctx.sf}: entries[{uid}] = {', '.join(f'{n}: {fmt(s)}' for n, s in sorted(ctrs.items()))}",
-                           "no kubepods*/…pod<uid> directory"], cs, p)
+        if not uid or (p is not None and p.cgroup_path is not None):
+            continue
+        others = [s for s in (p.sources if p else ()) if s != "state"]
+        if others:  # kubelet or the logs know it: its cgroup was not found (cgroupRoot?), not an orphan
+            continue  # identity.py says so, at info
+        cs = frozenset().union(*ctrs.values()) if ctrs else frozenset()
+        yield finding("ORPHAN_STATE_ENTRY", f"state entry for pod {uid} ({', '.join(sorted(ctrs))}), but nothing on the node knows that pod",
+                      [f"{ctx.sf}: entries[{uid}] = {', '.join(f'{n}: {fmt(s)}' for n, s in sorted(ctrs.items()))}",
+                       "no kubepods*/…pod<uid> cgroup, no <podLogsDir>/<ns>_<pod>_<uid>/, no <root-dir>/pods/<uid>/"], cs, p)

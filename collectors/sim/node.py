@@ -310,7 +310,7 @@ class SimNode:
         for p in s.pods:
             if p.logs:
                 self.w(f"/var/log/pods/{p.namespace}_{p.name}_{p.uid}/.keep", "")
-            if s.kubelet_pods_dir:
+            if s.kubelet_pods_dir and (p.cgroup or p.logs):  # a pod with neither is gone: kubelet forgot it too
                 self.w(f"{s.kubelet_root}/pods/{p.uid}/etc-hosts", "")
             if not p.cgroup:
                 continue

@@ -60,10 +60,14 @@ CASES = {
     "SHARED_POOL_STARVED": dict(pods=[PodSpec("rt", containers=[CtrSpec("app", cpus="1-3,5-7")])]),
     "NUMA_MISS_HIGH": dict(numa_miss_per_tick=2000),
     "ORPHAN_STATE_ENTRY": dict(pods=[PodSpec("rt", containers=[CtrSpec("app", cpus="1,5")]),
-                                     PodSpec("gone", cgroup=False, containers=[CtrSpec("old", cpus="2,6")])]),
+                                     PodSpec("gone", cgroup=False, logs=False, containers=[CtrSpec("old", cpus="2,6")])]),
     "STATE_CHECKSUM_MISMATCH": dict(state_text='{"policyName":"static","defaultCpuSet":"0-7","checksum":42}',
                                     pods=[]),
     "KUBELET_NOT_FOUND": dict(kubelet_running=False),
+    # v2: systemd did not delegate cpuset to kubepods (the containers then have no cpuset files)
+    "CPUSET_NOT_ENABLED": dict(cpuset_delegated=False),
+    # a process on an exclusive CPU that exited before its cgroup was read: no evidence either way
+    "IDENTITY_UNRESOLVED": dict(other_tasks=[("short-lived", 1, False, None)]),
 }
 NEEDS_RATES = {"THROTTLED_EXCLUSIVE", "NUMA_MISS_HIGH"}
 
