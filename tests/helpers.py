@@ -59,8 +59,9 @@ def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
                           timeout=timeout, cwd=Path(__file__).resolve().parent.parent)
 
 
-CPUSET = Path("/sys/fs/cgroup/cpuset")
-CPUCG = Path("/sys/fs/cgroup/cpu")
+CGROOT = Path("/sys/fs/cgroup")
+CPUSET = CGROOT / "cpuset"  # cgroup v1
+CPUCG = CGROOT / "cpu"
 KUBELET = Path("/var/lib/kubelet")
 
 
@@ -75,9 +76,31 @@ def kubelet_running() -> bool:
     return False
 
 
+def cgroup_hierarchy() -> tuple[str | None, str]:
+    """Which kubelet-shaped hierarchy this machine can hold: "v1" (a cpuset hierarchy at
+    /sys/fs/cgroup/cpuset) or "v2" (the unified hierarchy at /sys/fs/cgroup, cpuset enabled for its
+    children here if it is not yet). -> (kind or None, why not)."""
+    if (CPUSET / "cpuset.cpus").exists():
+        return "v1", ""
+    ctrl = CGROOT / "cgroup.controllers"
+    if not ctrl.exists():
+        return None, "neither a cgroup v1 cpuset hierarchy nor cgroup v2 at /sys/fs/cgroup"
+    if "cpuset" not in ctrl.read_text().split():
+        return None, "cgroup v2 without the cpuset controller (bound to a v1 hierarchy, or not delegated)"
+    try:
+        if "cpuset" not in (CGROOT / "cgroup.subtree_control").read_text().split():
+            (CGROOT / "cgroup.subtree_control").write_text("+cpuset")
+    except OSError as err:
+        return None, f"cannot enable cpuset for the children of the cgroup v2 root: {err}"
+    return "v2", ""
+
+
 class RealPod:
-    """A Guaranteed pod on the real kernel: /sys/fs/cgroup/cpuset/kubepods/pod<uid>/<id>, a busy
-    process pinned in it, and the kubelet files that describe it. Everything it made is removed after."""
+    """A Guaranteed pod on the real kernel, in whichever hierarchy the machine has: cgroup v1
+    (/sys/fs/cgroup/cpuset/kubepods/pod<uid>/<id>, cpu.stat and quota in /sys/fs/cgroup/cpu/...) or v2
+    (/sys/fs/cgroup/kubepods/pod<uid>/<id>, cpuset and cpu enabled down the subtree), cgroupfs driver;
+    a busy process pinned in it, and the kubelet files that describe it. Everything it made is removed
+    after."""
 
     def __init__(self, cpus: str = "1", reserved: str = "0", quota_us: int | None = None) -> None:
         self.uid = str(uuid.uuid4())
@@ -91,13 +114,24 @@ class RealPod:
     def available() -> tuple[bool, str]:
         if os.geteuid() != 0:
             return False, "needs root"
-        if not (CPUSET / "cpuset.cpus").exists():
-            return False, "no cgroup v1 cpuset hierarchy at /sys/fs/cgroup/cpuset"
+        kind, why = cgroup_hierarchy()
+        if kind is None:
+            return False, why
         if kubelet_running() or (KUBELET / "cpu_manager_state").exists():
             return False, "a kubelet runs (or ran) here: not touching its files"
         if (os.cpu_count() or 1) < 2:
             return False, "needs 2 CPUs"
         return True, ""
+
+    @staticmethod
+    def can_throttle() -> tuple[bool, str]:
+        """A CFS quota needs the cpu controller: v1's cpu hierarchy, or cpu in v2's controllers."""
+        kind, why = cgroup_hierarchy()
+        if kind == "v1":
+            return CPUCG.exists(), "no cgroup v1 cpu controller at /sys/fs/cgroup/cpu"
+        if kind == "v2":
+            return "cpu" in (CGROOT / "cgroup.controllers").read_text().split(), "cgroup v2 without the cpu controller"
+        return False, why
 
     def _mk(self, base: Path, rel: str) -> Path:
         p = base / rel
@@ -118,20 +152,45 @@ class RealPod:
         p.write_text(text)
 
     def __enter__(self) -> "RealPod":
+        try:
+            return self._enter()
+        except BaseException:
+            self.__exit__()
+            raise
+
+    def _enter(self) -> "RealPod":
         online = (Path("/sys/devices/system/cpu/online").read_text().strip())
-        mems = (CPUSET / "cpuset.mems").read_text().strip()
-        for rel, cpus in (("kubepods", online), (f"kubepods/pod{self.uid}", online),
-                          (f"kubepods/pod{self.uid}/{self.cid}", self.cpus)):
-            d = self._mk(CPUSET, rel)
-            (d / "cpuset.cpus").write_text(cpus)
-            (d / "cpuset.mems").write_text(mems)
-        self.cg = CPUSET / f"kubepods/pod{self.uid}/{self.cid}"
+        self.kind, why = cgroup_hierarchy()
+        assert self.kind, why
+        levels = (("kubepods", online), (f"kubepods/pod{self.uid}", online),
+                  (f"kubepods/pod{self.uid}/{self.cid}", self.cpus))
         self.cpu_cg = None
-        if CPUCG.exists():
-            self.cpu_cg = self._mk(CPUCG, f"kubepods/pod{self.uid}/{self.cid}")
-            if self.quota_us:
-                (self.cpu_cg / "cpu.cfs_period_us").write_text("100000")
-                (self.cpu_cg / "cpu.cfs_quota_us").write_text(str(self.quota_us))
+        if self.kind == "v1":
+            mems = (CPUSET / "cpuset.mems").read_text().strip()
+            for rel, cpus in levels:
+                d = self._mk(CPUSET, rel)
+                (d / "cpuset.cpus").write_text(cpus)
+                (d / "cpuset.mems").write_text(mems)
+            self.cg = CPUSET / levels[-1][0]
+            if CPUCG.exists():
+                self.cpu_cg = self._mk(CPUCG, levels[-1][0])
+                if self.quota_us:
+                    (self.cpu_cg / "cpu.cfs_period_us").write_text("100000")
+                    (self.cpu_cg / "cpu.cfs_quota_us").write_text(str(self.quota_us))
+        else:
+            mems = (CGROOT / "cpuset.mems.effective").read_text().strip()
+            ctrls = ["cpuset"] + (["cpu"] if "cpu" in (CGROOT / "cgroup.controllers").read_text().split() else [])
+            if "cpu" in ctrls and "cpu" not in (CGROOT / "cgroup.subtree_control").read_text().split():
+                (CGROOT / "cgroup.subtree_control").write_text("+cpu")
+            for i, (rel, cpus) in enumerate(levels):
+                d = self._mk(CGROOT, rel)
+                (d / "cpuset.cpus").write_text(cpus)
+                (d / "cpuset.mems").write_text(mems)
+                if i < len(levels) - 1:  # controllers for the level below; the leaf holds the processes
+                    (d / "cgroup.subtree_control").write_text(" ".join("+" + c for c in ctrls))
+            self.cg = CGROOT / levels[-1][0]
+            if "cpu" in ctrls and self.quota_us:
+                (self.cg / "cpu.max").write_text(f"{self.quota_us} 100000")
         self.busy = self.spawn_busy(in_pod=True)
         st = {"policyName": "static", "defaultCpuSet": self.reserved, "entries": {self.uid: {"busy": self.cpus}}}
         st["checksum"] = checksum_v2("static", st["defaultCpuSet"], st["entries"])
@@ -154,7 +213,8 @@ class RealPod:
         return p
 
     def __exit__(self, *exc) -> None:
-        for p in self.procs:
+        self.procs, procs = [], self.procs
+        for p in procs:
             stop(p)
         time.sleep(0.1)
         for f in reversed(self.files):
