@@ -141,7 +141,9 @@ class SSHTransport(FrameStream):
         except socket.gaierror as err:
             raise Unreachable(f"{self.target}: cannot resolve host ({err.strerror})") from err
         except OSError as err:
-            raise Unreachable(f"{self.target}: {err.strerror or err}") from err
+            # asyncio's "Connect call failed ('h', p)" hides the reason: the errno says it (refused, no route)
+            why = os.strerror(err.errno).lower() if err.errno else (err.strerror or str(err))
+            raise Unreachable(f"{self.target}: {why}") from err
         except asyncssh.Error as err:
             raise TransportError(f"{self.target}: ssh: {err.reason or err}") from err
         self.reader, self.writer = self.proc.stdout, self.proc.stdin

@@ -123,3 +123,58 @@ def test_sshd_killed_mid_stream_is_reported_and_reconnected(tmp_path, node_root)
     down = [m for s, m in states if s == "down"]
     assert down and ("connection lost" in down[0] or "ended" in down[0])
     assert snaps[-1].node == "ssh-node"
+
+
+@pytest.mark.parametrize("case", ["auth", "dns", "refused", "unknown-host-key", "changed-host-key", "silent"])
+def test_every_ssh_error_class_is_its_kind_and_one_plain_line(server, node_root, tmp_path, case):
+    """Each way an SSH node can fail: the transport raises its kind (errors.py), the CLI prints one line
+    naming the target and the reason, exit 1, no traceback."""
+    from collectors.errors import AuthFailed, HostKeyRejected, Unreachable
+    from collectors.transport.ssh import SSHTransport
+
+    args = dict(identity=str(server.userkey), known_hosts=str(server.known_hosts), ssh_config=str(server.ssh_config),
+                connect_timeout=3)
+    target = server.target
+    listener = None
+    if case == "auth":  # a key the server does not know
+        other = tmp_path / "stranger"
+        __import__("subprocess").run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+        args["identity"] = str(other)
+        kind, words = AuthFailed, "authentication failed"
+    elif case == "dns":
+        target, kind, words = "root@nosuchhost.invalid", Unreachable, "cannot resolve host"
+    elif case == "refused":
+        target, kind, words = f"root@127.0.0.1:{sshd_mod.free_port()}", Unreachable, "connection refused"
+    elif case == "unknown-host-key":
+        (tmp_path / "kh").write_text("")
+        args["known_hosts"] = str(tmp_path / "kh")
+        kind, words = HostKeyRejected, "is not in"
+    elif case == "changed-host-key":
+        other = tmp_path / "otherhost"
+        __import__("subprocess").run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
+        (tmp_path / "kh").write_text(f"[127.0.0.1]:{server.port} {(tmp_path / 'otherhost.pub').read_text()}")
+        args["known_hosts"] = str(tmp_path / "kh")
+        kind, words = HostKeyRejected, "does not match"
+    else:  # accepts TCP, never speaks SSH
+        listener = socket.socket()
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(5)
+        target = f"root@127.0.0.1:{listener.getsockname()[1]}"
+        kind, words = Unreachable, "no answer within 3 s"
+    try:
+        async def attempt():
+            t = SSHTransport(target, root=node_root, **args)
+            try:
+                await t.connect()
+            finally:
+                await t.close()
+
+        with pytest.raises(kind, match=words):
+            asyncio.run(asyncio.wait_for(attempt(), 30))
+        r = run_cli("snapshot", "--connect-timeout", "3", "-i", args["identity"], "--known-hosts", args["known_hosts"],
+                    "--ssh-config", args["ssh_config"], target)
+        assert r.returncode == 1 and "Traceback" not in r.stderr
+        assert r.stderr.count("\n") == 1 and r.stderr.startswith(f"pinscope: {target}: ") and words in r.stderr, r.stderr
+    finally:
+        if listener is not None:
+            listener.close()

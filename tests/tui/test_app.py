@@ -343,3 +343,30 @@ def test_container_pane_marks_the_drift_the_findings_name(tmp_path):
             info = str(app.screen.query_one("#ctr-info").render())
             assert "MISMATCH" in info and "1-2,5-6" in info
     run(go())
+
+
+def test_finding_enter_jumps_to_the_container_it_names(tmp_path):
+    """f, move to the drift finding, Enter: the container pane of the container the finding names."""
+    from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+
+    data = {"drift": frozen_samples(NodeSpec(hostname="d", cores=4, reserved="0,4", pods=[
+        PodSpec("web", "shop", containers=[CtrSpec("nginx", cpus="2,6")]),
+        PodSpec("gw", "trading", containers=[CtrSpec("fix", cpus="1,5", effective="1-2,5-6")])]), tmp_path)}
+
+    async def go():
+        app = FrozenApp(data)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await pilot.pause()
+            codes = [f.code for f in app.views["drift"].findings]
+            assert "STATE_CGROUP_DRIFT" in codes, codes
+            await pilot.press("f")
+            for _ in range(codes.index("STATE_CGROUP_DRIFT")):
+                await pilot.press("down")
+            await pilot.press("enter")
+            await pilot.pause()
+            assert isinstance(app.screen, ContainerScreen) and app.screen.cname == "fix"
+            assert "MISMATCH" in str(app.screen.query_one("#ctr-info").render())
+            await pilot.press("escape")
+            await pilot.pause()
+            assert isinstance(app.screen, NodeScreen)
+    run(go())
