@@ -30,8 +30,9 @@ def spec(**kw) -> NodeSpec:
     ("1-2,5-6", {3, 7}, False),  # two left: fine
 ])
 def test_shared_pool_starved_boundary(tmp_path, pinned, left, starved):
-    snap, rates = read_sim(spec(pods=[PodSpec("rt", containers=[CtrSpec("app", cpus=pinned)])]), tmp_path, 1)
-    hits = [f for f in evaluate(snap, rates) if f.code == "SHARED_POOL_STARVED"]
+    report = read_sim(spec(pods=[PodSpec("rt", containers=[CtrSpec("app", cpus=pinned)])]), tmp_path, 1)
+    hits = [f for f in evaluate(report.snapshot, report.rates) if f.code == "SHARED_POOL_STARVED"]
+    assert [f.code for f in report.findings if f.code == "SHARED_POOL_STARVED"] == [f.code for f in hits]
     assert bool(hits) is starved
     if starved:
         assert set(hits[0].cpus) == left
@@ -45,10 +46,10 @@ def _two_samples(tmp_path, node: NodeSpec, dt: float):
         col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
         await col.connect()
         try:
-            a = await col.sample()
+            a = await col.tick()
             sim.tick(dt)
-            b = await col.sample()
-            return a, b
+            b = await col.tick()
+            return a.snapshot, b.snapshot
         finally:
             await col.close()
 
@@ -86,7 +87,7 @@ def test_rates_fall_back_to_the_wall_clock_without_uptime(tmp_path):
 def test_an_owned_cpu_that_is_also_reserved_is_shown_as_the_owners(tmp_path):
     """kubelet never hands out reserved CPUs; when the state file says it did, the CPU is the container's
     (exclusive, with its owner), not silently 'reserved'."""
-    snap, _ = read_sim(spec(pods=[PodSpec("rt", "prod", containers=[CtrSpec("app", cpus="0,4")])]), tmp_path, 1)
+    snap = read_sim(spec(pods=[PodSpec("rt", "prod", containers=[CtrSpec("app", cpus="0,4")])]), tmp_path, 1).snapshot
     roles = {r.id: r for r in snap.roles}
     for cpu in (0, 4):
         assert roles[cpu].role == "exclusive"

@@ -32,7 +32,7 @@ def recording(tmp_path_factory):
         try:
             for i, t in enumerate(TIMES):
                 sim.tick(1.0)
-                await col.sample("sg" if i == 0 else "g")
+                await col.read("g")
                 rec.write("plain", col.transport.last_raw, t=t)
         finally:
             rec.close()
