@@ -397,6 +397,8 @@ class StandIn:
             return r
         if ns not in self.namespaces:
             return status(404, "NotFound", f'namespaces "{ns}" not found', {"name": ns, "kind": "namespaces"})
+        if "json" not in request.content_type:  # kubectl debug posts protobuf: not served here
+            return status(415, "UnsupportedMediaType", f"the stand-in reads JSON bodies only, not {request.content_type}")
         pod = await request.json()
         meta = pod.setdefault("metadata", {})
         if not meta.get("name") and meta.get("generateName"):

@@ -190,6 +190,7 @@ class KubeTransport(FrameStream):
         """Poll until the debug pod runs; a hopeless state (image pull, kubelet refusal) ends the wait early."""
         end = time.monotonic() + self.start_timeout
         why = "Pending"
+        pause = 0.1  # a pod on a node with the image already there runs within a second or two
         while time.monotonic() < end:
             pod = await self._call(self.api.read_namespaced_pod, "get", "pods", self.namespace, timeout,
                                    namespace=self.namespace, name=self.pod)
@@ -206,7 +207,8 @@ class KubeTransport(FrameStream):
                     why = f"{waiting['reason']}: {waiting.get('message') or ''}".strip().rstrip(":")
                     if waiting["reason"] in _HOPELESS:
                         raise ProbeFailed(f"{self.target}: {self.via} cannot start ({why}; image {self.image})")
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(pause)
+            pause = min(1.0, pause * 1.5)
         raise Unreachable(f"{self.target}: {self.via} not running after {self.start_timeout:g} s ({why})")
 
     async def _exec(self, container: str, root: str, timeout: float) -> None:
