@@ -175,7 +175,12 @@ class KubeTransport(FrameStream):
         manifest = debug_pod(self.node, self.image, self.lifetime)
         try:
             created = await self._call(self.api.create_namespaced_pod, "create", "pods", self.namespace, timeout,
-                                       namespace=self.namespace, body=manifest)
+                                       namespace=self.namespace, body=manifest,
+                                       # kubernetes 37's generated client sends no Content-Type for a dict
+                                       # body (it goes out as application/octet-stream: a 415 from a real
+                                       # API server, caught by the stand-in); older clients read _content_type
+                                       _content_type="application/json",
+                                       _headers={"Content-Type": "application/json"})
         except NotFound as err:
             raise KubeError(f"{self.target}: namespace {self.namespace} does not exist (kubectl apply -k deploy/ "
                             f"makes it; or pass --namespace)") from err

@@ -312,7 +312,8 @@ def test_killed_pinscope_leaves_a_pod_that_gc_and_the_deadline_remove(api, tmp_p
         p.wait()
     (left,) = probe_pods(api)
     r = run_cli("gc", "--dry-run", "--kubeconfig", api.kc)
-    assert r.returncode == 0 and f"pinscope/{left}  node {NODE}  Running" in r.stdout, r.stdout
+    assert r.returncode == 0 and f"pinscope/{left}  node {NODE}  " in r.stdout, r.stdout
+    assert "  Running  " in r.stdout or "  DeadlineExceeded  " in r.stdout  # a slow machine: 6 s may be up
     assert "started by" in r.stdout and "deleted" not in r.stdout
     assert probe_pods(api) == [left]
     # the deadline alone ends it (the stand-in does what the kubelet does at activeDeadlineSeconds)
