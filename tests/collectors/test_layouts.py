@@ -1,0 +1,116 @@
+"""The corpus of real node layouts (tests/layouts.py), read through the real probe under --root: the
+values written by hand are found, the healthy node has no critical finding, and a planted drift or
+intruder is still found. (Over SSH, the same snapshot: tests/e2e/test_layouts_ssh.py.)"""
+import asyncio
+
+import pytest
+
+from collectors.collect import NodeCollector, Options
+from collectors.jsonout import to_json
+from collectors.sim.node import SimNode
+from collectors.transport.local import LocalTransport
+from helpers import run_cli
+from layouts import AGENT_ID, API_ID, FEED_ID, LAYOUTS, SHARED
+
+
+def read(root, layout, focus=None) -> dict:
+    SimNode(layout.spec, root).write()
+
+    async def go():
+        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
+        await col.connect()
+        try:
+            col.focus = focus
+            r = await col.tick("gcTain")
+            return to_json(r.snapshot, None, r.findings)
+        finally:
+            await col.close()
+
+    return asyncio.run(go())
+
+
+def containers(o) -> dict:
+    return {(p["namespace"], p["name"], c["name"]): dict(c, qos=p["qos"], pod_cgroup=p["cgroup"], uid=p["uid"])
+            for p in o["pods"] for c in p["containers"]}
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_healthy_layout_reads_right(tmp_path, name):
+    lay = LAYOUTS[name]()
+    o = read(tmp_path, lay)
+    assert o["cgroup"] == lay.cgroup and o["kubelet"]["cgroup_root"] == lay.cgroup_root
+    cs = containers(o)
+    # every pod and container named, the sandbox (and CRI-O's conmon) not listed as containers
+    assert sorted(cs) == sorted([("trading", lay.feed_pod, "feed"), ("web", "api", "api"),
+                                 ("kube-system", "agent", "agent")]), sorted(cs)
+    feed = cs[("trading", lay.feed_pod, "feed")]
+    assert feed["id"] == FEED_ID and feed["uid"] == lay.feed_uid and feed["qos"] == "Guaranteed"
+    assert feed["cgroup"] == lay.feed_cgroup and feed["runtime"] == lay.runtime
+    assert feed["cpuset"] == [1, 5] and feed["cpus_effective"] == [1, 5] and feed["exclusive"]
+    api = cs[("web", "api", "api")]
+    assert api["id"] == API_ID and api["qos"] == "Burstable" and api["pod_cgroup"] == lay.api_pod_cgroup
+    assert api["cpuset"] is None and api["cpus_effective"] == SHARED and len(api["tasks"]) == 3
+    agent = cs[("kube-system", "agent", "agent")]
+    assert agent["id"] == AGENT_ID and agent["qos"] == "BestEffort" and agent["cpus_effective"] == SHARED
+    roles = {c["id"]: c["role"] for c in o["cpus"]}
+    assert roles == {0: "reserved", 1: "exclusive", 2: "shared", 3: "shared", 4: "reserved", 5: "exclusive",
+                     6: "shared", 7: "shared"}
+    owner = o["cpus"][5]["owners"]
+    assert owner == [{"pod_uid": lay.feed_uid, "namespace": "trading", "pod": lay.feed_pod, "container": "feed"}]
+    crit = [f"{f['code']}: {f['message']}" for f in o["findings"] if f["severity"] == "critical"]
+    assert crit == []
+    assert [f["code"] for f in o["findings"] if f["severity"] == "warning"] == []
+    assert not any(f["code"] in ("ORPHAN_STATE_ENTRY", "INTRUDER_TASK", "IDENTITY_UNRESOLVED") for f in o["findings"])
+    errs = [e for e in o["errors"] if "reservedSystemCPUs" not in e["message"]]
+    assert errs == [], errs
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_planted_drift_is_found(tmp_path, name):
+    lay = LAYOUTS[name]("drift")
+    o = read(tmp_path, lay)
+    (d,) = [f for f in o["findings"] if f["code"] == "STATE_CGROUP_DRIFT"]
+    assert d["severity"] == "critical" and (d["pod"], d["container"]) == (lay.feed_pod, "feed")
+    assert d["cpus"] == [2, 6]
+    assert any(e.startswith(lay.feed_cgroup + "/cpuset.") and e.endswith(" = 1-2,5-6") for e in d["evidence"])
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_planted_intruder_is_found(tmp_path, name):
+    lay = LAYOUTS[name]("intruder")
+    o = read(tmp_path, lay)
+    hits = [f for f in o["findings"] if f["code"] == "INTRUDER_TASK"]
+    assert [(f["message"].split()[0], f["cpus"], f["pod"], f["container"]) for f in hits] == \
+        [("stress-ng", [5], lay.feed_pod, "feed")]
+    assert any("/system.slice/stress-ng.service (outside that pod)" in e for e in hits[0]["evidence"])
+    assert [f["code"] for f in o["findings"] if f["severity"] == "critical"] == ["INTRUDER_TASK"]
+
+
+@pytest.mark.parametrize("name", ["containerd_systemd_v2", "crio_systemd_v2", "docker_cgroupfs_v1_pre118"])
+def test_check_exits_0_or_1_on_the_healthy_layout(tmp_path, name):
+    SimNode(LAYOUTS[name]().spec, tmp_path).write()
+    r = run_cli("check", "--root", str(tmp_path), "local")
+    assert r.returncode in (0, 1), r.stdout + r.stderr
+
+
+def test_kernel_nothing_values_read_as_nothing(tmp_path):
+    o = read(tmp_path, LAYOUTS["kernel_nothing_values"]())
+    assert o["nohz_full"] == [] and {c["socket"] for c in o["cpus"]} == {None} and {c["die"] for c in o["cpus"]} == {None}
+    assert [(n["id"], n["cpus"]) for n in o["numa_nodes"]] == [(0, list(range(8))), (1, [])]
+    assert not [e for e in o["errors"] if "nohz_full" in e["source"] or "topology" in e["source"]]
+
+
+def test_memory_per_numa_node_for_the_container_in_focus(tmp_path):
+    lay = LAYOUTS["containerd_systemd_v2"]()
+    lay.spec.cpuless_numa = 1  # node 1: memory only; feed's 64 MiB is all on node 0
+    o = read(tmp_path, lay, focus=FEED_ID[:12])
+    cs = containers(o)
+    assert cs[("trading", "md-feed", "feed")]["memory_numa"] == {
+        "unit": "bytes", "nodes": {"0": {"anon": 64 << 20, "file": 0}, "1": {"anon": 0, "file": 0}}}
+    assert cs[("web", "api", "api")]["memory_numa"] is None  # not in focus: not read
+
+
+def test_memory_per_numa_node_v1_in_pages(tmp_path):
+    o = read(tmp_path, LAYOUTS["containerd_cgroupfs_v1"](), focus=FEED_ID)
+    assert containers(o)[("trading", "md-feed", "feed")]["memory_numa"] == {
+        "unit": "pages", "nodes": {"0": {"anon": 16384, "file": 0}}}

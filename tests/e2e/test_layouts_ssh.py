@@ -1,0 +1,34 @@
+"""Every layout of the corpus (tests/layouts.py), healthy and with each planted fault, read in one
+`pinscope snapshot --json` both under --root locally and over a real OpenSSH sshd: the same snapshot,
+no critical finding on the healthy node, the planted fault found by both."""
+import json
+
+import pytest
+
+import sshd as sshd_mod
+from collectors.sim.node import SimNode
+from helpers import need, run_cli
+from layouts import LAYOUTS
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    ok, why = sshd_mod.available()
+    need(ok, why)
+    s = sshd_mod.Sshd(tmp_path_factory.mktemp("sshd")).start()
+    yield s
+    s.kill()
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_layout_reads_the_same_over_ssh(server, tmp_path, name):
+    for fault, code in ((None, None), ("drift", "STATE_CGROUP_DRIFT"), ("intruder", "INTRUDER_TASK")):
+        root = tmp_path / (fault or "healthy")
+        SimNode(LAYOUTS[name](fault).spec, root).write()
+        r = run_cli("snapshot", "--json", "--root", str(root), *server.args(), "local", server.target)
+        assert r.returncode == 0, r.stderr
+        local, remote = json.loads(r.stdout)
+        assert local == remote, fault
+        crit = sorted({f["code"] for f in local["findings"] if f["severity"] == "critical"})
+        assert crit == ([code] if code else []), (fault, crit)
+        assert all(c["name"] for p in local["pods"] for c in p["containers"])
