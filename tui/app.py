@@ -87,6 +87,7 @@ class PinscopeApp(App):
         self.theme_key = theme if theme in THEMES else "dark"
         self.cleanup = cleanup
         self.autostart = autostart
+        self.grid_shade = "load"  # or "noise": what the core grid's shade shows (NodeScreen toggles it)
         self.current = self.targets[0] if self.targets else None  # none: an overview from elsewhere (--prometheus)
         self.stop = asyncio.Event()
         self.started_at = time.monotonic()

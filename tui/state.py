@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from collectors.findings import Finding, worst
 from collectors.model import NodeSnapshot
@@ -38,6 +38,10 @@ class NodeView:
     util_hist: dict = field(default_factory=dict)  # cpu -> deque of util
     mig_hist: dict = field(default_factory=dict)  # tid -> deque of migrations/s
     crates: dict = field(default_factory=dict)  # (pod uid, container id) -> last known ContainerRates
+    noise_hist: dict = field(default_factory=dict)  # cpu -> deque of kernel noise share (irq+softirq+steal)
+    cpu_wait_hist: dict = field(default_factory=dict)  # cpu -> deque of run-queue wait ms/s (focused CPU)
+    runq_hist: dict = field(default_factory=dict)  # (pod uid, container id) -> deque of run-queue wait ms/s
+    ipis: dict = field(default_factory=dict)  # cpu -> {"LOC"|"RES": per s}, last known (read at its own cadence)
     tags: dict = field(default_factory=dict)  # pod uid -> short tag, stable while the pod lives
     ticks: int = 0
     label: str | None = None  # the inventory's (or the API's) name for the node, when it has one
@@ -69,6 +73,11 @@ class NodeView:
         if rates:
             for cpu, u in rates.util.items():
                 self.util_hist.setdefault(cpu, deque(maxlen=HISTORY)).append(u)
+            for cpu, n in rates.noise.items():
+                self.noise_hist.setdefault(cpu, deque(maxlen=HISTORY)).append(n.total)
+            for cpu, w in rates.cpu_wait.items():
+                self.cpu_wait_hist.setdefault(cpu, deque(maxlen=HISTORY)).append(w)
+            self.ipis.update(rates.ipis)
             for tid, tr in rates.tasks.items():
                 if tr.migrations_per_s is not None or tr.moved:
                     v = tr.migrations_per_s if tr.migrations_per_s is not None else (1.0 if tr.moved else 0.0)
@@ -76,10 +85,16 @@ class NodeView:
             for key, cr in rates.containers.items():
                 old = self.crates.get(key)
                 if old is None or cr.migrations_per_s is not None:
-                    self.crates[key] = cr
+                    new = cr
                 else:  # tasks not re-read this tick: keep their last rates, take the fresh cgroup ones
-                    self.crates[key] = ContainerRates(cr.throttled_per_s, cr.throttled_us_per_s, old.migrations_per_s,
-                                                      old.migrations_source, old.ctx_switches_per_s, old.cpu_usage)
+                    new = ContainerRates(cr.throttled_per_s, cr.throttled_us_per_s, old.migrations_per_s,
+                                         old.migrations_source, old.ctx_switches_per_s, old.cpu_usage,
+                                         old.runq_wait_ms_per_s, old.runq_worst)
+                if new.pressure_some_ms_per_s is None and old is not None:  # read at its own cadence
+                    new = replace(new, pressure_some_ms_per_s=old.pressure_some_ms_per_s)
+                self.crates[key] = new
+                if cr.runq_wait_ms_per_s is not None:
+                    self.runq_hist.setdefault(key, deque(maxlen=HISTORY)).append(cr.runq_wait_ms_per_s)
         live = {p.uid for p in snap.pods}
         for uid in [u for u in self.tags if u not in live]:
             del self.tags[uid]

@@ -11,7 +11,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from collectors.parse.cpuset import format_cpuset
-from tui.widgets.coregrid import CoreGrid
+from tui.widgets.coregrid import NOISE_FULL, CoreGrid
 
 SEV_MARK = {"critical": "✖ critical", "warning": "▲ warning", "info": "· info"}
 
@@ -46,6 +46,7 @@ class NodeScreen(Screen):
         Binding("f", "findings", "Findings", id="node.findings"),
         Binding("c", "cpu", "CPU pane", id="node.cpu"),
         Binding("n", "node_info", "Node pane", id="node.info"),
+        Binding("v", "toggle_shade", "Load/noise", id="node.shade"),
         Binding("right_square_bracket", "next_node", "Next node", id="node.next", show=False),
         Binding("left_square_bracket", "prev_node", "Prev node", id="node.prev", show=False),
         Binding("escape", "clear", "Back", id="node.back", show=False),
@@ -84,6 +85,7 @@ class NodeScreen(Screen):
         v = self.view
         grid = self.query_one(CoreGrid)
         grid.set_glyphs(self.app.big_glyphs)
+        grid.set_shade(self.app.grid_shade)
         grid.set_view(v, self._highlight())
         self._status()
         self._legend()
@@ -129,6 +131,8 @@ class NodeScreen(Screen):
         t.append(f"✖{n['critical']} ", style="bold red" if n["critical"] else "")
         t.append(f"▲{n['warning']} ", style="bold yellow" if n["warning"] else "")
         t.append(f" density: {grid.density}")
+        if grid.shade_mode == "noise":
+            t.append("  shade: kernel noise", style="bold")
         if self.filter_text:
             t.append(f"  filter: {self.filter_text!r}")
         rs = getattr(self.app, "replay_status", None)
@@ -142,7 +146,15 @@ class NodeScreen(Screen):
         t = Text()
         for role in ("exclusive", "reserved", "shared", "isolated", "offline", "unassigned"):
             t.append(f"{g[role]} {role}  ", style=self.query_one(CoreGrid)._style(role))
-        t.append("\nshade = load ▁▂▃▄▅▆▇█   ! = finding   letter = pod")
+        noise = self.query_one(CoreGrid).shade_mode == "noise"
+        if noise:
+            t.append(f"\nshade = kernel noise (irq+softirq+steal) ▁▂▃▄▅▆▇█ = 0-{NOISE_FULL * 100:.0f} %+   "
+                     "! = finding   letter = pod")
+            busiest = _busiest_softirqs(v.rates)
+            if busiest:
+                t.append(f"\nbusiest softirqs: {busiest}")
+        else:
+            t.append("\nshade = load ▁▂▃▄▅▆▇█   ! = finding   letter = pod")
         if v.snap:
             c = v.snap.role_of(self.query_one(CoreGrid).cursor)
             cpu = v.snap.topology.cpu(c.id) if c else None
@@ -151,6 +163,10 @@ class NodeScreen(Screen):
                 who = ", ".join(f"{o.namespace or '?'}/{o.pod or o.pod_uid[:8]}/{o.container or '?'}" for o in c.owners)
                 t.append(f"\ncpu{c.id}: {c.role}  socket {cpu.socket} NUMA {cpu.numa_node} core {cpu.core} "
                          f"sib {format_cpuset(cpu.siblings)}  load {'-' if u is None else f'{u * 100:.0f}%'}")
+                nz = v.rates.noise.get(c.id) if v.rates else None
+                if noise and nz is not None:
+                    t.append(f"\n  noise {nz.total * 100:.1f}% (irq {nz.irq * 100:.1f}  softirq {nz.softirq * 100:.1f}"
+                             f"  steal {nz.steal * 100:.1f})")
                 if who:
                     t.append(f"\n  {who}")
         self.query_one("#legend", Static).update(t)
@@ -275,6 +291,11 @@ class NodeScreen(Screen):
     def action_cpu(self) -> None:
         self.app.open_cpu(self.target, self.query_one(CoreGrid).cursor)
 
+    def action_toggle_shade(self) -> None:
+        """The grid's shade: load, or kernel noise (irq + softirq + steal share of each CPU)."""
+        self.app.grid_shade = "noise" if self.app.grid_shade == "load" else "load"
+        self.refresh_view()
+
     def action_node_info(self) -> None:
         self.app.open_node_info(self.target)
 
@@ -283,6 +304,20 @@ class NodeScreen(Screen):
 
     def action_prev_node(self) -> None:
         self.app.switch_node(-1)
+
+
+def _busiest_softirqs(rates, n: int = 3) -> str:
+    """The CPUs that take the most softirqs per second, with their top kind: "cpu1 NET_RX 3200/s, ..." """
+    if rates is None or not rates.softirqs:
+        return ""
+    per_cpu = sorted(((sum(k.values()), cpu, k) for cpu, k in rates.softirqs.items()), reverse=True)[:n]
+    out = []
+    for total, cpu, kinds in per_cpu:
+        if total <= 0:
+            continue
+        kind, rate = max(kinds.items(), key=lambda kv: kv[1])
+        out.append(f"cpu{cpu} {total:.0f}/s ({kind} {rate:.0f}/s)")
+    return ", ".join(out)
 
 
 def filter_cpus(found) -> set[int]:

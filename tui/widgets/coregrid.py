@@ -1,13 +1,14 @@
 """The core grid: ONE Line-API widget for every CPU of a node (never a widget per CPU).
 
 Laid out like the hardware: socket -> NUMA node -> cores, the SMT siblings of a core side by side.
-A cell: CPU id, class glyph (readable in monochrome), load shade, and the pod tag on exclusive CPUs
-("!" in the finding colour where a finding names the CPU). Three densities, chosen to fit, and shown in
-the title: "full" (id + glyph + shade + tag), "compact" (glyph + shade + tag, ids at the row start),
-"cores" (one cell per physical core: its busiest thread); beyond that it scrolls, and says so.
+A cell: CPU id, class glyph (readable in monochrome), load shade (or kernel noise: one key toggles), and
+the pod tag on exclusive CPUs ("!" in the finding colour where a finding names the CPU). Three
+densities, chosen to fit, and shown in the title: "full" (id + glyph + shade + tag), "compact" (glyph +
+shade + tag, ids at the row start), "cores" (one cell per physical core: its busiest thread); beyond that
+it scrolls, and says so.
 
 Like Textual's DataTable: render_line(y) returns a cached Strip; the cache key holds everything that
-changes a painted line (data generation, cursor, highlight, width, density); notify_style_update()
+changes a painted line (data generation, cursor, highlight, width, density, shade); notify_style_update()
 clears it, so a theme switch repaints.
 """
 from __future__ import annotations
@@ -33,6 +34,9 @@ from collectors.model import Role
 SHADES = " ▁▂▃▄▅▆▇█"
 GLYPHS = {str(r): r.glyph for r in Role}
 BIG_GLYPHS = {str(r): r.big_glyph for r in Role}
+
+
+NOISE_FULL = 0.10  # the noise shade is full at 10 % of a CPU's time in irq + softirq + steal
 
 
 def shade(u: float | None) -> str:
@@ -91,6 +95,8 @@ class CoreGrid(ScrollView, can_focus=True):
         self.highlight: frozenset[int] = frozenset()
         self.glyphs = GLYPHS
         self.density = "full"
+        self.shade_mode = "load"  # or "noise": see set_shade
+        self._noise_for: tuple = (None, {})
         self.rows: list[Row] = []
         self.pos: dict[int, tuple[int, int]] = {}  # cpu -> (row index, cell index)
         self._cache: dict = {}
@@ -123,6 +129,24 @@ class CoreGrid(ScrollView, can_focus=True):
             self.glyphs = glyphs
             self._cache.clear()
             self.refresh()
+
+    def set_shade(self, mode: str) -> None:
+        """What the shade of a cell shows: "load" (busy share) or "noise" (irq + softirq + steal share,
+        full at NOISE_FULL: a few per cent of kernel time is already the jitter an exclusive CPU is for)."""
+        if mode != self.shade_mode:
+            self.shade_mode = mode
+            self.refresh()
+
+    def _shade_values(self) -> dict:
+        rates = self.view.rates if self.view else None
+        if rates is None:
+            return {}
+        if self.shade_mode == "noise":
+            gen = self.view.generation
+            if self._noise_for[0] != gen:  # once per frame, not per painted line
+                self._noise_for = (gen, {c: min(1.0, n.total / NOISE_FULL) for c, n in rates.noise.items()})
+            return self._noise_for[1]
+        return rates.util
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
@@ -235,7 +259,7 @@ class CoreGrid(ScrollView, can_focus=True):
         ry = y + scroll_y
         width = self.size.width
         key = (ry, self.view.generation if self.view else -1, self.cursor, self.highlight, width,
-               self.density, self.has_focus)
+               self.density, self.has_focus, self.shade_mode)
         hit = self._cache.get(key)
         if hit is not None:
             self.cache_hits += 1
@@ -257,7 +281,7 @@ class CoreGrid(ScrollView, can_focus=True):
             return Strip([Segment(row.text[:width].ljust(width), st)], width)
         snap = self.view.snap
         roles = {r.id: r for r in snap.roles}
-        util = self.view.rates.util if self.view.rates else {}
+        util = self._shade_values()
         marks = self.view.cpu_findings()
         segs: list[Segment] = []
         x = 0
