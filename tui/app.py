@@ -258,6 +258,12 @@ class PinscopeApp(App):
         if col is not None:
             col.focus = cid if cid and all(ch in "0123456789abcdef" for ch in cid) else None
 
+    def set_focus_cpu(self, target: str, cpu: int | None) -> None:
+        """The CPU pane asks for its CPU's tasks with run-queue wait, and its IPIs, every tick."""
+        col = self.collectors.get(target)
+        if col is not None:
+            col.focus_cpu = cpu
+
     def switch_node(self, step: int) -> None:
         if len(self.targets) < 2:
             return

@@ -1,4 +1,5 @@
-"""The container pane: identity, QoS, kubelet's assignment beside the kernel's, raw cgroup files, tasks."""
+"""The container pane: identity, QoS, kubelet's assignment beside the kernel's, run-queue wait beside
+on-CPU time (schedstat, every tick while the pane is open) and cpu.pressure, raw cgroup files, tasks."""
 from __future__ import annotations
 
 from rich.text import Text
@@ -20,6 +21,8 @@ class ContainerScreen(DrillScreen):
 
     def body(self) -> ComposeResult:
         yield Static("", id="ctr-info")
+        yield Static("run-queue wait of its threads (schedstat), ms per second, last 60 samples", classes="pane-title")
+        yield Static("", id="ctr-runq")
         yield Static("tasks", classes="pane-title")
         yield DataTable(id="ctr-tasks", cursor_type="row")
         yield Static("cgroup files", classes="pane-title")
@@ -27,7 +30,8 @@ class ContainerScreen(DrillScreen):
 
     def on_mount(self) -> None:
         self.query_one("#ctr-tasks", DataTable).add_columns(
-            "tid", "comm", "last CPU", "allowed", "migr/s", "vol/s", "invol/s", "migrations (60)")
+            "tid", "comm", "last CPU", "allowed", "wait ms/s", "on-CPU ms/s", "migr/s", "vol/s", "invol/s",
+            "migrations (60)")
         self.app.set_focus_container(self.target, self.cid)
         super().on_mount()
 
@@ -85,7 +89,18 @@ class ContainerScreen(DrillScreen):
             mig = "-" if cr.migrations_per_s is None else f"{cr.migrations_per_s:.1f}/s ({cr.migrations_source})"
             t.append(f"\nthrottled periods {thr}   migrations {mig}   "
                      f"context switches {'-' if cr.ctx_switches_per_s is None else f'{cr.ctx_switches_per_s:.0f}/s'}")
+            wait = "-" if cr.runq_wait_ms_per_s is None else f"{cr.runq_wait_ms_per_s:.0f} ms/s"
+            t.append(f"\nrun-queue wait {wait}")
+            if cr.runq_worst:
+                tid, comm, ms, cpu = cr.runq_worst
+                t.append(f" (most: {comm} tid {tid}, {ms:.0f} ms/s on CPU {cpu})")
+            if cr.pressure_some_ms_per_s is not None:
+                t.append(f"   cpu.pressure some {cr.pressure_some_ms_per_s:.0f} ms/s")
         info.update(t)
+        rh = list(v.runq_hist.get((p.uid, c.id), ()))
+        self.query_one("#ctr-runq", Static).update(
+            sparkbar(rh, 60, top=max(100.0, max(rh, default=0))) + (
+                f"  now {rh[-1]:.0f} ms/s, max {max(rh):.0f} ms/s" if rh else "  (no samples yet: two ticks)"))
         tasks = self.query_one("#ctr-tasks", DataTable)
         tasks.clear()
         tr = v.rates.tasks if v.rates else {}
@@ -93,6 +108,7 @@ class ContainerScreen(DrillScreen):
             r = tr.get(tk.tid)
             f = lambda x: "-" if x is None else f"{x:.1f}"  # noqa: E731
             tasks.add_row(str(tk.tid), tk.comm, str(tk.last_cpu), format_cpuset(tk.allowed) if tk.allowed is not None else "-",
+                          f(r.wait_ms_per_s if r else None), f(r.run_ms_per_s if r else None),
                           f(r.migrations_per_s if r else None), f(r.voluntary_per_s if r else None),
                           f(r.involuntary_per_s if r else None), sparkbar(v.mig_hist.get(tk.tid, ()), 30))
         files = Text()

@@ -1,4 +1,8 @@
-"""The CPU pane: role, owners, siblings, socket/NUMA/L3, load sparkline, IRQs, tasks that last ran on it."""
+"""The CPU pane: role, owners, siblings, socket/NUMA/L3, load, kernel noise and run-queue wait sparklines,
+softirqs and timer/IPIs per second, IRQs, and the tasks that last ran on it (with their run-queue wait).
+
+While it is open the collector reads this CPU deeper every tick (the every-task scan, schedstat for the
+tasks that last ran here, /proc/interrupts): depth follows the view."""
 from __future__ import annotations
 
 from rich.text import Text
@@ -22,6 +26,12 @@ class CpuScreen(DrillScreen):
         yield Static("", id="cpu-info")
         yield Static("load, last 60 samples (scale 0-100 %)", classes="pane-title")
         yield Static("", id="cpu-load")
+        yield Static("kernel noise (irq + softirq + steal share), last 60 samples", classes="pane-title")
+        yield Static("", id="cpu-noise")
+        yield Static("run-queue wait of the threads that last ran here (schedstat), ms per second", classes="pane-title")
+        yield Static("", id="cpu-wait")
+        yield Static("softirqs on this CPU", classes="pane-title")
+        yield DataTable(id="cpu-softirqs", cursor_type="row")
         yield Static("IRQs whose effective affinity includes this CPU", classes="pane-title")
         yield DataTable(id="cpu-irqs", cursor_type="row")
         yield Static("tasks that last ran on this CPU", classes="pane-title")
@@ -29,8 +39,14 @@ class CpuScreen(DrillScreen):
 
     def on_mount(self) -> None:
         self.query_one("#cpu-irqs", DataTable).add_columns("irq", "device", "affinity", "count here")
-        self.query_one("#cpu-tasks", DataTable).add_columns("tid", "pid", "comm", "state", "owner")
+        self.query_one("#cpu-tasks", DataTable).add_columns("tid", "pid", "comm", "state", "owner", "wait ms/s",
+                                                            "on-CPU ms/s")
+        self.query_one("#cpu-softirqs", DataTable).add_columns("kind", "per second", "since boot")
+        self.app.set_focus_cpu(self.target, self.cpu)
         super().on_mount()
+
+    def on_unmount(self) -> None:
+        self.app.set_focus_cpu(self.target, None)
 
     def render_body(self) -> None:
         v = self.view
@@ -51,7 +67,14 @@ class CpuScreen(DrillScreen):
             for o in r.owners:
                 t.append(f"  {o.namespace or '?'}/{o.pod or o.pod_uid}  container {o.container or '?'}  (uid {o.pod_uid})\n")
         u = v.rates.util.get(self.cpu) if v.rates else None
-        t.append(f"load now: {'-' if u is None else f'{u * 100:.1f}%'}\n")
+        t.append(f"load now: {'-' if u is None else f'{u * 100:.1f}%'}")
+        nz = v.rates.noise.get(self.cpu) if v.rates else None
+        if nz is not None:
+            t.append(f"   kernel noise {nz.total * 100:.1f}%  (irq {nz.irq * 100:.1f}  softirq {nz.softirq * 100:.1f}"
+                     f"  steal {nz.steal * 100:.1f})")
+        ipi = v.ipis.get(self.cpu)
+        t.append("\ntimer (LOC) " + (f"{ipi.get('LOC', 0):.0f}/s" if ipi else "-")
+                 + "   rescheduling IPIs (RES) " + (f"{ipi.get('RES', 0):.0f}/s" if ipi else "-") + "\n")
         for f in v.findings:
             if self.cpu in f.cpus:
                 t.append(f"{f.severity}: {f.code}: {f.message}\n", style="bold")
@@ -59,6 +82,21 @@ class CpuScreen(DrillScreen):
         hist = list(v.util_hist.get(self.cpu, ()))
         self.query_one("#cpu-load", Static).update(
             sparkbar(hist, 60, top=1.0) + (f"  now {hist[-1] * 100:.0f} %, max {max(hist) * 100:.0f} %" if hist else "  (no samples yet)"))
+        nh = list(v.noise_hist.get(self.cpu, ()))
+        self.query_one("#cpu-noise", Static).update(
+            sparkbar(nh, 60, top=max(0.1, max(nh, default=0))) + (
+                f"  now {nh[-1] * 100:.1f} %, max {max(nh) * 100:.1f} %" if nh else "  (no samples yet)"))
+        wh = list(v.cpu_wait_hist.get(self.cpu, ()))
+        self.query_one("#cpu-wait", Static).update(
+            sparkbar(wh, 60, top=max(100.0, max(wh, default=0))) + (
+                f"  now {wh[-1]:.0f} ms/s, max {max(wh):.0f} ms/s" if wh else "  (no samples yet: two ticks)"))
+        soft = self.query_one("#cpu-softirqs", DataTable)
+        soft.clear()
+        per_s = v.rates.softirqs.get(self.cpu, {}) if v.rates else {}
+        since = snap.noise.softirqs if snap.noise else {}
+        for kind, cpus in since.items():
+            r = per_s.get(kind)
+            soft.add_row(kind, "-" if r is None else f"{r:.0f}", str(cpus.get(self.cpu, 0)))
         irqs = self.query_one("#cpu-irqs", DataTable)
         irqs.clear()
         if snap.irqs is None:
@@ -78,7 +116,15 @@ class CpuScreen(DrillScreen):
             for tk in ctr.tasks:
                 owner[tk.tid] = f"{p.namespace or '?'}/{p.name or p.uid[:8]}/{ctr.name or '?'}"
         src = snap.all_tasks if snap.all_tasks is not None else [tk for _, ctr in snap.containers() for tk in ctr.tasks]
+        tr = v.rates.tasks if v.rates else {}
+        rows = []
         for tk in src:
             if tk.last_cpu == self.cpu:
-                tasks.add_row(str(tk.tid), str(tk.pid), tk.comm, tk.state,
-                              owner.get(tk.tid) or sandbox.get(tk.pid) or ("kernel thread" if tk.kthread else "(not a pod)"))
+                r = tr.get(tk.tid)
+                w = r.wait_ms_per_s if r else None
+                rows.append((-(w or 0), tk.tid, (str(tk.tid), str(tk.pid), tk.comm, tk.state,
+                             owner.get(tk.tid) or sandbox.get(tk.pid) or ("kernel thread" if tk.kthread else "(not a pod)"),
+                             "-" if w is None else f"{w:.0f}",
+                             "-" if r is None or r.run_ms_per_s is None else f"{r.run_ms_per_s:.0f}")))
+        for *_, row in sorted(rows):  # the threads that waited most first
+            tasks.add_row(*row)
