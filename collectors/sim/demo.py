@@ -19,7 +19,9 @@ def demo_specs() -> list[NodeSpec]:
         policy="static", reserved="0-1,48-49", topology_policy="single-numa-node",
         policy_options={"full-pcpus-only": "true"}, init_affinity="0-1,48-49",
         pods=[
-            PodSpec("md-feed-0", "trading", containers=[CtrSpec("feed", cpus="2-3,50-51", busy=0.85, tasks=3)]),
+            # waits on its run queue: logrotate (below) runs on its CPU 3
+            PodSpec("md-feed-0", "trading", containers=[CtrSpec("feed", cpus="2-3,50-51", busy=0.85, tasks=3,
+                                                                runq_wait=0.15)]),
             PodSpec("matcher-7d9f", "trading", containers=[
                 CtrSpec("init-tune", cpus="4-5,52-53", init=True),
                 CtrSpec("engine", cpus="4-7,52-55", busy=0.95, tasks=6), CtrSpec("metrics", busy=0.05)]),
@@ -29,8 +31,9 @@ def demo_specs() -> list[NodeSpec]:
             PodSpec("api-5c8d", "web", qos="Burstable", containers=[CtrSpec("api", tasks=4, busy=0.2)]),
             PodSpec("fluent-bit-x1", "kube-system", qos="BestEffort", containers=[CtrSpec("fluent-bit", busy=0.05)]),
         ],
-        other_tasks=[("kworker/4:1", 4, True), ("backup-agent", 30, False)],
+        other_tasks=[("kworker/4:1", 4, True), ("backup-agent", 30, False), ("logrotate", 3, False)],
         irqs={40: "0", 41: "1", 42: "6"},
+        noise={6: 0.12},  # IRQ 42 (a NIC queue) and its NET_RX softirqs land on the matcher's CPU 6
     )
     inference = NodeSpec(
         hostname="infer-epyc-64", sockets=1, cores=32, threads=2, numa_per_socket=4, numbering="amd", cgroup=1,
