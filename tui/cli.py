@@ -14,6 +14,7 @@ import sys
 
 from collectors.collect import Options, snapshot
 from collectors.errors import PinscopeError
+from collectors.findings.jitter import Thresholds, set_thresholds
 from collectors.model import Role
 from collectors.parse.cpuset import format_cpuset
 
@@ -32,6 +33,10 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--accept-new-host-key", action="store_true",
                    help="trust and record the key of a host never seen before (a changed key is still refused)")
     p.add_argument("--connect-timeout", type=float, default=10.0, help="seconds (default 10)")
+    p.add_argument("--runq-wait-ms", type=float, default=Thresholds().runq_wait_ms, metavar="MS",
+                   help="RUNQUEUE_WAIT_EXCLUSIVE above this many ms waited per second (default %(default)g)")
+    p.add_argument("--noise-pct", type=float, default=Thresholds().noise_pct, metavar="PCT",
+                   help="KERNEL_NOISE_EXCLUSIVE above this %% of an exclusive CPU in irq+softirq+steal (default %(default)g)")
     p.add_argument("--inventory", metavar="FILE", help="YAML inventory of nodes (host, user, port, root, sudo, labels, groups)")
     p.add_argument("--kube", action="store_true", help="list nodes through the Kubernetes API (kubeconfig or in-cluster)")
     _kube_api(p)
@@ -109,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
         i = argv.index("--")
         argv, served = argv[:i], argv[i + 1:]
     a = build_parser(cmd).parse_args(argv)
+    if getattr(a, "runq_wait_ms", None) is not None:
+        set_thresholds(Thresholds(a.runq_wait_ms, a.noise_pct))
     try:
         if cmd == "serve":
             from tui.serve import serve

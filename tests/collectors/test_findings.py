@@ -68,8 +68,10 @@ CASES = {
     "CPUSET_NOT_ENABLED": dict(cpuset_delegated=False),
     # a process on an exclusive CPU that exited before its cgroup was read: no evidence either way
     "IDENTITY_UNRESOLVED": dict(other_tasks=[("short-lived", 1, False, None)]),
+    "RUNQUEUE_WAIT_EXCLUSIVE": dict(pods=[PodSpec("rt", "prod", containers=[CtrSpec("app", cpus="1,5", runq_wait=0.2)])]),
+    "KERNEL_NOISE_EXCLUSIVE": dict(noise={5: 0.15}),
 }
-NEEDS_RATES = {"THROTTLED_EXCLUSIVE", "NUMA_MISS_HIGH"}
+NEEDS_RATES = {"THROTTLED_EXCLUSIVE", "NUMA_MISS_HIGH", "RUNQUEUE_WAIT_EXCLUSIVE", "KERNEL_NOISE_EXCLUSIVE"}
 
 
 def test_every_code_has_a_case():
@@ -131,6 +133,10 @@ LEGIT = {
     "shared containers on the pool": dict(pods=[PodSpec("rt", containers=[CtrSpec("app", cpus="1,5"), CtrSpec("side")]),
                                                 PodSpec("web", qos="Burstable", containers=[CtrSpec("a", quota_cores=0.5)])]),
     "device IRQs on reserved CPUs": dict(irqs={40: "0,4", 41: "0"}),
+    "kernel noise on reserved and shared CPUs": dict(noise={0: 0.3, 2: 0.3}, steal={4: 0.2}),
+    "run-queue wait of a shared container": dict(pods=[PodSpec("rt", containers=[CtrSpec("app", cpus="1,5")]),
+                                                       PodSpec("web", qos="Burstable", containers=[CtrSpec("a", runq_wait=0.5)])]),
+    "run-queue wait below the threshold": dict(pods=[PodSpec("rt", containers=[CtrSpec("app", cpus="1,5", runq_wait=0.03)])]),
 }
 
 

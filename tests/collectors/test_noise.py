@@ -254,3 +254,52 @@ def test_focused_cpu_reads_schedstat_only_for_its_tasks(tmp_path):
     r = compute(a, b)
     assert r.cpu_wait.get(1, 0) > 0 and 3 not in r.cpu_wait
     assert r.ipis[1]["LOC"] == 250.0
+
+
+# ----------------------------------------------------------------------------- findings: evidence, thresholds
+
+
+def _findings(tmp_path, **kw):
+    from helpers import read_sim
+
+    d = dict(hostname="t", sockets=1, cores=4, threads=2, reserved="0,4", cgroup=2, init_affinity="0,4",
+             pods=[PodSpec("rt", "prod", containers=[CtrSpec("app", cpus="1,5", busy=0.9)])])
+    d.update(kw)
+    return list(read_sim(NodeSpec(**d), tmp_path, samples=2).findings)
+
+
+def test_runqueue_wait_names_the_thread_and_what_else_ran_there(tmp_path):
+    fs = _findings(tmp_path, pods=[PodSpec("rt", "prod", containers=[CtrSpec("app", cpus="1,5", runq_wait=0.2, tasks=1)])],
+                   other_tasks=[("backup.sh", 5, False)])
+    (f,) = [f for f in fs if f.code == "RUNQUEUE_WAIT_EXCLUSIVE"]
+    assert f.pod == "rt" and f.container == "app" and "waited 200 ms/s" in f.message
+    assert any("schedstat" in e and "waited 200 ms/s" in e for e in f.evidence)
+    assert any("backup.sh" in e for e in f.evidence)  # the task that ran there
+    assert any("cpu.pressure: some +200 ms/s" in e for e in f.evidence)
+    assert "INTRUDER_TASK" in {x.code for x in fs}
+
+
+def test_kernel_noise_names_the_softirq_kind_and_the_irq(tmp_path):
+    fs = _findings(tmp_path, noise={5: 0.15}, irqs={40: "0", 41: "5"})
+    (f,) = [f for f in fs if f.code == "KERNEL_NOISE_EXCLUSIVE"]
+    assert f.cpus == (5,) and f.pod == "rt" and "NET_RX" in f.message
+    assert any(e.startswith("/proc/softirqs CPU5: NET_RX") for e in f.evidence)
+    assert any(e.startswith("IRQ 41 (eth0-rx-41)") for e in f.evidence)
+    assert any(e.startswith("/proc/stat cpu5: irq 3.") and "softirq 1" in e for e in f.evidence)
+
+
+def test_thresholds_are_configurable(tmp_path):
+    from collectors.findings.jitter import Thresholds, set_thresholds, thresholds
+
+    old = thresholds()
+    try:
+        set_thresholds(Thresholds(runq_wait_ms=500, noise_pct=50))
+        fs = _findings(tmp_path / "a", noise={5: 0.15},
+                       pods=[PodSpec("rt", "prod", containers=[CtrSpec("app", cpus="1,5", runq_wait=0.2)])])
+        assert not {"RUNQUEUE_WAIT_EXCLUSIVE", "KERNEL_NOISE_EXCLUSIVE"} & {f.code for f in fs}
+        set_thresholds(Thresholds(runq_wait_ms=10, noise_pct=1))
+        fs = _findings(tmp_path / "b", noise={5: 0.03},
+                       pods=[PodSpec("rt", "prod", containers=[CtrSpec("app", cpus="1,5", runq_wait=0.02)])])
+        assert {"RUNQUEUE_WAIT_EXCLUSIVE", "KERNEL_NOISE_EXCLUSIVE"} <= {f.code for f in fs}
+    finally:
+        set_thresholds(old)
