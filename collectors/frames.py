@@ -1,7 +1,8 @@
 """One probe frame (bytes) -> {path: text}, plus what could not be read.
 
 The wire format is described at the top of probe.sh: one tagged line per output line. Every content line
-starts with "L", so no file content can forge a frame boundary. Bytes that are not UTF-8 are replaced
+starts with "L" (or "H": hex bytes from od), so no file content can forge a frame boundary; names are
+escaped ("\\" and "\n") so no name can either, and are unescaped here: paths hold the node's exact names. Bytes that are not UTF-8 are replaced
 (U+FFFD) and the file is named in `nonutf8`. A frame that ends early (no "Z") is still returned, marked
 `complete=False`, so a half frame gives a partial snapshot rather than nothing.
 """
@@ -18,7 +19,8 @@ class Frame:
     request: str = ""
     files: dict[str, str] = field(default_factory=dict)
     unreadable: set[str] = field(default_factory=set)
-    truncated: set[str] = field(default_factory=set)
+    truncated: dict[str, int] = field(default_factory=dict)  # path -> the budget it was cut at (bytes)
+    refused: dict[str, str] = field(default_factory=dict)  # path -> kind (fifo, socket, device, dir, other)
     nonutf8: set[str] = field(default_factory=set)
     dirs: list[str] = field(default_factory=list)
     info: dict[str, str] = field(default_factory=dict)
@@ -46,17 +48,30 @@ def parse_frame(data: bytes) -> Frame:
         nonutf8 = True
     cur: str | None = None
     buf: list[str] = []
+    hexbuf: list[str] = []
     cdir = ""
 
     def close() -> None:
         if cur is None:
             return
-        content = "\n".join(buf) + "\n" if buf else ""
-        if nonutf8:
-            fixed = _fix(content)
-            if fixed is not content:
+        if hexbuf:
+            data = _from_hex(hexbuf)
+            hexbuf.clear()
+            if len(data) > KUBELET_FILE_MAX:
+                data = data[:KUBELET_FILE_MAX]
+                fr.truncated[cur] = KUBELET_FILE_MAX
+            try:
+                content = data.decode("utf-8")
+            except UnicodeDecodeError:
+                content = data.decode("utf-8", "replace")
                 fr.nonutf8.add(cur)
-            content = fixed
+        else:
+            content = "\n".join(buf) + "\n" if buf else ""
+            if nonutf8:
+                fixed = _fix(content)
+                if fixed is not content:
+                    fr.nonutf8.add(cur)
+                content = fixed
         files[cur] = content
 
     for raw in lines:
@@ -69,9 +84,17 @@ def parse_frame(data: bytes) -> Frame:
             else:
                 buf.append(raw[1:])
             continue
+        if tag == "H":
+            if cur is None:
+                fr.garbage_lines += 1
+            else:
+                hexbuf.append(raw[1:])
+            continue
         rest = raw[1:]
         if nonutf8:
             rest = _fix(rest)
+        if "\\" in rest and tag in "CFXTDN":
+            rest = unescape(rest)
         if tag == "F":
             close()
             cur, buf = (rest if rest[:1] == "/" else f"{cdir}/{rest}"), []
@@ -84,7 +107,11 @@ def parse_frame(data: bytes) -> Frame:
         elif tag == "X":
             fr.unreadable.add(rest if rest[:1] == "/" else f"{cdir}/{rest}")
         elif tag == "T":
-            fr.truncated.add(rest if rest[:1] == "/" else f"{cdir}/{rest}")
+            n, _, name = rest.partition(" ")
+            fr.truncated[name if name[:1] == "/" else f"{cdir}/{name}"] = int(n) if n.isdigit() else 0
+        elif tag == "N":
+            kind, _, path = rest.partition(" ")
+            fr.refused[path] = kind
         elif tag == "D":
             fr.dirs.append(rest)
         elif tag == "A":
@@ -106,6 +133,31 @@ def parse_frame(data: bytes) -> Frame:
             fr.garbage_lines += 1
     close()
     return fr
+
+
+def unescape(s: str) -> str:
+    """A name as the probe sends it ("\\" for a backslash, "\n" for a newline) -> the node's name."""
+    out = []
+    i = 0
+    while True:
+        j = s.find("\\", i)
+        if j < 0 or j + 1 >= len(s):
+            out.append(s[i:])
+            return "".join(out)
+        out.append(s[i:j])
+        out.append("\n" if s[j + 1] == "n" else s[j + 1])
+        i = j + 2
+
+
+KUBELET_FILE_MAX = 1 << 20  # probe.sh KMAX: od reads one byte more, so a larger file shows as cut
+
+
+def _from_hex(lines: list[str]) -> bytes:
+    """od's hex lines (kubelet's own files) -> bytes."""
+    try:
+        return bytes.fromhex(" ".join(lines))
+    except ValueError:
+        return b""
 
 
 def _fix(s: str) -> str:

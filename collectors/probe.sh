@@ -9,10 +9,16 @@
 #   B<seq> <request>   frame begins            Z<seq>   frame ends (awk flushes here)
 #   C<dir>             the directory of the F/X/T lines that follow (sent only when it changes)
 #   F<name>            a file follows          L<text>  one line of that file
-#   X<name>            unreadable or missing   T<name>  truncated (too many lines)
+#   X<name>            unreadable or missing   T<N> <name>  cut: larger than N bytes
+#   H<hex bytes>       content of the current F file as od prints it (kubelet's own files, see rk)
+#   N<kind> <path>     not a regular file (fifo, socket, device, dir, other): refused, never opened
 #   D<path>            a directory entry seen by a glob
 #   A<arg>  one argv word of the kubelet process   I<key> <value>  a fact   W<text>  a warning
 # Paths are printed without the --root prefix, so a fixture tree reads like the node it models.
+# A name may hold any byte but NUL: in every path (shell -> awk -> client) "\" is sent as "\\" and a
+# newline as "\n" (esc), so a name can never split or forge a line; file content is never escaped (its
+# lines are L lines). Only regular files are opened (a FIFO would block, a directory kills mawk), each
+# within a byte budget (cut files are said, with the budget), so one bad file stays that file's problem.
 # So: 2 forks at start (the pipeline), 0 per tick. No sleep either: the client paces the requests, and
 # when the connection closes stdin ends, the loop ends, awk sees EOF, and nothing is left running.
 # The static topology is read only on "s" (the client asks again when /sys/.../cpu/online changes);
@@ -30,10 +36,65 @@ R=${R%/}
 [ -d "$R/proc" ] && [ -d "$R/sys" ] || printf 'W%s\n' "no $R/proc or $R/sys here: is --root right?"
 LC_ALL=C
 export LC_ALL
+NL='
+'
+
+# esc NAME: E = NAME with "\" -> "\\" and newline -> "\n" (no fork; the loop runs only for such names)
+esc() {
+  E=""
+  _s=$1
+  while :; do
+    case $_s in
+      *"$NL"*|*\\*) ;;
+      *) E=$E$_s; return 0 ;;
+    esac
+    _a=${_s%%"$NL"*}
+    _b=${_s%%\\*}
+    if [ ${#_a} -lt ${#_b} ]; then E="$E$_a\\n"; _s=${_s#"$_a"}; else E="$E$_b\\\\"; _s=${_s#"$_b"}; fi
+    _s=${_s#?}
+  done
+}
+# pl TAG NAME...: one TAG line per name (one printf for the whole list when no name needs escaping)
+pl() {
+  _t=$1
+  shift
+  case "$*" in
+    *"$NL"*|*\\*) for _x in "$@"; do esc "$_x"; printf '%s%s\n' "$_t" "$E"; done ;;
+    *) printf "$_t%s\\n" "$@" ;;
+  esac
+}
+# not a regular file: say what it is, never open it (a FIFO blocks, a device may never end)
+nonreg() {
+  if [ -d "$1" ]; then _k=dir; elif [ -p "$1" ]; then _k=fifo; elif [ -S "$1" ]; then _k=socket
+  elif [ -c "$1" ] || [ -b "$1" ]; then _k=device; else _k=other; fi
+  pl "N$_k " "$1"
+}
 
 # One record per line to awk. 'R' asks awk to read a file; everything else is passed through.
-r() { printf 'R%s\n' "$1"; }
-rx() { for f in "$@"; do [ -e "$f" ] && printf 'R%s\n' "$f"; done; }
+r() { pl R "$1"; }
+rx() {
+  for _f in "$@"; do
+    if [ -f "$_f" ]; then pl R "$_f"; elif [ -e "$_f" ]; then nonreg "$_f"; fi
+  done
+}
+# kubelet's own files (config, drop-ins, checkpoints): written as one long line (a 256-CPU checkpoint is
+# ~5 KB) and possibly huge when corrupt. mawk reads a line in time quadratic in its length (50 MB: 6.5 s),
+# so these go through od, which stops at the budget (-N): one fork per file (the state file: one a tick).
+KMAX=1048576
+rk() {
+  for _f in "$@"; do
+    if [ -f "$_f" ]; then
+      if [ -n "$OD" ] && [ -r "$_f" ]; then
+        pl M "$_f"
+        od -An -v -tx1 -N $((KMAX + 1)) -- "$_f" 2>/dev/null
+      else
+        pl R "$_f"
+      fi
+    elif [ -e "$_f" ]; then nonreg "$_f"; fi
+  done
+}
+OD=""
+command -v od >/dev/null 2>&1 && OD=od
 
 KROOT=/var/lib/kubelet
 KCONF=""
@@ -97,8 +158,10 @@ find_kubelet() {
   [ -n "$KCONF" ] && printf 'Ikubelet-config %s\n' "$KCONF"
   PODLOGS=/var/log/pods
   cgflag=$CGROOT
-  if [ -n "$KCONF" ] && [ -r "$R$KCONF" ]; then
-    while read -r k v; do
+  if [ -n "$KCONF" ] && [ -f "$R$KCONF" ] && [ -r "$R$KCONF" ]; then
+    n=0
+    while [ $n -lt 1000 ] && read -r k v; do
+      n=$((n + 1))
       v=${v#\"}; v=${v%\"}
       case $k in
         podLogsDir:) PODLOGS=$v ;;
@@ -166,11 +229,11 @@ static() {
   done
   find_kubelet
   find_cgroups
-  [ -n "$KCONF" ] && rx "$R$KCONF"
+  [ -n "$KCONF" ] && rk "$R$KCONF"
   if [ -n "$KDROPIN" ]; then
-    for f in "$R$KDROPIN"/*.conf; do rx "$f"; done
+    for f in "$R$KDROPIN"/*.conf; do rk "$f"; done
   fi
-  rx "$R$KROOT/memory_manager_state"
+  rk "$R$KROOT/memory_manager_state"
   if [ "$CGV" = 2 ]; then
     rx "$CGBASE/cgroup.subtree_control"
     for k in $KPODS; do rx "${k%/*}/cgroup.subtree_control" "$k/cgroup.controllers" "$k/cgroup.subtree_control"; done
@@ -210,11 +273,11 @@ each_leaf() {
   for k in $KPODS; do
     for q in "$k" "$k"/*besteffort* "$k"/*burstable*; do
       case $q in *'*'*) continue ;; esac
-      [ "$DETAIL" = 1 ] && printf "H$CGV%s\\n" "$q"/*pod$H*
+      [ "$DETAIL" = 1 ] && pl "H$CGV" "$q"/*pod$H*
       set -- "$q"/*pod$H*/*.scope "$q"/*pod$H*/crio-$H64 "$q"/*pod$H*/crio-conmon-$H64 "$q"/*pod$H*/$H64
       [ "$CGV" = 2 ] && set -- "$@" "$q"/*pod$H*/*.scope/container
-      [ "$GRID" = 1 ] && printf "G$CGV%s\\n" "$@"
-      [ "$DETAIL" = 1 ] && printf "H$CGV%s\\n" "$@"
+      [ "$GRID" = 1 ] && pl "G$CGV" "$@"
+      [ "$DETAIL" = 1 ] && pl "H$CGV" "$@"
       if [ "$TASKS" = 1 ]; then
         for l in "$@"; do
           TASKREC=$KREC
@@ -225,7 +288,7 @@ each_leaf() {
       if [ -n "$FOCUS" ]; then
         for l in "$@"; do
           case $l in
-            *"$FOCUS"*) printf "J$CGV%s\\n" "$l"; TASKREC=V; [ "$TASKS" = 1 ] || tasks "$l" ;;
+            *"$FOCUS"*) pl "J$CGV" "$l"; TASKREC=V; [ "$TASKS" = 1 ] || tasks "$l" ;;
           esac
         done
       fi
@@ -236,15 +299,15 @@ each_leaf() {
 node_wide() {
   rx "$R/proc/uptime" "$R/proc/stat" "$R/proc/softirqs" "$R/sys/devices/system/cpu/online"
   for d in "$R"/sys/devices/system/node/node[0-9]*; do r "$d/numastat"; done
-  rx "$R$KROOT/cpu_manager_state"
+  rk "$R$KROOT/cpu_manager_state"
   if [ "$CGV" = 2 ]; then
     rx "$CGBASE/cpuset.cpus.effective" "$CGBASE/cpuset.cpus.isolated"
   else
     rx "$CGBASE/cpuset.effective_cpus"
   fi
   for k in $KPODS; do
-    printf 'D%s\n' "$k"
-    printf "G$CGV%s\\n" "$k" "$k"/*besteffort* "$k"/*burstable*
+    pl D "$k"
+    pl "G$CGV" "$k" "$k"/*besteffort* "$k"/*burstable*
   done
 }
 
@@ -253,16 +316,16 @@ node_wide() {
 names() {
   for p in "$R$PODLOGS"/*/; do
     [ -d "$p" ] || continue
-    printf 'D%s\n' "$p"
-    for c in "$p"*/; do [ -d "$c" ] && printf 'D%s\n' "$c"; done
+    pl D "$p"
+    for c in "$p"*/; do [ -d "$c" ] && pl D "$c"; done
   done
   # absolute symlinks into /var/log/pods: under --root they dangle, and the name is what we want
-  for f in "$R"/var/log/containers/*.log; do { [ -e "$f" ] || [ -h "$f" ]; } && printf 'D%s\n' "$f"; done
+  for f in "$R"/var/log/containers/*.log; do { [ -e "$f" ] || [ -h "$f" ]; } && pl D "$f"; done
   # kubelet's pods dir: every pod it knows, with a dir per container that ran (no names of pods)
   for p in "$R$KROOT"/pods/*/; do
     [ -d "$p" ] || continue
-    printf 'D%s\n' "$p"
-    for c in "$p"containers/*/; do [ -d "$c" ] && printf 'D%s\n' "$c"; done
+    pl D "$p"
+    for c in "$p"containers/*/; do [ -d "$c" ] && pl D "$c"; done
   done
 }
 
@@ -323,7 +386,7 @@ loop() {
 
 AWK='
 BEGIN {
-  maxl = 20000; maxw = 4096; rl = length(root)
+  root = ENVIRON["PSROOT"]; rl = length(root); maxw = 4096
   split("cpuset.cpus.effective cpu.stat", G2, " ")
   split("cpuset.cpus cpuset.mems.effective cpu.max cpu.pressure", H2, " ")
   split("cpuset.cpus cpuset.mems.effective cpu.max cpu.weight cpu.pressure memory.numa_stat", J2, " ")
@@ -333,15 +396,32 @@ BEGIN {
   split("cpuset.cpus cpuset.effective_mems @cpu.cfs_quota_us @cpu.cfs_period_us", H1, " ")
   split("cpuset.cpus cpuset.effective_mems @cpu.cfs_quota_us @cpu.cfs_period_us @cpu.shares %memory.numa_stat", J1, " ")
 }
-# read one file (d: its directory without the root prefix, b: its name): a C line when the directory
-# changes, then F + L lines, or X
-function rd(p,   q) {
+# an escaped path (see esc in the shell) -> the real one, to open it
+function un(p,   o, i, c) {
+  if (!index(p, "\\")) return p
+  o = ""
+  while ((i = index(p, "\\")) > 0) {
+    c = substr(p, i + 1, 1)
+    o = o substr(p, 1, i - 1) (c == "n" ? "\n" : c)
+    p = substr(p, i + 2)
+  }
+  return o p
+}
+# the directory and name of an escaped path, without the root prefix: a C line when the directory changes
+function dn(p,   q) {
   q = p
   if (rl && substr(q, 1, rl) == root) q = substr(q, rl + 1)
   match(q, /\/[^\/]*$/)
-  rd2(p, substr(q, 1, RSTART - 1), substr(q, RSTART + 1))
+  dd = substr(q, 1, RSTART - 1); bb = substr(q, RSTART + 1)
+  if (dd != cd) { print "C" dd; cd = dd }
 }
-function rd2(p, d, b,   s, n, line) {
+# read one file (p escaped): F + L lines, or X. Budget in bytes: cgroup files 64 KiB (a kernel list of
+# ~9000 pids), /proc/interrupts 8 MiB (4096 CPUs), others 1 MiB; a cut file ends with T<budget> <name>
+function rd(p) {
+  dn(p)
+  rd2(un(p), dd, bb)
+}
+function rd2(p, d, b,   s, n, line, lim, k) {
   if (d != cd) { print "C" d; cd = d }
   s = (getline line < p)
   if (s < 0) { print "X" b; return }
@@ -367,9 +447,15 @@ function rd2(p, d, b,   s, n, line) {
       s = (getline line < p)
     }
   } else {
+    lim = d ~ /^\/sys\/fs\/cgroup\// ? 65536 : (b == "interrupts" ? 8388608 : 1048576)
     while (s > 0) {
-      if (++n > maxl) { print "T" b; break }
-      if (length(line) > maxw) line = substr(line, 1, maxw)
+      n += length(line) + 1
+      if (n > lim) {
+        k = lim - (n - length(line) - 1)
+        if (k > 0) print "L" substr(line, 1, k)
+        print "T" lim " " b
+        break
+      }
       print "L" line
       s = (getline line < p)
     }
@@ -378,9 +464,10 @@ function rd2(p, d, b,   s, n, line) {
   last = line
 }
 # the files of a cgroup or task record; "@name" lives in the v1 cpu hierarchy, "%name" in the memory one
-function cg(dir, names,   i, nm, p, d, line) {
+function cg(dir, names,   i, nm, p, d, line, u) {
   d = dir
   if (rl && substr(d, 1, rl) == root) d = substr(d, rl + 1)
+  u = un(dir)
   for (i = 1; i in names; i++) {
     nm = names[i]
     if (substr(nm, 1, 1) == "@") {
@@ -390,11 +477,15 @@ function cg(dir, names,   i, nm, p, d, line) {
     } else if (substr(nm, 1, 1) == "%") {
       nm = substr(nm, 2); p = dir
       if (!sub(/\/sys\/fs\/cgroup\/cpuset\//, "/sys/fs/cgroup/memory/", p)) continue
-      if ((getline line < (p "/" nm)) < 0) continue  # no memory hierarchy, or not NUMA: nothing to say
-      close(p "/" nm)
+      if ((getline line < (un(p) "/" nm)) < 0) continue  # no memory hierarchy, or not NUMA: nothing to say
+      close(un(p) "/" nm)
       rd(p "/" nm)
-    } else rd2(dir "/" nm, d, nm)
+    } else rd2(u "/" nm, d, nm)
   }
+}
+# a glob that matched nothing stays the literal pattern (a real name may hold "*": only these are dropped)
+function unmatched(p) {
+  return index(p, "[0-9a-f]") || p ~ /\/(\*\.scope(\/container)?|crio-\*|\*besteffort\*|\*burstable\*)$/
 }
 {
   t = substr($0, 1, 1); p = substr($0, 2)
@@ -410,8 +501,11 @@ function cg(dir, names,   i, nm, p, d, line) {
     if (split(q, w, " ") >= 37 && w[37] == fcpu) rd(p "/schedstat")
     next
   }
+  if (t == " ") { print "H" $0; next }
+  if (t == "M") { dn(p); print "F" bb; next }
+  if (t == "N") { k = index(p, " "); q = substr(p, k + 1); if (rl && substr(q, 1, rl) == root) q = substr(q, rl + 1); print "N" substr(p, 1, k) q; next }
   if (t == "G" || t == "H" || t == "J" || t == "K" || t == "S" || t == "Y" || t == "V") {
-    if (index(p, "*") || index(p, "[0-9a-f]")) next
+    if (unmatched(p)) next
     if (t == "K") { cg(p, K); next }
     if (t == "S") { cg(p, S); next }
     if (t == "Y") { cg(p, Y); next }
@@ -442,4 +536,7 @@ case $(awk -W version 2>&1 </dev/null) in
     while [ $i -lt 128 ]; do PAD="$PAD$l
 "; i=$((i + 1)); done ;;
 esac
-loop | awk -v root="$R" "$AWK"
+esc "$R"
+PSROOT=$E
+export PSROOT
+loop | awk "$AWK"

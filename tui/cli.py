@@ -17,8 +17,14 @@ from collectors.errors import PinscopeError
 from collectors.findings.jitter import Thresholds, set_thresholds
 from collectors.model import Role
 from collectors.parse.cpuset import format_cpuset
+from collectors.text import display, display_lines
 
 COMMANDS = ("snapshot", "check", "demo", "replay", "serve", "exporter", "gc")
+
+
+def _err(msg: str) -> None:
+    """One line on stderr; node data in it (names, a server's words) is escaped like any text output."""
+    _err(display(msg))
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -141,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
 
             rec = open_recording(a.file)
             if not rec.index:
-                print(f"pinscope: {a.file}: no whole record" + (f" ({rec.problem})" if rec.problem else ""), file=sys.stderr)
+                _err(f"pinscope: {a.file}: no whole record" + (f" ({rec.problem})" if rec.problem else ""))
                 return 1
             app = ReplayApp(rec, theme=a.theme, speed=a.speed, at=at_time(rec, a.at) if a.at else None)
             app.run()
@@ -154,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
         targets = _targets(a)
         if not targets:
             build_parser("").print_usage(sys.stderr)
-            print("pinscope: give a TARGET ('local', [user@]host[:port] or node/NAME), --inventory or --kube, or try 'pinscope demo'", file=sys.stderr)
+            _err("pinscope: give a TARGET ('local', [user@]host[:port] or node/NAME), --inventory or --kube, or try 'pinscope demo'")
             return 2
         from tui.app import run_live
 
@@ -162,12 +168,12 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except PinscopeError as err:
-        print(f"pinscope: {err}", file=sys.stderr)
+        _err(f"pinscope: {err}")
         return 1
     except Exception as err:  # the last line of defence: a plain line, never a traceback
         if os.environ.get("PINSCOPE_DEBUG"):
             raise
-        print(f"pinscope: internal error: {type(err).__name__}: {err}", file=sys.stderr)
+        _err(f"pinscope: internal error: {type(err).__name__}: {err}")
         return 3
 
 
@@ -183,7 +189,7 @@ def _targets(a) -> list:
             raise InventoryError(f"--inventory {a.inventory}: {err.strerror}") from err
         inv, probs = load_inventory(text, a.inventory)
         for p in probs:
-            print(f"pinscope: {p.source}: {p.message}", file=sys.stderr)
+            _err(f"pinscope: {p.source}: {p.message}")
         out += inv
     if getattr(a, "kube", False):
         from collectors.kube import discover
@@ -192,7 +198,7 @@ def _targets(a) -> list:
         if a.via == "api":
             found = [dataclasses.replace(t, address=f"node/{t.name}") for t in found]
         if not found:
-            print("pinscope: --kube: the API lists no node" + (f" matching {a.selector!r}" if a.selector else ""), file=sys.stderr)
+            _err("pinscope: --kube: the API lists no node" + (f" matching {a.selector!r}" if a.selector else ""))
         out += found
     return out
 
@@ -239,7 +245,7 @@ def _from_recording(a) -> tuple[list, list]:
     rec = open_recording(a.replay)
     t = at_time(rec, a.at)
     if rec.problem:
-        print(f"pinscope: {a.replay}: {rec.problem}", file=sys.stderr)
+        _err(f"pinscope: {a.replay}: {rec.problem}")
     names = [_name(x) for x in _targets(a)] or rec.nodes
     results = []
     for n in names:
@@ -269,7 +275,7 @@ async def _snapshot_cmd(a, check: bool) -> int:
             if o is not None:
                 print(render_check(o) if check else render_table(o))
     for t, e in failed:
-        print(f"pinscope: {e}", file=sys.stderr)
+        _err(f"pinscope: {e}")
     if failed and len(failed) == len(targets):
         return 1 if not check else 3
     if check:
@@ -317,7 +323,7 @@ def render_table(o: dict) -> str:
     if o["errors"]:
         out.append("  problems:")
         out.extend(f"    {e['source']}: {e['message']}" for e in o["errors"])
-    return "\n".join(out)
+    return display_lines(out)
 
 
 def render_check(o: dict) -> str:
@@ -335,7 +341,7 @@ def render_check(o: dict) -> str:
         out.append(f"    hint: {f['hint']}")
     n = {s: sum(1 for f in fs if f["severity"] == s) for s in order}
     out.append(f"{o['node']}: {n['critical']} critical, {n['warning']} warning, {n['info']} info")
-    return "\n".join(out)
+    return display_lines(out)
 
 
 if __name__ == "__main__":

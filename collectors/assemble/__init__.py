@@ -38,8 +38,10 @@ def _merged_files(tick: Frame, carry: tuple[Frame, ...]) -> dict:
 def _frame_problems(static: Frame, tick: Frame) -> list[Problem]:
     warnings = static.warnings + ([] if tick is static else tick.warnings)
     problems: list[Problem] = [Problem("probe", w) for w in dict.fromkeys(warnings)]
-    for p in sorted(static.truncated | tick.truncated):
-        problems.append(Problem(p, "file too large: truncated by the probe"))
+    for p, n in sorted((static.truncated | tick.truncated).items()):
+        problems.append(Problem(p, f"larger than {n} bytes: cut at {n} bytes (the rest was not read)"))
+    for p, kind in sorted((static.refused | tick.refused).items()):
+        problems.append(Problem(p, f"is a {kind}, not a regular file: not opened"))
     for p in sorted(static.nonutf8 | tick.nonutf8):
         problems.append(Problem(p, "not UTF-8: undecodable bytes replaced"))
     if not tick.complete:
@@ -65,12 +67,13 @@ def assemble(static: Frame, tick: Frame, target: str = "node", names: Frame | No
              carry: tuple[Frame, ...] = ()) -> NodeSnapshot:
     """`names`: the last frame that listed the pod log layout ("n"), if `tick` did not."""
     files = _merged_files(tick, carry)
-    unreadable = static.unreadable | tick.unreadable
+    refused = static.refused | tick.refused
+    unreadable = static.unreadable | tick.unreadable | refused.keys()
     problems = _frame_problems(static, tick)
     topo, kubelet, sprobs = static_parts(static)
     problems[:0] = sprobs
     info = {**static.info, **tick.info}
-    state, state_status, state_file = cpu_manager_state(files, unreadable, kubelet, problems)
+    state, state_status, state_file = cpu_manager_state(files, unreadable, kubelet, problems, refused)
     memory_state = memory_manager_state(static.files, kubelet, problems)
     cgv = int(info["cgroup-version"]) if info.get("cgroup-version", "").isdigit() else None
     base = f"{CG}/cpuset" if cgv == 1 else CG

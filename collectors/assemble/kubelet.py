@@ -24,8 +24,8 @@ def _dropin_dir(argv: list[str] | None) -> str | None:
     return None
 
 
-def unreadable_problem(problems: list, frame_unreadable: set, path: str, what: str) -> None:
-    if path in frame_unreadable:
+def unreadable_problem(problems: list, frame_unreadable: set, path: str, what: str, refused=()) -> None:
+    if path in frame_unreadable and path not in refused:  # a refused FIFO or directory is said as such
         problems.append(Problem(path, f"{what} exists but is not readable (root-only: run with --sudo)"))
 
 
@@ -43,7 +43,8 @@ def static_parts(static: Frame):
                    if ddir and p.startswith(ddir.rstrip("/") + "/") and p.endswith(".conf")]
         if cfg_path:
             unreadable_problem(sprobs, static.unreadable, cfg_path, "kubelet config")
-            if cfg_path not in static.files and cfg_path not in static.unreadable and pid is not None:
+            if cfg_path not in static.files and cfg_path not in static.unreadable and cfg_path not in static.refused \
+                    and pid is not None:
                 sprobs.append(Problem(cfg_path, "kubelet config named by --config is missing"))
         kubelet = parse_kubelet_config(static.files.get(cfg_path) if cfg_path else None, cfg_path, dropins,
                                        static.argv, sprobs, pid=pid, root_dir=root_dir)
@@ -58,7 +59,7 @@ def _state_cached(text: str, source: str):
     return parse_cpu_manager_state(text, source, probs), tuple(probs)
 
 
-def cpu_manager_state(files: dict, unreadable: set, kubelet, problems: list):
+def cpu_manager_state(files: dict, unreadable: set, kubelet, problems: list, refused=()):
     """-> (state or None, state_status, state_file path)."""
     state_file = f"{kubelet.root_dir.rstrip('/')}/cpu_manager_state"
     state = None
@@ -67,7 +68,7 @@ def cpu_manager_state(files: dict, unreadable: set, kubelet, problems: list):
         problems.extend(sp)
         state_status = "ok" if state is not None else "invalid"
     else:
-        unreadable_problem(problems, unreadable, state_file, "cpu_manager_state")
+        unreadable_problem(problems, unreadable, state_file, "cpu_manager_state", refused)
         state_status = "unreadable" if state_file in unreadable else "missing"
         if state_status == "missing" and kubelet.cpu_manager_policy == "static":
             problems.append(Problem(state_file, "missing, but the configured policy is static"))

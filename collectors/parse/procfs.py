@@ -72,7 +72,7 @@ def parse_task_stat(text: str) -> dict | None:
     lp, rp = text.find("("), text.rfind(")")
     if lp < 0 or rp < lp:
         return None
-    comm = text[lp + 1:rp].replace("\n", "\\n")
+    comm = text[lp + 1:rp]  # exact (any byte but NUL): collectors.text escapes it for display
     rest = text[rp + 1:].split()
     # rest[0] is field 3 (state): field N is rest[N-3]
     if len(rest) < 37:

@@ -66,10 +66,11 @@ def test_cpuset_never_raises_anything_else(text):
 
 
 def test_frame_basic():
-    fr = parse_frame(b"B3 gt\nF/a\nL1\nL2\nX/b\nF/empty\nD/dir\nIk v w\nWwarn\nT/a\nZ3\n")
+    fr = parse_frame(b"B3 gt\nF/a\nL1\nL2\nX/b\nF/empty\nD/dir\nIk v w\nWwarn\nT65536 /a\nNfifo /p\nZ3\n")
     assert fr.seq == 3 and fr.request == "gt" and fr.complete
     assert fr.files == {"/a": "1\n2\n", "/empty": ""}
-    assert fr.unreadable == {"/b"} and fr.truncated == {"/a"} and fr.dirs == ["/dir"]
+    assert fr.unreadable == {"/b"} and fr.truncated == {"/a": 65536} and fr.dirs == ["/dir"]
+    assert fr.refused == {"/p": "fifo"}
     assert fr.info == {"k": "v w"} and fr.warnings == ["warn"]
 
 
@@ -77,6 +78,15 @@ def test_frame_content_cannot_forge_tags():
     # a file whose content is "Z1" and "F/etc/shadow": every content line is L-prefixed
     fr = parse_frame(b"B1 g\nF/x\nLZ1\nLF/etc/shadow\nZ1\n")
     assert fr.files == {"/x": "Z1\nF/etc/shadow\n"}
+
+
+def test_frame_escaped_names_and_hex_content():
+    # a name with a newline and a backslash arrives escaped; kubelet's files arrive as od's hex
+    fr = parse_frame(b"B1 s\nC/var/log/pods/a\\nb\\\\c\nF/k\nH 7b 0a\nH ff\nD/x\\ny\nZ1\n")
+    assert fr.dirs == ["/var/log/pods/a\nb\\c", "/x\ny"]
+    assert fr.files == {"/k": "{\n\ufffd"} and fr.nonutf8 == {"/k"}
+    big = parse_frame(b"F/s\n" + b"".join(b"H " + b" 61" * 16 + b"\n" for _ in range((1 << 16) + 1)) + b"Z1\n")
+    assert len(big.files["/s"]) == 1 << 20 and big.truncated == {"/s": 1 << 20}
 
 
 def test_frame_truncated_and_non_utf8():

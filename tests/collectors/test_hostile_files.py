@@ -1,0 +1,190 @@
+"""Bad and hostile node files through the real probe (issue 15): long lines, huge files, FIFOs and
+directories where files should be, names holding any byte. Each under dash + mawk, busybox sh + awk, bash:
+the answer is the same, and it comes fast."""
+import asyncio
+import json
+import os
+import time
+
+import pytest
+
+from collectors.collect import NodeCollector, Options, snapshot
+from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
+from collectors.transport.local import LocalTransport
+from test_probe_shells import toolbox
+
+SHELLS = ("dash", "busybox", "bash")
+STATE = "var/lib/kubelet/cpu_manager_state"
+
+
+def read(root, path_dir=None) -> dict:
+    old = os.environ["PATH"]
+    if path_dir:
+        os.environ["PATH"] = f"{path_dir}:{old}"
+    try:
+        report = asyncio.run(asyncio.wait_for(snapshot("local", Options(root=str(root), frame_timeout=10)), 20))
+    finally:
+        os.environ["PATH"] = old
+    return report.to_json()
+
+
+def big_node() -> NodeSpec:
+    """256 CPUs (2 x 64 cores x 2 threads), 64 pods pinned to 2 CPUs each: a ~5 KB one-line checkpoint."""
+    pods = [PodSpec(f"pinned-{i:02d}", "hft", containers=[
+                CtrSpec("matching-engine-primary", cpus=f"{1 + i},{129 + i}", tasks=1)]) for i in range(64)]
+    return NodeSpec(hostname="big-256", sockets=2, cores=64, threads=2, numbering="intel", cgroup=2, driver="systemd",
+                    policy="static", reserved="0,128", pods=pods)
+
+
+def errors(o) -> list[str]:
+    return [f"{e['source']}: {e['message']}" for e in o["errors"]]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_256_cpus_with_a_5kb_one_line_checkpoint_reads_right(tmp_path, shell):
+    root = tmp_path / "node"
+    SimNode(big_node(), root).write()
+    state = (root / STATE).read_bytes()
+    assert len(state) > 5000 and b"\n" not in state
+    o = read(root, toolbox(tmp_path, shell))
+    assert errors(o) == []
+    assert [f["code"] for f in o["findings"] if f["severity"] == "critical"] == []
+    roles = [c["role"] for c in o["cpus"]]
+    assert len(roles) == 256 and roles.count("exclusive") == 128 and roles.count("reserved") == 2
+    assert roles.count("shared") == 126 and "unassigned" not in roles
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_50mb_checkpoint_is_cut_at_1mib_and_answered_in_under_a_second(tmp_path, shell):
+    root = tmp_path / "node"
+    SimNode(hostile_node()[0], root).write()
+    doc = json.loads((root / STATE).read_text())
+    doc["entries"]["x" * 50_000_000] = {}  # one line, 50 MB
+    (root / STATE).write_text(json.dumps(doc))
+    bindir = toolbox(tmp_path, shell)
+    t0 = time.monotonic()
+    o = read(root, bindir)
+    took = time.monotonic() - t0
+    assert took < 1.0, took
+    assert "/var/lib/kubelet/cpu_manager_state: larger than 1048576 bytes: cut at 1048576 bytes (the rest was not read)" in errors(o)
+    assert any(f["code"] == "STATE_UNREADABLE" for f in o["findings"])
+    assert len(o["cpus"]) == 4 and o["pods"]  # the rest of the node is still read
+
+
+def _no_probe_left(root) -> None:
+    mark = f"PSROOT={root}".encode()
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                env = open(f"/proc/{d}/environ", "rb").read()
+            except OSError:
+                continue
+            assert mark + b"\0" not in env, f"pid {d} of the probe still runs"
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+@pytest.mark.parametrize("kind", ["fifo", "dir", "socket"])
+def test_a_fifo_directory_or_socket_at_the_checkpoint_is_refused_without_hanging(tmp_path, shell, kind):
+    import socket
+
+    root = tmp_path / "node"
+    SimNode(hostile_node()[0], root).write()
+    st = root / STATE
+    st.unlink()
+    if kind == "fifo":
+        os.mkfifo(st)
+    elif kind == "dir":
+        st.mkdir()
+    else:
+        s = socket.socket(socket.AF_UNIX)
+        s.bind(str(st))
+    bindir = toolbox(tmp_path, shell)
+    t0 = time.monotonic()
+    o = read(root, bindir)
+    assert time.monotonic() - t0 < 1.0
+    assert f"/var/lib/kubelet/cpu_manager_state: is a {kind}, not a regular file: not opened" in errors(o)
+    (f,) = [f for f in o["findings"] if f["code"] == "STATE_UNREADABLE"]
+    assert "cpu_manager_state is unreadable" in f["message"]
+    assert len(o["cpus"]) == 4 and o["pods"]  # only that file is lost
+    _no_probe_left(root)
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_fifo_as_kubelet_config_and_drop_in(tmp_path, shell):
+    spec = hostile_node()[0]
+    spec.flags = ["--config-dir=/etc/kubernetes/kubelet.conf.d"]
+    root = tmp_path / "node"
+    SimNode(spec, root).write()
+    cfg = root / "var/lib/kubelet/config.yaml"
+    cfg.unlink()
+    os.mkfifo(cfg)
+    (root / "etc/kubernetes/kubelet.conf.d").mkdir(parents=True)
+    os.mkfifo(root / "etc/kubernetes/kubelet.conf.d/10-a.conf")
+    o = read(root, toolbox(tmp_path, shell))
+    errs = errors(o)
+    assert "/var/lib/kubelet/config.yaml: is a fifo, not a regular file: not opened" in errs
+    assert "/etc/kubernetes/kubelet.conf.d/10-a.conf: is a fifo, not a regular file: not opened" in errs
+    assert len(o["cpus"]) == 4
+    _no_probe_left(root)
+
+
+def test_a_cgroup_file_over_64kib_is_cut_and_said(tmp_path):
+    root = tmp_path / "node"
+    sim = SimNode(hostile_node()[0], root).write()
+    p = sim.spec.pods[0]
+    d = root / sim.cg_dir(p, p.containers[0]).lstrip("/")
+    (d / "cgroup.procs").write_text("".join(f"{100000 + i}\n" for i in range(12000)))  # 84 KB
+    o = read(root)
+    src = sim.cg_dir(p, p.containers[0]) + "/cgroup.procs"
+    assert f"{src}: larger than 65536 bytes: cut at 65536 bytes (the rest was not read)" in errors(o)
+
+
+def hostile_node() -> tuple[NodeSpec, dict]:
+    names = {"ns": "ns\x1b[2J\x1b[31m", "pod": "pod\nname\\x\x1b]0;pwned\x07", "ctr": "c\u202eevil\x85\x7f",
+             "comm": "\x1b[31mev\nil\x07"}
+    spec = NodeSpec(hostname="h\x1b[2Jost", sockets=1, cores=4, threads=1, cgroup=2, driver="systemd", reserved="0",
+                    pods=[PodSpec(names["pod"], names["ns"], containers=[CtrSpec(names["ctr"], cpus="2-3")])],
+                    other_tasks=[(names["comm"], 2, False)], irqs={"40": "2"})
+    return spec, names
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_names_with_any_byte_arrive_exactly(tmp_path, shell):
+    spec, names = hostile_node()
+    root = tmp_path / "node"
+    SimNode(spec, root).write()
+    o = read(root, toolbox(tmp_path, shell))
+    (p,) = o["pods"]
+    assert (p["namespace"], p["name"]) == (names["ns"], names["pod"])
+    assert [c["name"] for c in p["containers"]] == [names["ctr"]]
+    assert [f["code"] for f in o["findings"] if f["severity"] == "critical"] == ["INTRUDER_TASK"]
+    (f,) = [f for f in o["findings"] if f["code"] == "INTRUDER_TASK"]
+    assert f["message"].startswith(names["comm"] + " (pid ") and f["pod"] == names["pod"]
+    assert f["container"] == names["ctr"]
+
+
+def test_a_cgroup_leaf_with_a_newline_and_backslash_reaches_the_client(tmp_path):
+    """A directory name the probe's line protocol could not carry raw: its files are read all the same."""
+    spec, _ = hostile_node()
+    root = tmp_path / "node"
+    sim = SimNode(spec, root).write()
+    p = spec.pods[0]
+    pod_dir = root / sim.cg_dir(p, None).lstrip("/")
+    odd = pod_dir / "x\ny\\n.scope"
+    odd.mkdir()
+    (odd / "cpuset.cpus.effective").write_text("1\n")
+    (odd / "cpu.stat").write_text("usage_usec 1\n")
+
+    async def go():
+        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
+        await col.connect()
+        try:
+            await col.tick("g")
+            return None, await col.transport.request("g")
+        finally:
+            await col.close()
+
+    _, fr = asyncio.run(go())
+    leaf = sim.cg_dir(p, None) + "/x\ny\\n.scope"
+    assert fr.files[leaf + "/cpuset.cpus.effective"] == "1\n"
+    assert fr.garbage_lines == 0
