@@ -24,7 +24,7 @@ COMMANDS = ("snapshot", "check", "demo", "replay", "serve", "exporter", "gc")
 
 def _err(msg: str) -> None:
     """One line on stderr; node data in it (names, a server's words) is escaped like any text output."""
-    _err(display(msg))
+    print(display(msg), file=sys.stderr)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
