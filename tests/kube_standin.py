@@ -201,16 +201,20 @@ class StandIn:
     def url(self) -> str:
         return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"
 
-    def kubeconfig(self, path: Path, token: str = "admin-token", context: str = "standin") -> str:
+    def kubeconfig(self, path: Path, token: str = "admin-token", context: str = "standin",
+                   others: dict | None = None) -> str:
+        """A kubeconfig for this server: `context` (the current one) with `token`; `others` adds more
+        contexts, {context name: token}."""
         import base64
 
         cluster = {"server": self.url}
         if self.tls:
             cluster["certificate-authority-data"] = base64.b64encode(self.ca).decode()
+        ctxs = {context: token, **(others or {})}
         doc = {"apiVersion": "v1", "kind": "Config", "current-context": context,
                "clusters": [{"name": "standin", "cluster": cluster}],
-               "users": [{"name": "u", "user": {"token": token}}],
-               "contexts": [{"name": context, "context": {"cluster": "standin", "user": "u"}}]}
+               "users": [{"name": f"u-{c}", "user": {"token": t}} for c, t in ctxs.items()],
+               "contexts": [{"name": c, "context": {"cluster": "standin", "user": f"u-{c}"}} for c in ctxs]}
         Path(path).write_text(json.dumps(doc))
         return str(path)
 
@@ -344,6 +348,12 @@ class StandIn:
         for p in self.execs.pop(key, []):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(p.pid, signal.SIGKILL)
+
+    def freeze(self, namespace: str, name: str) -> None:
+        """A hung node: every exec process of the pod stops (SIGSTOP), its streams stay open and silent."""
+        for p in self.execs.get((namespace, name), []):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(p.pid, signal.SIGSTOP)
 
     def _table(self, pods: list[dict]) -> dict:
         rows = []

@@ -152,6 +152,7 @@ class PinscopeApp(App):
     async def _kube_task(self) -> None:
         """Pod names and intent from the API. A failure is a notice, and node-local names stay."""
         from collectors.kube import KubeError, node_pods
+        from collectors.transport.kube import node_name
 
         context, kubeconfig = self.kube
         failing = False
@@ -159,7 +160,8 @@ class PinscopeApp(App):
             try:
                 for t in self.targets:
                     v = self.views[t]
-                    name = self.target_info[t].name if t in self.target_info else (v.snap.node if v.snap else None)
+                    name = self.target_info[t].name if t in self.target_info else (
+                        node_name(t) or (v.snap.node if v.snap else None))  # node/NAME: the API's name
                     if name:
                         v.api_pods = await asyncio.to_thread(node_pods, name, context, kubeconfig)
                         v.api_error = None
@@ -179,11 +181,15 @@ class PinscopeApp(App):
 
     async def on_unmount(self) -> None:
         self.stop.set()
-        for col in self.collectors.values():
+
+        async def close(col) -> None:
             try:
                 await asyncio.wait_for(col.close(), 2)
             except Exception:  # closing a dead connection must not block the exit
                 pass
+
+        # all at once: node/NAME deletes a debug pod per node, and 2 s each would add up over a fleet
+        await asyncio.gather(*(close(col) for col in self.collectors.values()))
         if self.cleanup:
             self.cleanup()
 

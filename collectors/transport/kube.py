@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import getpass
 import os
+import re
 import secrets
 import socket
 import string
@@ -42,12 +43,20 @@ _HOPELESS = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNe
              "CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
 
 
+# a node's name is a DNS subdomain (k8s.io/apimachinery validation.IsDNS1123Subdomain)
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
 def node_name(target: str) -> str | None:
     """'node/NAME' (as kubectl spells it; also 'nodes/NAME') -> NAME, else None."""
     for prefix in ("node/", "nodes/"):
         if target.startswith(prefix) and len(target) > len(prefix):
             return target[len(prefix):]
     return None
+
+
+def valid_node_name(name: str) -> bool:
+    return len(name) <= 253 and _DNS_SUBDOMAIN.fullmatch(name) is not None
 
 
 def debug_pod(node: str, image: str = DEFAULT_IMAGE, lifetime: int = DEFAULT_LIFETIME) -> dict:
@@ -146,6 +155,8 @@ class KubeTransport(FrameStream):
     async def connect(self, timeout: float = 10.0) -> None:
         if self.stream is not None or self.pod is not None:
             await self.close()
+        if not valid_node_name(self.node):  # it goes into a field selector and a pod name: checked first
+            raise Unreachable(f"{self.target}: {self.node!r} is not a node name (a DNS subdomain: a-z, 0-9, '-', '.')")
         from kubernetes import client
 
         self.cfg = await asyncio.to_thread(load_config, self.context, self.kubeconfig)

@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import json
 import ssl
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 import aiohttp
 
@@ -62,7 +62,7 @@ def exec_url(cfg, namespace: str, pod: str, container: str | None, command: list
     if container:
         q.append(("container", container))
     host = cfg.host.rstrip("/")
-    return f"{host}/api/v1/namespaces/{namespace}/pods/{pod}/exec?{urlencode(q)}"
+    return f"{host}/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(pod, safe='')}/exec?{urlencode(q)}"
 
 
 class ExecStream:

@@ -225,6 +225,15 @@ def test_refusals_are_one_plain_line(sim, tmp_path):
         assert "cannot start (ErrImagePull" in line and "no-such-image:1" in line, line
         line = run("c", "--kubeconfig", str(tmp_path / "nope"))
         assert "no usable kubeconfig" in line, line
+        # --context picks the kubeconfig's user: the current context works, alice's is refused
+        kc = srv.kubeconfig(tmp_path / "kc-two", token="c", context="ops", others={"alice": "a"})
+        assert run_cli("snapshot", f"node/{NODE}", "--kubeconfig", kc).returncode == 0
+        r = run_cli("snapshot", f"node/{NODE}", "--kubeconfig", kc, "--context", "alice")
+        assert r.returncode == 1 and 'User "alice" cannot create resource "pods"' in r.stderr
+        line = run("c", "--kubeconfig", kc, "--context", "nosuch")
+        assert "no usable kubeconfig" in line and "nosuch" in line, line
+        r = run_cli("snapshot", "node/Bad,Name", "--kubeconfig", kc)
+        assert r.returncode == 1 and "'Bad,Name' is not a node name" in r.stderr
         assert probe_pods(srv) == []  # nothing left by any failure
     finally:
         srv.stop()
@@ -273,6 +282,39 @@ def test_down_and_reconnect_when_the_pod_goes_away(api):
     assert f"node/{NODE}" in down and "debug pod" in down
     assert len(second) == 1 and second != first
     assert probe_pods(api) == []  # the live loop's end deleted the second pod
+
+
+def test_a_hung_node_goes_down_and_comes_back_with_a_new_pod(api):
+    """The probe stops answering (SIGSTOP in the stand-in): no frame within the deadline -> down; the
+    stuck pod is deleted and a new one serves the reconnect."""
+    states: list[tuple[str, str | None]] = []
+    reports = []
+
+    async def go():
+        col = NodeCollector(f"node/{NODE}", Options(kubeconfig=api.kc, frame_timeout=2))
+        stop = asyncio.Event()
+        task = asyncio.ensure_future(live(col, 0.2, lambda t: "g", reports.append,
+                                          lambda st, msg: states.append((st, msg)), stop))
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            if reports:
+                break
+        (first,) = probe_pods(api)
+        api.call(lambda: api.freeze("pinscope", first))
+        n = len(reports)
+        for _ in range(200):
+            await asyncio.sleep(0.1)
+            if [s for s, _ in states].count("up") >= 2 and len(reports) > n:
+                break
+        stop.set()
+        await asyncio.wait_for(task, 10)
+        return first
+
+    first = asyncio.run(go())
+    down = [m for s, m in states if s == "down"]
+    assert down and "no frame within 2 s" in down[0], states
+    assert [s for s, _ in states].count("up") >= 2
+    assert ("pinscope", first) not in api.pods and probe_pods(api) == []
 
 
 def test_debug_pod_lifetime_rotates(api):
