@@ -41,3 +41,15 @@ def test_one_list_of_system_packages():
         assert p in pkgs
     ci = (ROOT / ".ci/run").read_text()
     assert "apt-get" not in ci and "pip install" not in ci
+
+
+def test_metrics_table_is_the_exporters_contract():
+    """Every metric the exporter can serve is in the README's table with its type, labels and meaning, and
+    the table has no metric the exporter does not serve."""
+    from collectors.exporter.metrics import CONTRACT
+
+    rows = [ln for ln in README.splitlines() if ln.startswith("| `pinscope_")]
+    for f in CONTRACT:
+        want = f"| `{f.sample_name}` | {f.type} | {', '.join(f.labels)} | {f.help} |"
+        assert want in rows, f"{f.sample_name}: README row differs or is missing"
+    assert len(rows) == len(CONTRACT)

@@ -47,7 +47,7 @@ CONTRACT: tuple[Family, ...] = (
     Family("pinscope_node_cpu_utilization_ratio", "gauge", ("node",),
            "busy share of all the node's online CPUs over the last read window, 0..1 (what the fleet overview sorts and shows)"),
     Family("pinscope_node_info", "gauge", ("node", "cpu_manager_policy", "topology_manager_policy", "cgroup_version", "roles_from"),
-           "1 per node: kubelet's policies as read on the node, and where the roles came from (state | cgroups | policy-none)"),
+           "1 per node: kubelet's policies as read on the node, and where the roles came from (state, cgroups or policy-none)"),
     Family("pinscope_container_exclusive_cpus", "gauge", CTR,
            "CPUs kubelet assigned to the container exclusively (0 in the shared pool)"),
     Family("pinscope_container_cpu_cfs_periods", "counter", CTR,

@@ -154,32 +154,42 @@ def run(targets: list, opts: Options, listen: str, interval: float = 15.0, node_
         raise PinscopeError(f"--interval {interval:g}: must be more than 0 seconds")
     if not targets:
         raise PinscopeError("give a TARGET ('local' with --root /host in a DaemonSet, [user@]host[:port]) or --inventory")
-    nodes = plan(targets, opts, node_name)
-    store = LatestReports()
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(store)
-    ProcessCollector(registry=registry)  # the exporter's own process_cpu_seconds_total, memory, fds
+    # SIGTERM (a pod being stopped) ends the exporter as Ctrl-C does, also before the loop runs: the demo
+    # cluster's temporary trees are removed either way
+    signal.signal(signal.SIGTERM, _interrupt)
+    nodes: list = []
+    httpd = None
     try:
-        httpd, thread = start_http_server(port, addr, registry=registry)
-    except OSError as err:
-        why = "address already in use" if err.errno == errno.EADDRINUSE else (err.strerror or str(err))
-        raise ListenError(f"cannot listen on {listen}: {why}") from err
-    except UnicodeError as err:
-        raise ListenError(f"cannot listen on {listen}: not a host name") from err
-    host, bound = httpd.server_address[:2]
-    shown = f"[{host}]" if ":" in host else host
-    print(f"pinscope exporter: serving http://{shown}:{bound}/metrics for {len(nodes)} node(s), "
-          f"reading every {interval:g} s", file=sys.stderr, flush=True)
-    try:
+        nodes = plan(targets, opts, node_name)
+        store = LatestReports()
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(store)
+        ProcessCollector(registry=registry)  # the exporter's own process_cpu_seconds_total, memory, fds
+        try:
+            httpd, _ = start_http_server(port, addr, registry=registry)
+        except OSError as err:
+            why = "address already in use" if err.errno == errno.EADDRINUSE else (err.strerror or str(err))
+            raise ListenError(f"cannot listen on {listen}: {why}") from err
+        except UnicodeError as err:
+            raise ListenError(f"cannot listen on {listen}: not a host name") from err
+        host, bound = httpd.server_address[:2]
+        shown = f"[{host}]" if ":" in host else host
+        print(f"pinscope exporter: serving http://{shown}:{bound}/metrics for {len(nodes)} node(s), "
+              f"reading every {interval:g} s", file=sys.stderr, flush=True)
         asyncio.run(_serve(nodes, store, interval, opts.connect_timeout))
     finally:
-        httpd.shutdown()
-        httpd.server_close()
+        if httpd is not None:
+            httpd.shutdown()
+            httpd.server_close()
         for _, col in nodes:
             cluster = getattr(col, "_pinscope_cluster", None)
             if cluster is not None:
                 cluster.close()
     return 0
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 async def _serve(nodes, store, interval, connect_timeout) -> None:
