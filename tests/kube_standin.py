@@ -38,7 +38,6 @@ from aiohttp import WSMsgType, web
 
 V5, V4 = "v5.channel.k8s.io", "v4.channel.k8s.io"
 USER = web.RequestKey("user", tuple)
-BUSYBOX_APPLETS = ("sh", "awk", "cat", "tr", "sleep", "ls", "head", "id", "echo", "printf", "test", "[")
 SETUP = r"""set -e
 D=$1; shift
 mount --rbind /usr "$D/usr"; mount -o remount,bind,ro "$D/usr"
@@ -53,6 +52,14 @@ shift
 P=$1; shift
 exec chroot "$D" /usr/bin/env -i PATH="$P" HOME=/ "$@"
 """
+
+
+def _applets() -> list[str]:
+    """Every applet this busybox has, as the busybox image links them (and nothing of this machine's)."""
+    import subprocess
+
+    out = subprocess.run(["busybox", "--list"], capture_output=True, text=True, check=True).stdout
+    return [a for a in out.split() if "/" not in a]
 
 
 def now() -> str:
@@ -534,7 +541,7 @@ class StandIn:
                 target = os.readlink(f"/{link}") if os.path.islink(f"/{link}") else None
                 if target:
                     os.symlink(target, root / link)
-            for applet in BUSYBOX_APPLETS:
+            for applet in _applets():
                 os.symlink("/usr/bin/busybox", root / "bb" / applet)
         for m in ctr.get("volumeMounts") or []:
             (root / m["mountPath"].lstrip("/")).mkdir(parents=True, exist_ok=True)

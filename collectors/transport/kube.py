@@ -159,8 +159,9 @@ class KubeTransport(FrameStream):
             raise Unreachable(f"{self.target}: {self.node!r} is not a node name (a DNS subdomain: a-z, 0-9, '-', '.')")
         from kubernetes import client
 
-        self.cfg = await asyncio.to_thread(load_config, self.context, self.kubeconfig)
-        self.api = client.CoreV1Api(client.ApiClient(self.cfg))
+        if self.api is None:  # one client (and its connection pool) for the life of the transport
+            self.cfg = await asyncio.to_thread(load_config, self.context, self.kubeconfig)
+            self.api = client.CoreV1Api(client.ApiClient(self.cfg))
         try:
             await self._call(self.api.read_node, "get", "nodes", None, timeout, name=self.node)
         except NotFound as err:
