@@ -46,6 +46,7 @@ class Rates:
     softirqs: dict = field(default_factory=dict)  # cpu -> {kind: per second}
     ipis: dict = field(default_factory=dict)  # cpu -> {"LOC"|"RES": per second}
     cpu_wait: dict = field(default_factory=dict)  # cpu -> ms/s waited there by the threads read with schedstat
+    task_busy: dict = field(default_factory=dict)  # tid -> CPUs used (utime+stime), every-task scan over the window
 
 
 class CpuNoise(NamedTuple):
@@ -170,7 +171,8 @@ def compute(prev: NodeSnapshot, cur: NodeSnapshot, wall_dt: float | None = None,
         numa[n] = {"numa_miss_per_s": miss / dt, "numa_hit_per_s": hit / dt,
                    "miss_ratio": miss / (hit + miss) if hit + miss else 0.0}
     softirqs, ipis = _noise_counts(prev, cur)
-    return Rates(dt, util, crates, trates, numa, noise, softirqs, ipis, cpu_wait)
+    return Rates(dt, util, crates, trates, numa, noise, softirqs, ipis, cpu_wait,
+                 _task_busy(prev_tasks, cur, prev, dt, clk_tck))
 
 
 def _task_rate(t0, t, dt) -> TaskRates:
@@ -186,6 +188,23 @@ def _task_rate(t0, t, dt) -> TaskRates:
     return TaskRates(m / dt if m is not None else None, v / dt if v is not None else None,
                      i / dt if i is not None else None, moved=t0.last_cpu != t.last_cpu,
                      wait_ms_per_s=wait, run_ms_per_s=run)
+
+
+def _task_busy(prev_tasks: dict, cur: NodeSnapshot, prev: NodeSnapshot, dt: float, clk_tck: int) -> dict:
+    """CPUs each task of the every-task scan used over its own interval: which task ran where (the
+    evidence of run-queue wait). Only when the scan was re-read (a carried scan is the same tuple)."""
+    out: dict = {}
+    if not cur.all_tasks or not prev.all_tasks or cur.all_tasks is prev.all_tasks:
+        return out
+    for t in cur.all_tasks:
+        t0 = prev_tasks.get(t.tid)
+        if t0 is None or t0.pid != t.pid:
+            continue
+        tdt = (t.at - t0.at) if (t.at is not None and t0.at is not None) else dt
+        du = (t.utime + t.stime) - (t0.utime + t0.stime)
+        if tdt > 0 and du >= 0:
+            out[t.tid] = du / clk_tck / tdt
+    return out
 
 
 def _pressure(pc, c) -> float | None:

@@ -91,12 +91,19 @@ def _who_else(ctx, p, c, cpus) -> list[str]:
         out.append("every task's last CPU was not read in this sample: the CPU pane (or pinscope check) names "
                    "the other tasks that ran there")
     else:
+        busy = ctx.rates.task_busy if ctx.rates is not None else {}
         others = [t for t in tasks if t.last_cpu in cpus and t.pid not in p.pids]
-        others.sort(key=lambda t: (t.state != "R", t.kthread, t.last_cpu, t.tid))
+        # the busiest first (CPU used over the window, when the scan was read twice), then the runnable
+        others.sort(key=lambda t: (-busy.get(t.tid, 0.0), t.state != "R", t.kthread, t.last_cpu, t.tid))
+
+        def one(t) -> str:
+            b = busy.get(t.tid)
+            return (f"{t.comm} (pid {t.pid}{', kernel thread' if t.kthread else ''}, {t.state}"
+                    + (f", {b * 100:.0f} % of a CPU" if b is not None else "") + f") on CPU {t.last_cpu}")
+
         if others:
-            out.append(f"also last ran on CPU {fmt(cpus)}: " + ", ".join(
-                f"{t.comm} (pid {t.pid}{', kernel thread' if t.kthread else ''}, {t.state}) on CPU {t.last_cpu}"
-                for t in others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else ""))
+            out.append(f"also last ran on CPU {fmt(cpus)}: " + ", ".join(one(t) for t in others[:5])
+                       + (f" and {len(others) - 5} more" if len(others) > 5 else ""))
         else:
             out.append(f"no other task was last seen on CPU {fmt(cpus)}")
     runnable = [t for t in c.tasks if t.state == "R"]
