@@ -60,3 +60,16 @@ def broken() -> NodeSpec:
 
 SHAPES = {"dual_socket_intel": dual_socket_intel, "amd_multi_numa_v1": amd_multi_numa_v1,
           "policy_none": policy_none, "offline_isolated": offline_isolated, "broken": broken}
+
+
+def epyc_512() -> NodeSpec:
+    """2 x 128-core EPYC (Bergamo-like), SMT 2: 512 CPUs, NPS1, 16 L3 caches (8-core CCX) per NUMA node;
+    70 pinned pods, so tags run past Z to two letters (the compact layouts used to cut them to one)."""
+    pods = [PodSpec(f"shard-{i:02d}", "trading", containers=[CtrSpec("engine", cpus=f"{8 + 4 * i}-{11 + 4 * i}", busy=0.6)])
+            for i in range(62)]
+    pods += [PodSpec(f"pricer-{i}", "risk", containers=[CtrSpec("calc", cpus=f"{256 + 16 * i}-{271 + 16 * i}", busy=0.8)])
+             for i in range(8)]
+    pods += [PodSpec("batch-etl", "batch", qos="Burstable", containers=[CtrSpec("spark", tasks=4)])]
+    return NodeSpec(hostname="epyc-512", sockets=2, cores=128, threads=2, numbering="amd", numa_per_socket=1,
+                    l3_per_numa=16, cgroup=2, driver="systemd", policy="static", reserved="0-7",
+                    policy_options={"full-pcpus-only": "true"}, pods=pods)

@@ -56,6 +56,7 @@ class PinscopeApp(App):
         Binding("question_mark", "help", "Help", id="app.help"),
         Binding("t", "cycle_theme", "Theme", id="app.theme"),
         Binding("s", "screenshot", "Screenshot", id="app.screenshot"),
+        Binding("e", "export", "Export", id="app.export"),
     ]
 
     def __init__(self, targets: list[tuple], opts: Options = Options(), interval: float = 1.0,
@@ -307,6 +308,17 @@ class PinscopeApp(App):
     def action_screenshot(self) -> None:
         path = self.save_screenshot(path=os.environ.get("PINSCOPE_SCREENSHOTS", "."))
         self.notify(f"saved {path}", timeout=3)
+
+
+    def action_export(self) -> None:
+        from tui.export import export_current
+
+        try:
+            paths = export_current(self, os.environ.get("PINSCOPE_SCREENSHOTS", "."))
+        except OSError as err:
+            self.notify(f"export failed: {err}", severity="error", timeout=6)
+            return
+        self.notify("saved " + ", ".join(os.path.basename(p) for p in paths), timeout=4)
 
 
 def _raise_nofile(nodes: int) -> None:

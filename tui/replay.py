@@ -50,6 +50,9 @@ class ReplayApp(PinscopeApp):
             self.notify(self.rec.problem, severity="warning", timeout=8)
         self.run_worker(self._play(), name="replay", exit_on_error=False)
 
+    def _check_stale(self) -> None:
+        """Wall time passing while paused (or between sparse records) does not make a recorded node stale."""
+
     @property
     def replay_status(self) -> str:
         if self.t is None:

@@ -19,9 +19,13 @@ LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ"  # no I or O: they read as 1 and 0 beside C
 
 
 def pod_tag(i: int) -> str:
-    if i < len(LETTERS):
-        return LETTERS[i]
-    return LETTERS[i // len(LETTERS) - 1] + LETTERS[i % len(LETTERS)]
+    """A, B, ... Z, AA, AB, ... ZZ, AAA, ...: as short as it can be, never repeated (bijective base 24)."""
+    out = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, len(LETTERS))
+        out = LETTERS[r] + out
+    return out
 
 
 @dataclass

@@ -36,7 +36,8 @@ def demo_specs() -> list[NodeSpec]:
         noise={6: 0.12},  # IRQ 42 (a NIC queue) and its NET_RX softirqs land on the matcher's CPU 6
     )
     inference = NodeSpec(
-        hostname="infer-epyc-64", sockets=1, cores=32, threads=2, numa_per_socket=4, numbering="amd", cgroup=1,
+        hostname="infer-epyc-64", sockets=1, cores=32, threads=2, numa_per_socket=4, l3_per_numa=2,  # Rome: 4-core CCX
+        numbering="amd", cgroup=1,
         driver="cgroupfs", policy="static", reserved="0-1", kubelet_root="/var/lib/kubelet",
         init_affinity="0-1", numa_miss_per_tick=800,
         pods=[

@@ -54,6 +54,7 @@ class NodeSpec:
     cores: int = 4  # per socket
     threads: int = 2
     numa_per_socket: int = 1
+    l3_per_numa: int = 1  # AMD: one L3 per CCX, several per NUMA node (NPS1 EPYC: 8-16 per socket)
     numbering: str = "intel"
     offline: str = ""
     isolated: str = ""
@@ -134,8 +135,10 @@ class SimNode:
                     ids = [sock * per_sock + c * s.threads + t for t in range(s.threads)]
                     core_id = c
                 numa = sock * s.numa_per_socket + min(c // cores_per_numa, s.numa_per_socket - 1)
+                in_numa = c - (numa - sock * s.numa_per_socket) * cores_per_numa
+                l3 = numa * s.l3_per_numa + min(in_numa // max(1, cores_per_numa // s.l3_per_numa), s.l3_per_numa - 1)
                 for cid in ids:
-                    self.topo[cid] = (sock, core_id, ids, numa, numa)
+                    self.topo[cid] = (sock, core_id, ids, numa, l3)
         self.online = set(range(n)) - _cset(s.offline)
         self.nnuma = s.sockets * s.numa_per_socket
         for p in s.pods:

@@ -10,8 +10,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tui"))
 
-from frozen import FrozenApp, frozen_samples  # noqa: E402
-from nodes import dual_socket_intel  # noqa: E402
+from frozen import FrozenApp, frozen_node, frozen_samples  # noqa: E402
+from nodes import dual_socket_intel, epyc_512  # noqa: E402
 
 SCREENS = {
     "main": [],
@@ -32,3 +32,20 @@ def frozen(tmp_path_factory):
 @pytest.mark.parametrize("screen", sorted(SCREENS))
 def test_screen(snap_compare, frozen, screen, size):
     assert snap_compare(FrozenApp(frozen), press=["_", *SCREENS[screen], "_"], terminal_size=size)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)], ids=["80x24", "200x60"])
+def test_512_cpus(snap_compare, size):
+    """2 x 128-core EPYC: L3 tiles (16 per NUMA node), 70 pods, two-letter tags shown whole."""
+    assert snap_compare(FrozenApp({"epyc-512": frozen_node(epyc_512)}), press=["_", "_"], terminal_size=size)
+
+
+class FrozenReplay(FrozenApp):
+    """The node screen as a replay shows it (the real ReplayApp is driven in tests/warroom/test_record.py)."""
+
+    replay_status = "replay 2026-03-01 03:12:05  [65s of 600s]  ×1  PAUSED"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (200, 60)], ids=["80x24", "200x60"])
+def test_replay_header(snap_compare, frozen, size):
+    assert snap_compare(FrozenReplay(frozen), press=["_", "_"], terminal_size=size)

@@ -147,10 +147,15 @@ def test_replay_tui_steps_seeks_and_plays(tmp_path):
                     break
             assert app.pos == 7  # played to the end
             v = app.views["xeon"]
-            assert v.snap.node == "xeon-2s" and "replay" in str(app.screen.query_one("#status").render())
+            status = str(app.screen.query_one("#status").render())
+            assert v.snap.node == "xeon-2s" and "replay" in status
+            assert "live" not in status  # a recording is not live
             await pilot.press("comma")  # step back
             await pilot.pause()
             assert app.paused and app.pos == 6
+            v.last_update -= 60  # paused for a minute of wall time: the recorded node is not "stale"
+            app._check_stale()
+            assert v.state == "up" and "STALE" not in str(app.screen.query_one("#status").render())
             await pilot.press("less_than_sign")  # seek -60 s: the start
             await pilot.pause()
             assert app.pos == 0

@@ -7,6 +7,7 @@ from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
 from collectors.parse.cpuset import format_cpuset
+from tui.elide import elide_path
 from tui.screens.drill import DrillScreen
 from tui.widgets.sparkbar import sparkbar
 
@@ -34,6 +35,9 @@ class ContainerScreen(DrillScreen):
             "migrations (60)")
         self.app.set_focus_container(self.target, self.cid)
         super().on_mount()
+
+    def on_resize(self) -> None:
+        self.render_body()
 
     def on_unmount(self) -> None:
         self.app.set_focus_container(self.target, None)
@@ -112,11 +116,13 @@ class ContainerScreen(DrillScreen):
                           f(r.migrations_per_s if r else None), f(r.voluntary_per_s if r else None),
                           f(r.involuntary_per_s if r else None), sparkbar(v.mig_hist.get(tk.tid, ()), 30))
         files = Text()
+        width = max(20, self.size.width - 4)  # the pane's padding and scrollbar
         if cg is None:
             files.append("no cgroup: the container has exited (kubelet keeps its CPUs in the state file)")
         else:
             for name, text in cg.raw.items():
                 d = cg.cpu_path if (cg.version == 1 and name.startswith("cpu.")) else cg.path
-                files.append(f"{d}/{name}\n", style="bold")
+                # long cgroup paths lose their middle, never the file name (cpuset.cpus, cpu.max...)
+                files.append(elide_path(f"{d}/{name}", width) + "\n", style="bold")
                 files.append("".join(f"    {line}\n" for line in text.splitlines()) or "    (empty)\n")
         self.query_one("#ctr-files", Static).update(files)

@@ -38,7 +38,8 @@ class DrillScreen(Screen):
         st = self.query_one("#status", Static)
         st.set_class(v.state == "stale", "stale")
         st.set_class(v.state == "down", "down")
-        st.update(f" {v.name}  {v.state}{': ' + v.message if v.message else ''}  —  {self.title_text()}")
+        state = getattr(self.app, "replay_status", None) if v.state == "up" else None
+        st.update(f" {v.name}  {state or v.state}{': ' + v.message if v.message else ''}  —  {self.title_text()}")
         self.render_body()
 
     def title_text(self) -> str:

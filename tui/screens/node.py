@@ -6,7 +6,7 @@ import time
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical
+from textual.containers import Container, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
@@ -61,14 +61,20 @@ class NodeScreen(Screen):
     def view(self):
         return self.app.views[self.target]
 
+    @property
+    def grid_widget(self) -> CoreGrid:
+        return self.query_one(CoreGrid)
+
     def compose(self) -> ComposeResult:
         yield Static("", id="status")
-        with Horizontal(id="main"):
+        # a grid layout: grid | legend + pods beside it, findings under both when asked (f); on a large
+        # terminal ("roomy") the grid takes the whole width and the pods and findings go under it
+        with Container(id="main"):
             yield CoreGrid(id="grid")
             with Vertical(id="side"):
                 yield Static("", id="legend")
                 yield DataTable(id="pods", cursor_type="row", zebra_stripes=False)
-        yield DataTable(id="findings", cursor_type="row")
+            yield DataTable(id="findings", cursor_type="row")
         yield Input(placeholder="filter: pod, namespace or container; Enter jumps, Esc clears", id="filter")
         yield Footer()
 
@@ -84,6 +90,7 @@ class NodeScreen(Screen):
     def refresh_view(self) -> None:
         v = self.view
         grid = self.query_one(CoreGrid)
+        self._arrange()
         grid.set_glyphs(self.app.big_glyphs)
         grid.set_shade(self.app.grid_shade)
         grid.set_view(v, self._highlight())
@@ -91,6 +98,40 @@ class NodeScreen(Screen):
         self._legend()
         self._pods()
         self._findings()
+
+    ROOMY = (160, 48)  # a war-room screen (200x60) is roomy; a laptop terminal is not
+    MIN_TABLES = 14  # rows the pods and findings need under the grid to be worth it
+
+    def on_resize(self) -> None:
+        self._arrange()
+
+    def _arrange(self) -> None:
+        """Side by side, or (on a large terminal whose grid does not need every row) the grid over the
+        full width with the pods and findings under it, so the war-room screen has no empty half."""
+        v = self.view
+        w, h = self.size
+        tags = max(map(len, v.tags.values()), default=1)
+        key = (id(v.snap.topology) if v.snap else None, w, h, tags)
+        if key == getattr(self, "_arranged_for", None):
+            return
+        self._arranged_for = key
+        main = self.query_one("#main")
+        grid = self.query_one(CoreGrid)
+        grid_rows = None
+        if v.snap is not None and w >= self.ROOMY[0] and h >= self.ROOMY[1]:
+            room = h - 2 - self.MIN_TABLES  # status and footer lines
+            density, rows = grid.choose(w, room)
+            if "scrolling" not in density:
+                grid_rows = len(rows)
+        side = max(28, min(60, w * 2 // 5))
+        if grid_rows is not None:
+            main.add_class("roomy")
+            main.styles.grid_columns = f"{side} 1fr"
+            main.styles.grid_rows = f"{grid_rows} 1fr"
+        else:
+            main.remove_class("roomy")
+            main.styles.grid_columns = f"1fr {side}"
+            main.styles.grid_rows = "1fr 12"
 
     def _highlight(self) -> frozenset[int]:
         v = self.view
@@ -119,7 +160,8 @@ class NodeScreen(Screen):
         s, k = v.snap, v.snap.kubelet
         n = {sev: sum(1 for f in v.findings if f.severity == sev) for sev in ("critical", "warning", "info")}
         age = time.monotonic() - v.last_update if v.last_update else 0
-        state = {"up": "live", "stale": f"STALE {age:.0f}s", "down": f"DOWN ({v.message})",
+        rs = getattr(self.app, "replay_status", None)  # a recording is not live: say where in it we are
+        state = {"up": rs or "live", "stale": f"STALE {age:.0f}s", "down": f"DOWN ({v.message})",
                  "connecting": "connecting"}.get(v.state, v.state)
         idx = self.app.targets.index(self.target) + 1
         t = Text()
@@ -135,9 +177,6 @@ class NodeScreen(Screen):
             t.append("  shade: kernel noise", style="bold")
         if self.filter_text:
             t.append(f"  filter: {self.filter_text!r}")
-        rs = getattr(self.app, "replay_status", None)
-        if rs:
-            t.append("   " + rs, style="bold")
         st.update(t)
 
     def _legend(self) -> None:
@@ -219,6 +258,9 @@ class NodeScreen(Screen):
             return
         self.query_one(CoreGrid).set_highlight(self._highlight())
         self._legend()
+
+    def on_core_grid_relaid(self, event: CoreGrid.Relaid) -> None:
+        self._status()
 
     def on_core_grid_selected(self, event: CoreGrid.Selected) -> None:
         self.app.open_cpu_or_container(self.target, event.cpu)
