@@ -77,6 +77,7 @@ class Pipeline:
         self.topology_changed = False
         self.prev: NodeSnapshot | None = None
         self.prev_t: float | None = None
+        self.prev_rates: Rates | None = None  # counters read at a slower cadence keep their last rate
 
     def reset(self) -> None:
         """A new connection: everything is read again, and no rate spans the gap."""
@@ -84,7 +85,7 @@ class Pipeline:
         self.names = None
         self.want_names = True
         self.carry = {}
-        self.prev = self.prev_t = None
+        self.prev = self.prev_t = self.prev_rates = None
 
     def ingest(self, frame: Frame) -> NodeSnapshot:
         """A frame (fresh, or from a recording) -> the node's snapshot; keeps static/names/carry state."""
@@ -121,8 +122,9 @@ class Pipeline:
         now = time.monotonic()
         snap = self.ingest(frame)
         prev, prev_t = window_from if window_from is not None else (self.prev, self.prev_t)
-        rates = compute(prev, snap, now - prev_t if prev_t is not None else None) if prev is not None else None
-        self.prev, self.prev_t = snap, now
+        rates = compute(prev, snap, now - prev_t if prev_t is not None else None,
+                        carry=self.prev_rates if window_from is None else None) if prev is not None else None
+        self.prev, self.prev_t, self.prev_rates = snap, now, rates
         findings = tuple(evaluate(snap, rates))
         return NodeReport(self.target, self.name, time.time() if t is None else t, snap, rates, findings,
                           Timings(read, time.perf_counter() - t0))

@@ -67,7 +67,11 @@ def _d(a, b):
     return b - a
 
 
-def compute(prev: NodeSnapshot, cur: NodeSnapshot, wall_dt: float | None = None, clk_tck: int = 100) -> Rates | None:
+def compute(prev: NodeSnapshot, cur: NodeSnapshot, wall_dt: float | None = None, clk_tck: int = 100,
+            carry: Rates | None = None) -> Rates | None:
+    """`carry`: the previous tick's rates. A task's rates and a container's cpu.pressure, read at a slower
+    cadence than the tick, keep the rate of their last window until they are read again (so findings on
+    them do not flicker between reads)."""
     dt = None
     if prev.uptime is not None and cur.uptime is not None and cur.uptime > prev.uptime:
         dt = cur.uptime - prev.uptime
@@ -117,8 +121,10 @@ def compute(prev: NodeSnapshot, cur: NodeSnapshot, wall_dt: float | None = None,
                 if t0 is None or t0.pid != t.pid:
                     continue
                 tdt = (t.at - t0.at) if (t.at is not None and t0.at is not None) else dt
-                if tdt <= 0:
-                    continue  # not re-read since the previous sample: no rate from it
+                if tdt <= 0:  # not re-read since the previous sample: no new rate from it
+                    if carry is not None and t.tid in carry.tasks:
+                        trates[t.tid] = carry.tasks[t.tid]
+                    continue
                 fresh += 1
                 tr = _task_rate(t0, t, tdt)
                 trates[t.tid] = tr
@@ -137,7 +143,10 @@ def compute(prev: NodeSnapshot, cur: NodeSnapshot, wall_dt: float | None = None,
                         worst = (t.tid, t.comm, tr.wait_ms_per_s, t.last_cpu)
             if not fresh:
                 mig = ctx = use = None
-        crates[key] = ContainerRates(thr, thr_us, mig, source, ctx, use, wait, worst, _pressure(pc, c))
+        psi = _pressure(pc, c)
+        if psi is None and carry is not None and key in carry.containers and _same_read(pc, c):
+            psi = carry.containers[key].pressure_some_ms_per_s
+        crates[key] = ContainerRates(thr, thr_us, mig, source, ctx, use, wait, worst, psi)
     # the every-task scan with a CPU in focus: those tasks' run-queue wait too
     for t in cur.all_tasks or ():
         if t.runq is None or t.tid in trates:
@@ -148,6 +157,8 @@ def compute(prev: NodeSnapshot, cur: NodeSnapshot, wall_dt: float | None = None,
         tdt = (t.at - t0.at) if (t.at is not None and t0.at is not None) else dt
         if tdt > 0:
             trates[t.tid] = _task_rate(t0, t, tdt)
+        elif carry is not None and t.tid in carry.tasks:
+            trates[t.tid] = carry.tasks[t.tid]
     cpu_wait: dict = {}
     seen = {}
     for _, c in cur.containers():
@@ -205,6 +216,11 @@ def _task_busy(prev_tasks: dict, cur: NodeSnapshot, prev: NodeSnapshot, dt: floa
         if tdt > 0 and du >= 0:
             out[t.tid] = du / clk_tck / tdt
     return out
+
+
+def _same_read(pc, c) -> bool:
+    a, b = (pc.cgroup if pc is not None else None), c.cgroup
+    return a is not None and b is not None and b.pressure_at is not None and a.pressure_at == b.pressure_at
 
 
 def _pressure(pc, c) -> float | None:

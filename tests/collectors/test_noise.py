@@ -303,3 +303,32 @@ def test_thresholds_are_configurable(tmp_path):
         assert {"RUNQUEUE_WAIT_EXCLUSIVE", "KERNEL_NOISE_EXCLUSIVE"} <= {f.code for f in fs}
     finally:
         set_thresholds(old)
+
+
+def test_slow_counters_keep_their_last_rate_between_reads(tmp_path):
+    """cpu.pressure comes with the cgroup detail ("c"), tasks with "t": between two reads the report keeps
+    the rate of the last window, so a finding on it does not flicker tick to tick."""
+    from collectors.pipeline import Pipeline
+
+    sim = SimNode(_spec(), tmp_path).write()
+
+    async def go():
+        col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
+        await col.connect()
+        out = []
+        try:
+            for req in ("gctw", "gctw", "g", "g"):
+                out.append(await col.tick(req))
+                sim.tick(1.0)
+        finally:
+            await col.close()
+        return out
+
+    reports = asyncio.run(go())
+    eng = [(p.uid, c.id) for p, c in reports[-1].snapshot.containers() if c.name == "engine"][0]
+    for r in reports[1:]:
+        cr = r.rates.containers[eng]
+        assert round(cr.pressure_some_ms_per_s) == 300
+        assert any(r.rates.tasks[t.tid].wait_ms_per_s == 300.0 for _, c in r.snapshot.containers()
+                   if c.name == "engine" for t in c.tasks)
+        assert "RUNQUEUE_WAIT_EXCLUSIVE" in {f.code for f in r.findings}
