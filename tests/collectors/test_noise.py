@@ -308,8 +308,6 @@ def test_thresholds_are_configurable(tmp_path):
 def test_slow_counters_keep_their_last_rate_between_reads(tmp_path):
     """cpu.pressure comes with the cgroup detail ("c"), tasks with "t": between two reads the report keeps
     the rate of the last window, so a finding on it does not flicker tick to tick."""
-    from collectors.pipeline import Pipeline
-
     sim = SimNode(_spec(), tmp_path).write()
 
     async def go():
