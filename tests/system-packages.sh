@@ -7,8 +7,7 @@
 #   chromium         `pinscope serve` in a real browser                 kubernetes-client  kubectl
 #   prometheus-node-exporter  bench/ compares the probe with it         openssl  the stand-in Kubernetes API's TLS
 # kubectl must be 1.30 or newer (exec over websockets) to check the stand-in API: Debian 12's kubernetes-client
-# is 1.20 (SPDY only), so an older kubectl is joined by the v1.32.4 release binary in /usr/local/bin, checked
-# against its published sha256 (end of this file).
+# is 1.20 (SPDY only); the machine images we run on ship kubectl 1.32 (package kubectl, beside google-cloud-cli).
 set -eu
 PACKAGES="python3-venv openssh-server tmux util-linux busybox prometheus prometheus-node-exporter chromium openssl"
 # /usr/bin/kubectl may come from another package (google-cloud-cli's): Debian's kubernetes-client
@@ -29,14 +28,8 @@ if [ -n "$missing" ]; then
 fi
 minor=$(kubectl version --client -o json 2>/dev/null | python3 -c 'import json,sys; print(json.load(sys.stdin)["clientVersion"]["minor"].rstrip("+"))' 2>/dev/null || echo 0)
 if [ "$minor" -lt 30 ]; then
-  echo "installing: kubectl v1.32.4 (release binary) in /usr/local/bin"
-  python3 - <<'PY'
-import hashlib, os, urllib.request
-u = "https://dl.k8s.io/release/v1.32.4/bin/linux/amd64/kubectl"
-data = urllib.request.urlopen(u, timeout=120).read()
-want = urllib.request.urlopen(u + ".sha256", timeout=60).read().decode().split()[0]
-assert hashlib.sha256(data).hexdigest() == want, "kubectl: sha256 mismatch"
-open("/usr/local/bin/kubectl", "wb").write(data)
-os.chmod("/usr/local/bin/kubectl", 0o755)
-PY
+  # Nothing is downloaded from outside the package registries: the machine images we run on ship kubectl
+  # 1.32 (package kubectl). With an older one, the tests that check the stand-in API with kubectl fail
+  # under CI=true and say why.
+  echo "warning: kubectl 1.$minor cannot exec over websockets; the stand-in API's kubectl checks need 1.30+" >&2
 fi
