@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import random
+import socket
 import time
 from dataclasses import dataclass
 
-from .errors import PinscopeError, TransportError
+from .errors import AuthFailed, HostKeyRejected, PinscopeError, TransportError
 from .frames import Frame
 from .pipeline import NodeReport, Pipeline
 from .transport.local import LocalTransport
@@ -162,13 +163,20 @@ async def snapshot(target: str, opts: Options, samples: int = 1, interval: float
 
 
 class Backoff:
-    """Capped exponential backoff with jitter, for reconnects."""
+    """Capped exponential backoff with jitter, for reconnects. `next(err)` by the kind of failure:
+    a node that refused, timed out or dropped is retried within `cap` (a refused connect costs the node
+    nothing, so a returning node is back within about one interval); wrong credentials or a changed host
+    key will not fix themselves in a second: up to `slow_cap`."""
 
-    def __init__(self, base: float = 0.5, cap: float = 30.0) -> None:
+    def __init__(self, base: float = 0.5, cap: float = 30.0, slow_cap: float | None = None) -> None:
         self.base, self.cap, self.n = base, cap, 0
+        self.slow_cap = max(cap, slow_cap if slow_cap is not None else 60.0)
 
-    def next(self) -> float:
-        d = min(self.cap, self.base * (2 ** self.n))
+    def next(self, err: BaseException | None = None) -> float:
+        cap = self.slow_cap if isinstance(err, (AuthFailed, HostKeyRejected)) else self.cap
+        if err is not None and isinstance(err.__cause__, socket.gaierror):
+            cap = min(self.slow_cap, max(cap, 10.0))  # a name that does not resolve now will not in a second
+        d = min(cap, self.base * (2 ** self.n))
         self.n += 1
         return d * (0.5 + random.random() / 2)
 
@@ -177,25 +185,34 @@ class Backoff:
 
 
 async def live(collector: NodeCollector, interval: float, depth_for_tick, on_report, on_state,
-               stop: asyncio.Event | None = None, connect_sem: asyncio.Semaphore | None = None) -> None:
-    """The long-lived task of one node: collect, post, sleep; a failure is a state, then a reconnect."""
+               stop: asyncio.Event | None = None, connect_sem=None) -> None:
+    """The long-lived task of one node: collect, post, sleep; a failure is a state, then a reconnect.
+
+    `connect_sem`: a collectors.pacing.ConnectGate (paced, the node on screen first; the set-up holds its
+    slot until the first frame is in) or a plain asyncio.Semaphore."""
     stop = stop or asyncio.Event()
-    backoff = Backoff()
+    backoff = Backoff(base=min(0.25, interval), cap=max(1.0, interval))
     connected = False
     while not stop.is_set():
         try:
+            t0 = time.monotonic()
             if not connected:
                 on_state("connecting", None)
-                if connect_sem is not None:
-                    async with connect_sem:  # a cap on connections in flight, for big fleets
-                        await collector.connect()
-                else:
+                if connect_sem is None:
                     await collector.connect()
+                    report = await collector.tick(depth_for_tick(collector.ticks))
+                else:
+                    gate = connect_sem.slot(collector.name) if hasattr(connect_sem, "slot") else connect_sem
+                    async with gate:
+                        await collector.connect()
+                        report = await collector.tick(depth_for_tick(collector.ticks))
                 connected = True
                 backoff.reset()
                 on_state("up", None)
-            t0 = time.monotonic()
-            on_report(await collector.tick(depth_for_tick(collector.ticks)))
+                t0 = time.monotonic()
+            else:
+                report = await collector.tick(depth_for_tick(collector.ticks))
+            on_report(report)
             wait = max(0.0, interval - (time.monotonic() - t0))
         except PinscopeError as err:
             connected = False
@@ -205,7 +222,7 @@ async def live(collector: NodeCollector, interval: float, depth_for_tick, on_rep
             except (asyncio.TimeoutError, TransportError, OSError):
                 pass
             on_state("down", str(err))
-            wait = backoff.next()
+            wait = backoff.next(err)
         try:
             await asyncio.wait_for(stop.wait(), wait)
         except asyncio.TimeoutError:

@@ -18,6 +18,7 @@ from textual.binding import Binding
 from textual.message import Message
 
 from collectors.collect import NodeCollector, Options, live, live_depth, overview_depth
+from collectors.pacing import ConnectGate
 from themes import TCSS
 from themes.themes import ORDER, THEMES, theme_name
 from tui.screens.container import ContainerScreen
@@ -61,7 +62,7 @@ class PinscopeApp(App):
 
     def __init__(self, targets: list[tuple], opts: Options = Options(), interval: float = 1.0,
                  theme: str = "dark", cleanup=None, autostart: bool = True, recorder=None,
-                 connect_concurrency: int = 32, start: str | None = None, kube=None) -> None:
+                 connect_concurrency: int = 16, start: str | None = None, kube=None) -> None:
         """targets: (name, transport or None[, Options for this node[, inventory Target]])."""
         super().__init__()
         self.targets = [t[0] for t in targets]
@@ -78,7 +79,8 @@ class PinscopeApp(App):
             col.recorder = recorder
             self.collectors[name] = col
         self.recorder = recorder
-        self.connect_sem = asyncio.Semaphore(connect_concurrency)
+        # connection set-up paced, the node on screen first (collectors/pacing.py)
+        self.connect_sem = ConnectGate(connect_concurrency, first=lambda: self.focus_node)
         self.focus_node: str | None = None  # the node whose full grid (or a pane of it) is on screen
         self.start = start  # with several nodes: open this one's grid over the overview at start
         self.kube = kube  # (context, kubeconfig): enrich pods from the API every kube_period s, if it answers

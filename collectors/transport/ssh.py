@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import os
 import socket
+import time
 from pathlib import Path
 
 import asyncssh
@@ -64,6 +65,7 @@ class SSHTransport(FrameStream):
         self.keepalive = keepalive
         self.conn: asyncssh.SSHClientConnection | None = None
         self.proc = None
+        self.slow_factor = 1.0  # see _open
 
     def _options(self) -> dict:
         kw: dict = dict(
@@ -119,14 +121,47 @@ class SSHTransport(FrameStream):
         with open(self.known_hosts, "a", encoding="ascii") as f:
             f.write(line)
 
+    async def _open(self, t: float) -> None:
+        """Dead or slow, told apart: the TCP connection must be made within `t` s (else the host is down
+        or the packets are dropped); the SSH handshake, login and session then get `t` x slow_factor,
+        which doubles (up to 4) after each slow attempt, so a busy but live node is not cut off forever."""
+        tcp_at = []
+
+        class _Client(asyncssh.SSHClient):
+            def connection_made(self, conn) -> None:  # the TCP connection is up; SSH has not begun
+                tcp_at.append(time.monotonic())
+
+        opts = self._options()
+        opts["connect_timeout"] = None  # the deadlines are ours, below
+        t0 = time.monotonic()
+        budget = t * self.slow_factor
+        task = asyncio.ensure_future(asyncssh.connect(self.host, client_factory=_Client, **opts))
+        try:
+            await asyncio.wait({task}, timeout=t)
+            if not task.done() and not tcp_at:
+                raise Unreachable(f"{self.target}: no answer within {t:g} s (host down, or packets dropped)")
+            try:
+                self.conn = await asyncio.wait_for(task, max(0.1, budget - (time.monotonic() - t0)))
+                self.proc = await asyncio.wait_for(
+                    self.conn.create_process(probe_command(self.root, self.sudo), encoding=None),
+                    max(0.1, budget - (time.monotonic() - t0)))
+            except (asyncio.TimeoutError, TimeoutError) as err:
+                self.slow_factor = min(4.0, self.slow_factor * 2)
+                raise Unreachable(f"{self.target}: connected, but no answer within {budget:g} s from sshd"
+                                  " (stopped or overloaded?)") from err
+        finally:
+            if not task.done():
+                task.cancel()
+            elif not task.cancelled() and task.exception() is None and task.result() is not self.conn:
+                task.result().close()  # finished just as we gave up on it
+        self.slow_factor = 1.0
+
     async def connect(self, timeout: float | None = None) -> None:
         t = timeout or self.connect_timeout
         try:
             if self.accept_new:
                 await self._accept_new()
-            self.conn = await asyncio.wait_for(asyncssh.connect(self.host, **self._options()), t + 1)
-            self.proc = await asyncio.wait_for(
-                self.conn.create_process(probe_command(self.root, self.sudo), encoding=None), t)
+            await self._open(t)
         except asyncssh.HostKeyNotVerifiable as err:
             keytext = await self._host_key_text()
             changed = self._has_known_key()

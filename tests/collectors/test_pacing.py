@@ -1,0 +1,136 @@
+"""The connection gate (collectors/pacing.py) and the reconnect backoff, on the event loop alone."""
+import asyncio
+import socket
+
+import pytest
+
+from collectors.collect import Backoff
+from collectors.errors import AuthFailed, HostKeyRejected, ProbeFailed, Unreachable
+from collectors.pacing import ConnectGate
+
+
+def test_at_most_slots_at_once_and_the_node_on_screen_first():
+    async def go():
+        focus = {"name": None}
+        gate = ConnectGate(3, first=lambda: focus["name"])
+        running, peak, order = set(), [0], []
+
+        async def node(name):
+            async with gate.slot(name):
+                order.append(name)
+                running.add(name)
+                peak[0] = max(peak[0], len(running))
+                await asyncio.sleep(0.02)
+                running.discard(name)
+
+        tasks = [asyncio.create_task(node(f"n{i:02d}")) for i in range(20)]
+        await asyncio.sleep(0)  # all queued behind the first three
+        focus["name"] = "n17"
+        await asyncio.gather(*tasks)
+        return peak[0], order
+
+    peak, order = asyncio.run(go())
+    assert peak == 3
+    assert order[:3] == ["n00", "n01", "n02"] and order[3] == "n17"  # the next free slot goes to the focus
+    assert sorted(order) == [f"n{i:02d}" for i in range(20)]
+    rest = [n for n in order[3:] if n != "n17"]
+    assert rest == sorted(rest)  # the others in the order they asked
+
+
+def test_a_stuck_handshake_gives_its_slot_back_but_keeps_running():
+    async def go():
+        gate = ConnectGate(1)
+        gate.recent.extend([0.01] * 8)  # recent handshakes took 10 ms: stuck after 2 s (the floor)
+        stuck_done = asyncio.Event()
+        t0 = asyncio.get_running_loop().time()
+
+        async def stuck():
+            async with gate.slot("dead"):
+                await stuck_done.wait()
+
+        async def ok():
+            async with gate.slot("ok"):
+                return asyncio.get_running_loop().time() - t0
+
+        s = asyncio.create_task(stuck())
+        await asyncio.sleep(0)
+        took = await asyncio.wait_for(ok(), 10)
+        assert gate.stalled == 1 and gate.active == 0
+        stuck_done.set()
+        await s
+        assert gate.stalled == 0 and gate.active == 0
+        return took
+
+    took = asyncio.run(go())
+    assert 1.9 < took < 3.0
+
+
+def test_cancelled_waiters_leave_no_slot_behind():
+    async def go():
+        gate = ConnectGate(1)
+        hold = asyncio.Event()
+
+        async def holder():
+            async with gate.slot("a"):
+                await hold.wait()
+
+        h = asyncio.create_task(holder())
+        await asyncio.sleep(0)
+        waiters = [asyncio.create_task(gate.slot(f"w{i}").__aenter__()) for i in range(5)]
+        await asyncio.sleep(0)
+        for w in waiters:
+            w.cancel()
+        await asyncio.gather(*waiters, return_exceptions=True)
+        hold.set()
+        await h
+        assert gate.active == 0 and not gate.waiting
+        async with gate.slot("again"):
+            assert gate.active == 1
+
+    asyncio.run(asyncio.wait_for(go(), 5))
+
+
+def test_a_late_event_loop_holds_new_handshakes_but_never_all_and_never_the_focus():
+    async def go():
+        gate = ConnectGate(8, first=lambda: "focus")
+        gate.lag = 1.0  # the loop is a second late: the ticks of the connected nodes come first
+        inside = []
+
+        async def node(name):
+            async with gate.slot(name):
+                inside.append(name)
+                await asyncio.sleep(0.3)
+
+        tasks = [asyncio.create_task(node(f"n{i}")) for i in range(6)]
+        await asyncio.sleep(0.01)
+        assert len(inside) == gate.min_slots  # progress, however late the loop
+        t = asyncio.create_task(node("focus"))
+        await asyncio.sleep(0.01)
+        assert "focus" in inside  # the node on screen is never held back
+        await asyncio.gather(*tasks, t)  # the heartbeat sees the loop on time again and lets the rest in
+        assert len(inside) == 7
+
+    asyncio.run(asyncio.wait_for(go(), 10))
+
+
+def _err(cls, cause=None):
+    e = cls("x")
+    e.__cause__ = cause
+    return e
+
+
+@pytest.mark.parametrize("err, lo, hi", [
+    (_err(Unreachable, ConnectionRefusedError()), 0.0, 1.0),  # refused: cheap to retry, back within ~1 s
+    (_err(ProbeFailed), 0.0, 1.0),
+    (_err(Unreachable, socket.gaierror()), 5.0, 10.0),  # DNS: 10 s at most
+    (_err(AuthFailed), 30.0, 60.0),
+    (_err(HostKeyRejected), 30.0, 60.0),
+])
+def test_backoff_by_kind_after_many_failures(err, lo, hi):
+    b = Backoff(base=0.25, cap=1.0)
+    waits = [b.next(err) for _ in range(12)]
+    assert all(0 < w <= hi for w in waits)
+    assert lo <= waits[-1] <= hi
+    assert len({round(w, 6) for w in waits[-4:]}) > 1  # jittered: nodes do not retry in lockstep
+    b.reset()
+    assert b.next(err) <= 0.25
