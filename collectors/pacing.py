@@ -8,7 +8,8 @@ each takes longer than the connect timeout, every one of them fails, and the ret
 
   - at most `slots` handshakes (TCP connect, SSH, the session, the first frame) run at once; the deadline
     of a handshake starts when it gets its slot, not while it queues;
-  - the node on screen goes first (`first()` names it), then the others in the order they asked;
+  - the node on screen goes first (`first()` names it; one slot is kept for it), then the others in the
+    order they asked;
   - a handshake that has run far longer than the recent ones (a stopped sshd, a black-holed host) gives
     its slot back and goes on waiting on its own deadline: a few dead nodes cannot hold up the rest;
   - when the client's own event loop falls behind (the ticks of the connected nodes are late), new
@@ -76,7 +77,8 @@ class ConnectGate:
     # ------------------------------------------------------------------ inside
     async def _acquire(self, name: str) -> None:
         focus = name == self.first()
-        if self._free() and (focus or not self.waiting and (self.lag <= self.max_lag or self.active < self.min_slots)):
+        if self._free(focus) and (focus or not self.waiting and (self.lag <= self.max_lag
+                                                                  or self.active < self.min_slots)):
             self.active += 1
             self.granted += 1
             return
@@ -92,18 +94,22 @@ class ConnectGate:
                 self._release()  # granted in the same moment we were cancelled: give it back
             raise
 
-    def _free(self) -> bool:
-        return self.active < self.slots and self.active + self.stalled < 4 * self.slots
+    def _free(self, focus: bool = False) -> bool:
+        """One slot is kept for the node on screen: it never queues behind the others."""
+        cap = self.slots if focus or self.slots == 1 else self.slots - 1
+        return self.active < cap and self.active + self.stalled < 4 * self.slots
 
     def _release(self) -> None:
         self.active -= 1
         self._grant()
 
     def _grant(self) -> None:
-        while self.waiting and self._free():
+        while self.waiting and self._free(True):
             first = self.first()
             if first in self.waiting:
                 name = first
+            elif not self._free():
+                return  # the last slot is the focus's
             elif self.lag > self.max_lag and self.active >= self.min_slots:
                 return  # the loop is late: the connected nodes' ticks go first (a few still proceed)
             else:

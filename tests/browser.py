@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -85,13 +86,14 @@ class Browser:
             await self.ws.close()
         if self.session is not None:
             await self.session.close()
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
+        if self.proc is not None:
+            # chromium's whole process group (renderers, GPU, zygote), waited for off the event loop
+            from helpers import stop
+
             try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+                await asyncio.to_thread(stop, self.proc, 10, signal.SIGTERM)
+            finally:
+                await asyncio.to_thread(stop, self.proc, 5)  # SIGKILL to whatever is left of the group
         shutil.rmtree(self.profile, ignore_errors=True)
 
     async def _read(self) -> None:

@@ -33,16 +33,21 @@ def need(cond: bool, why: str) -> None:
 def stop(proc: subprocess.Popen, timeout: float = 10.0, sig: int = signal.SIGKILL) -> None:
     """Stop `proc` and everything it started: its process group when it leads one (start_new_session),
     else it and its descendants; then wait, at most `timeout` s (raises TimeoutError naming the pid)."""
-    if proc.poll() is None:
+    try:
+        victims = [proc.pid] + [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        victims = []
+    if getattr(proc, "_pinscope_group", None) is None:
         try:
-            victims = [proc.pid] + [c.pid for c in psutil.Process(proc.pid).children(recursive=True)]
-        except psutil.NoSuchProcess:
-            victims = []
+            proc._pinscope_group = os.getpgid(proc.pid) == proc.pid
+        except ProcessLookupError:
+            proc._pinscope_group = False
+    if proc._pinscope_group:
         try:
-            if os.getpgid(proc.pid) == proc.pid:
-                os.killpg(proc.pid, sig)
+            os.killpg(proc.pid, sig)  # also the group's members whose parent already exited
         except ProcessLookupError:
             pass
+    if proc.poll() is None:
         for pid in victims:
             try:
                 os.kill(pid, sig)

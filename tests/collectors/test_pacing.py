@@ -20,18 +20,18 @@ def test_at_most_slots_at_once_and_the_node_on_screen_first():
                 order.append(name)
                 running.add(name)
                 peak[0] = max(peak[0], len(running))
-                await asyncio.sleep(0.02)
+                await asyncio.sleep(0.3 if name in ("n00", "n01") else 0.02)
                 running.discard(name)
 
         tasks = [asyncio.create_task(node(f"n{i:02d}")) for i in range(20)]
-        await asyncio.sleep(0)  # all queued behind the first three
+        await asyncio.sleep(0)  # all queued behind the first two
         focus["name"] = "n17"
         await asyncio.gather(*tasks)
         return peak[0], order
 
     peak, order = asyncio.run(go())
-    assert peak == 3
-    assert order[:3] == ["n00", "n01", "n02"] and order[3] == "n17"  # the next free slot goes to the focus
+    assert peak == 3  # two for the others, one kept for the node on screen
+    assert order[:3] == ["n00", "n01", "n17"]  # the focus does not wait for a slot to free
     assert sorted(order) == [f"n{i:02d}" for i in range(20)]
     rest = [n for n in order[3:] if n != "n17"]
     assert rest == sorted(rest)  # the others in the order they asked
