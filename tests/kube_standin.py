@@ -12,10 +12,8 @@ What it serves (enough for pinscope and for Debian's real `kubectl` to drive it)
 
 Pods "run" as the kubelet would run them: a pod becomes Running shortly after it is created (or waits in
 ErrImagePull for an image the stand-in does not know), ends at activeDeadlineSeconds (DeadlineExceeded),
-and an exec runs the command for real: `unshare -m` + `chroot` into a per-pod root whose /usr and /dev are
-this machine's, and whose hostPath volumes are bind mounts of the node's SIMULATED tree (collectors/sim),
-read-only where the pod says so. The "busybox" image's PATH holds busybox applets only (sh, awk, ...);
-any other known image gets this machine's /usr/bin (dash, mawk). The exec'd command is never rewritten.
+and an exec runs the command for real in the pod's container (tests/kube_kubelet.py: a chroot whose
+hostPath volumes are bind mounts of the node's SIMULATED tree). The exec'd command is never rewritten.
 
 Run by hand (README recipe): `python3 tests/kube_standin.py --sim worker-3 --kubeconfig /tmp/kc`.
 """
@@ -26,7 +24,6 @@ import asyncio
 import contextlib
 import datetime as dt
 import json
-import os
 import shutil
 import signal
 import tempfile
@@ -36,43 +33,13 @@ from pathlib import Path
 
 from aiohttp import WSMsgType, web
 
+import kube_kubelet as kubelet
+from kube_kubelet import available  # noqa: F401  (tests ask the stand-in)
+
 V5, V4 = "v5.channel.k8s.io", "v4.channel.k8s.io"
 USER = web.RequestKey("user", tuple)
-SETUP = r"""set -e
-D=$1; shift
-mount --rbind /usr "$D/usr"; mount -o remount,bind,ro "$D/usr"
-mount --rbind /dev "$D/dev"
-mount --rbind /etc "$D/etc"; mount -o remount,bind,ro "$D/etc"
-while [ "$1" != -- ]; do
-  mount --rbind "$1" "$D$2"
-  if [ "$3" = ro ]; then mount -o remount,bind,ro "$D$2"; fi
-  shift 3
-done
-shift
-P=$1; shift
-exec chroot "$D" /usr/bin/env -i PATH="$P" HOME=/ "$@"
-"""
-
-
-def _applets() -> list[str]:
-    """Every applet this busybox has, as the busybox image links them (and nothing of this machine's)."""
-    import subprocess
-
-    out = subprocess.run(["busybox", "--list"], capture_output=True, text=True, check=True).stdout
-    return [a for a in out.split() if "/" not in a]
-
-
 def now() -> str:
     return dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def available() -> tuple[bool, str]:
-    if os.geteuid() != 0:
-        return False, "the stand-in's exec needs root (unshare -m, mount --bind, chroot)"
-    for tool in ("unshare", "chroot", "mount", "busybox"):
-        if not shutil.which(tool):
-            return False, f"the stand-in's exec needs {tool}"
-    return True, ""
 
 
 def status(code: int, reason: str, message: str, details: dict | None = None) -> web.Response:
@@ -351,16 +318,13 @@ class StandIn:
         self._kill_execs(key)
 
     def _kill_execs(self, key) -> None:
-        """As the kubelet stops a container: every process of the exec (its own session), not just the first."""
         for p in self.execs.pop(key, []):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(p.pid, signal.SIGKILL)
+            kubelet.signal_exec(p, signal.SIGKILL)
 
     def freeze(self, namespace: str, name: str) -> None:
         """A hung node: every exec process of the pod stops (SIGSTOP), its streams stay open and silent."""
         for p in self.execs.get((namespace, name), []):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(p.pid, signal.SIGSTOP)
+            kubelet.signal_exec(p, signal.SIGSTOP)
 
     def _table(self, pods: list[dict]) -> dict:
         rows = []
@@ -472,19 +436,7 @@ class StandIn:
         ws = web.WebSocketResponse(protocols=self.protocols, max_msg_size=0, autoping=True)
         await ws.prepare(request)
         self.protocols_seen.append(ws.ws_protocol)
-        root = self._rootfs(pod, ctr)
-        path = "/bb" if str(ctr.get("image", "")).split("/")[-1].startswith("busybox") else "/usr/bin:/bin"
-        binds = []
-        vols = {v["name"]: v for v in spec.get("volumes") or []}
-        node_root = self.nodes[spec["nodeName"]]
-        for m in ctr.get("volumeMounts") or []:
-            hp = (vols.get(m["name"]) or {}).get("hostPath")
-            if hp is not None:
-                binds += [str(node_root / hp["path"].lstrip("/")), m["mountPath"], "ro" if m.get("readOnly") else "rw"]
-        proc = await asyncio.create_subprocess_exec(
-            "unshare", "-m", "sh", "-c", SETUP, "setup", str(root), *binds, "--", path, *command,
-            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            start_new_session=True)
+        proc = await kubelet.exec_in(self.dir, self.nodes[spec["nodeName"]], pod, ctr, command)
         self.execs.setdefault((ns, name), []).append(proc)
 
         async def pump(stream, ch: int):
@@ -526,27 +478,6 @@ class StandIn:
         await ws.close()
         reader.cancel()
         return ws
-
-    def _rootfs(self, pod: dict, ctr: dict) -> Path:
-        """The container's root: this machine's /usr (read-only) and /dev, busybox applets in /bb, and an
-        empty directory for each mount."""
-        root = self.dir / pod["metadata"]["uid"] / ctr["name"]
-        if not root.exists():
-            (root / "usr").mkdir(parents=True)
-            (root / "dev").mkdir()
-            (root / "etc").mkdir()
-            (root / "tmp").mkdir()
-            (root / "bb").mkdir()
-            for link in ("bin", "lib", "lib64", "sbin"):
-                target = os.readlink(f"/{link}") if os.path.islink(f"/{link}") else None
-                if target:
-                    os.symlink(target, root / link)
-            for applet in _applets():
-                os.symlink("/usr/bin/busybox", root / "bb" / applet)
-        for m in ctr.get("volumeMounts") or []:
-            (root / m["mountPath"].lstrip("/")).mkdir(parents=True, exist_ok=True)
-        return root
-
 
 def main() -> int:
     import sys

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import signal
 import subprocess
@@ -24,10 +23,9 @@ import kube_standin
 from collectors import probe_text
 from collectors.collect import NodeCollector, Options, live
 from collectors.frames import parse_frame
-from collectors.rates import compute
 from collectors.sim.node import SimNode
 from collectors.transport.base import PROBE_END, stdin_probe_command
-from collectors.transport.kube import EXPORTER_SELECTOR, PROBE_LABELS, KubeTransport, debug_pod
+from collectors.transport.kube import PROBE_LABELS, KubeTransport, debug_pod
 from collectors.transport.local import LocalTransport
 from helpers import need, run_cli
 from kube_standin import V4, V5, StandIn
@@ -191,21 +189,34 @@ def test_v4_only_api_server(sim, tmp_path):
         srv.stop()
 
 
-def test_refusals_are_one_plain_line(sim, tmp_path):
+def test_refusals_are_one_plain_line(sim, tmp_path, capsys):
+    """Each refusal is one line on stderr and exit 1. The first case runs the real CLI process; the rest
+    call its main() in this process (the same code, without paying the kubernetes import each time)."""
+    from tui.cli import main
+
     no_create = [(("get", "list"), ("nodes",), None), (("get", "list"), ("pods",), "pinscope")]
     no_exec = no_create + [(("create", "delete"), ("pods",), "pinscope")]
     srv = StandIn({NODE: sim.root}, users={"a": ("alice", no_create), "b": ("bob", no_exec),
                                            "c": ("carol", None)}, namespaces=("default",)).start()
     try:
-        def run(token, *extra):
-            kc = srv.kubeconfig(tmp_path / f"kc-{token}", token=token)
-            r = run_cli("snapshot", f"node/{NODE}", "--kubeconfig", kc, *extra)
-            assert r.returncode == 1 and r.stdout == ""
-            lines = r.stderr.strip().splitlines()
-            assert len(lines) == 1, r.stderr
+        def one_line(rc, out, err):
+            assert rc == 1 and out == "", (rc, out, err)
+            lines = err.strip().splitlines()
+            assert len(lines) == 1, err
             return lines[0]
 
-        line = run("a")
+        def run(token, *extra, subprocess=False):
+            kc = srv.kubeconfig(tmp_path / f"kc-{token}", token=token)
+            args = ("snapshot", f"node/{NODE}", "--kubeconfig", kc, *extra)
+            if subprocess:
+                r = run_cli(*args)
+                return one_line(r.returncode, r.stdout, r.stderr)
+            capsys.readouterr()
+            rc = main(list(args))
+            out, err = capsys.readouterr()
+            return one_line(rc, out, err)
+
+        line = run("a", subprocess=True)
         assert "refused create pods in namespace pinscope" in line and "403" in line, line
         assert 'User "alice" cannot create resource "pods"' in line
         srv.namespaces.add("pinscope")
@@ -227,13 +238,14 @@ def test_refusals_are_one_plain_line(sim, tmp_path):
         assert "no usable kubeconfig" in line, line
         # --context picks the kubeconfig's user: the current context works, alice's is refused
         kc = srv.kubeconfig(tmp_path / "kc-two", token="c", context="ops", others={"alice": "a"})
-        assert run_cli("snapshot", f"node/{NODE}", "--kubeconfig", kc).returncode == 0
-        r = run_cli("snapshot", f"node/{NODE}", "--kubeconfig", kc, "--context", "alice")
-        assert r.returncode == 1 and 'User "alice" cannot create resource "pods"' in r.stderr
+        assert main(["snapshot", f"node/{NODE}", "--kubeconfig", kc]) == 0
+        line = run("c", "--kubeconfig", kc, "--context", "alice")
+        assert 'User "alice" cannot create resource "pods"' in line, line
         line = run("c", "--kubeconfig", kc, "--context", "nosuch")
         assert "no usable kubeconfig" in line and "nosuch" in line, line
-        r = run_cli("snapshot", "node/Bad,Name", "--kubeconfig", kc)
-        assert r.returncode == 1 and "'Bad,Name' is not a node name" in r.stderr
+        capsys.readouterr()
+        rc = main(["snapshot", "node/Bad,Name", "--kubeconfig", kc])
+        assert "'Bad,Name' is not a node name" in one_line(rc, *capsys.readouterr())
         assert probe_pods(srv) == []  # nothing left by any failure
     finally:
         srv.stop()
