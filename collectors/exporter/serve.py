@@ -20,7 +20,7 @@ import time
 
 from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
 
-from ..collect import FULL, Backoff, NodeCollector, Options
+from ..collect import Backoff, NodeCollector, Options, live_depth
 from ..errors import PinscopeError
 from .metrics import LatestReports, NodeState, node_samples
 
@@ -77,7 +77,9 @@ async def node_loop(col: NodeCollector, node: str, interval: float, store: Lates
                 await asyncio.wait_for(col.connect(), connect_timeout + 1)
                 connected = True
             cpu0 = _probe_cpu(col.transport)
-            report = await col.tick(FULL)  # rates over the previous read: the exporter's window is --interval
+            # the live views' cadence: the grid every read, cgroup detail every 5th, the task and IRQ scans
+            # every 10th (their findings hold in between: the pipeline carries the deeper frames)
+            report = await col.tick(live_depth(col.ticks))
             cpu1 = _probe_cpu(col.transport)
             probe_cpu = report.timings.probe_cpu
             if probe_cpu is None and cpu0 is not None and cpu1 is not None:
