@@ -1,0 +1,104 @@
+"""The metrics contract, computed from NodeReports of simulated nodes read through the real probe
+(no HTTP here: tests/e2e/test_prometheus.py has the real Prometheus)."""
+from __future__ import annotations
+
+import threading
+
+from prometheus_client import CollectorRegistry, generate_latest
+
+from collectors.exporter.metrics import CONTRACT, LatestReports, NodeState, node_samples, self_samples
+from collectors.exporter.serve import ListenError, parse_listen
+from helpers import read_sim
+from nodes import broken, dual_socket_intel, offline_isolated
+
+import pytest
+
+
+def _by(samples, fam):
+    return samples[fam]
+
+
+def test_cpu_info_one_series_per_cpu_with_the_running_owner(tmp_path):
+    rep = read_sim(dual_socket_intel(), tmp_path / "n")
+    s = node_samples("xeon", rep)
+    info = {x.labels["cpu"]: x.labels for x in s["pinscope_cpu_info"]}
+    assert len(info) == 48 == len(s["pinscope_cpu_info"])
+    # CPU 13 is kubelet's for both init-tune (exited) and engine (reuses it): the running one is named
+    assert (info["13"]["role"], info["13"]["pod"], info["13"]["container"]) == ("exclusive", "matcher-7d9f", "engine")
+    assert (info["1"]["namespace"], info["1"]["pod"], info["1"]["container"]) == ("trading", "md-feed-0", "feed")
+    assert info["0"]["role"] == "reserved" and info["0"]["pod"] == "" and info["0"]["namespace"] == ""
+    assert {k for k in info["0"]} == set(CONTRACT[0].labels)
+    roles = {x.labels["role"]: x.value for x in s["pinscope_cpus"]}
+    assert roles == {"exclusive": 8.0, "reserved": 2.0, "isolated": 0.0, "shared": 38.0, "offline": 0.0, "unassigned": 0.0}
+    ex = {(x.labels["pod"], x.labels["container"]): x.value for x in s["pinscope_container_exclusive_cpus"]}
+    assert ex[("md-feed-0", "feed")] == 4 and ex[("matcher-7d9f", "engine")] == 4 and ex[("api-5c8d", "api")] == 0
+    assert ("matcher-7d9f", "init-tune") not in ex  # exited: kubelet's entry only, nothing to measure
+    # two samples: utilisation per CPU and per node, rates per container
+    assert len(s["pinscope_cpu_utilization_ratio"]) == 48
+    assert 0 <= s["pinscope_node_cpu_utilization_ratio"][0].value <= 1
+    assert s["pinscope_container_migrations_per_second"]
+
+
+def test_first_read_has_no_rates_and_counters_only_where_the_kernel_counts(tmp_path):
+    rep = read_sim(offline_isolated(), tmp_path / "n", samples=1)
+    s = node_samples("edge", rep)
+    assert not s["pinscope_cpu_utilization_ratio"] and not s["pinscope_node_cpu_utilization_ratio"]
+    assert not s["pinscope_container_migrations_per_second"]
+    roles = {x.labels["role"]: x.value for x in s["pinscope_cpus"]}
+    assert roles["offline"] == 2 and roles["exclusive"] == 2
+    for fam in ("pinscope_container_cpu_cfs_throttled_periods", "pinscope_container_cpu_cfs_throttled_seconds"):
+        for x in s[fam]:
+            assert x.name.endswith("_total")
+
+
+def test_findings_are_one_series_per_code_and_container_and_counted(tmp_path):
+    rep = read_sim(broken(), tmp_path / "n", samples=1)
+    s = node_samples("broken", rep)
+    codes = {(x.labels["code"], x.labels["severity"]) for x in s["pinscope_finding"]}
+    assert ("STATE_UNREADABLE", "critical") in codes
+    per = {x.labels["severity"]: x.value for x in s["pinscope_findings"]}
+    assert set(per) == {"critical", "warning", "info"}
+    assert per["critical"] == sum(1 for f in rep.findings if f.severity == "critical") >= 1
+    keys = [tuple(x.labels.values()) for x in s["pinscope_finding"]]
+    assert len(keys) == len(set(keys))
+
+
+def test_collector_serves_the_latest_state_and_an_unreadable_node_only_as_read_success_0(tmp_path):
+    rep = read_sim(dual_socket_intel(), tmp_path / "n")
+    store = LatestReports()
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(store)
+    store.put(NodeState("xeon", node_samples("xeon", rep), True, 0.01, 0.002, 1700000000.0))
+    store.put(NodeState("gone", {}, False, 3.0, None, None, "no route"))
+    text = generate_latest(reg).decode()
+    assert 'pinscope_read_success{node="xeon"} 1.0' in text and 'pinscope_read_success{node="gone"} 0.0' in text
+    assert 'pinscope_cpu_info{' in text and 'node="gone",' not in text.replace('pinscope_read_success{node="gone"}', "")
+    assert 'pinscope_read_probe_cpu_seconds{node="xeon"} 0.002' in text
+    assert "pinscope_read_probe_cpu_seconds" not in "".join(str(x) for x in self_samples(NodeState("gone", {}, False)).values())
+    # a scrape while reads publish: never blocks, never half a node
+    stop = threading.Event()
+
+    def churn():
+        while not stop.is_set():
+            store.put(NodeState("xeon", node_samples("xeon", rep), True, 0.01, None, 1.0))
+
+    t = threading.Thread(target=churn)
+    t.start()
+    try:
+        for _ in range(20):
+            assert generate_latest(reg).decode().count('pinscope_cpu_info{') == 48
+    finally:
+        stop.set()
+        t.join(5)
+
+
+@pytest.mark.parametrize("text,want", [(":9847", ("0.0.0.0", 9847)), ("127.0.0.1:0", ("127.0.0.1", 0)),
+                                       ("[::1]:9847", ("::1", 9847)), ("node-1.example:80", ("node-1.example", 80))])
+def test_listen_forms(text, want):
+    assert parse_listen(text) == want
+
+
+@pytest.mark.parametrize("text", ["", "9847", "host:", "host:65536", "a:b:9847", "[::1:9847", " :9847"])
+def test_listen_malformed(text):
+    with pytest.raises(ListenError, match="expected ADDR:PORT"):
+        parse_listen(text)
