@@ -24,10 +24,12 @@ import asyncio
 import contextlib
 import datetime as dt
 import json
+import math
 import shutil
 import signal
 import tempfile
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -499,16 +501,22 @@ def main() -> int:
         return 1
     base = Path(tempfile.mkdtemp(prefix="pinscope-standin-nodes-"))
     specs = {s.hostname: s for s in demo_specs()}
-    nodes = {}
+    sims = []
     for name in a.sim or ["worker-1"]:
         spec = specs.get(name) or NodeSpec(hostname=name, cores=4)
-        nodes[name] = SimNode(spec, base / name).write().root
+        sims.append(SimNode(spec, base / name).write())
+    nodes = {s.spec.hostname: s.root for s in sims}
     srv = StandIn(nodes, protocols=(V4,) if a.v4_only else (V5, V4), tls=not a.plain_http).start()
     srv.kubeconfig(Path(a.kubeconfig))
     print(f"stand-in API at {srv.url}; kubeconfig {a.kubeconfig}; nodes {', '.join(nodes)}; Ctrl-C stops",
           flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     try:
-        threading.Event().wait()
+        while True:  # the nodes live: their counters advance once a second, their load in slow waves
+            time.sleep(1.0)
+            for i, sim in enumerate(sims):
+                wave = math.sin(time.monotonic() / 7.0 + i)
+                sim.tick(1.0, load={t[5]: wave for t in sim.tasks if t[5] is not None})
     except KeyboardInterrupt:
         pass
     finally:
