@@ -1,7 +1,9 @@
 """Regenerate the screenshots in this folder: the app saves SVGs of itself, running the demo cluster
-(simulated nodes read through the real probe). One per theme, plus the drill-downs and the findings.
+(simulated nodes read through the real probe). One per theme, plus the drill-downs and the findings;
+the war-room screen (200x60) and a 512-CPU EPYC node; and `pinscope serve -- demo` photographed in
+headless Chromium (serve-chromium.png; skipped when chromium is not installed).
 
-Run: python3 screenshots/make.py
+Run: python3 screenshots/make.py [NAME ...]     (names without .svg/.png: only those are rewritten)
 """
 from __future__ import annotations
 
@@ -11,12 +13,18 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE.parent / "tests"))  # the 512-CPU node's shape, the DevTools client
 
 from collectors.collect import Options  # noqa: E402
 from collectors.sim.demo import DemoCluster  # noqa: E402
 from tui.app import PinscopeApp  # noqa: E402
 
 SIZE = (160, 48)
+ONLY = set(sys.argv[1:])
+
+
+def wanted(name: str) -> bool:
+    return not ONLY or name in ONLY
 
 
 async def main() -> None:
@@ -31,8 +39,9 @@ async def main() -> None:
                 break
 
         def save(name):
-            app.save_screenshot(filename=f"{name}.svg", path=str(HERE))
-            print("saved", HERE / f"{name}.svg")
+            if wanted(name):
+                app.save_screenshot(filename=f"{name}.svg", path=str(HERE))
+                print("saved", HERE / f"{name}.svg")
 
         for key in ("dark", "light", "warroom", "okabe-ito"):
             while app.theme_key != key:
@@ -64,5 +73,78 @@ async def main() -> None:
     cluster.close()
 
 
+async def large() -> None:
+    """A war-room screen (200x60): the demo's first node with its pods and findings under the grid, and a
+    2 x 128-core EPYC (512 CPUs, 16 L3 caches per NUMA node, 70 pinned pods)."""
+    from nodes import epyc_512
+
+    from collectors.sim.demo import demo_specs
+
+    for name, specs in (("warroom-200x60", demo_specs()[:1]), ("node-512-epyc", [epyc_512()])):
+        if not wanted(name):
+            continue
+        cluster = DemoCluster(specs)
+        targets = cluster.targets()
+        app = PinscopeApp(targets, Options(), 0.5, "dark", cleanup=cluster.close)
+        async with app.run_test(size=(200, 60)):
+            v = app.views[app.targets[0]]
+            for _ in range(300):
+                await asyncio.sleep(0.1)
+                if v.ticks >= 4:
+                    break
+            app.save_screenshot(filename=f"{name}.svg", path=str(HERE))
+            print("saved", HERE / f"{name}.svg")
+            await app.action_quit()
+        cluster.close()
+
+
+def browser() -> None:
+    """`pinscope serve -- demo` as a browser shows it (headless Chromium over the DevTools protocol)."""
+    import os
+    import signal
+    import socket
+    import subprocess
+    import time
+    import urllib.request
+
+    from browser import CHROMIUM, Browser
+
+    if not wanted("serve-chromium"):
+        return
+    if not Path(CHROMIUM).exists():
+        print("skipped serve-chromium.png: no chromium")
+        return
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = subprocess.Popen([sys.executable, "-m", "tui.cli", "serve", "--port", str(port), "--", "demo"],
+                           cwd=HERE.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        for _ in range(150):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+
+        async def shoot():
+            async with Browser(1600, 1000) as b:
+                await b.goto(f"http://127.0.0.1:{port}/")
+                await b.wait_text("live", "Socket 0", timeout=60)
+                await asyncio.sleep(6)  # a few ticks: load shades and rates
+                await b.screenshot(HERE / "serve-chromium.png")
+                print("saved", HERE / "serve-chromium.png")
+
+        asyncio.run(asyncio.wait_for(shoot(), 120))
+    finally:
+        os.killpg(srv.pid, signal.SIGINT)
+        try:
+            srv.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(srv.pid, signal.SIGKILL)
+
+
 if __name__ == "__main__":
     asyncio.run(main())
+    asyncio.run(large())
+    browser()

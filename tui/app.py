@@ -214,7 +214,9 @@ class PinscopeApp(App):
         scr = self.screen
         if isinstance(scr, FleetScreen):
             self._fleet_dirty = True  # many nodes: repaint the overview a few times a second, not per node
-        elif getattr(scr, "target", None) == target and hasattr(scr, "refresh_view"):
+        elif getattr(scr, "target", None) == target and hasattr(scr, "refresh_view") and scr.is_mounted:
+            # a screen just pushed is composed but not mounted yet: its on_mount paints it (a node going
+            # stale in between used to query widgets that were not there: NoMatches, the app died)
             with self.batch_update():
                 scr.refresh_view()
 

@@ -37,6 +37,12 @@ class FrozenApp(PinscopeApp):
         super().__init__(targets or [(t, None) for t in frozen], Options(), 1.0, theme, autostart=False, start=start)
         self.frozen = frozen
 
+    stale_checks = False  # frozen data does not age: on a loaded machine a snapshot would say `stale`
+
+    def _check_stale(self) -> None:
+        if self.stale_checks:
+            super()._check_stale()
+
     def on_mount(self) -> None:
         super().on_mount()
         for t, report in self.frozen.items():

@@ -166,6 +166,7 @@ def test_stale_and_down_node_greys_its_data_and_survives(frozen):
             await pilot.pause()
             v = app.views["xeon-2s"]
             v.last_update = time.monotonic() - 10
+            app.stale_checks = True
             app._check_stale()
             await pilot.pause()
             assert v.state == "stale"

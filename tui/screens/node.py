@@ -90,10 +90,10 @@ class NodeScreen(Screen):
     def refresh_view(self) -> None:
         v = self.view
         grid = self.query_one(CoreGrid)
-        self._arrange()
         grid.set_glyphs(self.app.big_glyphs)
         grid.set_shade(self.app.grid_shade)
         grid.set_view(v, self._highlight())
+        self._arrange()  # after set_view: the grid measures the layout of this view
         self._status()
         self._legend()
         self._pods()
@@ -118,7 +118,7 @@ class NodeScreen(Screen):
         main = self.query_one("#main")
         grid = self.query_one(CoreGrid)
         grid_rows = None
-        if v.snap is not None and w >= self.ROOMY[0] and h >= self.ROOMY[1]:
+        if v.snap is not None and grid.view is v and w >= self.ROOMY[0] and h >= self.ROOMY[1]:
             room = h - 2 - self.MIN_TABLES  # status and footer lines
             density, rows = grid.choose(w, room)
             if "scrolling" not in density:
