@@ -5,6 +5,11 @@ starts with "L" (or "H": hex bytes from od), so no file content can forge a fram
 escaped ("\\" and "\n") so no name can either, and are unescaped here: paths hold the node's exact names. Bytes that are not UTF-8 are replaced
 (U+FFFD) and the file is named in `nonutf8`. A frame that ends early (no "Z") is still returned, marked
 `complete=False`, so a half frame gives a partial snapshot rather than nothing.
+
+A `FrameStore` holds what one node's frames add up to between ticks (the static frame, the last frame
+that listed names, the last frame of each deeper letter) and hands each tick a frozen `View`: the frames
+to assemble from, the merged dynamic files, and which of them changed since the previous tick. Frames are
+frozen and hold no caches: what is parsed out of them is kept by the assembly's stages (collectors.assemble).
 """
 from __future__ import annotations
 
@@ -14,7 +19,9 @@ MAX_FRAME_BYTES = 64 * 1024 * 1024  # a client-side bound on top of the probe's 
 
 
 @dataclass(slots=True)
-class Frame:
+class _Parts:
+    """What parse_frame collects before it freezes a Frame (same fields)."""
+
     seq: int = 0
     request: str = ""
     files: dict[str, str] = field(default_factory=dict)
@@ -28,7 +35,25 @@ class Frame:
     warnings: list[str] = field(default_factory=list)
     complete: bool = False
     garbage_lines: int = 0
-    cache: dict = field(default_factory=dict)  # what was parsed out of this frame once (static frames)
+
+
+@dataclass(frozen=True, slots=True, eq=False)  # eq=False: frames compare by identity (cheap, exact)
+class Frame:
+    """One probe frame. Frozen; its dicts, sets and lists are never mutated after parse_frame."""
+
+    seq: int = 0
+    request: str = ""
+    files: dict[str, str] = field(default_factory=dict)
+    unreadable: set[str] = field(default_factory=set)
+    truncated: dict[str, int] = field(default_factory=dict)  # path -> the budget it was cut at (bytes)
+    refused: dict[str, str] = field(default_factory=dict)  # path -> kind (fifo, socket, device, dir, other)
+    nonutf8: set[str] = field(default_factory=set)
+    dirs: list[str] = field(default_factory=list)
+    info: dict[str, str] = field(default_factory=dict)
+    argv: list[str] | None = None
+    warnings: list[str] = field(default_factory=list)
+    complete: bool = False
+    garbage_lines: int = 0
 
     @property
     def letters(self) -> str:
@@ -38,7 +63,7 @@ class Frame:
 
 def parse_frame(data: bytes) -> Frame:
     """Parse the bytes of one frame (from its B line to its Z line, either may be missing)."""
-    fr = Frame()
+    fr = _Parts()
     files = fr.files
     try:
         lines = data.decode("utf-8").split("\n")
@@ -132,7 +157,8 @@ def parse_frame(data: bytes) -> Frame:
         elif tag != "P":
             fr.garbage_lines += 1
     close()
-    return fr
+    return Frame(fr.seq, fr.request, files, fr.unreadable, fr.truncated, fr.refused, fr.nonutf8, fr.dirs, fr.info,
+                 fr.argv, fr.warnings, fr.complete, fr.garbage_lines)
 
 
 def unescape(s: str) -> str:
@@ -167,3 +193,70 @@ def _fix(s: str) -> str:
         return s
     except UnicodeEncodeError:
         return s.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+# ----------------------------------------------------------------------------- the frame store
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """What one tick is assembled from. `carry`: older frames with deeper data (cgroup detail, tasks,
+    IRQs), oldest first. `files`: the dynamic files of the carried frames then the tick's (the tick wins);
+    the static frame's files are looked up on their own. `prev_files`: the same of the previous tick
+    (None on the first one), so a stage can tell what changed."""
+
+    static: Frame
+    tick: Frame
+    names: Frame | None
+    carry: tuple[Frame, ...]
+    files: dict[str, str]
+    prev_files: dict[str, str] | None = None
+
+    def changed(self, path: str) -> bool:
+        """Did this file's text change since the previous tick (or appear, or go)?"""
+        return self.prev_files is None or self.prev_files.get(path) != self.files.get(path)
+
+
+class FrameStore:
+    """One node's frames between ticks: the static frame, the last frame that listed the pod log layout
+    ("n"), and for each deeper letter (c, t, T, a, i) the last frame that had it. `add(frame)` -> the
+    tick's View. Reset it (a new FrameStore) on a new connection: everything is read again."""
+
+    def __init__(self) -> None:
+        self.static: Frame | None = None
+        self.names: Frame | None = None
+        self.carry: dict[str, Frame] = {}
+        self._base: tuple[tuple[Frame, ...], dict] = ((), {})
+        self._prev: dict | None = None
+
+    def add(self, frame: Frame) -> View:
+        """The caller checks first that a static frame came (self.static or "s" in the frame's letters)."""
+        letters = frame.letters
+        if "s" in letters:
+            self.static = frame
+            self._prev = None  # a new static read: every stage re-runs
+        if "n" in letters:
+            self.names = frame
+        older = dict.fromkeys(f for k, f in self.carry.items() if k not in letters)
+        carry = tuple(sorted(older, key=_seq))
+        files = {**self._base_files(carry), **frame.files} if carry else frame.files
+        view = View(self.static, frame, self.names, carry, files, self._prev)
+        for k in "ctTai":
+            if k in letters:
+                self.carry[k] = frame
+        if "T" in letters:
+            self.carry["t"] = frame
+        self._prev = files
+        return view
+
+    def _base_files(self, carry: tuple[Frame, ...]) -> dict:
+        """The carried frames' files merged, oldest first: rebuilt only when the carried frames change."""
+        if self._base[0] != carry:
+            base: dict = {}
+            for fr in carry:
+                base.update(fr.files)
+            self._base = (carry, base)
+        return self._base[1]
+
+
+def _seq(f: Frame) -> int:
+    return f.seq

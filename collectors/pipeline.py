@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from .errors import ProbeFailed, Problem
 from .findings import Finding, evaluate, worst
-from .frames import Frame
+from .frames import Frame, FrameStore
 from .model import NodeSnapshot, Severity
-from .assemble import assemble
+from .assemble import Assembler
 from .rates import Rates, compute
 
 
@@ -68,11 +68,10 @@ class Pipeline:
     def __init__(self, target: str, name: str | None = None) -> None:
         self.target = target
         self.name = name or target
-        self.static: Frame | None = None
-        self.names: Frame | None = None
+        self.frames = FrameStore()  # static, names and deeper frames between ticks
+        self.assembler = Assembler(target)  # the assembly's stages, kept between ticks
         self.want_names = True
         self.unnamed_at_names: set = set()
-        self.carry: dict[str, Frame] = {}  # depth letter -> the last frame that had it
         self.ticks = 0
         self.topology_changed = False
         self.prev: NodeSnapshot | None = None
@@ -81,11 +80,15 @@ class Pipeline:
 
     def reset(self) -> None:
         """A new connection: everything is read again, and no rate spans the gap."""
-        self.static = None
-        self.names = None
+        self.frames = FrameStore()
+        self.assembler = Assembler(self.target)
         self.want_names = True
-        self.carry = {}
         self.prev = self.prev_t = self.prev_rates = None
+
+    @property
+    def static(self) -> Frame | None:
+        """The last static frame (None until one came)."""
+        return self.frames.static
 
     def ingest(self, frame: Frame) -> NodeSnapshot:
         """A frame (fresh, or from a recording) -> the node's snapshot; keeps static/names/carry state."""
@@ -93,18 +96,7 @@ class Pipeline:
         self.ticks += 1
         if self.static is None and "s" not in letters:
             raise ProbeFailed("a frame before any static frame")
-        if "s" in letters:
-            self.static = frame
-        if "n" in letters:
-            self.names = frame
-        older = {id(f): f for k, f in self.carry.items() if k not in letters}
-        carry = tuple(sorted(older.values(), key=lambda f: f.seq))
-        snap = assemble(self.static, frame, self.target, self.names, carry)
-        for k in "ctTai":
-            if k in letters:
-                self.carry[k] = frame
-        if "T" in letters:
-            self.carry["t"] = frame
+        snap = self.assembler.build(self.frames.add(frame))
         # a pod or container we could not name when the layout was last listed: list it again next tick
         unnamed = {(p.uid, c.id) for p in snap.pods for c in p.containers if p.name is None or c.name is None}
         if "n" in letters:

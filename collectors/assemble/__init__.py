@@ -1,38 +1,27 @@
-"""Assemble one NodeSnapshot from a static frame and a tick frame, in stages: kubelet (config and state
-files), tasks, pods (cgroups -> pods and containers), roles, IRQs.
+"""Assemble one NodeSnapshot from a tick's View (collectors.frames), in stages: kubelet (config and
+state files), tasks, pods (cgroups -> pods and containers), roles, IRQs, kernel noise.
 
-`carry` holds older frames with deeper data (cgroup detail, tasks, IRQs), oldest first; the tick wins.
+An `Assembler` lives as long as one connection to a node. Each stage keeps what it built last and
+re-runs only when its inputs changed: the static parts per static frame, the pod layout while the
+directory listing holds, each cgroup's files while their texts hold (only the counters are re-read when
+only they changed), tasks per frame that read them, roles while the state file and the names hold, IRQs
+per frame that read them. `assemble(...)` is the one-shot form (tests, benchmarks).
 """
 from __future__ import annotations
 
 from ..errors import Problem
-from ..frames import Frame
+from ..frames import Frame, View
 from ..model import NodeSnapshot
 from ..parse.cgroup import driver_of
 from ..parse.procfs import parse_numastat, parse_proc_stat, parse_task_status, parse_uptime
-from .irqs import irqs_stage
-from .noise import noise_stage, stamp_pressure
+from .irqs import IrqsStage
 from .kubelet import cpu_manager_state, memory_manager_state, static_parts
-from .pods import CG, pod_logs, pods_stage
-from .roles import roles_stage
-from .tasks import tasks_stage
+from .noise import NoiseStage
+from .pods import CG, PodsStage, pod_dirs, pod_logs
+from .roles import RolesStage
+from .tasks import TasksStage
 
-__all__ = ["assemble"]
-
-
-def _merged_files(tick: Frame, carry: tuple[Frame, ...]) -> dict:
-    """Dynamic files: deeper frames carried from earlier ticks, then this tick's (the static frame's files
-    are looked up on their own: merging its thousands of topology files every tick is waste)."""
-    if not carry:
-        return tick.files
-    ck = ("files", tuple(id(fr) for fr in carry))
-    base_files = carry[-1].cache.get(ck)
-    if base_files is None:
-        base_files = {}
-        for fr in carry:
-            base_files.update(fr.files)
-        carry[-1].cache[ck] = base_files
-    return {**base_files, **tick.files}
+__all__ = ["Assembler", "assemble"]
 
 
 def _frame_problems(static: Frame, tick: Frame) -> list[Problem]:
@@ -58,53 +47,100 @@ def _numastat(files: dict, topo) -> dict:
     return out
 
 
-def _init_allowed(sfiles) -> frozenset[int] | None:
-    text = sfiles.get("/proc/1/status")
-    return parse_task_status(text).get("allowed") if text else None
+def _cpuset_files(static: Frame) -> dict:
+    """The delegation files the static frame read (probe.sh static), for the cpuset readiness check."""
+    out = {p: t for p, t in static.files.items() if p.startswith(CG + "/")
+           and p.endswith(("/cgroup.controllers", "/cgroup.subtree_control"))}
+    if static.info.get("cgroup-cpuset-mount") == "no":
+        out["mount"] = "no"
+    return out
 
 
-def assemble(static: Frame, tick: Frame, target: str = "node", names: Frame | None = None,
-             carry: tuple[Frame, ...] = ()) -> NodeSnapshot:
-    """`names`: the last frame that listed the pod log layout ("n"), if `tick` did not."""
-    files = _merged_files(tick, carry)
-    refused = static.refused | tick.refused
-    unreadable = static.unreadable | tick.unreadable | refused.keys()
-    problems = _frame_problems(static, tick)
+def _static(static: Frame):
+    """Everything that depends on the static frame only."""
     topo, kubelet, sprobs = static_parts(static)
-    problems[:0] = sprobs
-    info = {**static.info, **tick.info}
-    state, state_status, state_file = cpu_manager_state(files, unreadable, kubelet, problems, refused)
-    memory_state = memory_manager_state(static.files, kubelet, problems)
+    memory_state, mprobs = memory_manager_state(static.files, kubelet)
+    text = static.files.get("/proc/1/status")
+    init_allowed = parse_task_status(text).get("allowed") if text else None
+    node = (static.files.get("/proc/sys/kernel/hostname") or "").strip()
+    return topo, kubelet, sprobs, memory_state, mprobs, init_allowed, node, _cpuset_files(static)
+
+
+def _layout(tick: Frame, info: dict, kubelet):
+    """-> (cgroup version, base dir, cgroup dirs, pods' dirs, driver): from the tick's directory listing."""
     cgv = int(info["cgroup-version"]) if info.get("cgroup-version", "").isdigit() else None
     base = f"{CG}/cpuset" if cgv == 1 else CG
     cg_dirs = [d for d in dict.fromkeys(tick.dirs) if d.startswith(base + "/")]
     driver = kubelet.cgroup_driver if kubelet.sources.get("cgroup_driver") else driver_of(cg_dirs)
-    logs = pod_logs(tick, names, kubelet)
-    by_pid, all_tasks = tasks_stage(tick, carry, problems)
-    pods = pods_stage(files, tick, cgv, base, cg_dirs, logs, state, by_pid, problems)
-    if cgv == 2:
-        pods = stamp_pressure(pods, tick, carry)
-    roles, shared, roles_from = roles_stage(topo, kubelet, state, pods, problems, state_file)
-    return NodeSnapshot(
-        node=(static.files.get("/proc/sys/kernel/hostname") or "").strip() or target,
-        uptime=parse_uptime(files.get("/proc/uptime")), cgroup_version=cgv, cgroup_driver=driver,
-        topology=topo, kubelet=kubelet, state=state,
-        state_file=state_file if (state_file in files or state_file in unreadable) else None,
-        memory_state=memory_state, pods=pods, roles=roles, shared_pool=shared,
-        cpu_times=parse_proc_stat(files.get("/proc/stat", "")), numastat=_numastat(files, topo),
-        irqs=irqs_stage(tick, carry, max(topo.possible) if topo.possible else None), all_tasks=all_tasks,
-        roles_from=roles_from, problems=tuple(problems), request=tick.request, state_status=state_status,
-        init_allowed=_init_allowed(static.files), noise=noise_stage(tick, carry),
-        cpuset_files=_cpuset_files(static),
-    )
+    return cgv, base, set(cg_dirs), pod_dirs(cg_dirs), driver
 
 
-def _cpuset_files(static: Frame) -> dict:
-    """The delegation files the static frame read (probe.sh static), for the cpuset readiness check."""
-    if "cpuset_files" not in static.cache:
-        out = {p: t for p, t in static.files.items() if p.startswith(CG + "/")
-               and p.endswith(("/cgroup.controllers", "/cgroup.subtree_control"))}
-        if static.info.get("cgroup-cpuset-mount") == "no":
-            out["mount"] = "no"
-        static.cache["cpuset_files"] = out
-    return static.cache["cpuset_files"]
+class _Last:
+    """The last (key, value) of one stage: `get(key, make, *args)` calls make only when the key changed.
+    Keys hold frames (compared by identity) and texts (compared by value): never id() numbers."""
+
+    __slots__ = ("key", "value")
+
+    def __init__(self) -> None:
+        self.key = self.value = None
+
+    def get(self, key, make, *args):
+        if self.key is None or key != self.key:
+            self.key, self.value = key, make(*args)
+        return self.value
+
+
+class Assembler:
+    """One node's assembly between ticks (one per connection): `build(view)` -> NodeSnapshot."""
+
+    def __init__(self, target: str = "node") -> None:
+        self.target = target
+        self._static, self._logs, self._layout = _Last(), _Last(), _Last()
+        self.tasks, self.pods, self.roles, self.irqs = TasksStage(), PodsStage(), RolesStage(), IrqsStage()
+        self.noise = NoiseStage()
+
+    def build(self, view: View) -> NodeSnapshot:
+        static, tick, files, carry = view.static, view.tick, view.files, view.carry
+        refused = static.refused | tick.refused
+        unreadable = static.unreadable | tick.unreadable | refused.keys()
+        problems = _frame_problems(static, tick)
+        topo, kubelet, sprobs, memory_state, mprobs, init_allowed, node, cpuset_files = \
+            self._static.get((static,), _static, static)
+        problems[:0] = sprobs
+        info = {**static.info, **tick.info} if tick.info else static.info
+        state, state_status, state_file = cpu_manager_state(files, unreadable, kubelet, problems, refused)
+        problems.extend(mprobs)
+        cgv, base, dirset, pods_cg, driver = self._layout.get(
+            (tick.dirs, info.get("cgroup-version"), kubelet), _layout, tick, info, kubelet)
+        lf = tick if "n" in tick.letters or view.names is None else view.names
+        logs = self._logs.get((lf, kubelet), pod_logs, lf, kubelet)
+        tasks, all_tasks = self.tasks.run(tick, carry, problems)
+        pods = self.pods.run(files, tick, cgv, base, pods_cg, dirset, logs, state, tasks, problems)
+        self.noise.next_tick(tick, carry)
+        if cgv == 2:
+            pods = self.noise.stamp_pressure(pods, tick, carry)
+        roles, shared, roles_from, rprobs = self.roles.run(topo, kubelet, state, pods, state_file)
+        problems.extend(rprobs)
+        return NodeSnapshot(
+            node=node or self.target, uptime=parse_uptime(files.get("/proc/uptime")), cgroup_version=cgv,
+            cgroup_driver=driver, topology=topo, kubelet=kubelet, state=state,
+            state_file=state_file if (state_file in files or state_file in unreadable) else None,
+            memory_state=memory_state, pods=pods, roles=roles, shared_pool=shared,
+            cpu_times=parse_proc_stat(files.get("/proc/stat", "")), numastat=_numastat(files, topo),
+            irqs=self.irqs.run(tick, carry, max(topo.possible) if topo.possible else None),
+            all_tasks=all_tasks, roles_from=roles_from, problems=tuple(problems), request=tick.request,
+            state_status=state_status, init_allowed=init_allowed, noise=self.noise.run(tick, carry),
+            cpuset_files=cpuset_files,
+        )
+
+
+def assemble(static: Frame, tick: Frame, target: str = "node", names: Frame | None = None,
+             carry: tuple[Frame, ...] = ()) -> NodeSnapshot:
+    """One snapshot, nothing kept. `names`: the last frame that listed the pod log layout ("n"), if `tick`
+    did not; `carry`: older frames with deeper data, oldest first (the tick wins)."""
+    files = tick.files
+    if carry:
+        files = {}
+        for fr in (*carry, tick):
+            files.update(fr.files)
+    return Assembler(target).build(View(static, tick, names, tuple(carry), files))

@@ -1,7 +1,7 @@
 """Assembly stage: what kubelet was told and what it wrote (config, cpu_manager_state, memory_manager_state).
 
-The static frame's part (topology, kubelet config) is parsed once per static frame; the state file changes
-when pods come and go, not every tick, so each text is parsed once.
+The static frame's part (topology, kubelet config) is parsed once per static frame (the Assembler keeps
+it); the state file changes when pods come and go, not every tick, so each text is parsed once.
 """
 from __future__ import annotations
 
@@ -30,26 +30,24 @@ def unreadable_problem(problems: list, frame_unreadable: set, path: str, what: s
 
 
 def static_parts(static: Frame):
-    """(topology, kubelet config, problems) of a static frame: parsed once per static frame."""
-    if "parts" not in static.cache:
-        sprobs: list[Problem] = []
-        topo = parse_topology(static.files, sprobs)
-        sinfo = static.info
-        root_dir = sinfo.get("kubelet-root", "/var/lib/kubelet")
-        cfg_path = sinfo.get("kubelet-config") or None
-        pid = int(sinfo["kubelet-pid"]) if sinfo.get("kubelet-pid", "").isdigit() else None
-        ddir = _dropin_dir(static.argv)
-        dropins = [(p, t) for p, t in static.files.items()
-                   if ddir and p.startswith(ddir.rstrip("/") + "/") and p.endswith(".conf")]
-        if cfg_path:
-            unreadable_problem(sprobs, static.unreadable, cfg_path, "kubelet config")
-            if cfg_path not in static.files and cfg_path not in static.unreadable and cfg_path not in static.refused \
-                    and pid is not None:
-                sprobs.append(Problem(cfg_path, "kubelet config named by --config is missing"))
-        kubelet = parse_kubelet_config(static.files.get(cfg_path) if cfg_path else None, cfg_path, dropins,
-                                       static.argv, sprobs, pid=pid, root_dir=root_dir)
-        static.cache["parts"] = (topo, kubelet, tuple(sprobs))
-    return static.cache["parts"]
+    """(topology, kubelet config, problems) of a static frame (the assembler keeps them per static frame)."""
+    sprobs: list[Problem] = []
+    topo = parse_topology(static.files, sprobs)
+    sinfo = static.info
+    root_dir = sinfo.get("kubelet-root", "/var/lib/kubelet")
+    cfg_path = sinfo.get("kubelet-config") or None
+    pid = int(sinfo["kubelet-pid"]) if sinfo.get("kubelet-pid", "").isdigit() else None
+    ddir = _dropin_dir(static.argv)
+    dropins = [(p, t) for p, t in static.files.items()
+               if ddir and p.startswith(ddir.rstrip("/") + "/") and p.endswith(".conf")]
+    if cfg_path:
+        unreadable_problem(sprobs, static.unreadable, cfg_path, "kubelet config")
+        if cfg_path not in static.files and cfg_path not in static.unreadable and cfg_path not in static.refused \
+                and pid is not None:
+            sprobs.append(Problem(cfg_path, "kubelet config named by --config is missing"))
+    kubelet = parse_kubelet_config(static.files.get(cfg_path) if cfg_path else None, cfg_path, dropins,
+                                   static.argv, sprobs, pid=pid, root_dir=root_dir)
+    return topo, kubelet, tuple(sprobs)
 
 
 @lru_cache(maxsize=1024)  # one text per node of a fleet; it changes when pods come and go
@@ -75,7 +73,10 @@ def cpu_manager_state(files: dict, unreadable: set, kubelet, problems: list, ref
     return state, state_status, state_file
 
 
-def memory_manager_state(sfiles: dict, kubelet, problems: list):
+def memory_manager_state(sfiles: dict, kubelet):
+    """-> (memory manager state or None, problems): from the static frame."""
+    problems: list[Problem] = []
     mm_file = f"{kubelet.root_dir.rstrip('/')}/memory_manager_state"
     mm_text = sfiles.get(mm_file)
-    return parse_memory_manager_state(mm_text, mm_file, problems) if mm_text is not None else None
+    state = parse_memory_manager_state(mm_text, mm_file, problems) if mm_text is not None else None
+    return state, tuple(problems)

@@ -17,45 +17,54 @@ def runq_of(files: dict):
     return parse_schedstat(files.get("schedstat")) or parse_sched_wait(files.get("sched"))
 
 
-def _at(fr: Frame) -> float | None:
-    at = fr.cache.get("uptime", False)
-    if at is False:
-        at = fr.cache["uptime"] = parse_uptime(fr.files.get("/proc/uptime"))
-    return at
+class NoiseStage:
+    """Keeps each frame's uptime and parsed IPIs while the frame is the tick or carried (frames compare by
+    identity), so a carried /proc/interrupts is parsed once."""
 
+    def __init__(self) -> None:
+        self._at: dict[Frame, float | None] = {}
+        self._ipis: tuple = (None, None)
 
-def noise_stage(tick: Frame, carry: tuple[Frame, ...] = ()) -> KernelNoise | None:
-    """Softirqs from this tick (the grid reads them every tick); IPIs from the newest frame that read
-    /proc/interrupts. Parsed once per frame."""
-    soft = tick.files.get("/proc/softirqs")
-    ipi_fr = next((fr for fr in (tick, *reversed(carry)) if "/proc/interrupts" in fr.files), None)
-    if soft is None and ipi_fr is None:
-        return None
-    ipis = None
-    if ipi_fr is not None:
-        ipis = ipi_fr.cache.get("ipis")
-        if ipis is None:
-            ipis = ipi_fr.cache["ipis"] = parse_ipis(ipi_fr.files["/proc/interrupts"])
-    return KernelNoise(parse_softirqs(soft) if soft is not None else {}, _at(tick) if soft is not None else None,
-                       ipis or {}, _at(ipi_fr) if ipi_fr is not None else None)
+    def at(self, fr: Frame) -> float | None:
+        if fr not in self._at:
+            self._at[fr] = parse_uptime(fr.files.get("/proc/uptime"))
+        return self._at[fr]
 
+    def next_tick(self, tick: Frame, carry: tuple[Frame, ...]) -> None:
+        """Forget the frames no longer carried."""
+        self._at = {fr: at for fr, at in self._at.items() if fr is tick or fr in carry}
 
-def stamp_pressure(pods: tuple[Pod, ...], tick: Frame, carry: tuple[Frame, ...]) -> tuple[Pod, ...]:
-    """Stamp each container's cpu.pressure with the uptime of the frame that read it (v2 only: v1 has no
-    per-cgroup pressure here)."""
-    frames = (tick, *reversed(carry))
-    out = []
-    for p in pods:
-        ctrs = []
-        changed = False
-        for c in p.containers:
-            cg = c.cgroup
-            if cg is not None and cg.pressure_some_total_us is not None:
-                f = cg.path + "/cpu.pressure"
-                fr = next((fr for fr in frames if f in fr.files), None)
-                if fr is not None:
-                    c = c._replace(cgroup=cg._replace(pressure_at=_at(fr)))
-                    changed = True
-            ctrs.append(c)
-        out.append(p._replace(containers=tuple(ctrs)) if changed else p)
-    return tuple(out)
+    def run(self, tick: Frame, carry: tuple[Frame, ...] = ()) -> KernelNoise | None:
+        """Softirqs from this tick (the grid reads them every tick); IPIs from the newest frame that read
+        /proc/interrupts. Parsed once per frame."""
+        soft = tick.files.get("/proc/softirqs")
+        ipi_fr = next((fr for fr in (tick, *reversed(carry)) if "/proc/interrupts" in fr.files), None)
+        if soft is None and ipi_fr is None:
+            return None
+        ipis = None
+        if ipi_fr is not None:
+            if self._ipis[0] is not ipi_fr:
+                self._ipis = (ipi_fr, parse_ipis(ipi_fr.files["/proc/interrupts"]))
+            ipis = self._ipis[1]
+        return KernelNoise(parse_softirqs(soft) if soft is not None else {}, self.at(tick) if soft is not None else None,
+                           ipis or {}, self.at(ipi_fr) if ipi_fr is not None else None)
+
+    def stamp_pressure(self, pods: tuple[Pod, ...], tick: Frame, carry: tuple[Frame, ...]) -> tuple[Pod, ...]:
+        """Stamp each container's cpu.pressure with the uptime of the frame that read it (v2 only: v1 has no
+        per-cgroup pressure here)."""
+        frames = (tick, *reversed(carry))
+        out = []
+        for p in pods:
+            ctrs = []
+            changed = False
+            for c in p.containers:
+                cg = c.cgroup
+                if cg is not None and cg.pressure_some_total_us is not None:
+                    f = cg.path + "/cpu.pressure"
+                    fr = next((fr for fr in frames if f in fr.files), None)
+                    if fr is not None:
+                        c = c._replace(cgroup=cg._replace(pressure_at=self.at(fr)))
+                        changed = True
+                ctrs.append(c)
+            out.append(p._replace(containers=tuple(ctrs)) if changed else p)
+        return tuple(out)

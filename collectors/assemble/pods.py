@@ -1,24 +1,27 @@
 """Assembly stage: pods and containers from the cgroup directories, named by the pod log layout and
-joined with kubelet's assignment (cpu_manager_state)."""
+joined with kubelet's assignment (cpu_manager_state).
+
+A `PodsStage` lives as long as the node's connection: each cgroup directory's parsed files and each
+container's task list are kept between ticks and re-built only when their inputs changed (the counters
+in cpu.stat change every tick, so only they are re-read then).
+"""
 from __future__ import annotations
 
 from ..errors import Problem
 from ..frames import Frame
-from ..model import Container, Pod
-from ..parse.cgroup import (conmon_id_of, container_id_of, parse_cgroup_dir, parse_numa_stat, parse_procs,
-                            pod_uid_of, qos_of)
+from ..model import CgroupFiles, Container, Pod
+from ..parse.cgroup import (V1_CPU_FILES, V1_CPUSET_FILES, V2_FILES, conmon_id_of, container_id_of, parse_cgroup_dir,
+                            parse_numa_stat, parse_procs, pod_uid_of, qos_of, refresh_counters)
 from ..parse.podlogs import parse_pod_logs
 from .tasks import tid_of
 
 CG = "/sys/fs/cgroup"
 
 
-def pod_logs(tick: Frame, names: Frame | None, kubelet=None):
-    lf = tick if "n" in tick.letters or names is None else names
-    if "logs" not in lf.cache:
-        lf.cache["logs"] = parse_pod_logs(lf.dirs, kubelet.pod_logs_dir if kubelet else "/var/log/pods",
-                                          kubelet.root_dir if kubelet else "/var/lib/kubelet")
-    return lf.cache["logs"]
+def pod_logs(lf: Frame, kubelet=None):
+    """The pod log layout listed by `lf` (the last frame that asked for names: "n")."""
+    return parse_pod_logs(lf.dirs, kubelet.pod_logs_dir if kubelet else "/var/log/pods",
+                          kubelet.root_dir if kubelet else "/var/lib/kubelet")
 
 
 def pod_dirs(cg_dirs: list[str]) -> dict[str, tuple[str, list[str]]]:
@@ -37,22 +40,63 @@ def pod_dirs(cg_dirs: list[str]) -> dict[str, tuple[str, list[str]]]:
     return pods_cg
 
 
+def _file_paths(path: str, version: int, cpu_path: str | None) -> tuple[str, ...]:
+    """The files parse_cgroup_dir reads for one directory, counters last (cpu.stat, then v2 cpu.pressure)."""
+    if version == 2:
+        return tuple(f"{path}/{f}" for f in V2_FILES)
+    return (*(f"{path}/{f}" for f in V1_CPUSET_FILES), *(f"{cpu_path or path}/{f}" for f in V1_CPU_FILES))
+
+
+class CgroupReader:
+    """Each cgroup directory's CgroupFiles, kept from one tick to the next: re-parsed when its files'
+    texts changed; when only the counters changed (cpu.stat, cpu.pressure) only those are re-read.
+    Directories not read in a tick are forgotten (`next_tick()`)."""
+
+    def __init__(self) -> None:
+        self._last: dict = {}
+        self._now: dict = {}
+
+    def next_tick(self) -> None:
+        self._last, self._now = self._now, {}
+
+    def read(self, files: dict, path: str, version: int, problems: list, cpu_path: str | None = None) -> CgroupFiles:
+        key = (path, version, cpu_path)
+        ent = self._now.get(key) or self._last.get(key)
+        paths = ent[0] if ent is not None else _file_paths(path, version, cpu_path)
+        texts = tuple(map(files.get, paths))
+        nfix = 5 if version == 2 else 6  # the files before the counters
+        if ent is not None and texts == ent[1]:
+            cg, probs = ent[2], ent[3]
+        elif ent is not None and texts[:nfix] == ent[1][:nfix] and _same_presence(texts, ent[1], nfix):
+            cg, probs = refresh_counters(ent[2], texts[nfix], texts[6] if version == 2 else None), ent[3]
+        else:
+            plist: list[Problem] = []
+            cg, probs = parse_cgroup_dir(files, path, version, plist, cpu_path), tuple(plist)
+        self._now[key] = (paths, texts, cg, probs)
+        problems.extend(probs)
+        return cg
+
+
+def _same_presence(a: tuple, b: tuple, start: int) -> bool:
+    return all((x is None) == (y is None) for x, y in zip(a[start:], b[start:]))
+
+
 class _Ctx:
     """What every pod of one tick is assembled from."""
 
-    __slots__ = ("files", "tick_files", "cgv", "base", "dirset", "logs", "entries", "v1_by_id", "by_pid",
-                 "problems", "focus")
+    __slots__ = ("stage", "files", "tick_files", "cgv", "base", "dirset", "logs", "entries", "v1_by_id",
+                 "by_pid", "tasks", "problems", "focus")
 
-    def __init__(self, files, tick_files, cgv, base, dirset, logs, state, by_pid, problems, focus=""):
-        self.files, self.tick_files, self.cgv, self.base, self.dirset = files, tick_files, cgv, base, dirset
-        self.focus = focus
-        self.logs, self.by_pid, self.problems = logs, by_pid, problems
+    def __init__(self, stage, files, tick_files, cgv, base, dirset, logs, state, tasks, problems, focus=""):
+        self.stage, self.files, self.tick_files, self.cgv, self.base = stage, files, tick_files, cgv, base
+        self.dirset, self.focus, self.tasks = dirset, focus, tasks
+        self.logs, self.by_pid, self.problems = logs, tasks[0], problems
         self.entries = state.entries if state else {}
         self.v1_by_id = self.entries.get("", {}) if state and state.version == 1 else {}
 
     def cgfiles(self, path: str):
         cpu_path = f"{CG}/cpu{path[len(self.base):]}" if self.cgv == 1 else None
-        return parse_cgroup_dir(self.files, path, self.cgv or 2, self.problems, cpu_path)
+        return self.stage.cgroups.read(self.files, path, self.cgv or 2, self.problems, cpu_path)
 
 
 def _is_pause(procs, by_pid) -> bool:
@@ -133,8 +177,7 @@ def _container(x: _Ctx, uid: str, path: str, cid: str, runtime, cname, procs) ->
     assigned = x.entries.get(uid, {}).get(cname) if cname else None
     if assigned is None and cid in x.v1_by_id:
         assigned = x.v1_by_id[cid]
-    by_pid = x.by_pid
-    ctasks = tuple(sorted((t for pid in procs for t in by_pid.get(pid, ())), key=tid_of)) if by_pid and procs else ()
+    ctasks = x.stage.container_tasks(path, procs, x.tasks)
     numa = None
     if x.focus and cid.startswith(x.focus):
         mp = f"{CG}/memory{path[len(x.base):]}/memory.numa_stat" if x.cgv == 1 else f"{path}/memory.numa_stat"
@@ -142,21 +185,43 @@ def _container(x: _Ctx, uid: str, path: str, cid: str, runtime, cname, procs) ->
     return Container(cname, cid, uid, path, x.cgfiles(path), assigned, ctasks, procs, runtime, None, numa)
 
 
-def pods_stage(files: dict, tick: Frame, cgv: int | None, base: str, cg_dirs: list[str], logs, state,
-               by_pid: dict, problems: list) -> tuple[Pod, ...]:
-    x = _Ctx(files, tick.files, cgv, base, set(cg_dirs), logs, state, by_pid, problems,
-             tick.request.partition(" ")[2].strip())
-    pods: list[Pod] = []
-    seen_uids = set()
-    for uid, (pdir, leaves) in sorted(pod_dirs(cg_dirs).items()):
-        seen_uids.add(uid)
-        pods.append(_pod(x, uid, pdir, leaves))
-    for uid, ctrs in sorted(x.entries.items()):
-        if uid == "" or uid in seen_uids:
-            continue
-        ns, pname = logs.pods.get(uid, (None, None))
-        sources = tuple(n for n, m in (("pod-logs", logs.pods), ("kubelet-pods", logs.kubelet)) if uid in m)
-        pods.append(Pod(uid, ns, pname, None, None,
-                        tuple(Container(n, None, uid, None, None, cs) for n, cs in sorted(ctrs.items())),
-                        sources=(*sources, "state")))
-    return tuple(pods)
+class PodsStage:
+    """Pods of one tick: `run(...)`; what it keeps between ticks is in the CgroupReader and the task lists."""
+
+    def __init__(self) -> None:
+        self.cgroups = CgroupReader()
+        self._tasks_last: dict = {}
+        self._tasks_now: dict = {}
+
+    def run(self, files: dict, tick: Frame, cgv: int | None, base: str, pods_cg: dict, dirset: set, logs, state,
+            tasks, problems: list) -> tuple[Pod, ...]:
+        """`pods_cg`: pod_dirs() of the tick's cgroup dirs; `tasks`: (tasks by pid, their generation)."""
+        self.cgroups.next_tick()
+        self._tasks_last, self._tasks_now = self._tasks_now, {}
+        x = _Ctx(self, files, tick.files, cgv, base, dirset, logs, state, tasks, problems,
+                 tick.request.partition(" ")[2].strip())
+        pods: list[Pod] = []
+        seen_uids = set()
+        for uid, (pdir, leaves) in sorted(pods_cg.items()):
+            seen_uids.add(uid)
+            pods.append(_pod(x, uid, pdir, leaves))
+        for uid, ctrs in sorted(x.entries.items()):
+            if uid == "" or uid in seen_uids:
+                continue
+            ns, pname = logs.pods.get(uid, (None, None))
+            sources = tuple(n for n, m in (("pod-logs", logs.pods), ("kubelet-pods", logs.kubelet)) if uid in m)
+            pods.append(Pod(uid, ns, pname, None, None,
+                            tuple(Container(n, None, uid, None, None, cs) for n, cs in sorted(ctrs.items())),
+                            sources=(*sources, "state")))
+        return tuple(pods)
+
+    def container_tasks(self, path: str, procs: frozenset, tasks) -> tuple:
+        """The tasks of a container's processes, sorted by tid: kept while its procs and the tasks hold."""
+        by_pid, gen = tasks
+        ent = self._tasks_now.get(path) or self._tasks_last.get(path)
+        if ent is not None and ent[0] == gen and ent[1] == procs:
+            ctasks = ent[2]
+        else:
+            ctasks = tuple(sorted((t for pid in procs for t in by_pid.get(pid, ())), key=tid_of)) if by_pid and procs else ()
+        self._tasks_now[path] = (gen, procs, ctasks)
+        return ctasks

@@ -71,6 +71,33 @@ def _role(cpu, online, owners, reserved, isolated, shared) -> str:
     return "unassigned"
 
 
+class RolesStage:
+    """Roles change when the state file, the topology or the pods' names change, not every tick: the last
+    result is kept while those hold (and, for roles inferred from cgroups, the containers' cpusets)."""
+
+    def __init__(self) -> None:
+        self._key = None
+        self._out = None
+
+    def run(self, topo, kubelet, state, pods, state_file):
+        """-> (roles per CPU, the shared pool, where roles came from, problems)."""
+        key = (topo, kubelet, state, state_file, _owner_inputs(pods, state))
+        if self._key is None or key != self._key:
+            problems: list[Problem] = []
+            roles, shared, roles_from = roles_stage(topo, kubelet, state, pods, problems, state_file)
+            self._key, self._out = key, (roles, shared, roles_from, tuple(problems))
+        return self._out
+
+
+def _owner_inputs(pods, state) -> tuple:
+    """What the owners depend on besides the state: names (and container ids, for v1 keys); for roles
+    inferred from cgroups, the QoS, effective cpusets and resolution too."""
+    if state is not None and state.policy == "static":
+        return tuple((p.uid, p.namespace, p.name, tuple((c.id, c.name) for c in p.containers)) for p in pods)
+    return tuple((p.uid, p.namespace, p.name, p.qos, tuple(
+        (c.name, c.cgroup.cpus_effective if c.cgroup else None, c.unresolved) for c in p.containers)) for p in pods)
+
+
 def roles_stage(topo, kubelet, state, pods, problems, state_file):
     """-> (roles per CPU, the shared pool, where roles came from)."""
     online = topo.online

@@ -71,15 +71,12 @@ def _has_tasks(request: str) -> bool:
     return bool(focus.strip()) or any(c in letters for c in "tTa")
 
 
-def _merge(layers: list[Frame]):
+def _merge(parsed: list):
+    """Each layer's tasks (oldest first) -> one view: newest wins; an older allowed list and cgroup are kept."""
     tasks: dict[int, Task] = {}
     lprobs: list[Problem] = []
     sched_missing = 0
-    for fr in layers:
-        parsed = fr.cache.get("tasks")
-        if parsed is None:
-            parsed = fr.cache["tasks"] = _frame_tasks(fr)
-        ftasks, fprobs, fmissing = parsed
+    for ftasks, fprobs, fmissing in parsed:
         lprobs.extend(fprobs)
         sched_missing = max(sched_missing, fmissing)
         for tid, t in ftasks.items():
@@ -93,24 +90,33 @@ def _merge(layers: list[Frame]):
     by_pid: dict[int, list[Task]] = {}
     for t in tasks.values():
         by_pid.setdefault(t.pid, []).append(t)
-    return tasks, tuple(lprobs), sched_missing, by_pid, tuple(sorted(tasks.values(), key=tid_of))
-
-
-def tasks_stage(tick: Frame, carry: tuple[Frame, ...], problems: list):
-    """-> (tasks by pid, every task sorted by tid when an "a" layer is among them, else None)."""
-    layers = [fr for fr in (*carry, tick) if _has_tasks(fr.request)]
-    want_all = any("a" in fr.letters for fr in layers)
-    key = tuple(id(fr) for fr in layers)
-    merged = layers[-1].cache.get(("merged", key)) if layers else None
-    if not layers:
-        merged = ({}, (), 0, {}, ())
-    if merged is None:
-        merged = _merge(layers)
-        layers[-1].cache[("merged", key)] = merged  # the same layers next tick: no work
-    tasks, lprobs, sched_missing, by_pid, sorted_tasks = merged
-    problems.extend(lprobs)
+    problems = list(lprobs)
     if sched_missing:
         problems.append(Problem("/proc/<pid>/task/<tid>/sched",
                                 f"missing for {sched_missing} tasks (kernel without CONFIG_SCHED_DEBUG, before 6.15): "
                                 "migrations are counted from observed last-CPU changes instead"))
-    return by_pid, (sorted_tasks if want_all else None)
+    return by_pid, tuple(sorted(tasks.values(), key=tid_of)), tuple(problems)
+
+
+class TasksStage:
+    """Tasks of one tick, from the frames that read them (the tick and the carried ones). Each frame's
+    tasks are parsed once, and the merge is kept while the same frames are the layers."""
+
+    def __init__(self) -> None:
+        self._parsed: dict[Frame, tuple] = {}  # frame -> its tasks (frames compare by identity)
+        self._layers: tuple[Frame, ...] = ()
+        self._merged: tuple = ({}, (), ())
+        self.gen = 0  # bumped whenever the merged tasks change (containers keep their task lists till then)
+
+    def run(self, tick: Frame, carry: tuple[Frame, ...], problems: list):
+        """-> ((tasks by pid, generation), every task sorted by tid when an "a" layer is among them, else None)."""
+        layers = tuple(fr for fr in (*carry, tick) if _has_tasks(fr.request))
+        if layers != self._layers:
+            parsed = {fr: self._parsed.get(fr) or _frame_tasks(fr) for fr in layers}
+            self._parsed, self._layers = parsed, layers
+            self._merged = _merge(list(parsed.values())) if layers else ({}, (), ())
+            self.gen += 1
+        by_pid, sorted_tasks, lprobs = self._merged
+        problems.extend(lprobs)
+        want_all = any("a" in fr.letters for fr in layers)
+        return (by_pid, self.gen), (sorted_tasks if want_all else None)

@@ -179,14 +179,7 @@ def parse_cgroup_dir(files: dict, path: str, version: int, problems: list[Proble
             if len(parts) >= 2:
                 period = _first_int(parts[1])
         st = _kv(raw.get("cpu.stat"))
-        press = None
-        pr = raw.get("cpu.pressure")
-        if pr:
-            for line in pr.splitlines():
-                if line.startswith("some "):
-                    for w in line.split():
-                        if w.startswith("total="):
-                            press = _first_int(w[6:])
+        press = _pressure(raw.get("cpu.pressure"))
         eff = raw.get("cpuset.cpus.effective")
         req = raw.get("cpuset.cpus")
         mems = raw.get("cpuset.mems.effective")
@@ -222,6 +215,37 @@ def parse_cgroup_dir(files: dict, path: str, version: int, problems: list[Proble
     )
 
 
+def refresh_counters(cg: CgroupFiles, stat: str | None, pressure: str | None) -> CgroupFiles:
+    """The same cgroup with new cpu.stat / cpu.pressure texts (the files that change every tick): the
+    rest (cpusets, quota, weight) is kept as parsed. Equal to parse_cgroup_dir over the new texts when
+    the same files are present (the caller checks: `raw` keeps its order)."""
+    raw = dict(cg.raw)
+    if stat is not None:
+        raw["cpu.stat"] = stat
+    if pressure is not None:
+        raw["cpu.pressure"] = pressure
+    st = _kv(stat)
+    if cg.version == 1:
+        tt = st.get("throttled_time")
+        return cg._replace(raw=raw, nr_periods=st.get("nr_periods"), nr_throttled=st.get("nr_throttled"),
+                           throttled_usec=tt // 1000 if tt is not None else None)
+    return cg._replace(raw=raw, nr_periods=st.get("nr_periods"), nr_throttled=st.get("nr_throttled"),
+                       throttled_usec=st.get("throttled_usec"), pressure_some_total_us=_pressure(pressure))
+
+
+def _pressure(pr: str | None) -> int | None:
+    """cpu.pressure's "some" line -> its total= (µs), or None."""
+    press = None
+    if pr:
+        for line in pr.splitlines():
+            if line.startswith("some "):
+                for w in line.split():
+                    if w.startswith("total="):
+                        press = _first_int(w[6:])
+    return press
+
+
+@lru_cache(maxsize=8192)  # the same few texts tick after tick; the result is immutable
 def parse_procs(text: str | None) -> frozenset[int]:
     if not text:
         return frozenset()
