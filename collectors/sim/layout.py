@@ -56,8 +56,11 @@ def static_uid(rng: random.Random) -> str:
     return "%032x" % rng.getrandbits(128)
 
 
-def proc_cgroup(version: int, rel: str) -> str:
-    """/proc/<pid>/cgroup of a process in cgroup `rel` (the same path in every v1 hierarchy)."""
+def proc_cgroup(version: int, rel: str, ns_prefix: str = "") -> str:
+    """/proc/<pid>/cgroup of a process in cgroup `rel` (the same path in every v1 hierarchy). `ns_prefix`:
+    how a reader in a private cgroup namespace sees it (kubectl debug's container: "/../../.."), since the
+    kernel renders the path relative to the reader's namespace root (kernel/cgroup/cgroup.c proc_cgroup_show)."""
+    rel = ns_prefix + rel if ns_prefix and rel != "/" else rel
     if version == 2:
         return f"0::{rel}\n"
     return (f"12:pids:{rel}\n11:memory:{rel}\n7:cpu,cpuacct:{rel}\n5:cpuset:{rel}\n"

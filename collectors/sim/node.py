@@ -90,6 +90,7 @@ class NodeSpec:
     package_id: int | None = None  # every CPU's physical_package_id and die_id (-1 on odd platforms)
     cpuless_numa: int = 0  # extra NUMA nodes with memory and no CPUs (CXL, PMEM)
     cpuset_delegated: bool = True  # v2: cpuset in the subtree_control on the way to the pods
+    cgroupns_prefix: str = ""  # /proc/<pid>/cgroup as read from a private cgroup namespace ("/../../..")
 
     @property
     def ncpus(self) -> int:
@@ -344,7 +345,7 @@ class SimNode:
             rel = t[3] if len(t) > 3 else ("/" if kthread else f"/system.slice/{comm}.service")
             self.pid += 1
             if rel is not None:  # None: the process left before its cgroup was read
-                self.w(f"/proc/{self.pid}/cgroup", layout.proc_cgroup(s.cgroup, rel))
+                self.w(f"/proc/{self.pid}/cgroup", layout.proc_cgroup(s.cgroup, rel, s.cgroupns_prefix))
             self.tasks.append([self.pid, self.pid, comm, [cpu], 0.5, None, 0, 0, cpu, kthread])
 
     def _names(self, p: PodSpec, c: CtrSpec) -> None:
@@ -388,7 +389,7 @@ class SimNode:
                 self.waits[self.pid] = runq_wait
         self.w(f"{d}/cgroup.procs", "".join(f"{x}\n" for x in pids))
         for pid in pids:
-            self.w(f"/proc/{pid}/cgroup", layout.proc_cgroup(self.spec.cgroup, rel))
+            self.w(f"/proc/{pid}/cgroup", layout.proc_cgroup(self.spec.cgroup, rel, self.spec.cgroupns_prefix))
 
     def _cg(self, d: str, p: PodSpec, c: CtrSpec | None, eff: set[int]) -> None:
         s = self.spec

@@ -87,6 +87,14 @@ class ContainerScreen(DrillScreen):
             t.append(f"mems {format_cpuset(cg.mems_effective) if cg.mems_effective is not None else '-'}   ")
             quota = f"{cg.quota_us / cg.period_us:.2f} CPUs" if cg.quota_us and cg.period_us else "none (max)"
             t.append(f"CFS quota {quota}   nr_throttled {cg.nr_throttled if cg.nr_throttled is not None else '-'}")
+        if c.memory_numa:  # memory.numa_stat, read for the container in focus only
+            unit = c.memory_numa["unit"]
+            per = "   ".join(f"N{n} " + (f"{(v['anon'] + v['file']) / 2**20:.1f} MiB" if unit == "bytes"
+                                        else f"{v['anon'] + v['file']} pages")
+                             for n, v in c.memory_numa["nodes"].items())
+            t.append(f"\nmemory per NUMA node (anon+file): {per}")
+        if c.unresolved:
+            t.append(f"\nunresolved: {c.unresolved}", style="dim")
         cr = v.crates.get((p.uid, c.id))
         if cr:
             thr = "-" if cr.throttled_per_s is None else f"{cr.throttled_per_s:.1f}/s"

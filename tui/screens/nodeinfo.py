@@ -32,6 +32,7 @@ class NodeInfoScreen(DrillScreen):
                 ("topologyManagerScope", k.topology_manager_scope, "topology_manager_scope"),
                 ("memoryManagerPolicy", k.memory_manager_policy, "memory_manager_policy"),
                 ("cgroupDriver", k.cgroup_driver or "-", "cgroup_driver"),
+                ("cgroupRoot", k.cgroup_root or "/ (none)", "cgroup_root"),
                 ("kubeReserved", dict(k.kube_reserved) or "-", "kube_reserved"),
                 ("systemReserved", dict(k.system_reserved) or "-", "system_reserved")]
         for name, val, field in rows:
