@@ -40,7 +40,21 @@ def snap_with(path_dir: str, root: str) -> dict:
             try:
                 await col.tick("gcTai")
                 r = await col.tick("g")  # a second, interactive request: no pipe buffering stalls it
-                return to_json(r.snapshot)
+                o = to_json(r.snapshot)
+                # the jitter counters' deeper requests: every pod task's schedstat ("w"), the container in
+                # focus (its tasks with schedstat), the CPU in focus (schedstat only for its tasks)
+                col.focus = next(c.id for _, c in r.snapshot.containers() if c.assigned and c.tasks)
+                f = (await col.tick("g")).snapshot
+                col.focus, col.focus_cpu = None, 1
+                c = (await col.tick("g")).snapshot
+                col.focus_cpu = None
+                w = (await col.tick("gtw")).snapshot
+                o["jitter"] = {
+                    "w": sorted(t.tid for _, x in w.containers() for t in x.tasks if t.runq is not None),
+                    "focus": sorted(t.tid for _, x in f.containers() for t in x.tasks if t.runq is not None),
+                    "cpu": sorted((t.tid, t.last_cpu) for t in c.all_tasks if t.runq is not None),
+                    "softirqs": sorted(f.noise.softirqs), "ipis": sorted(c.noise.ipis)}
+                return o
             finally:
                 await col.close()
         return asyncio.run(asyncio.wait_for(go(), 30))
@@ -55,3 +69,7 @@ def test_same_snapshot_under_dash_busybox_and_bash(tmp_path):
     assert got["dash"] == got["busybox"] == got["bash"]
     assert len(got["busybox"]["cpus"]) == 48 and got["busybox"]["errors"] == []
     assert any(c["role"] == "exclusive" for c in got["busybox"]["cpus"])
+    j = got["busybox"]["jitter"]
+    assert j["w"] and j["focus"] and set(j["focus"]) < set(j["w"])
+    assert j["cpu"] and {cpu for _, cpu in j["cpu"]} == {1}
+    assert "NET_RX" in j["softirqs"] and j["ipis"] == ["LOC", "RES"]
