@@ -22,11 +22,12 @@ import re
 # Unicode categories Cc (controls), Cf (format), Zl, Zp; the Cf list is Unicode 15's, checked against
 # unicodedata by tests/collectors/test_text.py
 _RANGES = (
-    "\x00-\x1f\x7f-\x9f\\\\\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+    "\x00-\x1f\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
     "\u2028-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f"
     "\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001\U000e0020-\U000e007f"
 )
-_BAD = re.compile(f"[{_RANGES}]")
+CONTROL = re.compile(f"[{_RANGES}]")  # what a terminal must never receive from a node
+_BAD = re.compile(f"[{_RANGES}\\\\]")  # and the backslash, escaped so that every escape reads one way
 _C = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f", "\r": "\\r", "\\": "\\\\"}
 
 
@@ -63,5 +64,5 @@ def display_lines(lines) -> str:
 
 
 def has_control(s: str) -> bool:
-    """Would `display` change this text? (for tests and for callers that must refuse, not escape)"""
-    return _BAD.search(s) is not None
+    """Does this text hold a control character (what `display` escapes, the backslash aside)?"""
+    return CONTROL.search(s) is not None

@@ -58,6 +58,17 @@ def broken() -> NodeSpec:
                     pods=[PodSpec("lost", "default", logs=False, containers=[CtrSpec("x", cpus="2")])])
 
 
+def hostile() -> NodeSpec:
+    """Names holding escape sequences, newlines, backslashes, C1 and bidi controls (issue 15), and an
+    intruder whose comm is one (any unprivileged user can set 15 bytes with prctl(PR_SET_NAME))."""
+    return NodeSpec(hostname="h\x1b[2Jost", sockets=1, cores=4, threads=1, cgroup=2, driver="systemd", reserved="0",
+                    pods=[PodSpec(HOSTILE["pod"], HOSTILE["ns"], containers=[CtrSpec(HOSTILE["ctr"], cpus="2-3")])],
+                    other_tasks=[(HOSTILE["comm"], 2, False)], irqs={"40": "2"})
+
+
+HOSTILE = {"ns": "ns\x1b[2J\x1b[31m", "pod": "pod\nname\\x\x1b]0;pwned\x07", "ctr": "c\u202eevil\x85\x7f",
+           "comm": "\x1b[31mev\nil\x07"}
+
 SHAPES = {"dual_socket_intel": dual_socket_intel, "amd_multi_numa_v1": amd_multi_numa_v1,
           "policy_none": policy_none, "offline_isolated": offline_isolated, "broken": broken}
 

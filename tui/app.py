@@ -21,13 +21,17 @@ from collectors.collect import NodeCollector, Options, live, live_depth, overvie
 from collectors.pacing import ConnectGate
 from themes import TCSS
 from themes.themes import ORDER, THEMES, theme_name
+from collectors.text import display
 from tui.screens.container import ContainerScreen
 from tui.screens.cpu import CpuScreen
 from tui.screens.fleet import FleetScreen
 from tui.screens.help import HelpScreen
 from tui.screens.node import NodeScreen
 from tui.screens.nodeinfo import NodeInfoScreen
+from tui.controlfilter import DropControlCharacters
 from tui.state import NodeView
+
+_DROP_CONTROL = DropControlCharacters()
 
 KEYMAP = Path(os.environ.get("XDG_CONFIG_HOME", Path.home() / ".config")) / "pinscope" / "keymap.toml"
 
@@ -103,6 +107,10 @@ class PinscopeApp(App):
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(THEMES["dark"].variables)
 
+    def get_line_filters(self):
+        """Textual's filters, then the net for node bytes (tui/controlfilter.py)."""
+        return [*super().get_line_filters(), _DROP_CONTROL]
+
     def on_mount(self) -> None:
         for t in THEMES.values():
             self.register_theme(t)
@@ -133,7 +141,7 @@ class PinscopeApp(App):
         try:
             data = tomllib.loads(KEYMAP.read_text()) if KEYMAP.exists() else {}
         except (OSError, tomllib.TOMLDecodeError) as err:
-            self.notify(f"keymap {KEYMAP} ignored: {err}", severity="warning")
+            self.notify(display(f"keymap {KEYMAP} ignored: {err}"), severity="warning", markup=False)
             return
         keymap = {str(k): str(v) for k, v in data.items() if isinstance(v, str)}
         if keymap:
@@ -175,7 +183,7 @@ class PinscopeApp(App):
                 for v in self.views.values():
                     v.api_error = str(err)
                 if not failing:
-                    self.notify(f"{err} — showing node-local names", severity="warning", timeout=8)
+                    self.notify(display(f"{err} — showing node-local names"), severity="warning", timeout=8, markup=False)
                 failing = True
             try:
                 await asyncio.wait_for(self.stop.wait(), self.kube_period)

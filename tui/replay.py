@@ -12,6 +12,7 @@ from textual.binding import Binding
 
 from collectors.pipeline import Pipeline
 from collectors.record import Recording, restore
+from collectors.text import display
 from tui.app import NodeUpdate, PinscopeApp
 
 
@@ -47,7 +48,7 @@ class ReplayApp(PinscopeApp):
     def on_mount(self) -> None:
         super().on_mount()
         if self.rec.problem:
-            self.notify(self.rec.problem, severity="warning", timeout=8)
+            self.notify(display(self.rec.problem), severity="warning", timeout=8, markup=False)
         self.run_worker(self._play(), name="replay", exit_on_error=False)
 
     def _check_stale(self) -> None:

@@ -11,6 +11,8 @@ import pytest
 from collectors.collect import NodeCollector, Options, snapshot
 from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
 from collectors.transport.local import LocalTransport
+from collectors.text import CONTROL, display
+from nodes import HOSTILE, hostile
 from test_probe_shells import toolbox
 
 SHELLS = ("dash", "busybox", "bash")
@@ -140,12 +142,7 @@ def test_a_cgroup_file_over_64kib_is_cut_and_said(tmp_path):
 
 
 def hostile_node() -> tuple[NodeSpec, dict]:
-    names = {"ns": "ns\x1b[2J\x1b[31m", "pod": "pod\nname\\x\x1b]0;pwned\x07", "ctr": "c\u202eevil\x85\x7f",
-             "comm": "\x1b[31mev\nil\x07"}
-    spec = NodeSpec(hostname="h\x1b[2Jost", sockets=1, cores=4, threads=1, cgroup=2, driver="systemd", reserved="0",
-                    pods=[PodSpec(names["pod"], names["ns"], containers=[CtrSpec(names["ctr"], cpus="2-3")])],
-                    other_tasks=[(names["comm"], 2, False)], irqs={"40": "2"})
-    return spec, names
+    return hostile(), HOSTILE
 
 
 @pytest.mark.parametrize("shell", SHELLS)
@@ -188,3 +185,20 @@ def test_a_cgroup_leaf_with_a_newline_and_backslash_reaches_the_client(tmp_path)
     leaf = sim.cg_dir(p, None) + "/x\ny\\n.scope"
     assert fr.files[leaf + "/cpuset.cpus.effective"] == "1\n"
     assert fr.garbage_lines == 0
+
+
+def test_check_and_snapshot_text_show_names_escaped(tmp_path):
+    from helpers import run_cli
+
+    root = tmp_path / "node"
+    SimNode(hostile(), root).write()
+    for cmd in ("check", "snapshot"):
+        r = run_cli(cmd, "--root", str(root), "local")
+        assert r.returncode in (0, 1, 2), r.stderr
+        assert not CONTROL.search(r.stdout.replace("\n", "")) and not CONTROL.search(r.stderr.replace("\n", ""))
+        assert display(HOSTILE["pod"]) in r.stdout and display(HOSTILE["ns"]) in r.stdout
+        if cmd == "check":
+            assert r.returncode == 2
+            assert "critical INTRUDER_TASK" in r.stdout and display(HOSTILE["comm"]) + " (pid" in r.stdout
+    j = json.loads(run_cli("check", "--json", "--root", str(root), "local").stdout)
+    assert j["pods"][0]["name"] == HOSTILE["pod"]  # JSON keeps the exact name

@@ -7,6 +7,8 @@ from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
 from collectors.parse.cpuset import format_cpuset
+from collectors.text import display
+from tui.cells import cells
 from tui.elide import elide_path
 from tui.screens.drill import DrillScreen
 from tui.widgets.sparkbar import sparkbar
@@ -18,7 +20,7 @@ class ContainerScreen(DrillScreen):
         self.pod_uid, self.cid, self.cname = pod_uid, container_id, name
 
     def title_text(self) -> str:
-        return f"container {self.cname or self.cid}"
+        return display(f"container {self.cname or self.cid}")
 
     def body(self) -> ComposeResult:
         yield Static("", id="ctr-info")
@@ -63,15 +65,15 @@ class ContainerScreen(DrillScreen):
             return
         cg = c.cgroup
         t = Text()
-        t.append(f"{p.namespace or '?'}/{p.name or '?'}  container {c.name or '?'}\n", style="bold")
-        t.append(f"pod uid {p.uid}   QoS {p.qos or '?'}   runtime {c.runtime or '?'}   id {c.id or '-'}\n")
+        t.append(display(f"{p.namespace or '?'}/{p.name or '?'}  container {c.name or '?'}") + "\n", style="bold")
+        t.append(display(f"pod uid {p.uid}   QoS {p.qos or '?'}   runtime {c.runtime or '?'}   id {c.id or '-'}") + "\n")
         ap = v.api_pods.get(p.uid)
         if ap is not None:
             ac = next((x for x in ap.containers if x.name == c.name), None)
-            t.append(f"API: owner {ap.owner or '-'}   QoS {ap.qos or '?'}"
-                     + (f"   requests {ac.requests or '-'}   limits {ac.limits or '-'}" if ac else "") + "\n")
+            t.append(display(f"API: owner {ap.owner or '-'}   QoS {ap.qos or '?'}"
+                             + (f"   requests {ac.requests or '-'}   limits {ac.limits or '-'}" if ac else "")) + "\n")
         elif v.api_error:
-            t.append(f"API: {v.api_error}\n", style="dim")
+            t.append(display(f"API: {v.api_error}") + "\n", style="dim")
         eff = cg.cpus_effective if cg else None
         asg = c.assigned
         t.append("kubelet assignment: ")
@@ -105,7 +107,7 @@ class ContainerScreen(DrillScreen):
             t.append(f"\nrun-queue wait {wait}")
             if cr.runq_worst:
                 tid, comm, ms, cpu = cr.runq_worst
-                t.append(f" (most: {comm} tid {tid}, {ms:.0f} ms/s on CPU {cpu})")
+                t.append(f" (most: {display(comm)} tid {tid}, {ms:.0f} ms/s on CPU {cpu})")
             if cr.pressure_some_ms_per_s is not None:
                 t.append(f"   cpu.pressure some {cr.pressure_some_ms_per_s:.0f} ms/s")
         info.update(t)
@@ -119,10 +121,10 @@ class ContainerScreen(DrillScreen):
         for tk in c.tasks:
             r = tr.get(tk.tid)
             f = lambda x: "-" if x is None else f"{x:.1f}"  # noqa: E731
-            tasks.add_row(str(tk.tid), tk.comm, str(tk.last_cpu), format_cpuset(tk.allowed) if tk.allowed is not None else "-",
-                          f(r.wait_ms_per_s if r else None), f(r.run_ms_per_s if r else None),
-                          f(r.migrations_per_s if r else None), f(r.voluntary_per_s if r else None),
-                          f(r.involuntary_per_s if r else None), sparkbar(v.mig_hist.get(tk.tid, ()), 30))
+            tasks.add_row(*cells((str(tk.tid), tk.comm, str(tk.last_cpu), format_cpuset(tk.allowed) if tk.allowed is not None else "-",
+                                  f(r.wait_ms_per_s if r else None), f(r.run_ms_per_s if r else None),
+                                  f(r.migrations_per_s if r else None), f(r.voluntary_per_s if r else None),
+                                  f(r.involuntary_per_s if r else None), sparkbar(v.mig_hist.get(tk.tid, ()), 30))))
         files = Text()
         width = max(20, self.size.width - 4)  # the pane's padding and scrollbar
         if cg is None:
@@ -131,6 +133,7 @@ class ContainerScreen(DrillScreen):
             for name, text in cg.raw.items():
                 d = cg.cpu_path if (cg.version == 1 and name.startswith("cpu.")) else cg.path
                 # long cgroup paths lose their middle, never the file name (cpuset.cpus, cpu.max...)
-                files.append(elide_path(f"{d}/{name}", width) + "\n", style="bold")
-                files.append("".join(f"    {line}\n" for line in text.splitlines()) or "    (empty)\n")
+                files.append(elide_path(display(f"{d}/{name}"), width) + "\n", style="bold")
+                files.append("".join(f"    {display(line)}\n" for line in text.split("\n")[:-1] or text.split("\n"))
+                             if text else "    (empty)\n")
         self.query_one("#ctr-files", Static).update(files)

@@ -10,6 +10,8 @@ from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
 from collectors.parse.cpuset import format_cpuset
+from collectors.text import display
+from tui.cells import cells
 from tui.screens.drill import DrillScreen
 from tui.widgets.sparkbar import sparkbar
 
@@ -65,7 +67,7 @@ class CpuScreen(DrillScreen):
         if r and r.owners:
             t.append("owners (kubelet's cpu_manager_state):\n")
             for o in r.owners:
-                t.append(f"  {o.namespace or '?'}/{o.pod or o.pod_uid}  container {o.container or '?'}  (uid {o.pod_uid})\n")
+                t.append(display(f"  {o.namespace or '?'}/{o.pod or o.pod_uid}  container {o.container or '?'}  (uid {o.pod_uid})") + "\n")
         u = v.rates.util.get(self.cpu) if v.rates else None
         t.append(f"load now: {'-' if u is None else f'{u * 100:.1f}%'}")
         nz = v.rates.noise.get(self.cpu) if v.rates else None
@@ -77,7 +79,7 @@ class CpuScreen(DrillScreen):
                  + "   rescheduling IPIs (RES) " + (f"{ipi.get('RES', 0):.0f}/s" if ipi else "-") + "\n")
         for f in v.findings:
             if self.cpu in f.cpus:
-                t.append(f"{f.severity}: {f.code}: {f.message}\n", style="bold")
+                t.append(display(f"{f.severity}: {f.code}: {f.message}") + "\n", style="bold")
         self.query_one("#cpu-info", Static).update(t)
         hist = list(v.util_hist.get(self.cpu, ()))
         self.query_one("#cpu-load", Static).update(
@@ -96,7 +98,7 @@ class CpuScreen(DrillScreen):
         since = snap.noise.softirqs if snap.noise else {}
         for kind, cpus in since.items():
             r = per_s.get(kind)
-            soft.add_row(kind, "-" if r is None else f"{r:.0f}", str(cpus.get(self.cpu, 0)))
+            soft.add_row(*cells((kind, "-" if r is None else f"{r:.0f}", str(cpus.get(self.cpu, 0)))))
         irqs = self.query_one("#cpu-irqs", DataTable)
         irqs.clear()
         if snap.irqs is None:
@@ -104,7 +106,7 @@ class CpuScreen(DrillScreen):
         else:
             for q in snap.irqs:
                 if self.cpu in q.cpus:
-                    irqs.add_row(q.irq, q.name, format_cpuset(q.cpus), str(q.per_cpu.get(self.cpu, 0)))
+                    irqs.add_row(*cells((q.irq, q.name, format_cpuset(q.cpus), str(q.per_cpu.get(self.cpu, 0)))))
         tasks = self.query_one("#cpu-tasks", DataTable)
         tasks.clear()
         owner = {}
@@ -127,4 +129,4 @@ class CpuScreen(DrillScreen):
                              "-" if w is None else f"{w:.0f}",
                              "-" if r is None or r.run_ms_per_s is None else f"{r.run_ms_per_s:.0f}")))
         for *_, row in sorted(rows):  # the threads that waited most first
-            tasks.add_row(*row)
+            tasks.add_row(*cells(row))

@@ -1,12 +1,14 @@
 """The base of every drill-down pane: Esc goes back; it re-renders on each update of its node."""
 from __future__ import annotations
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
+from collectors.text import display
 from tui.widgets.sparkbar import sparkbar  # noqa: F401  (re-exported for the panes)
 
 
@@ -39,7 +41,8 @@ class DrillScreen(Screen):
         st.set_class(v.state == "stale", "stale")
         st.set_class(v.state == "down", "down")
         state = getattr(self.app, "replay_status", None) if v.state == "up" else None
-        st.update(f" {v.name}  {state or v.state}{': ' + v.message if v.message else ''}  —  {self.title_text()}")
+        st.update(Text(display(f" {v.name}  {state or v.state}{': ' + v.message if v.message else ''}")
+                       + f"  —  {self.title_text()}"))
         self.render_body()
 
     def title_text(self) -> str:

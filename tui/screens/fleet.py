@@ -13,6 +13,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
+from collectors.text import display
 from tui.widgets.fleetmap import FleetMap
 
 
@@ -67,7 +68,7 @@ class FleetScreen(Screen):
         t.append(f"● {n['up']} up  ◐ {n['stale']} stale  ○ {n['down']} down  … {n['connecting']}")
         t.append(f"   pinscope: {cpu:.0f} % CPU, {rss / 2**20:.0f} MiB")
         if self.filter_text:
-            t.append(f"   filter {self.filter_text!r}: {len(views)} shown")
+            t.append(display(f"   filter {self.filter_text!r}: {len(views)} shown"))
         rs = getattr(self.app, "replay_status", None)
         if rs:
             t.append("   " + rs, style="bold")

@@ -11,6 +11,8 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from collectors.parse.cpuset import format_cpuset
+from collectors.text import display
+from tui.cells import cells
 from tui.widgets.coregrid import NOISE_FULL, CoreGrid
 
 SEV_MARK = {"critical": "✖ critical", "warning": "▲ warning", "info": "· info"}
@@ -155,7 +157,7 @@ class NodeScreen(Screen):
         st.set_class(v.state == "down", "down")
         grid = self.query_one(CoreGrid)
         if v.snap is None:
-            st.update(Text(f" {v.target}  {v.state}{': ' + v.message if v.message else ''}"))
+            st.update(Text(display(f" {v.target}  {v.state}{': ' + v.message if v.message else ''}")))
             return
         s, k = v.snap, v.snap.kubelet
         n = {sev: sum(1 for f in v.findings if f.severity == sev) for sev in ("critical", "warning", "info")}
@@ -165,18 +167,18 @@ class NodeScreen(Screen):
                  "connecting": "connecting"}.get(v.state, v.state)
         idx = self.app.targets.index(self.target) + 1
         t = Text()
-        t.append(f" {s.node} ", style="bold")
+        t.append(f" {display(s.node)} ", style="bold")
         if len(self.app.targets) > 1:
             t.append(f"[{idx}/{len(self.app.targets)}] ")
-        t.append(f" {state}  policy {k.cpu_manager_policy or 'unknown'}  topology {k.topology_manager_policy}  "
-                 f"cgroup v{s.cgroup_version} {s.cgroup_driver or ''}  {len(s.topology.online)}/{len(s.topology.cpus)} CPUs  ")
+        t.append(display(f" {state}  policy {k.cpu_manager_policy or 'unknown'}  topology {k.topology_manager_policy}  "
+                         f"cgroup v{s.cgroup_version} {s.cgroup_driver or ''}  {len(s.topology.online)}/{len(s.topology.cpus)} CPUs  "))
         t.append(f"✖{n['critical']} ", style="bold red" if n["critical"] else "")
         t.append(f"▲{n['warning']} ", style="bold yellow" if n["warning"] else "")
         t.append(f" density: {grid.density}")
         if grid.shade_mode == "noise":
             t.append("  shade: kernel noise", style="bold")
         if self.filter_text:
-            t.append(f"  filter: {self.filter_text!r}")
+            t.append(f"  filter: {display(repr(self.filter_text))}")
         st.update(t)
 
     def _legend(self) -> None:
@@ -207,7 +209,7 @@ class NodeScreen(Screen):
                     t.append(f"\n  noise {nz.total * 100:.1f}% (irq {nz.irq * 100:.1f}  softirq {nz.softirq * 100:.1f}"
                              f"  steal {nz.steal * 100:.1f})")
                 if who:
-                    t.append(f"\n  {who}")
+                    t.append(f"\n  {display(who)}")
         self.query_one("#legend", Static).update(t)
 
     def _pods(self) -> None:
@@ -235,7 +237,7 @@ class NodeScreen(Screen):
         row = table.cursor_row
         table.clear()
         for r in rows:
-            table.add_row(*r)
+            table.add_row(*cells(r))
         if rows:
             table.move_cursor(row=min(row, len(rows) - 1))
 
@@ -248,7 +250,7 @@ class NodeScreen(Screen):
         row = table.cursor_row
         table.clear()
         for r in rows:
-            table.add_row(*r)
+            table.add_row(*cells(r))
         if self.view.findings:
             table.move_cursor(row=min(row, len(self.view.findings) - 1))
 
@@ -274,7 +276,10 @@ class NodeScreen(Screen):
         if event.data_table.id == "findings" and v.findings and event.cursor_row < len(v.findings):
             self.app.open_finding(self.target, v.findings[event.cursor_row])
         elif event.data_table.id == "pods":
-            label = event.data_table.get_row_at(event.cursor_row)
+            rows = getattr(self, "_pod_rows", None) or []
+            if event.cursor_row >= len(rows):
+                return
+            label = rows[event.cursor_row]  # the raw names (the cells show them escaped)
             for p in v.snap.pods:
                 for c in p.containers:
                     if c.assigned and f"{p.namespace or '?'}/{p.name or p.uid[:8]}" == label[1] and (c.name or "?") == label[2]:
@@ -299,7 +304,8 @@ class NodeScreen(Screen):
         if cpus:
             grid.cursor = min(cpus)
         else:
-            self.app.notify(f"no pod, namespace or container matches {self.filter_text!r}", severity="warning")
+            self.app.notify(display(f"no pod, namespace or container matches {self.filter_text!r}"), severity="warning",
+                            markup=False)
 
     # ------------------------------------------------------------------ actions
     def action_filter(self) -> None:

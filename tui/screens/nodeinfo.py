@@ -6,6 +6,7 @@ from textual.app import ComposeResult
 from textual.widgets import Static
 
 from collectors.parse.cpuset import format_cpuset
+from collectors.text import display
 from tui.screens.drill import DrillScreen
 
 
@@ -24,7 +25,7 @@ class NodeInfoScreen(DrillScreen):
         k = s.kubelet
         t = Text()
         t.append("kubelet\n", style="bold")
-        t.append(f"  process {'pid ' + str(k.pid) if k.pid else 'not found'}   config {k.config_path or '-'}   root-dir {k.root_dir}\n")
+        t.append(_d(f"  process {'pid ' + str(k.pid) if k.pid else 'not found'}   config {k.config_path or '-'}   root-dir {k.root_dir}\n"))
         rows = [("cpuManagerPolicy", k.cpu_manager_policy or "unknown", "cpu_manager_policy"),
                 ("cpuManagerPolicyOptions", dict(k.cpu_manager_policy_options) or "{}", "cpu_manager_policy_options"),
                 ("reservedSystemCPUs", format_cpuset(k.reserved_cpus) if k.reserved_cpus else "-", "reserved_cpus"),
@@ -36,23 +37,30 @@ class NodeInfoScreen(DrillScreen):
                 ("kubeReserved", dict(k.kube_reserved) or "-", "kube_reserved"),
                 ("systemReserved", dict(k.system_reserved) or "-", "system_reserved")]
         for name, val, field in rows:
-            t.append(f"  {name:<26} {str(val):<28} ")
-            t.append(f"from {k.sources.get(field, 'default')}\n", style="dim")
+            t.append(_d(f"  {name:<26} {str(val):<28} "))
+            t.append(_d(f"from {k.sources.get(field, 'default')}\n"), style="dim")
         st = s.state
-        t.append(f"\ncpu_manager_state  {s.state_file or '-'}  ({s.state_status})\n", style="bold")
+        t.append(_d(f"\ncpu_manager_state  {s.state_file or '-'}  ({s.state_status})\n"), style="bold")
         if st:
             ok = {True: "ok", False: "MISMATCH", None: "not checked"}[st.checksum_ok]
-            t.append(f"  version {st.version}   policy {st.policy}   defaultCpuSet {format_cpuset(st.default_cpuset) or '-'}   checksum {ok}\n")
-        t.append(f"  roles from: {s.roles_from}   shared pool {format_cpuset(s.shared_pool) if s.shared_pool is not None else '-'}\n")
-        t.append(f"\ncgroup v{s.cgroup_version}  driver {s.cgroup_driver or 'unknown'}\n", style="bold")
-        t.append(f"isolated {format_cpuset(s.topology.isolated) or '-'}   nohz_full {format_cpuset(s.topology.nohz_full) or '-'}\n")
+            t.append(_d(f"  version {st.version}   policy {st.policy}   defaultCpuSet {format_cpuset(st.default_cpuset) or '-'}   checksum {ok}\n"))
+        t.append(_d(f"  roles from: {s.roles_from}   shared pool {format_cpuset(s.shared_pool) if s.shared_pool is not None else '-'}\n"))
+        t.append(_d(f"\ncgroup v{s.cgroup_version}  driver {s.cgroup_driver or 'unknown'}\n"), style="bold")
+        t.append(_d(f"isolated {format_cpuset(s.topology.isolated) or '-'}   nohz_full {format_cpuset(s.topology.nohz_full) or '-'}\n"))
         t.append("\nNUMA nodes\n", style="bold")
         for n in s.topology.numa_nodes:
             r = v.rates.numa.get(n.id) if v.rates else None
             rate = f"hit {r['numa_hit_per_s']:.0f}/s  miss {r['numa_miss_per_s']:.0f}/s ({r['miss_ratio'] * 100:.1f} %)" if r else "rates need two samples"
-            t.append(f"  node {n.id}: cpus {format_cpuset(n.cpus) or '(none: memory only)'}   distances {' '.join(map(str, n.distances))}   {rate}\n")
+            t.append(_d(f"  node {n.id}: cpus {format_cpuset(n.cpus) or '(none: memory only)'}   distances {' '.join(map(str, n.distances))}   {rate}\n"))
         if s.problems:
             t.append("\nwhat could not be read\n", style="bold")
             for p in s.problems:
-                t.append(f"  {p.source}: {p.message}\n")
+                t.append(_d(f"  {p.source}: {p.message}\n"))
         self.query_one("#node-info", Static).update(t)
+
+
+def _d(s: str) -> str:
+    """A line of this pane (node data inside) escaped; the pane's own leading and trailing newlines kept."""
+    core = s.strip("\n")
+    i = s.index(core) if core else len(s)
+    return s[:i] + display(core) + s[i + len(core):]

@@ -18,6 +18,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 
+from collectors.text import display
 from tui.widgets.fleetmap import FleetMap
 from tui.widgets.promfleetmap import PromFleetMap, PromRow
 
@@ -142,9 +143,9 @@ class PromFleetScreen(Screen):
         if self.state == "ok":
             t.append(f" Prometheus ok ({self.query_s:.1f} s)", style="bold")
         elif self.state == "connecting":
-            t.append(f" asking {self.url} …", style="bold")
+            t.append(display(f" asking {self.url} …"), style="bold")
         else:
-            t.append(f" Prometheus {self.state.upper()}: {self.message}", style="bold")
+            t.append(display(f" Prometheus {self.state.upper()}: {self.message}"), style="bold")
             t.append(f" — data from {age:.0f} s ago" if age is not None else " — no data yet")
         t.append(f" · {n:,} nodes · ✖ {crit:,} critical ▲ {warn:,} warning ○ {down:,} unreadable")
         if self.filter_text:

@@ -15,6 +15,7 @@ from textual.strip import Strip
 # every segment carries a Style: Textual's monochrome filter (NO_COLOR) fails on a None style
 _PLAIN = Style()
 
+from collectors.text import display
 from tui.widgets.coregrid import GLYPHS
 
 RANK = {"critical": 0, "warning": 1, "down": 2, "stale": 3, "connecting": 4, None: 5, "info": 5}
@@ -122,7 +123,7 @@ class FleetMap(ScrollView, can_focus=True):
         if k == 0:
             crit = sum(1 for f in v.findings if f.severity == "critical")
             warn = sum(1 for f in v.findings if f.severity == "warning")
-            head = f"{STATE.get(v.state, '?')} {v.title[:self.NAME_W - 3]:<{self.NAME_W - 2}}"
+            head = f"{STATE.get(v.state, '?')} {display(v.title)[:self.NAME_W - 3]:<{self.NAME_W - 2}}"
             st = self._st("stale") if stale else self._st("name")
             if focused:
                 st = st + self._st("cursor")
@@ -148,7 +149,7 @@ class FleetMap(ScrollView, can_focus=True):
                 else:
                     segs.append(Segment(GLYPHS[role], self._st(role)))
         elif k == 0:
-            segs.append(Segment(v.message or "waiting for the first frame", self._st("stale")))
+            segs.append(Segment(display(v.message) or "waiting for the first frame", self._st("stale")))
         # runs of one role are one segment: fewer segments for the compositor to style and cut
         strip = Strip(Segment.simplify(segs))
         return strip.extend_cell_length(width, _PLAIN).crop(0, width)

@@ -14,6 +14,7 @@ from textual.geometry import Size
 from textual.strip import Strip
 
 from collectors.promql import PromNode
+from collectors.text import display
 from tui.widgets.coregrid import GLYPHS
 from tui.widgets.fleetmap import _PLAIN, FleetMap
 
@@ -97,7 +98,7 @@ class PromFleetMap(FleetMap):
             st = self._st("stale") if down else self._st("name")
             if focused:
                 st = st + self._st("cursor")
-            segs.append(Segment(f"{glyph} {n.name[:self.NAME_W - 3]:<{self.NAME_W - 2}}", st))
+            segs.append(Segment(f"{glyph} {display(n.name)[:self.NAME_W - 3]:<{self.NAME_W - 2}}", st))
             segs.append(Segment(f"✖{crit:<3}", self._st("critical") if crit else self._st("stale")))
             segs.append(Segment(f"▲{warn:<4}", self._st("warning") if warn else self._st("stale")))
             util = f"{n.util * 100:4.0f}% " if n.util is not None else "   - "
