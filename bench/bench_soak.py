@@ -129,7 +129,6 @@ async def soak(servers, sims, roots) -> dict:
         start = time.monotonic()
         end = start + MINUTES * 60
         next_event = start
-        next_tick = start
         next_sample = start + 30
 
         async def restore(i: int) -> None:
@@ -142,13 +141,33 @@ async def soak(servers, sims, roots) -> dict:
             pending.append((i, how, time.monotonic() - since, time.monotonic(), views[i].ticks))
 
         restore_at: dict[int, float] = {}
+
+        async def ticker() -> None:  # the nodes' counters move, every node every 2 s, off the loop
+            while True:
+                await asyncio.to_thread(lambda: [s.tick(2.0) for s in sims])
+                await asyncio.sleep(2.0)
+
+        async def watcher() -> None:  # the first fresh frame after each restore, to 50 ms
+            while True:
+                for p in list(pending):
+                    i, how, down_for, since, ticks = p
+                    v = views[i]
+                    if v.state == "up" and v.ticks > ticks:
+                        recoveries.append((v.target, how, down_for, time.monotonic() - since))
+                        pending.remove(p)
+                    elif time.monotonic() - since > 60:
+                        never.append(f"{v.target} ({how}, {v.state}: {v.message})")
+                        pending.remove(p)
+                await asyncio.sleep(0.05)
+
+        helpers = [asyncio.create_task(ticker()), asyncio.create_task(watcher())]
         while time.monotonic() < end or disturbed or pending:
             now = time.monotonic()
             if now >= next_event and now < end:
                 next_event = now + rng.uniform(0.5, 2.0)
                 r = rng.random()
                 free = [i for i in range(len(servers)) if i not in disturbed and all(p[0] != i for p in pending)]
-                if r < 0.5 and free and len(disturbed) < len(servers) // 4:
+                if r < 0.6 and free and len(disturbed) < len(servers) // 4:
                     i = rng.choice(free)
                     how = "kill" if rng.random() < 0.5 else "stop"
                     events[how] += 1
@@ -165,22 +184,12 @@ async def soak(servers, sims, roots) -> dict:
                 if now >= at or now >= end:
                     del restore_at[i]
                     await restore(i)
-            for p in list(pending):
-                i, how, down_for, since, ticks = p
-                v = views[i]
-                if v.state == "up" and v.ticks > ticks:
-                    recoveries.append((v.target, how, down_for, time.monotonic() - since))
-                    pending.remove(p)
-                elif time.monotonic() - since > 60:
-                    never.append(f"{v.target} ({how}, {v.state}: {v.message})")
-                    pending.remove(p)
-            if now >= next_tick:  # the nodes' counters move (every node every 2 s)
-                next_tick = now + 2.0
-                await asyncio.to_thread(lambda: [s.tick(2.0) for s in sims])
             if now >= next_sample:
                 next_sample = now + 30
                 series.append((now - start, usage(me)))
             await asyncio.sleep(0.05)
+        for h in helpers:
+            h.cancel()
         await asyncio.sleep(2 * INTERVAL)
         final = usage(me)
         series.append((time.monotonic() - start, final))

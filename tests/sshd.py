@@ -173,13 +173,15 @@ class Sshd:
         return out
 
     def probes(self) -> list[int]:
-        """Pids of pinscope probes running in this sshd's sessions."""
+        """Pids of pinscope probes running in this sshd's sessions (one per probe: the shell whose
+        parent is not itself a probe; the probe's pipeline forks one more shell of the same name)."""
         out = []
         for pid in self.pids():
             try:
-                if "pinscope-probe" in psutil.Process(pid).cmdline():
+                p = psutil.Process(pid)
+                if "pinscope-probe" in p.cmdline() and "pinscope-probe" not in p.parent().cmdline():
                     out.append(pid)
-            except psutil.Error:
+            except (psutil.Error, AttributeError):
                 pass
         return out
 
