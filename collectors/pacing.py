@@ -32,6 +32,7 @@ class ConnectGate:
         self.max_lag = max_lag  # s of event-loop lateness above which new handshakes wait
         self.min_slots = min(2, self.slots)  # handshakes that proceed however late the loop is
         self.active = 0  # slots held
+        self.holding: set[str] = set()  # the names that hold them
         self.stalled = 0  # handshakes that gave their slot back and still run
         self.waiting: collections.OrderedDict[str, asyncio.Future] = collections.OrderedDict()
         self.recent: collections.deque[float] = collections.deque(maxlen=64)  # s per finished handshake
@@ -51,12 +52,14 @@ class ConnectGate:
         await self._acquire(name)
         t0 = time.monotonic()
         held = True
+        self.holding.add(name)
 
         def give_back() -> None:
             nonlocal held
             if held:
                 held = False
                 self.stalled += 1
+                self.holding.discard(name)
                 self._release()
 
         timer = asyncio.get_running_loop().call_later(self.stall_after(), give_back)
@@ -66,6 +69,7 @@ class ConnectGate:
             ok = True
         finally:
             timer.cancel()
+            self.holding.discard(name)
             if held:
                 held = False
                 if ok:
@@ -95,8 +99,14 @@ class ConnectGate:
             raise
 
     def _free(self, focus: bool = False) -> bool:
-        """One slot is kept for the node on screen: it never queues behind the others."""
-        cap = self.slots if focus or self.slots == 1 else self.slots - 1
+        """One slot is kept for the node on screen: it never queues behind the others; and while it sets
+        up, the others start no more than `min_slots` handshakes beside it."""
+        if focus or self.slots == 1:
+            cap = self.slots
+        elif self.first() in self.holding:
+            cap = min(self.slots - 1, self.min_slots + 1)  # its own slot and min_slots beside it
+        else:
+            cap = self.slots - 1
         return self.active < cap and self.active + self.stalled < 4 * self.slots
 
     def _release(self) -> None:

@@ -127,7 +127,7 @@ class PinscopeApp(App):
         self.set_interval(max(0.25, self.interval / 2), self._check_stale)
         self.set_interval(0.5, self._refresh_fleet)
         if self.autostart:
-            for t in self.targets:
+            for t in sorted(self.targets, key=lambda t: t != self.focus_node):  # the node on screen first
                 self.run_worker(self._node_task(t), group="nodes", name=f"node {t}", exit_on_error=False)
         if self.kube is not None:
             self.run_worker(self._kube_task(), name="kubernetes", exit_on_error=False)

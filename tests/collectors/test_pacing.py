@@ -134,3 +134,30 @@ def test_backoff_by_kind_after_many_failures(err, lo, hi):
     assert len({round(w, 6) for w in waits[-4:]}) > 1  # jittered: nodes do not retry in lockstep
     b.reset()
     assert b.next(err) <= 0.25
+
+
+def test_while_the_node_on_screen_sets_up_the_others_hold_back():
+    async def go():
+        gate = ConnectGate(8, first=lambda: "focus")
+        focus_done = asyncio.Event()
+        inside = []
+
+        async def node(name, until):
+            async with gate.slot(name):
+                inside.append(name)
+                await until.wait()
+
+        rest = asyncio.Event()
+        f = asyncio.create_task(node("focus", focus_done))
+        await asyncio.sleep(0)
+        others = [asyncio.create_task(node(f"n{i}", rest)) for i in range(10)]
+        await asyncio.sleep(0.01)
+        assert inside == ["focus", "n0", "n1"]  # two beside it, not seven
+        focus_done.set()
+        await f
+        await asyncio.sleep(0.01)
+        assert len(inside) == 1 + 7  # then every slot but the one kept for the focus
+        rest.set()
+        await asyncio.gather(*others)
+
+    asyncio.run(asyncio.wait_for(go(), 5))
