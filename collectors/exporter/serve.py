@@ -195,9 +195,23 @@ def _interrupt(signum, frame):
 
 
 async def _serve(nodes, store, interval, connect_timeout) -> None:
+    """Run every node's loop until SIGTERM/SIGINT; then stop at once: reads in flight are cancelled (a
+    pod being stopped has seconds), and every probe is closed, each within 2 s."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    await asyncio.gather(*(node_loop(col, name, interval, store, stop, connect_timeout) for name, col in nodes))
+    tasks = [asyncio.create_task(node_loop(col, name, interval, store, stop, connect_timeout)) for name, col in nodes]
+    try:
+        await stop.wait()
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*(_close(col) for _, col in nodes), return_exceptions=True)
+
+
+async def _close(col) -> None:
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(col.close(), 2)
