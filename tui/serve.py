@@ -51,6 +51,9 @@ def serve(args: list[str], host: str = "127.0.0.1", port: int = 8000, public: st
     if not args:
         print("pinscope serve: give the pinscope arguments after --, e.g. pinscope serve -- demo", file=sys.stderr)
         return 2
+    if public and not public.startswith(("http://", "https://")):
+        print(f"pinscope serve: --public-url {public!r}: give the URL browsers use, http://… or https://…", file=sys.stderr)
+        return 2
     if not is_loopback(host):
         print(NO_AUTH.format(host=host, port=port), file=sys.stderr)
     # the sessions run `python -m tui.cli`: make this checkout importable for them (installed or not)

@@ -116,6 +116,8 @@ def test_serve_usage_errors():
 
     r = run_cli("serve")
     assert r.returncode == 2 and "pinscope serve: give the pinscope arguments after --" in r.stderr
+    r = run_cli("serve", "--public-url", "pinscope.example.com", "--", "demo")
+    assert r.returncode == 2 and "http://… or https://…" in r.stderr
     with socket.socket() as s:  # a port that is taken: one plain line, no traceback
         s.bind(("127.0.0.1", 0))
         s.listen()
