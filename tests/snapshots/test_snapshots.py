@@ -40,6 +40,14 @@ def test_512_cpus(snap_compare, size):
     assert snap_compare(FrozenApp({"epyc-512": frozen_node(epyc_512)}), press=["_", "_"], terminal_size=size)
 
 
+def test_512_cpus_monochrome(snap_compare, monkeypatch):
+    """NO_COLOR: the pods are told apart by their whole tags alone."""
+    monkeypatch.setenv("NO_COLOR", "1")
+    app = FrozenApp({"epyc-512": frozen_node(epyc_512)})
+    assert app.no_color
+    assert snap_compare(app, press=["_", "_"], terminal_size=(80, 24))
+
+
 class FrozenReplay(FrozenApp):
     """The node screen as a replay shows it (the real ReplayApp is driven in tests/warroom/test_record.py)."""
 
