@@ -1,5 +1,6 @@
 """Regenerate the screenshots in this folder: the app saves SVGs of itself, running the demo cluster
-(simulated nodes read through the real probe). One per theme, plus the drill-downs and the findings;
+(simulated nodes read through the real probe). One per theme, the grid's noise shade, plus the drill-downs
+and the findings;
 the war-room screen (200x60) and a 512-CPU EPYC node; and `pinscope serve -- demo` photographed in
 headless Chromium (serve-chromium.png; skipped when chromium is not installed).
 
@@ -50,6 +51,10 @@ async def main() -> None:
             save(f"theme-{key}")
         while app.theme_key != "dark":
             await pilot.press("t")
+        await pilot.press("v")  # the grid's shade: kernel noise (CPU 6 takes a NIC queue's softirqs)
+        await pilot.pause()
+        save("grid-noise")
+        await pilot.press("v")
         await pilot.press("slash", *"matcher", "enter")
         await pilot.press("enter")
         await asyncio.sleep(1.2)

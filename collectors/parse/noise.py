@@ -5,9 +5,11 @@
   It is kept by sched_info (CONFIG_SCHED_INFO, selected by SCHEDSTATS or TASK_DELAY_ACCT), NOT by the
   `kernel.sched_schedstats` sysctl; a kernel without sched_info prints `0 0 0` (before 5.14 also when
   delay accounting was off at run time: commit c5895d3f06cb "sched: Simplify sched_info_on()").
-- `/proc/<pid>/task/<tid>/sched` (kernel/sched/debug.c): `wait_sum` (`se.statistics.wait_sum` before
-  5.13's "sched: Make struct sched_statistics independent of fair sched class") only while schedstats
-  are on; ns values are printed as `ms.nnnnnn` (SPLIT_NS). The fallback when schedstat reads `0 0 0`.
+- `/proc/<pid>/task/<tid>/sched` (kernel/sched/debug.c): `wait_sum` (`se.statistics.wait_sum` on older
+  kernels, before struct sched_statistics left struct sched_entity) only while schedstats are on; ns
+  values are printed as `ms.nnnnnn` (SPLIT_NS). The fallback when schedstat reads `0 0 0`.
+- `/proc/schedstat` (per-CPU run_delay) exists only with CONFIG_SCHEDSTATS (kernel/sched/stats.c): not on
+  this project's 6.18 machine (SCHED_INFO=y, SCHEDSTATS unset), so it is not relied on.
 - `/proc/softirqs` (fs/proc/softirqs.c): one column per POSSIBLE CPU (offline ones too, unlike
   /proc/interrupts, which has one per online CPU), one row per softirq kind, counts since boot.
 - `/proc/interrupts` arch rows: x86 `LOC` (local timer) and `RES` (rescheduling IPIs); arm64 spells

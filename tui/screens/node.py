@@ -189,8 +189,8 @@ class NodeScreen(Screen):
             t.append(f"{g[role]} {role}  ", style=self.query_one(CoreGrid)._style(role))
         noise = self.query_one(CoreGrid).shade_mode == "noise"
         if noise:
-            t.append(f"\nshade = kernel noise (irq+softirq+steal) ▁▂▃▄▅▆▇█ = 0-{NOISE_FULL * 100:.0f} %+   "
-                     "! = finding   letter = pod")
+            t.append(f"\nshade = kernel noise ▁▂▃▄▅▆▇█ (irq+softirq+steal, full at {NOISE_FULL * 100:.0f} %)"
+                     "\n! = finding   letter = pod")
             busiest = _busiest_softirqs(v.rates)
             if busiest:
                 t.append(f"\nbusiest softirqs: {busiest}")
