@@ -198,6 +198,7 @@ find_cgroups() {
   IFS=$oldifs
   KPODS=""
   CGROOT=${CGROOT%/}
+  case $CGROOT in *..*) CGROOT="" sdpath="" sdpre="" ;; esac  # a path that climbs out is no cgroupRoot
   for k in "$CGBASE$CGROOT/kubepods" "$CGBASE$sdpath/${sdpre:+$sdpre-}kubepods.slice" \
            "$CGBASE"/kubepods "$CGBASE"/kubepods.slice "$CGBASE"/*/kubepods "$CGBASE"/*/*-kubepods.slice \
            "$CGBASE"/*/*/kubepods "$CGBASE"/*/*/*-kubepods.slice; do
@@ -437,7 +438,7 @@ function rd2(p, d, b,   s, n, line, lim, k) {
     }
   } else if (b == "cgroup" && d ~ /^\/proc\/[0-9]+$/) {
     # the cgroups of a process: only the unified line and the line of the v1 cpuset hierarchy
-    while (s > 0) {
+    while (s > 0 && ++n <= 64) {
       if (line ~ /^0::/ || line ~ /^[0-9]+:([^:]*,)?cpuset(,[^:]*)?:/) print "L" substr(line, 1, maxw)
       s = (getline line < p)
     }
@@ -457,11 +458,17 @@ function rd2(p, d, b,   s, n, line, lim, k) {
         break
       }
       print "L" line
+      if (b == "cgroup.procs") podpid[line] = 1
       s = (getline line < p)
     }
   }
   close(p)
   last = line
+  if (b == "stat" && d ~ /\/task\//) {
+    # a kernel thread (PF_KTHREAD 0x00200000 in the flags, field 9): its cgroup is never asked for
+    q = line; sub(/^.*\) /, "", q)
+    if (split(q, w, " ") >= 7 && int(w[7] / 2097152) % 2 == 1) { split(d, w, "/"); kth[w[3]] = 1 }
+  }
 }
 # the files of a cgroup or task record; "@name" lives in the v1 cpu hierarchy, "%name" in the memory one
 function cg(dir, names,   i, nm, p, d, line, u) {
@@ -490,7 +497,15 @@ function unmatched(p) {
 {
   t = substr($0, 1, 1); p = substr($0, 2)
   if (t == "R") { rd(p); next }
-  if (t == "O") { if (!index(p, "*")) rd(p); next }
+  if (t == "O") {
+    # the cgroup of a process, unless this frame already placed it: a pid of some cgroup.procs read above,
+    # or a kernel thread (that is most processes of a node; /proc/<pid>/cgroup costs the kernel a walk)
+    if (index(p, "*")) next
+    q = p; if (rl && substr(q, 1, rl) == root) q = substr(q, rl + 1)
+    split(q, w, "/")
+    if (!((w[3] in podpid) || (w[3] in kth))) rd(p)
+    next
+  }
   if (t == "Q") { fcpu = p; next }
   if (t == "U") {
     # the CPU in focus: schedstat only for the tasks whose stat says they last ran there (field 39)
@@ -519,7 +534,7 @@ function unmatched(p) {
   if (t == "P") next
   if (t == "D" && rl && substr(p, 1, rl) == root) p = substr(p, rl + 1)
   print t p
-  if (t == "B") cd = ""
+  if (t == "B") { cd = ""; split("", podpid); split("", kth) }
   else if (t == "Z") fflush()
 }'
 

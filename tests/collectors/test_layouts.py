@@ -114,3 +114,23 @@ def test_memory_per_numa_node_v1_in_pages(tmp_path):
     o = read(tmp_path, LAYOUTS["containerd_cgroupfs_v1"](), focus=FEED_ID)
     assert containers(o)[("trading", "md-feed", "feed")]["memory_numa"] == {
         "unit": "pages", "nodes": {"0": {"anon": 16384, "file": 0}}}
+
+
+def test_task_scan_reads_the_cgroup_only_of_processes_not_placed_yet(tmp_path):
+    """In a frame that read the pods' cgroup.procs, the every-task scan asks /proc/<pid>/cgroup only of the
+    other processes, and never of kernel threads (most processes of a real node)."""
+    import subprocess
+
+    from collectors.frames import parse_frame
+    from collectors.transport.base import probe_command
+
+    lay = LAYOUTS["containerd_systemd_v2"]("intruder")
+    lay.spec.other_tasks += [("kworker/5:1", 5, True)]
+    sim = SimNode(lay.spec, tmp_path).write()
+    out = subprocess.run(["sh", "-c", probe_command(str(tmp_path))], input=b"sgTa\nq\n", capture_output=True,
+                         timeout=60).stdout
+    fr = parse_frame(out[:out.index(b"\nZ") + 4])
+    read = sorted(int(p.split("/")[2]) for p in fr.files if p.startswith("/proc/") and p.endswith("/cgroup"))
+    by_comm = {t[2]: t[1] for t in sim.tasks}
+    assert read == [by_comm["stress-ng"]]  # not feed, api, pause, conmon ..., not the kworker
+    assert fr.files[f"/proc/{read[0]}/cgroup"] == "0::/system.slice/stress-ng.service\n"
