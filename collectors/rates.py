@@ -239,10 +239,13 @@ def _per_s(a: dict, b: dict, dt: float) -> dict:
         old = a.get(kind)
         if old is None:
             continue
-        for cpu, n in per.items():
-            d = _d(old.get(cpu), n)
-            if d is not None:
-                out.setdefault(cpu, {})[kind] = d / dt
+        for cpu, n in per.items():  # _d inlined: this runs kinds x CPUs times a tick
+            o = old.get(cpu)
+            if o is not None and n is not None and n >= o:
+                d = out.get(cpu)
+                if d is None:
+                    d = out[cpu] = {}
+                d[kind] = (n - o) / dt
     return out
 
 

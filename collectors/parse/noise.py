@@ -86,11 +86,15 @@ def parse_softirqs(text: str | None) -> dict[str, dict[int, int]]:
         name, sep, rest = line.partition(":")
         if not sep:
             continue
-        counts = {}
-        for cpu, w in zip(cols, rest.split()):
-            if not w.isdigit():
-                break
-            counts[cpu] = int(w)
+        ws = rest.split()[:len(cols)]
+        if all(map(str.isdigit, ws)):  # the usual line: one C-level pass per step
+            counts = dict(zip(cols, map(int, ws)))
+        else:
+            counts = {}
+            for cpu, w in zip(cols, ws):
+                if not w.isdigit():
+                    break
+                counts[cpu] = int(w)
         out[name.strip()] = counts
     return out
 
