@@ -139,6 +139,20 @@ def to_json(snap: NodeSnapshot, rates: Rates | None = None, findings=()) -> dict
     }
 
 
+def _name_by_api(p: dict, ap) -> None:
+    """A leaf no node source named, named by the API's containerStatuses[].containerID; kubelet's state
+    entry for that name (listed apart, without a cgroup, when the name was unknown) joins it."""
+    for c in list(p["containers"]):
+        name = ap.ids.get(c["id"]) if c["name"] is None and c["id"] else None
+        if name is None:
+            continue
+        c["name"], c["unresolved"], c["named_by"] = name, None, "kubernetes API containerStatuses"
+        entry = next((e for e in p["containers"] if e["name"] == name and e["id"] is None), None)
+        if entry is not None:
+            c["cpuset"], c["exclusive"] = entry["cpuset"], entry["exclusive"]
+            p["containers"].remove(entry)
+
+
 def enrich(o: dict, api_pods: dict) -> dict:
     """Add what the API knows (owner workload, QoS, requests and limits) to a snapshot object."""
     for p in o["pods"]:
@@ -149,6 +163,7 @@ def enrich(o: dict, api_pods: dict) -> dict:
         p["api_qos"] = ap.qos
         p["namespace"] = p["namespace"] or ap.namespace
         p["name"] = p["name"] or ap.name
+        _name_by_api(p, ap)
         byname = {c.name: c for c in ap.containers}
         for c in p["containers"]:
             ac = byname.get(c["name"])

@@ -34,6 +34,18 @@ class ApiPod:
     qos: str | None
     owner: str | None  # "ReplicaSet/web-5c8d" (the first ownerReference)
     containers: tuple = ()
+    ids: dict = field(default_factory=dict)  # container id (no "containerd://") -> container name
+
+
+def container_ids(status: dict) -> dict:
+    """status.{init,ephemeral,}containerStatuses[].containerID ("<runtime>://<id>") -> {id: name}."""
+    out = {}
+    for key in ("initContainerStatuses", "containerStatuses", "ephemeralContainerStatuses"):
+        for cs in status.get(key) or []:
+            cid = str(cs.get("containerID") or "").rpartition("://")[2]
+            if cid and cs.get("name"):
+                out[cid] = str(cs["name"])
+    return out
 
 
 _CONFIGS: dict = {}
@@ -171,6 +183,7 @@ def node_pods(node: str, context: str | None = None, kubeconfig: str | None = No
         for c in (spec.get("initContainers") or []) + (spec.get("containers") or []):
             res = c.get("resources") or {}
             ctrs.append(ApiContainer(str(c.get("name")), dict(res.get("requests") or {}), dict(res.get("limits") or {})))
+        status = p.get("status") or {}
         out[uid] = ApiPod(uid, str(meta.get("namespace")), str(meta.get("name")),
-                          (p.get("status") or {}).get("qosClass"), owner, tuple(ctrs))
+                          status.get("qosClass"), owner, tuple(ctrs), container_ids(status))
     return out

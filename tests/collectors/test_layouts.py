@@ -134,3 +134,52 @@ def test_task_scan_reads_the_cgroup_only_of_processes_not_placed_yet(tmp_path):
     by_comm = {t[2]: t[1] for t in sim.tasks}
     assert read == [by_comm["stress-ng"]]  # not feed, api, pause, conmon ..., not the kworker
     assert fr.files[f"/proc/{read[0]}/cgroup"] == "0::/system.slice/stress-ng.service\n"
+
+
+def test_v1_without_a_cpuset_hierarchy_is_named_not_orphaned(tmp_path):
+    """cgroup v1 with no cpuset mount: the readiness finding, and the pods kubelet's state names are known
+    to the logs and kubelet's pods dir, so no ORPHAN_STATE_ENTRY (their cgroups are what is missing)."""
+    import shutil
+
+    SimNode(LAYOUTS["containerd_cgroupfs_v1"]().spec, tmp_path).write()
+    shutil.rmtree(tmp_path / "sys/fs/cgroup/cpuset")
+
+    async def go():
+        col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
+        await col.connect()
+        try:
+            r = await col.tick("gcTain")
+            return to_json(r.snapshot, None, r.findings)
+        finally:
+            await col.close()
+
+    o = asyncio.run(go())
+    by = {f["code"]: f for f in o["findings"]}
+    assert by["CPUSET_NOT_ENABLED"]["severity"] == "critical"
+    assert "ORPHAN_STATE_ENTRY" not in by
+    assert by["IDENTITY_UNRESOLVED"]["severity"] == "info" and "no pod cgroup was found" in by["IDENTITY_UNRESOLVED"]["message"]
+
+
+def test_a_leaf_no_node_source_names_is_unresolved_then_named_by_the_api(tmp_path):
+    """No /var/log/containers link, no log dir, no kubelet pods dir: the feed leaf is kept, unresolved (an
+    info note, no critical guess), kubelet's entry for "feed" listed apart; --kube's containerStatuses
+    (containerd://<id>) names it and joins the entry."""
+    from collectors.jsonout import enrich
+    from collectors.kube import ApiPod, container_ids
+    from layouts import FEED_UID
+
+    lay = LAYOUTS["containerd_systemd_v2"]()
+    lay.spec.kubelet_pods_dir = False
+    lay.spec.pods[0].logs = False
+    o = read(tmp_path, lay)
+    (pod,) = [p for p in o["pods"] if p["uid"] == FEED_UID]
+    leaf = next(c for c in pod["containers"] if c["id"] == FEED_ID)
+    assert leaf["name"] is None and "no /var/log/containers link names container f1f1f1f1f1f1" in leaf["unresolved"]
+    assert [c["name"] for c in pod["containers"] if c["id"] is None] == ["feed"]  # kubelet's entry, apart
+    assert [f["code"] for f in o["findings"] if f["severity"] == "critical"] == []
+    assert any(f["code"] == "IDENTITY_UNRESOLVED" and f["severity"] == "info" for f in o["findings"])
+    ids = container_ids({"containerStatuses": [{"name": "feed", "containerID": f"containerd://{FEED_ID}"}]})
+    enrich(o, {FEED_UID: ApiPod(FEED_UID, "trading", "md-feed", "Guaranteed", None, (), ids)})
+    (pod,) = [p for p in o["pods"] if p["uid"] == FEED_UID]
+    assert pod["name"] == "md-feed" and [(c["name"], c["id"], c["cpuset"], c["cpus_effective"]) for c in pod["containers"]] \
+        == [("feed", FEED_ID, [1, 5], [1, 5])]
