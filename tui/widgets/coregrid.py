@@ -1,6 +1,7 @@
 """The core grid: ONE Line-API widget for every CPU of a node (never a widget per CPU).
 
-Laid out like the hardware: socket -> NUMA node -> cores, the SMT siblings of a core side by side.
+Laid out like the hardware (tui/widgets/gridlayout.py, pure): socket -> NUMA node -> L3 (when a NUMA node
+has several) -> cores, the SMT siblings of a core side by side.
 A cell: CPU id, class glyph (readable in monochrome), load shade (or kernel noise: one key toggles), and
 the pod tag on exclusive CPUs ("!" in the finding colour where a finding names the CPU). Three
 densities, chosen to fit, and shown in the title: "full" (id + glyph + shade + tag), "compact" (glyph +
@@ -12,8 +13,6 @@ changes a painted line (data generation, cursor, highlight, width, density, shad
 clears it, so a theme switch repaints.
 """
 from __future__ import annotations
-
-from dataclasses import dataclass, field
 
 from rich.segment import Segment
 from rich.style import Style
@@ -28,8 +27,8 @@ from textual.strip import Strip
 # every segment carries a Style: Textual's monochrome filter (NO_COLOR) fails on a None style
 _PLAIN = Style()
 
-from collectors.parse.cpuset import format_cpuset
 from collectors.model import Role
+from tui.widgets.gridlayout import Cell, Row, choose, id_width, tag_width
 
 SHADES = " ▁▂▃▄▅▆▇█"
 GLYPHS = {str(r): r.glyph for r in Role}
@@ -43,23 +42,6 @@ def shade(u: float | None) -> str:
     if u is None:
         return " "
     return SHADES[min(len(SHADES) - 1, max(0, int(round(u * (len(SHADES) - 1)))))]
-
-
-@dataclass(slots=True)
-class Cell:
-    cpu: int  # the CPU (in "cores" density: the core's first thread)
-    x: int
-    width: int
-    members: tuple[int, ...]  # CPUs this cell stands for
-
-
-@dataclass(slots=True)
-class Row:
-    kind: str  # "header" | "subheader" | "l3" (tile titles) | "cells" | "note"
-    text: str = ""
-    cells: list | None = None
-    labels: list = field(default_factory=list)  # (x, text): row labels (first CPU id) and L3 tile titles
-    width: int = 0
 
 
 class CoreGrid(ScrollView, can_focus=True):
@@ -119,7 +101,7 @@ class CoreGrid(ScrollView, can_focus=True):
         self.highlight = frozenset(highlight)
         # the layout depends on the topology (parsed once per static frame), the size and the tag width only
         key = (id(view.snap.topology) if view and view.snap else None, self.size,
-               max(map(len, view.tags.values()), default=1) if view else 1)
+               tag_width(view.tags) if view else 1)
         if key != getattr(self, "_layout_for", None):
             self._layout_for = key
             self._relayout()
@@ -168,32 +150,6 @@ class CoreGrid(ScrollView, can_focus=True):
         self._relayout()
 
     # ------------------------------------------------------------------ layout
-    def _groups(self):
-        """[(socket, [(numa, [(l3, [core cpu tuples])])])] plus offline CPUs. A NUMA node whose CPUs share
-        one L3 (or whose L3 is unknown) has a single group; AMD nodes have several (one per CCX)."""
-        snap = self.view.snap
-        socks: dict = {}
-        offline = []
-        for c in snap.topology.cpus:
-            if not c.online or c.socket is None and c.core is None:
-                offline.append(c.id)
-                continue
-            key = (c.socket, c.die, c.core)
-            socks.setdefault(c.socket, {}).setdefault(c.numa_node, {}).setdefault(c.l3, {}).setdefault(
-                key, set()).update(c.siblings or (c.id,))
-        order = lambda v: (v is None, v)  # noqa: E731
-        out = []
-        for s in sorted(socks, key=order):
-            numas = []
-            for n in sorted(socks[s], key=order):
-                l3s = []
-                for l3 in sorted(socks[s][n], key=order):
-                    cores = sorted({tuple(sorted(v)) for v in socks[s][n][l3].values()}, key=lambda t: t[0])
-                    l3s.append((l3, cores))
-                numas.append((n, l3s))
-            out.append((s, numas))
-        return out, sorted(offline)
-
     def _relayout(self) -> None:
         if self.view is None or self.view.snap is None:
             self.rows = [Row("note", text="waiting for the first frame from " + (self.view.target if self.view else "the node") + " ...")]
@@ -220,17 +176,9 @@ class CoreGrid(ScrollView, can_focus=True):
         """The most detailed layout that fits width x height: (density, rows); "…, scrolling" if none does.
         Changes nothing but the id width (a property of the topology): the screen asks it too, to decide
         how many rows the grid needs on a large terminal."""
-        width, height = max(10, width - 1), max(1, height)
-        snap = self.view.snap
-        self.idw = len(str(max(c.id for c in snap.topology.cpus))) + 1 if snap.topology.cpus else 2
-        groups, offline = self._groups()
-        for density in ("full", "compact", "cores") if self.forced is None else (self.forced,):
-            rows = self._build(groups, offline, density, width)
-            if len(rows) <= height:
-                return density, rows
-            if self.forced is not None:
-                return density + ", scrolling", rows
-        return "compact, scrolling", self._build(groups, offline, "compact", width)
+        topo = self.view.snap.topology
+        self.idw = id_width(topo)
+        return choose(topo, tag_width(self.view.tags), width, height, self.forced)
 
     def use_density(self, density: str | None) -> None:
         """Force a density ("full", "compact", "cores") even if it scrolls; None chooses by size again."""
@@ -238,114 +186,6 @@ class CoreGrid(ScrollView, can_focus=True):
         self._layout_for = None
         self._relayout()
         self.refresh()
-
-    def _metrics(self, density: str) -> tuple[int, int]:
-        """(cell width, gap after a core). Every pod tag is shown whole in every density (two letters
-        from the 25th pod on): pods stay distinguishable without colour. The last column of a cell is
-        the finding mark, or a blank that separates cells."""
-        tw = max((len(t) for t in self.view.tags.values()), default=1) if self.view else 1
-        if density == "full":
-            return self._idw() + 1 + 2 + tw + 1, 2  # " 123 #▅AB!"
-        return 2 + tw + 1, 1 if density == "compact" else 0  # "#▅AB!"
-
-    def _idw(self) -> int:
-        """Width of a CPU id column, with a blank before it (ids are right-aligned)."""
-        return self.idw
-
-    def _build(self, groups, offline, density, width) -> list[Row]:
-        rows: list[Row] = []
-        cw, gap = self._metrics(density)
-        idw = self._idw()
-        label_w = 0 if density == "full" else idw + 1
-        for sock, numas in groups:
-            rows.append(Row("header", text=f"Socket {sock if sock is not None else '?'}"))
-            for numa, l3s in numas:
-                cores = [core for _, cs in l3s for core in cs]
-                cpus = [c for core in cores for c in core]
-                tiled = len(l3s) > 1
-                rows.append(Row("subheader", text=f" NUMA {numa if numa is not None else '?'}  "
-                                f"cpus {format_cpuset(cpus)}  ({len(cores)} cores"
-                                + (f", {len(l3s)} L3 caches)" if tiled else ")")))
-                if tiled:
-                    rows += self._tiles(l3s, density, width, cw, gap, label_w)
-                    continue
-                block = self._block(cores, density, cw, gap)
-                per_row = max(1, (width - label_w) // block)
-                per_row = -(-len(cores) // -(-len(cores) // per_row))  # as many rows, evenly filled
-                for i in range(0, len(cores), per_row):
-                    rows.append(self._cells_row(cores[i:i + per_row], density, cw, gap, 0, label_w))
-        if offline:
-            rows.append(Row("header", text="Offline"))
-            step = max(cw, 3) + 1
-            per_row = max(1, (width - idw - 1) // step)
-            for i in range(0, len(offline), per_row):
-                chunk = offline[i:i + per_row]
-                rows.append(Row("cells", cells=[Cell(c, idw + 1 + j * step, step - 1, (c,)) for j, c in enumerate(chunk)],
-                                labels=[(0, f"{chunk[0]:>{idw - 1}}:")], width=idw + 1 + len(chunk) * step))
-        return rows
-
-    @staticmethod
-    def _block(cores, density, cw, gap) -> int:
-        threads = max((len(c) for c in cores), default=1)
-        return (cw if density == "cores" else cw * threads) + gap
-
-    def _cells_row(self, chunk, density, cw, gap, x0, label_w) -> Row:
-        cells = []
-        x = x0 + label_w
-        for core in chunk:
-            if density == "cores":
-                cells.append(Cell(core[0], x, cw, core))
-                x += cw + gap
-            else:
-                for t in core:
-                    cells.append(Cell(t, x, cw, (t,)))
-                    x += cw
-                x += gap
-        labels = [(x0, f"{chunk[0][0]:>{label_w - 2}}:")] if label_w else []
-        return Row("cells", cells=cells, labels=labels, width=x)
-
-    def _tiles(self, l3s, density, width, cw, gap, label_w) -> list[Row]:
-        """One tile per L3 cache, side by side: a title line ("L3 2  cpus 16-23") over its cores. The
-        tile's column count is the one giving the fewest rows at this width."""
-        biggest = max(len(cores) for _, cores in l3s)
-        best: list[Row] | None = None
-        tried = set()
-        for div in range(1, biggest + 1):
-            cols = -(-biggest // div)
-            if cols in tried:
-                continue
-            tried.add(cols)
-            tile_w = label_w + cols * self._block(l3s[0][1], density, cw, gap)
-            if tile_w > width and cols > 1:
-                continue
-            per_row = max(1, (width + 2) // (tile_w + 2))
-            rows: list[Row] = []
-            for i in range(0, len(l3s), per_row):
-                group = l3s[i:i + per_row]
-                lines = max(-(-len(cores) // cols) for _, cores in group)
-                rows.append(Row("l3", labels=[(j * (tile_w + 2), self._l3_title(l3, cores, tile_w))
-                                              for j, (l3, cores) in enumerate(group)]))
-                for li in range(lines):
-                    cells, labels, w = [], [], 0
-                    for j, (_, cores) in enumerate(group):
-                        chunk = cores[li * cols:(li + 1) * cols]
-                        if chunk:
-                            r = self._cells_row(chunk, density, cw, gap, j * (tile_w + 2), label_w)
-                            cells += r.cells
-                            labels += r.labels
-                            w = r.width
-                    rows.append(Row("cells", cells=cells, labels=labels, width=w))
-            if best is None or len(rows) < len(best):
-                best = rows
-            if per_row >= len(l3s):
-                break  # fewer columns only adds lines from here on
-        return best or []
-
-    @staticmethod
-    def _l3_title(l3, cores, tile_w: int) -> str:
-        cpus = [c for core in cores for c in core]
-        text = f"L3 {l3 if l3 is not None else '?'}  cpus {format_cpuset(cpus)}"
-        return text if len(text) <= tile_w else text[:max(1, tile_w - 1)] + "…"
 
     # ------------------------------------------------------------------ painting
     def _style(self, name: str) -> Style:
@@ -422,7 +262,7 @@ class CoreGrid(ScrollView, can_focus=True):
             if s == "critical" or (s == "warning" and sev is None):
                 sev = s
         mark = "!" if sev in ("critical", "warning") else ""
-        head = f"{cell.cpu:>{self._idw()}} {glyph}{shade(u)}" if self.density.startswith("full") else f"{glyph}{shade(u)}"
+        head = f"{cell.cpu:>{self.idw}} {glyph}{shade(u)}" if self.density.startswith("full") else f"{glyph}{shade(u)}"
         # the tag is never cut (pods stay distinguishable in monochrome); the mark takes the last column
         tag = tag.ljust(cell.width - len(head) - 1)
         base = self._style("stale") if stale else self._style(role)
