@@ -2,7 +2,8 @@
 (simulated nodes read through the real probe). One per theme, the grid's noise shade, plus the drill-downs
 and the findings;
 the war-room screen (200x60) and a 512-CPU EPYC node; and `pinscope serve -- demo` photographed in
-headless Chromium (serve-chromium.png; skipped when chromium is not installed).
+headless Chromium (serve-chromium.png; skipped when chromium is not installed); `--prometheus` over a real
+Prometheus holding 5,000 simulated nodes (prom-fleet.svg; skipped without prometheus).
 
 Run: python3 screenshots/make.py [NAME ...]     (names without .svg/.png: only those are rewritten)
 """
@@ -149,7 +150,40 @@ def browser() -> None:
             os.killpg(srv.pid, signal.SIGKILL)
 
 
+async def prometheus() -> None:
+    """`pinscope --prometheus` over a real Prometheus holding 5,000 simulated nodes (backfilled with promtool,
+    as tests/e2e/test_prom_overview.py does); skipped when prometheus is not installed."""
+    import tempfile
+
+    from promserver import Prometheus, backfill, have_prometheus
+
+    from collectors.promql import PromSource
+    from collectors.sim.promfleet import make_fleet
+    from tui.promapp import PromApp
+
+    if not wanted("prom-fleet"):
+        return
+    if not have_prometheus():
+        print("skipped prom-fleet.svg: no prometheus")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        backfill(make_fleet(5000), Path(tmp) / "data")
+        with Prometheus(storage=str(Path(tmp) / "data"), lookback="1h") as prom:
+            app = PromApp(PromSource(prom.url, timeout=20))
+            async with app.run_test(size=SIZE) as pilot:
+                for _ in range(300):
+                    await asyncio.sleep(0.1)
+                    rows = app.overview.rows
+                    if len(rows) == 5000 and all(rows[n].cpus is not None for n in app.overview.wanted()):
+                        break
+                await pilot.pause(0.5)
+                app.save_screenshot(filename="prom-fleet.svg", path=str(HERE))
+                print("saved", HERE / "prom-fleet.svg")
+                await app.action_quit()
+
+
 if __name__ == "__main__":
     asyncio.run(main())
     asyncio.run(large())
     browser()
+    asyncio.run(prometheus())
