@@ -3,7 +3,8 @@
 One long-lived task asks Prometheus for the per-node aggregates every refresh and, between refreshes,
 for the per-CPU series of the nodes on screen when they change (scrolling, filtering). Enter opens a node
 live through the usual transport (SSH to the host template: {name}, or {ip} when kube-state-metrics'
-kube_node_info is in Prometheus), as --kube does; Esc comes back and that node's connection is closed.
+kube_node_info is in Prometheus, as --kube does; `node/{name}` goes through the Kubernetes API); Esc comes
+back and that node's connection is closed.
 """
 from __future__ import annotations
 
@@ -82,7 +83,9 @@ class PromApp(PinscopeApp):
         row = self.overview.rows.get(name)
         ip = row.node.ip if row is not None and row.node.ip else name
         addr = self.host_template.format(name=name, ip=ip)
-        return f"{self.user}@{addr}" if self.user and "@" not in addr else addr
+        if not self.user or "@" in addr or addr == "local" or addr.startswith(("node/", "nodes/")):
+            return addr  # local, and node/NAME (through the Kubernetes API), have no SSH user
+        return f"{self.user}@{addr}"
 
     def open_prom_node(self, name: str) -> None:
         if name not in self.views:

@@ -203,3 +203,21 @@ def test_cli_prometheus_with_a_bad_url_is_one_line():
 
     r = run_cli("--prometheus", "localhost:9090", timeout=60)
     assert r.returncode == 1 and r.stderr.count("\n") == 1 and "expected an http" in r.stderr
+
+
+def test_how_enter_reaches_a_node():
+    from collectors.promql import PromNode
+    from tui.promapp import PromApp
+    from tui.widgets.promfleetmap import PromRow
+
+    def app(template, user=None, ip=None):
+        a = PromApp(PromSource("http://127.0.0.1:1"), host_template=template, user=user)
+        a.overview.rows = {"w-3": PromRow(PromNode("w-3", 8, True, ip=ip))}
+        return a
+
+    assert app("{name}", "ops").address_of("w-3") == "ops@w-3"
+    assert app("{ip}", "ops", ip="10.0.0.7").address_of("w-3") == "ops@10.0.0.7"
+    assert app("{ip}").address_of("w-3") == "w-3"  # no kube_node_info in Prometheus: the name
+    assert app("{name}.dc1:2222", "ops").address_of("w-3") == "ops@w-3.dc1:2222"
+    assert app("node/{name}", "ops").address_of("w-3") == "node/w-3"  # the Kubernetes API: no SSH user
+    assert app("local", "ops").address_of("w-3") == "local"
