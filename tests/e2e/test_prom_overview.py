@@ -93,7 +93,7 @@ def test_overview_of_5000_nodes_matches_the_truth_and_maps_only_what_is_on_scree
             fm.cursor = len(fm.views) - 1
             await _until(pilot, lambda: all(rows[n].cpus is not None for n in fm.visible_names()), what="maps after scrolling")
             assert "node-04999" in fm.visible_names() or truth["node-04999"].findings
-            assert len({k for k, r in rows.items() if r.cpus is not None}) < 150
+            assert len({k for k, r in rows.items() if r.cpus is not None}) < 300  # a few screens, never the 5,000
             # the filter narrows by name
             await pilot.press("slash", *"node-0012", "enter")
             await _until(pilot, lambda: len(fm.views) == 10, what="filter")
