@@ -38,3 +38,6 @@ class Problem:
 
     source: str
     message: str
+    kind: str = ""  # "unread": this user may not read it (permissions): the node was read only in part
+
+UNREAD = "unread"

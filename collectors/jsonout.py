@@ -135,7 +135,8 @@ def to_json(snap: NodeSnapshot, rates: Rates | None = None, findings=()) -> dict
         "pods": pods,
         "window_s": _r(rates.dt) if rates else None,
         "findings": [f.to_json() for f in findings],
-        "errors": [{"source": p.source, "message": p.message} for p in snap.problems],
+        "errors": [{"source": p.source, "message": p.message, **({"kind": p.kind} if p.kind else {})}
+                   for p in snap.problems],
     }
 
 

@@ -74,9 +74,12 @@ nonreg() {
 r() { pl R "$1"; }
 rx() {
   for _f in "$@"; do
-    if [ -f "$_f" ]; then pl R "$_f"; elif [ -e "$_f" ]; then nonreg "$_f"; fi
+    if [ -f "$_f" ]; then pl R "$_f"; elif [ -e "$_f" ]; then nonreg "$_f"; else unseen "$_f"; fi
   done
 }
+# a file that seems missing because its directory may not be entered (non-root, /var/lib/kubelet 0700):
+# ask awk to read it anyway, so it is said unreadable (X), not missing
+unseen() { _d=${1%/*}; [ -d "$_d" ] && [ ! -x "$_d" ] && pl R "$1"; }
 # kubelet's own files (config, drop-ins, checkpoints): written as one long line (a 256-CPU checkpoint is
 # ~5 KB) and possibly huge when corrupt. mawk reads a line in time quadratic in its length (50 MB: 6.5 s),
 # so these go through od, which stops at the budget (-N): one fork per file (the state file: one a tick).
@@ -90,7 +93,7 @@ rk() {
       else
         pl R "$_f"
       fi
-    elif [ -e "$_f" ]; then nonreg "$_f"; fi
+    elif [ -e "$_f" ]; then nonreg "$_f"; else unseen "$_f"; fi
   done
 }
 OD=""

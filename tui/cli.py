@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
@@ -17,9 +18,61 @@ from collectors.errors import PinscopeError
 from collectors.findings.jitter import Thresholds, set_thresholds
 from collectors.model import Role
 from collectors.parse.cpuset import format_cpuset
+from collectors.targets import target_problem
 from collectors.text import display, display_lines
 
 COMMANDS = ("snapshot", "check", "demo", "replay", "serve", "exporter", "gc")
+COMMAND_HELP = """commands:
+  (none) TARGET...   the live view (a terminal UI) of one node or a fleet
+  snapshot TARGET... what a node's CPUs are doing, as text or --json
+  check TARGET...    lint nodes for pinning faults; exit 0 ok, 1 warnings, 2 critical,
+                     3 no target could be read, 4 read only in part (and nothing worse found)
+  demo               the live view over simulated nodes
+  replay FILE        the live view over a --record recording
+  serve -- ARGS      the live view in a browser (textual-serve)
+  exporter TARGET... Prometheus metrics over the nodes (--listen ADDR:PORT)
+  gc                 delete debug pods left by node/NAME targets
+TARGET: 'local', [user@]host[:port], node/NAME (through the Kubernetes API), or a node of --inventory.
+'pinscope COMMAND --help' for a command's options."""
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pinscope")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _positive(kind=float):
+    """An argparse type: a number > 0 (an interval of 0 would busy-loop, a timeout of 0 never connects)."""
+    def conv(text: str):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not v > 0 or v != v or v == float("inf"):
+            raise argparse.ArgumentTypeError(f"must be greater than 0 (got {text})")
+        return v
+    conv.__name__ = "positive number"
+    return conv
+
+
+def _non_negative(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not v >= 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be 0 or more (got {text})")
+    return v
+
+
+def _port(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a number from 1 to 65535 (got {text})")
+    return int(text)
 
 
 def _err(msg: str) -> None:
@@ -32,16 +85,16 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="'local', [user@]host[:port], or node/NAME (through the Kubernetes API)")
     p.add_argument("--root", help="read the node's files under this prefix (fixture trees, kubectl debug: /host)")
     p.add_argument("--sudo", action="store_true", help="read root-only files (cpu_manager_state) through sudo -n")
-    p.add_argument("--interval", type=float, default=1.0, help="seconds between samples (default 1)")
+    p.add_argument("--interval", type=_positive(), default=1.0, help="seconds between samples (default 1)")
     p.add_argument("-i", dest="identity", metavar="KEY", help="SSH private key")
     p.add_argument("--ssh-config", metavar="F", help="OpenSSH client config file (default ~/.ssh/config)")
     p.add_argument("--known-hosts", metavar="F", help="known_hosts file (default ~/.ssh/known_hosts)")
     p.add_argument("--accept-new-host-key", action="store_true",
                    help="trust and record the key of a host never seen before (a changed key is still refused)")
-    p.add_argument("--connect-timeout", type=float, default=10.0, help="seconds (default 10)")
-    p.add_argument("--runq-wait-ms", type=float, default=Thresholds().runq_wait_ms, metavar="MS",
+    p.add_argument("--connect-timeout", type=_positive(), default=10.0, help="seconds (default 10)")
+    p.add_argument("--runq-wait-ms", type=_non_negative, default=Thresholds().runq_wait_ms, metavar="MS",
                    help="RUNQUEUE_WAIT_EXCLUSIVE above this many ms waited per second (default %(default)g)")
-    p.add_argument("--noise-pct", type=float, default=Thresholds().noise_pct, metavar="PCT",
+    p.add_argument("--noise-pct", type=_non_negative, default=Thresholds().noise_pct, metavar="PCT",
                    help="KERNEL_NOISE_EXCLUSIVE above this %% of an exclusive CPU in irq+softirq+steal (default %(default)g)")
     p.add_argument("--inventory", metavar="FILE", help="YAML inventory of nodes (host, user, port, root, sudo, labels, groups)")
     p.add_argument("--kube", action="store_true", help="list nodes through the Kubernetes API (kubeconfig or in-cluster)")
@@ -53,7 +106,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="with --kube: reach each node over SSH (default) or through the Kubernetes API (as node/NAME)")
     p.add_argument("--image", default="busybox:1.36",
                    help="node/NAME: the debug pod's image when no exporter pod runs there (needs sh and awk)")
-    p.add_argument("--pod-lifetime", type=int, default=3600, metavar="S",
+    p.add_argument("--pod-lifetime", type=_positive(int), default=3600, metavar="S",
                    help="node/NAME: a debug pod's activeDeadlineSeconds (a new one is started after it)")
 
 
@@ -65,11 +118,13 @@ def _kube_api(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser(cmd: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"pinscope {cmd}".strip())
+    p = argparse.ArgumentParser(prog=f"pinscope {cmd}".strip(), epilog=None if cmd else COMMAND_HELP,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"pinscope {_version()}")
     if cmd in ("snapshot", "check"):
         _common(p)
         p.add_argument("--json", action="store_true", help="one JSON object (a list with several targets)")
-        p.add_argument("--samples", type=int, default=1, help="samples to take; rates need 2 (default 1)")
+        p.add_argument("--samples", type=_positive(int), default=1, help="samples to take; rates need 2 (default 1)")
         p.add_argument("--replay", metavar="FILE", help="read the nodes from a recording instead")
         p.add_argument("--at", metavar="TIME", help="with --replay: ISO time, HH:MM[:SS], epoch or -5m (default: the end)")
     elif cmd == "exporter":
@@ -86,12 +141,12 @@ def build_parser(cmd: str) -> argparse.ArgumentParser:
     elif cmd == "serve":
         p.usage = "pinscope serve [--host HOST] [--port PORT] [--public-url URL] -- ARGS..."
         p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
-        p.add_argument("--port", type=int, default=8000, help="default 8000")
+        p.add_argument("--port", type=_port, default=8000, help="default 8000")
         p.add_argument("--public-url", metavar="URL", help="the URL browsers use, when behind a reverse proxy")
         p.add_argument("args", nargs="*", metavar="ARGS", help="pinscope's own arguments: demo, --inventory F, TARGET...")
     elif cmd == "replay":
         p.add_argument("file", metavar="FILE")
-        p.add_argument("--speed", type=float, default=1.0)
+        p.add_argument("--speed", type=_positive(), default=1.0)
         p.add_argument("--at", metavar="TIME", help="start at this time (ISO, HH:MM[:SS], epoch, -5m)")
         p.add_argument("--theme", default="dark")
     else:
@@ -119,9 +174,28 @@ def main(argv: list[str] | None = None) -> int:
     if cmd == "serve" and "--" in argv:  # everything after -- is pinscope's own command line, untouched
         i = argv.index("--")
         argv, served = argv[:i], argv[i + 1:]
-    a = build_parser(cmd).parse_args(argv)
+    parser = build_parser(cmd)
+    a = parser.parse_args(argv)
     if getattr(a, "runq_wait_ms", None) is not None:
         set_thresholds(Thresholds(a.runq_wait_ms, a.noise_pct))
+    # before anything connects: words that are no target, a theme that does not exist, a TUI without a terminal
+    tui = cmd in ("demo", "replay", "")
+    for word in getattr(a, "targets", None) or []:
+        why = None if getattr(a, "replay", None) else target_problem(word, COMMANDS)
+        if why and not _inventory_has(a, word):
+            parser.print_usage(sys.stderr)
+            _err(f"pinscope: {why}")
+            return 2
+    if tui and getattr(a, "theme", None) is not None:
+        from themes.themes import THEMES
+
+        if a.theme not in THEMES:
+            _err(f"pinscope: no theme {a.theme!r}; the themes are {', '.join(sorted(THEMES))}")
+            return 2
+    if tui and not _has_terminal():
+        _err("pinscope: the live view needs a terminal (stdin and stdout are not both one); "
+             "for text use 'pinscope snapshot' or 'pinscope check', or 'pinscope serve' for a browser")
+        return 2
     try:
         if cmd == "serve":
             from tui.serve import serve
@@ -167,6 +241,11 @@ def main(argv: list[str] | None = None) -> int:
         return run_live(targets, _opts(a), interval=a.interval, theme=a.theme, record=a.record, kube=_kube(a))
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # the reader went away (`pinscope check | head`): end quietly, as a tool killed by SIGPIPE does
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except PinscopeError as err:
         _err(f"pinscope: {err}")
         return 1
@@ -175,6 +254,26 @@ def main(argv: list[str] | None = None) -> int:
             raise
         _err(f"pinscope: internal error: {type(err).__name__}: {err}")
         return 3
+
+
+def _has_terminal() -> bool:
+    """A terminal on stdin and stdout, or Textual's web driver (`pinscope serve` runs us under it)."""
+    if os.environ.get("TEXTUAL_DRIVER"):
+        return True
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def _inventory_has(a, word: str) -> bool:
+    """Is `word` the name of a node of --inventory? (then it names that node, whatever its spelling)"""
+    if not getattr(a, "inventory", None):
+        return False
+    try:
+        from collectors.inventory import load_inventory
+
+        inv, _ = load_inventory(open(a.inventory, encoding="utf-8").read(), a.inventory)
+    except Exception:  # a broken inventory is reported where it is read
+        return False
+    return any(t.name == word for t in inv)
 
 
 def _targets(a) -> list:
@@ -280,10 +379,14 @@ async def _snapshot_cmd(a, check: bool) -> int:
         return 1 if not check else 3
     if check:
         worst = 0
+        partial = bool(failed)
         for o, _ in results:
             for f in (o or {}).get("findings", []):
                 worst = max(worst, {"critical": 2, "warning": 1}.get(f["severity"], 0))
-        return worst
+                partial = partial or f["code"] == "READ_PARTIAL"
+        # a fault found is a fault (1, 2); a node read only in part is not "ok": 4, and READ_PARTIAL says
+        # what could not be read and how to read it (--sudo, root, a group)
+        return worst or (4 if partial else 0)
     return 0
 
 

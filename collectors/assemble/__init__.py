@@ -15,7 +15,7 @@ from ..model import NodeSnapshot
 from ..parse.cgroup import driver_of
 from ..parse.procfs import parse_numastat, parse_proc_stat, parse_task_status, parse_uptime
 from .irqs import IrqsStage
-from .kubelet import cpu_manager_state, memory_manager_state, static_parts
+from .kubelet import cpu_manager_state, memory_manager_state, static_parts, sudo_was_refused
 from .noise import NoiseStage
 from .pods import CG, PodsStage, pod_dirs, pod_logs
 from .roles import RolesStage
@@ -108,7 +108,8 @@ class Assembler:
             self._static.get((static,), _static, static)
         problems[:0] = sprobs
         info = {**static.info, **tick.info} if tick.info else static.info
-        state, state_status, state_file = cpu_manager_state(files, unreadable, kubelet, problems, refused)
+        state, state_status, state_file = cpu_manager_state(files, unreadable, kubelet, problems, refused,
+                                                        sudo_was_refused(static))
         problems.extend(mprobs)
         cgv, base, dirset, pods_cg, driver = self._layout.get(
             (tick.dirs, info.get("cgroup-version"), kubelet), _layout, tick, info, kubelet)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from ..errors import Problem
+from ..errors import UNREAD, Problem
 from ..frames import Frame
 from ..parse.kubelet import parse_cpu_manager_state, parse_kubelet_config, parse_memory_manager_state
 from ..parse.topology import parse_topology
@@ -24,9 +24,14 @@ def _dropin_dir(argv: list[str] | None) -> str | None:
     return None
 
 
-def unreadable_problem(problems: list, frame_unreadable: set, path: str, what: str, refused=()) -> None:
+def unreadable_problem(problems: list, frame_unreadable: set, path: str, what: str, refused=(),
+                       sudo_refused: bool = False) -> None:
+    """A file this user may not read: the node is read only in part, and the fix is said (once: with --sudo
+    refused, 'run with --sudo' would be no answer)."""
     if path in frame_unreadable and path not in refused:  # a refused FIFO or directory is said as such
-        problems.append(Problem(path, f"{what} exists but is not readable (root-only: run with --sudo)"))
+        fix = ("sudo -n was refused: give this user passwordless sudo for sh, or connect as root" if sudo_refused
+               else "run with --sudo, or as root or a user in a group that may read it")
+        problems.append(Problem(path, f"{what} is not readable by this user (root-only): {fix}", UNREAD))
 
 
 def static_parts(static: Frame):
@@ -41,7 +46,7 @@ def static_parts(static: Frame):
     dropins = [(p, t) for p, t in static.files.items()
                if ddir and p.startswith(ddir.rstrip("/") + "/") and p.endswith(".conf")]
     if cfg_path:
-        unreadable_problem(sprobs, static.unreadable, cfg_path, "kubelet config")
+        unreadable_problem(sprobs, static.unreadable, cfg_path, "kubelet config", sudo_refused=sudo_was_refused(static))
         if cfg_path not in static.files and cfg_path not in static.unreadable and cfg_path not in static.refused \
                 and pid is not None:
             sprobs.append(Problem(cfg_path, "kubelet config named by --config is missing"))
@@ -57,7 +62,11 @@ def _state_cached(text: str, source: str):
     return parse_cpu_manager_state(text, source, probs), tuple(probs)
 
 
-def cpu_manager_state(files: dict, unreadable: set, kubelet, problems: list, refused=()):
+def sudo_was_refused(static: Frame) -> bool:
+    return any(w.startswith("sudo -n was refused") for w in static.warnings)
+
+
+def cpu_manager_state(files: dict, unreadable: set, kubelet, problems: list, refused=(), sudo_refused=False):
     """-> (state or None, state_status, state_file path)."""
     state_file = f"{kubelet.root_dir.rstrip('/')}/cpu_manager_state"
     state = None
@@ -66,7 +75,7 @@ def cpu_manager_state(files: dict, unreadable: set, kubelet, problems: list, ref
         problems.extend(sp)
         state_status = "ok" if state is not None else "invalid"
     else:
-        unreadable_problem(problems, unreadable, state_file, "cpu_manager_state", refused)
+        unreadable_problem(problems, unreadable, state_file, "cpu_manager_state", refused, sudo_refused)
         state_status = "unreadable" if state_file in unreadable else "missing"
         if state_status == "missing" and kubelet.cpu_manager_policy == "static":
             problems.append(Problem(state_file, "missing, but the configured policy is static"))

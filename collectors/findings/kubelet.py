@@ -2,6 +2,7 @@
 do they agree, and is the checkpoint consistent (overlaps, offline CPUs, orphans)."""
 from __future__ import annotations
 
+from ..errors import UNREAD
 from ..parse.cpuset import format_cpuset as fmt
 from .base import check, finding, who
 
@@ -18,9 +19,22 @@ def kubelet_not_found(ctx):
                                       "Check the file named by kubelet's --config (YAML syntax); run with --sudo if it is not readable.")})
 def kubelet_config(ctx):
     k, problems = ctx.k, ctx.snap.problems
-    if not k.parsed or (k.config_path and any(p.source == k.config_path and "not readable" in p.message for p in problems)):
+    if any(p.source == k.config_path and p.kind == UNREAD for p in problems):
+        return  # this user may not read it: READ_PARTIAL says so (not a fault of the node)
+    if not k.parsed:
         why = [f"{p.source}: {p.message}" for p in problems if p.source == k.config_path]
         yield finding("KUBELET_CONFIG_UNREADABLE", f"kubelet config {k.config_path} cannot be read: CPU manager policy unknown", why)
+
+
+@check({"READ_PARTIAL": ("info", "this user may not read part of the node (root-only files): the checks that need them were not run",
+                         "Run with --sudo (passwordless sudo -n for sh), connect as root, or as a user in a group that may read the files named.")})
+def read_partial(ctx):
+    """Not a fault of the node: a fault of the view. `check` exits 4 for it when nothing worse is found."""
+    unread = [p for p in ctx.snap.problems if p.kind == UNREAD]
+    if unread:
+        fix = unread[0].message.partition("(root-only): ")[2]  # the assembler's fix: --sudo, or why sudo failed
+        yield finding("READ_PARTIAL", "read only in part: " + ", ".join(sorted({p.source.rsplit("/", 1)[-1] for p in unread}))
+                      + " not readable by this user" + (f"; {fix}" if fix else ""), [f"{p.source}: {p.message}" for p in unread])
 
 
 @check({
@@ -33,7 +47,9 @@ def kubelet_config(ctx):
 })
 def state_file(ctx):
     k, st, snap, sf = ctx.k, ctx.st, ctx.snap, ctx.sf
-    if snap.state_status == "invalid" or (k.cpu_manager_policy == "static" and snap.state_status in ("missing", "unreadable")):
+    unread = any(p.source == sf and p.kind == UNREAD for p in snap.problems)  # READ_PARTIAL says that
+    if not unread and (snap.state_status == "invalid"
+                       or (k.cpu_manager_policy == "static" and snap.state_status in ("missing", "unreadable"))):
         why = [f"{p.source}: {p.message}" for p in snap.problems if p.source == sf] or [f"{sf}: {snap.state_status}"]
         yield finding("STATE_UNREADABLE", f"cpu_manager_state is {snap.state_status}: kubelet's CPU assignments are unknown",
                       why + [f"policy {k.cpu_manager_policy!r} ({k.sources.get('cpu_manager_policy', 'default')})"])

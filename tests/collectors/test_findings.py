@@ -74,8 +74,32 @@ CASES = {
 NEEDS_RATES = {"THROTTLED_EXCLUSIVE", "NUMA_MISS_HIGH", "RUNQUEUE_WAIT_EXCLUSIVE", "KERNEL_NOISE_EXCLUSIVE"}
 
 
+NOT_AS_ROOT = {"READ_PARTIAL"}  # root reads every file: test_read_partial_is_not_a_fault below, and e2e as a user
+
+
 def test_every_code_has_a_case():
-    assert set(CASES) | ALWAYS_INFO == set(CODES)
+    assert set(CASES) | ALWAYS_INFO | NOT_AS_ROOT == set(CODES)
+
+
+def test_read_partial_is_not_a_fault(tmp_path):
+    """A state file and config this user may not read: READ_PARTIAL (info) names them and the fix; no
+    STATE_UNREADABLE or KUBELET_CONFIG_UNREADABLE (the node is not at fault, the view is)."""
+    import dataclasses
+
+    from collectors.errors import UNREAD, Problem
+
+    snap, _ = run(tmp_path, base())
+    sf = snap.state_file
+    cfg = snap.kubelet.config_path
+    fix = "run with --sudo, or as root or a user in a group that may read it"
+    unread = dataclasses.replace(snap, state=None, state_status="unreadable", problems=snap.problems + (
+        Problem(sf, f"cpu_manager_state is not readable by this user (root-only): {fix}", UNREAD),
+        Problem(cfg, f"kubelet config is not readable by this user (root-only): {fix}", UNREAD)))
+    fs = evaluate(unread, None)
+    (f,) = [f for f in fs if f.code == "READ_PARTIAL"]
+    assert f.severity == "info"
+    assert f.message == f"read only in part: config.yaml, cpu_manager_state not readable by this user; {fix}"
+    assert codes(fs) == []
 
 
 @pytest.mark.parametrize("code", sorted(CASES))
