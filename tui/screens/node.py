@@ -179,7 +179,7 @@ class NodeScreen(Screen):
             t.append("  shade: kernel noise", style="bold")
         if self.filter_text:
             t.append(f"  filter: {display(repr(self.filter_text))}")
-        st.update(t)
+        _update(st, t)
 
     def _legend(self) -> None:
         g = self.query_one(CoreGrid).glyphs
@@ -210,7 +210,7 @@ class NodeScreen(Screen):
                              f"  steal {nz.steal * 100:.1f})")
                 if who:
                     t.append(f"\n  {display(who)}")
-        self.query_one("#legend", Static).update(t)
+        _update(self.query_one("#legend", Static), t)
 
     def _pods(self) -> None:
         v = self.view
@@ -352,6 +352,17 @@ class NodeScreen(Screen):
 
     def action_prev_node(self) -> None:
         self.app.switch_node(-1)
+
+
+def _update(w: Static, t: Text) -> None:
+    """Static.update only when the text changed, and without a relayout of the screen when its shape
+    (lines and their lengths) did not: a relayout every tick was most of the node screen's refresh."""
+    last = getattr(w, "_pinscope_last", None)
+    if last is not None and last == t:
+        return
+    shape = [len(ln) for ln in t.plain.split("\n")]
+    w.update(t, layout=last is None or shape != getattr(w, "_pinscope_shape", None))
+    w._pinscope_last, w._pinscope_shape = t, shape
 
 
 def _busiest_softirqs(rates, n: int = 3) -> str:
