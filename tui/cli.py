@@ -181,7 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     # before anything connects: words that are no target, a theme that does not exist, a TUI without a terminal
     tui = cmd in ("demo", "replay", "")
     for word in getattr(a, "targets", None) or []:
-        why = None if getattr(a, "replay", None) else target_problem(word, COMMANDS)
+        demo = cmd == "exporter" and word == "demo"  # the exporter serves the simulated cluster as a target
+        why = None if getattr(a, "replay", None) or demo else target_problem(word, COMMANDS)
         if why and not _inventory_has(a, word):
             parser.print_usage(sys.stderr)
             _err(f"pinscope: {why}")

@@ -134,3 +134,17 @@ def test_port_in_use_is_one_plain_line_exit_1():
         r = run_cli("exporter", "--listen", f"127.0.0.1:{port}", "local", timeout=60)
     assert r.returncode == 1
     assert r.stderr == f"pinscope: cannot listen on 127.0.0.1:{port}: address already in use\n"
+
+
+def test_exporter_serves_the_demo_cluster_as_a_target():
+    """`demo` is a target of the exporter (the README's session uses it), not a mistyped command."""
+    import time
+
+    with Exporter("--interval", "1", "demo") as exp:
+        end = time.monotonic() + 60
+        text = ""
+        while time.monotonic() < end and 'pinscope_read_success{node="batch-16"} 1.0' not in text:
+            time.sleep(0.3)
+            text = exp.metrics()
+        for node in ("trade-xeon-96", "infer-epyc-64", "batch-16"):
+            assert f'pinscope_read_success{{node="{node}"}} 1.0' in text
