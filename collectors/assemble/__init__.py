@@ -38,6 +38,16 @@ def _frame_problems(static: Frame, tick: Frame) -> list[Problem]:
     return problems
 
 
+def _cpu_times(files: dict, tick: Frame, unreadable, problems: list) -> dict:
+    """/proc/stat's cpuN lines; a grid frame without them says so (load is then unknown, never 0)."""
+    text = files.get("/proc/stat")
+    times = parse_proc_stat(text or "")
+    if not times and "g" in tick.letters and "/proc/stat" not in unreadable:
+        problems.append(Problem("/proc/stat", "missing: CPU load unknown" if text is None
+                                else "has no cpuN lines (empty or not /proc/stat): CPU load unknown"))
+    return times
+
+
 def _numastat(files: dict, topo) -> dict:
     out = {}
     for n in topo.numa_nodes:
@@ -122,12 +132,13 @@ class Assembler:
             pods = self.noise.stamp_pressure(pods, tick, carry)
         roles, shared, roles_from, rprobs = self.roles.run(topo, kubelet, state, pods, state_file)
         problems.extend(rprobs)
+        cpu_times = _cpu_times(files, tick, unreadable, problems)
         return NodeSnapshot(
             node=node or self.target, uptime=parse_uptime(files.get("/proc/uptime")), cgroup_version=cgv,
             cgroup_driver=driver, topology=topo, kubelet=kubelet, state=state,
             state_file=state_file if (state_file in files or state_file in unreadable) else None,
             memory_state=memory_state, pods=pods, roles=roles, shared_pool=shared,
-            cpu_times=parse_proc_stat(files.get("/proc/stat", "")), numastat=_numastat(files, topo),
+            cpu_times=cpu_times, numastat=_numastat(files, topo),
             irqs=self.irqs.run(tick, carry, max(topo.possible) if topo.possible else None),
             all_tasks=all_tasks, roles_from=roles_from, problems=tuple(problems), request=tick.request,
             state_status=state_status, init_allowed=init_allowed, noise=self.noise.run(tick, carry),

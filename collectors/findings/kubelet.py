@@ -87,20 +87,29 @@ def exclusive_overlap(ctx):
 @check({"OFFLINE_ASSIGNED": ("critical", "an offline CPU is in an assignment or in the shared pool",
                              "The CPU manager does not support CPU hot-plug: bring the CPU back online, or drain, delete the state file and restart kubelet.")})
 def offline_assigned(ctx):
+    """Only when the topology is known (no /sys/devices/system/cpu: unknown, not a fault), and a finding
+    names only CPUs the node has: CPUs beyond `possible` are said as CPUs it does not have."""
     st, online, sf = ctx.st, ctx.topo.online, ctx.sf
-    if st is None:
+    if st is None or not online:
         return
+    known = ctx.topo.possible | online
+
+    def what(cs: frozenset) -> str:
+        off, absent = (cs - online) & known, cs - known
+        return " and ".join(([f"offline CPUs {fmt(off)}"] if off else [])
+                            + ([f"CPUs {fmt(absent)} this node does not have (it has {fmt(known)})"] if absent else []))
+
     for uid, ctrs in st.entries.items():
         for cname, cs in ctrs.items():
-            off = cs - online
-            if off:
+            if cs - online:
                 p = ctx.pods_by_uid.get(uid)
-                yield finding("OFFLINE_ASSIGNED", f"offline CPUs {fmt(off)} assigned to {who(p, cname) if p else uid + '/' + cname}",
-                              [f"{sf}: entries[{uid}][{cname}] = {fmt(cs)}", f"online = {fmt(online)}"], off, p, cname)
+                yield finding("OFFLINE_ASSIGNED", f"{what(cs)} assigned to {who(p, cname) if p else uid + '/' + cname}",
+                              [f"{sf}: entries[{uid}][{cname}] = {fmt(cs)}", f"online = {fmt(online)}"],
+                              (cs - online) & known, p, cname)
     off = st.default_cpuset - online
     if off and st.policy == "static":
-        yield finding("OFFLINE_ASSIGNED", f"offline CPUs {fmt(off)} are in the shared pool",
-                      [f"{sf}: defaultCpuSet = {fmt(st.default_cpuset)}", f"online = {fmt(online)}"], off)
+        yield finding("OFFLINE_ASSIGNED", f"{what(st.default_cpuset)} are in the shared pool",
+                      [f"{sf}: defaultCpuSet = {fmt(st.default_cpuset)}", f"online = {fmt(online)}"], off & known)
 
 
 @check({"ORPHAN_STATE_ENTRY": ("warning", "a state entry names a pod that no source on the node knows (no cgroup, no log directory, no kubelet pods dir)",

@@ -66,7 +66,9 @@ def parse_topology(files: dict, problems: list[Problem]) -> Topology:
     possible = _set(files, f"{CPU}/possible", problems, kmax)
     online = _set(files, f"{CPU}/online", problems, kmax)
     if online is None:
-        problems.append(Problem(f"{CPU}/online", "missing: online CPUs taken from /sys/devices/system/cpu/cpuN"))
+        problems.append(Problem(f"{CPU}/online", "missing: online CPUs taken from /sys/devices/system/cpu/cpuN" if cpu_ids
+                                else "missing, and no /sys/devices/system/cpu/cpuN: the CPU topology is unknown "
+                                     "(no finding about CPUs is made from it)"))
         online = frozenset(c for c in cpu_ids if files.get(f"{CPU}/cpu{c}/online", "1").strip() != "0")
     nmax = max(possible) if possible else (max(cpu_ids | online) if (cpu_ids or online) else None)
     isolated = _set(files, f"{CPU}/isolated", problems, nmax) or frozenset()

@@ -202,3 +202,38 @@ def test_check_and_snapshot_text_show_names_escaped(tmp_path):
             assert "critical INTRUDER_TASK" in r.stdout and display(HOSTILE["comm"]) + " (pid" in r.stdout
     j = json.loads(run_cli("check", "--json", "--root", str(root), "local").stdout)
     assert j["pods"][0]["name"] == HOSTILE["pod"]  # JSON keeps the exact name
+
+
+def test_no_cpu_topology_is_unknown_not_a_fault_and_empty_proc_stat_is_said(tmp_path):
+    import shutil
+
+    from nodes import dual_socket_intel
+
+    root = tmp_path / "node"
+    SimNode(dual_socket_intel(), root).write()
+    shutil.rmtree(root / "sys/devices/system/cpu")
+    (root / "proc/stat").write_text("")
+    o = read(root)
+    assert [f["code"] for f in o["findings"] if f["severity"] != "info"] == []
+    assert errors(o) == [
+        "/sys/devices/system/cpu/online: missing, and no /sys/devices/system/cpu/cpuN: the CPU topology is unknown "
+        "(no finding about CPUs is made from it)",
+        "/proc/stat: has no cpuN lines (empty or not /proc/stat): CPU load unknown"]
+    (root / "proc/stat").unlink()
+    assert "/proc/stat: missing: CPU load unknown" in errors(read(root))
+
+
+def test_a_default_cpuset_beyond_the_node_names_only_cpus_it_has(tmp_path):
+    from collectors.parse.kubelet import checksum_v2
+    from nodes import dual_socket_intel
+
+    root = tmp_path / "node"
+    SimNode(dual_socket_intel(), root).write()
+    st = json.loads((root / STATE).read_text())
+    st["defaultCpuSet"] = "0-4095"
+    st["checksum"] = checksum_v2("static", "0-4095", st["entries"])
+    (root / STATE).write_text(json.dumps(st))
+    o = read(root)
+    (f,) = [f for f in o["findings"] if f["code"] == "OFFLINE_ASSIGNED"]
+    assert f["message"] == "CPUs 48-4095 this node does not have (it has 0-47) are in the shared pool"
+    assert f["cpus"] == []

@@ -1,0 +1,76 @@
+"""Bad input on the command line (issue 15): each is refused before anything connects, with one plain line
+and exit 2; --help lists the commands; --version; a closed pipe ends quietly."""
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from helpers import run_cli
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def last_line(r) -> str:
+    return r.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["snapshto", "local"], "pinscope: 'snapshto' is not a command or a target; did you mean the command 'snapshot'? "
+                            "(a host of that name: write user@snapshto or snapshto:22)"),
+    (["check", "loacl"], "pinscope: 'loacl' is not a command or a target; did you mean the target 'local'? "
+                         "(a host of that name: write user@loacl or loacl:22)"),
+    (["check", "root@h:99999"], "pinscope: 'root@h:99999': the port must be a number from 1 to 65535"),
+    (["check", "h;reboot"], "pinscope: 'h;reboot': a host name is letters, digits, '.', '-' and '_' "
+                            "('local', [user@]host[:port] or node/NAME)"),
+    (["snapshot", "node/Worker_1"], "pinscope: 'node/Worker_1': a Kubernetes node name is lowercase letters, digits, "
+                                    "'-' and '.' (node/NAME)"),
+    (["check", "--interval", "0", "local"], "pinscope check: error: argument --interval: must be greater than 0 (got 0)"),
+    (["check", "--interval", "-1", "local"], "pinscope check: error: argument --interval: must be greater than 0 (got -1)"),
+    (["check", "--samples", "0", "local"], "pinscope check: error: argument --samples: must be greater than 0 (got 0)"),
+    (["check", "--connect-timeout", "-5", "local"],
+     "pinscope check: error: argument --connect-timeout: must be greater than 0 (got -5)"),
+    (["serve", "--port", "99999"], "pinscope serve: error: argument --port: a port is a number from 1 to 65535 (got 99999)"),
+    (["demo", "--theme", "bogus"], "pinscope: no theme 'bogus'; the themes are dark, light, okabe-ito, warroom"),
+    (["demo"], "pinscope: the live view needs a terminal (stdin and stdout are not both one); for text use "
+               "'pinscope snapshot' or 'pinscope check', or 'pinscope serve' for a browser"),
+    (["local"], "pinscope: the live view needs a terminal (stdin and stdout are not both one); for text use "
+                "'pinscope snapshot' or 'pinscope check', or 'pinscope serve' for a browser"),
+])
+def test_refused_before_connecting(args, message):
+    t0 = time.monotonic()
+    r = run_cli(*args, timeout=30)
+    assert (r.returncode, last_line(r)) == (2, message), r.stdout + r.stderr
+    assert r.stdout == "" and "Traceback" not in r.stderr
+    assert time.monotonic() - t0 < 10  # no connection was tried
+
+
+def test_help_lists_the_commands_and_version():
+    r = run_cli("--help")
+    assert r.returncode == 0
+    for cmd in ("snapshot TARGET", "check TARGET", "demo", "replay FILE", "serve -- ARGS", "exporter", "gc"):
+        assert cmd in r.stdout
+    assert "4 read only in part" in r.stdout
+    v = run_cli("--version")
+    assert v.returncode == 0 and v.stdout.startswith("pinscope ") and v.stdout.split()[1][0].isdigit()
+    assert run_cli("check", "--version").stdout == v.stdout
+
+
+def test_inventory_names_are_targets(tmp_path):
+    inv = tmp_path / "inv.yaml"
+    inv.write_text("nodes:\n  - name: snapshto\n    host: local\n    root: /nonexistent-root\n")
+    r = run_cli("check", "--inventory", str(inv), "snapshto", timeout=30)
+    assert "is not a command or a target" not in r.stderr
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path):
+    from collectors.sim.node import SimNode
+    from nodes import dual_socket_intel
+
+    SimNode(dual_socket_intel(), tmp_path).write()
+    p = subprocess.Popen([sys.executable, "-m", "tui.cli", "snapshot", "--root", str(tmp_path), "local"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
+    p.stdout.close()  # `| head -0`: gone before the first line (a short output would fit the pipe's buffer)
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=60) == 141 and err == ""
