@@ -58,16 +58,23 @@ def test_256_cpus_with_a_5kb_one_line_checkpoint_reads_right(tmp_path, shell):
 
 @pytest.mark.parametrize("shell", SHELLS)
 def test_a_50mb_checkpoint_is_cut_at_1mib_and_answered_in_under_a_second(tmp_path, shell):
-    root = tmp_path / "node"
-    SimNode(hostile_node()[0], root).write()
-    doc = json.loads((root / STATE).read_text())
-    doc["entries"]["x" * 50_000_000] = {}  # one line, 50 MB
-    (root / STATE).write_text(json.dumps(doc))
+    """Under a second more than the same node with a normal checkpoint, measured in the same run (the
+    machine is shared: both sides see the same load)."""
     bindir = toolbox(tmp_path, shell)
-    t0 = time.monotonic()
-    o = read(root, bindir)
-    took = time.monotonic() - t0
-    assert took < 1.0, took
+    roots = {}
+    for kind in ("normal", "50mb"):
+        roots[kind] = tmp_path / kind
+        SimNode(hostile_node()[0], roots[kind]).write()
+    doc = json.loads((roots["50mb"] / STATE).read_text())
+    doc["entries"]["x" * 50_000_000] = {}  # one line, 50 MB
+    (roots["50mb"] / STATE).write_text(json.dumps(doc))
+    took = {}
+    for kind in ("normal", "50mb", "normal", "50mb"):
+        t0 = time.monotonic()
+        o = read(roots[kind], bindir)
+        took[kind] = min(took.get(kind, 99.0), time.monotonic() - t0)
+    print(f"{shell}: normal {took['normal']:.3f} s, 50 MB checkpoint {took['50mb']:.3f} s")
+    assert took["50mb"] - took["normal"] < 1.0, took
     assert "/var/lib/kubelet/cpu_manager_state: larger than 1048576 bytes: cut at 1048576 bytes (the rest was not read)" in errors(o)
     assert any(f["code"] == "STATE_UNREADABLE" for f in o["findings"])
     assert len(o["cpus"]) == 4 and o["pods"]  # the rest of the node is still read
