@@ -64,101 +64,98 @@ class Frame:
 def parse_frame(data: bytes) -> Frame:
     """Parse the bytes of one frame (from its B line to its Z line, either may be missing)."""
     fr = _Parts()
-    files = fr.files
     try:
         lines = data.decode("utf-8").split("\n")
         nonutf8 = False
     except UnicodeDecodeError:
         lines = data.decode("utf-8", "surrogateescape").split("\n")
         nonutf8 = True
-    cur: str | None = None
+    cur: str | None = None  # the file whose L (or H) lines follow
     buf: list[str] = []
     hexbuf: list[str] = []
     cdir = ""
-
-    def close() -> None:
-        if cur is None:
-            return
-        if hexbuf:
-            data = _from_hex(hexbuf)
-            hexbuf.clear()
-            if len(data) > KUBELET_FILE_MAX:
-                data = data[:KUBELET_FILE_MAX]
-                fr.truncated[cur] = KUBELET_FILE_MAX
-            try:
-                content = data.decode("utf-8")
-            except UnicodeDecodeError:
-                content = data.decode("utf-8", "replace")
-                fr.nonutf8.add(cur)
-        else:
-            content = "\n".join(buf) + "\n" if buf else ""
-            if nonutf8:
-                fixed = _fix(content)
-                if fixed is not content:
-                    fr.nonutf8.add(cur)
-                content = fixed
-        files[cur] = content
-
     for raw in lines:
         if not raw:
             continue
         tag = raw[0]
-        if tag == "L":
+        if tag == "L" or tag == "H":
             if cur is None:
                 fr.garbage_lines += 1
             else:
-                buf.append(raw[1:])
-            continue
-        if tag == "H":
-            if cur is None:
-                fr.garbage_lines += 1
-            else:
-                hexbuf.append(raw[1:])
+                (buf if tag == "L" else hexbuf).append(raw[1:])
             continue
         rest = raw[1:]
         if nonutf8:
             rest = _fix(rest)
         if "\\" in rest and tag in "CFXTDN":
             rest = unescape(rest)
+        if cur is not None:
+            _close(fr, cur, buf, hexbuf, nonutf8)
+            cur, buf, hexbuf = None, [], []
         if tag == "F":
-            close()
-            cur, buf = (rest if rest[:1] == "/" else f"{cdir}/{rest}"), []
-            continue
-        close()
-        cur = None
-        if tag == "C":  # the directory of the F/X/T lines that follow
+            cur = rest if rest[:1] == "/" else f"{cdir}/{rest}"
+        elif tag == "C":  # the directory of the F/X/T lines that follow
             cdir = rest
             fr.dirs.append(rest)
-        elif tag == "X":
-            fr.unreadable.add(rest if rest[:1] == "/" else f"{cdir}/{rest}")
-        elif tag == "T":
-            n, _, name = rest.partition(" ")
-            fr.truncated[name if name[:1] == "/" else f"{cdir}/{name}"] = int(n) if n.isdigit() else 0
-        elif tag == "N":
-            kind, _, path = rest.partition(" ")
-            fr.refused[path] = kind
-        elif tag == "D":
-            fr.dirs.append(rest)
-        elif tag == "A":
-            if fr.argv is None:
-                fr.argv = []
-            fr.argv.append(rest)
-        elif tag == "I":
-            k, _, v = rest.partition(" ")
-            fr.info[k] = v
-        elif tag == "W":
-            fr.warnings.append(rest)
-        elif tag == "B":
-            seq, _, req = rest.partition(" ")
-            fr.seq = int(seq) if seq.isdigit() else 0
-            fr.request = req.strip()
-        elif tag == "Z":
-            fr.complete = True
-        elif tag != "P":
-            fr.garbage_lines += 1
-    close()
-    return Frame(fr.seq, fr.request, files, fr.unreadable, fr.truncated, fr.refused, fr.nonutf8, fr.dirs, fr.info,
-                 fr.argv, fr.warnings, fr.complete, fr.garbage_lines)
+        else:
+            _tag(fr, tag, rest, cdir)
+    if cur is not None:
+        _close(fr, cur, buf, hexbuf, nonutf8)
+    return Frame(fr.seq, fr.request, fr.files, fr.unreadable, fr.truncated, fr.refused, fr.nonutf8, fr.dirs,
+                 fr.info, fr.argv, fr.warnings, fr.complete, fr.garbage_lines)
+
+
+def _close(fr: _Parts, cur: str, buf: list[str], hexbuf: list[str], nonutf8: bool) -> None:
+    """The lines of one file -> its text: L lines as they came, H lines (od's hex: kubelet's files) as bytes."""
+    if hexbuf:
+        data = _from_hex(hexbuf)
+        if len(data) > KUBELET_FILE_MAX:
+            data = data[:KUBELET_FILE_MAX]
+            fr.truncated[cur] = KUBELET_FILE_MAX
+        try:
+            content = data.decode("utf-8")
+        except UnicodeDecodeError:
+            content = data.decode("utf-8", "replace")
+            fr.nonutf8.add(cur)
+    else:
+        content = "\n".join(buf) + "\n" if buf else ""
+        if nonutf8:
+            fixed = _fix(content)
+            if fixed is not content:
+                fr.nonutf8.add(cur)
+            content = fixed
+    fr.files[cur] = content
+
+
+def _tag(fr: _Parts, tag: str, rest: str, cdir: str) -> None:
+    """One tag line other than F, C, L and H."""
+    if tag == "X":
+        fr.unreadable.add(rest if rest[:1] == "/" else f"{cdir}/{rest}")
+    elif tag == "T":
+        n, _, name = rest.partition(" ")
+        fr.truncated[name if name[:1] == "/" else f"{cdir}/{name}"] = int(n) if n.isdigit() else 0
+    elif tag == "N":
+        kind, _, path = rest.partition(" ")
+        fr.refused[path] = kind
+    elif tag == "D":
+        fr.dirs.append(rest)
+    elif tag == "A":
+        if fr.argv is None:
+            fr.argv = []
+        fr.argv.append(rest)
+    elif tag == "I":
+        k, _, v = rest.partition(" ")
+        fr.info[k] = v
+    elif tag == "W":
+        fr.warnings.append(rest)
+    elif tag == "B":
+        seq, _, req = rest.partition(" ")
+        fr.seq = int(seq) if seq.isdigit() else 0
+        fr.request = req.strip()
+    elif tag == "Z":
+        fr.complete = True
+    elif tag != "P":
+        fr.garbage_lines += 1
 
 
 def unescape(s: str) -> str:

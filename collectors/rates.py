@@ -79,6 +79,29 @@ def compute(prev: NodeSnapshot, cur: NodeSnapshot, wall_dt: float | None = None,
         dt = wall_dt
     if not dt:
         return None
+    util, noise = _cpu_util(prev, cur)
+    prev_tasks = {}
+    for _, c in prev.containers():
+        for t in c.tasks:
+            prev_tasks[t.tid] = t
+    if prev.all_tasks:
+        for t in prev.all_tasks:
+            prev_tasks.setdefault(t.tid, t)
+    trates = {}
+    crates = {}
+    prev_cg = {(p.uid, c.id): c for p, c in prev.containers()}
+    for p, c in cur.containers():
+        key = (p.uid, c.id)
+        pc = prev_cg.get(key)
+        crates[key] = _container_rates(c, pc, prev_tasks, dt, clk_tck, carry, trates, key)
+    _focus_task_rates(cur, prev_tasks, dt, carry, trates)
+    softirqs, ipis = _noise_counts(prev, cur)
+    return Rates(dt, util, crates, trates, _numa(prev, cur, dt), noise, softirqs, ipis, _cpu_wait(cur, trates),
+                 _task_busy(prev_tasks, cur, prev, dt, clk_tck))
+
+
+def _cpu_util(prev: NodeSnapshot, cur: NodeSnapshot) -> tuple[dict, dict]:
+    """Per CPU: busy share and kernel noise (irq, softirq, steal shares) over the window."""
     util = {}
     noise = {}
     for cpu, t2 in cur.cpu_times.items():
@@ -92,62 +115,57 @@ def compute(prev: NodeSnapshot, cur: NodeSnapshot, wall_dt: float | None = None,
             parts = (t2.irq - t1.irq, t2.softirq - t1.softirq, t2.steal - t1.steal)
             if min(parts) >= 0:
                 noise[cpu] = CpuNoise(*(min(1.0, x / tot) for x in parts))
-    prev_tasks = {}
-    for _, c in prev.containers():
+    return util, noise
+
+
+def _container_rates(c, pc, prev_tasks: dict, dt: float, clk_tck: int, carry, trates: dict, key) -> ContainerRates:
+    """One container's rates; its tasks' rates go into `trates`."""
+    thr = thr_us = None
+    if c.cgroup and pc is not None and pc.cgroup:
+        d = _d(pc.cgroup.nr_throttled, c.cgroup.nr_throttled)
+        thr = d / dt if d is not None else None
+        d = _d(pc.cgroup.throttled_usec, c.cgroup.throttled_usec)
+        thr_us = d / dt if d is not None else None
+    mig = ctx = use = wait = worst = None
+    source = None
+    if c.tasks and pc is not None:
+        mig = ctx = use = 0.0
+        fresh = 0
         for t in c.tasks:
-            prev_tasks[t.tid] = t
-    if prev.all_tasks:
-        for t in prev.all_tasks:
-            prev_tasks.setdefault(t.tid, t)
-    trates = {}
-    crates = {}
-    prev_cg = {(p.uid, c.id): c for p, c in prev.containers()}
-    for p, c in cur.containers():
-        key = (p.uid, c.id)
-        thr = thr_us = None
-        pc = prev_cg.get(key)
-        if c.cgroup and pc is not None and pc.cgroup:
-            d = _d(pc.cgroup.nr_throttled, c.cgroup.nr_throttled)
-            thr = d / dt if d is not None else None
-            d = _d(pc.cgroup.throttled_usec, c.cgroup.throttled_usec)
-            thr_us = d / dt if d is not None else None
-        mig = ctx = use = wait = worst = None
-        source = None
-        if c.tasks and pc is not None:
-            mig = ctx = use = 0.0
-            fresh = 0
-            for t in c.tasks:
-                t0 = prev_tasks.get(t.tid)
-                if t0 is None or t0.pid != t.pid:
-                    continue
-                tdt = (t.at - t0.at) if (t.at is not None and t0.at is not None) else dt
-                if tdt <= 0:  # not re-read since the previous sample: no new rate from it
-                    if carry is not None and t.tid in carry.tasks:
-                        trates[t.tid] = carry.tasks[t.tid]
-                    continue
-                fresh += 1
-                tr = _task_rate(t0, t, tdt)
-                trates[t.tid] = tr
-                if t.nr_migrations is not None and t0.nr_migrations is not None:
-                    source = source or "sched"
-                    mig += tr.migrations_per_s or 0.0
-                else:
-                    source = "observed"
-                    mig += 1.0 / tdt if tr.moved else 0.0
-                ctx += (tr.voluntary_per_s or 0.0) + (tr.involuntary_per_s or 0.0)
-                du = _d(t0.utime + t0.stime, t.utime + t.stime)
-                use += (du / clk_tck / tdt) if du is not None else 0.0
-                if tr.wait_ms_per_s is not None:
-                    wait = (wait or 0.0) + tr.wait_ms_per_s
-                    if worst is None or tr.wait_ms_per_s > worst[2]:
-                        worst = (t.tid, t.comm, tr.wait_ms_per_s, t.last_cpu)
-            if not fresh:
-                mig = ctx = use = None
-        psi = _pressure(pc, c)
-        if psi is None and carry is not None and key in carry.containers and _same_read(pc, c):
-            psi = carry.containers[key].pressure_some_ms_per_s
-        crates[key] = ContainerRates(thr, thr_us, mig, source, ctx, use, wait, worst, psi)
-    # the every-task scan with a CPU in focus: those tasks' run-queue wait too
+            t0 = prev_tasks.get(t.tid)
+            if t0 is None or t0.pid != t.pid:
+                continue
+            tdt = (t.at - t0.at) if (t.at is not None and t0.at is not None) else dt
+            if tdt <= 0:  # not re-read since the previous sample: no new rate from it
+                if carry is not None and t.tid in carry.tasks:
+                    trates[t.tid] = carry.tasks[t.tid]
+                continue
+            fresh += 1
+            tr = _task_rate(t0, t, tdt)
+            trates[t.tid] = tr
+            if t.nr_migrations is not None and t0.nr_migrations is not None:
+                source = source or "sched"
+                mig += tr.migrations_per_s or 0.0
+            else:
+                source = "observed"
+                mig += 1.0 / tdt if tr.moved else 0.0
+            ctx += (tr.voluntary_per_s or 0.0) + (tr.involuntary_per_s or 0.0)
+            du = _d(t0.utime + t0.stime, t.utime + t.stime)
+            use += (du / clk_tck / tdt) if du is not None else 0.0
+            if tr.wait_ms_per_s is not None:
+                wait = (wait or 0.0) + tr.wait_ms_per_s
+                if worst is None or tr.wait_ms_per_s > worst[2]:
+                    worst = (t.tid, t.comm, tr.wait_ms_per_s, t.last_cpu)
+        if not fresh:
+            mig = ctx = use = None
+    psi = _pressure(pc, c)
+    if psi is None and carry is not None and key in carry.containers and _same_read(pc, c):
+        psi = carry.containers[key].pressure_some_ms_per_s
+    return ContainerRates(thr, thr_us, mig, source, ctx, use, wait, worst, psi)
+
+
+def _focus_task_rates(cur: NodeSnapshot, prev_tasks: dict, dt: float, carry, trates: dict) -> None:
+    """The every-task scan with a CPU in focus: those tasks' run-queue wait too."""
     for t in cur.all_tasks or ():
         if t.runq is None or t.tid in trates:
             continue
@@ -159,6 +177,10 @@ def compute(prev: NodeSnapshot, cur: NodeSnapshot, wall_dt: float | None = None,
             trates[t.tid] = _task_rate(t0, t, tdt)
         elif carry is not None and t.tid in carry.tasks:
             trates[t.tid] = carry.tasks[t.tid]
+
+
+def _cpu_wait(cur: NodeSnapshot, trates: dict) -> dict:
+    """Run-queue wait per CPU: the waits of the tasks last seen there."""
     cpu_wait: dict = {}
     seen = {}
     for _, c in cur.containers():
@@ -170,6 +192,10 @@ def compute(prev: NodeSnapshot, cur: NodeSnapshot, wall_dt: float | None = None,
         t = seen.get(tid)
         if tr.wait_ms_per_s is not None and t is not None and t.last_cpu is not None:
             cpu_wait[t.last_cpu] = cpu_wait.get(t.last_cpu, 0.0) + tr.wait_ms_per_s
+    return cpu_wait
+
+
+def _numa(prev: NodeSnapshot, cur: NodeSnapshot, dt: float) -> dict:
     numa = {}
     for n, s2 in cur.numastat.items():
         s1 = prev.numastat.get(n)
@@ -181,9 +207,7 @@ def compute(prev: NodeSnapshot, cur: NodeSnapshot, wall_dt: float | None = None,
             continue
         numa[n] = {"numa_miss_per_s": miss / dt, "numa_hit_per_s": hit / dt,
                    "miss_ratio": miss / (hit + miss) if hit + miss else 0.0}
-    softirqs, ipis = _noise_counts(prev, cur)
-    return Rates(dt, util, crates, trates, numa, noise, softirqs, ipis, cpu_wait,
-                 _task_busy(prev_tasks, cur, prev, dt, clk_tck))
+    return numa
 
 
 def _task_rate(t0, t, dt) -> TaskRates:
