@@ -371,7 +371,7 @@ def run_live(targets: list, opts: Options, interval: float = 1.0, theme: str = "
 def run_demo(theme: str = "dark", interval: float = 1.0) -> int:
     from collectors.sim.demo import DemoCluster
 
-    cluster = DemoCluster()
+    cluster = DemoCluster(write=False)  # each tree written in a thread when its node first connects
     targets = cluster.targets()
     app = PinscopeApp(targets, Options(), interval, theme, cleanup=cluster.close, start=targets[0][0])
     try:

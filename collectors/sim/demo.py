@@ -59,17 +59,20 @@ def demo_specs() -> list[NodeSpec]:
 
 
 class DemoCluster:
-    """Writes the demo nodes under one temporary directory; `close()` removes it."""
+    """Writes the demo nodes under one temporary directory; `close()` removes it. `write=False`: each
+    node's tree is written when its transport first connects, in a thread (`pinscope demo`: the UI is up
+    before the trees are, and no tree is written on the UI thread)."""
 
-    def __init__(self, specs: list[NodeSpec] | None = None, root: str | None = None) -> None:
+    def __init__(self, specs: list[NodeSpec] | None = None, root: str | None = None, write: bool = True) -> None:
         self.dir = Path(root or tempfile.mkdtemp(prefix="pinscope-demo-"))
+        self.written = write
         self.sims = []
         for spec in specs or demo_specs():
-            sim = SimNode(spec, self.dir / spec.hostname).write()
-            self.sims.append(sim)
+            sim = SimNode(spec, self.dir / spec.hostname)
+            self.sims.append(sim.write() if write else sim)
 
     def targets(self) -> list[tuple[str, DemoTransport]]:
-        return [(f"demo/{s.spec.hostname}", DemoTransport(s)) for s in self.sims]
+        return [(f"demo/{s.spec.hostname}", DemoTransport(s, written=self.written)) for s in self.sims]
 
     def close(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)

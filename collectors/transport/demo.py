@@ -2,6 +2,7 @@
 before every frame, so the load changes live."""
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 
@@ -12,11 +13,18 @@ from .local import LocalTransport
 class DemoTransport(LocalTransport):
     """A LocalTransport over a simulated node, which advances the simulation before every frame."""
 
-    def __init__(self, sim: SimNode) -> None:
+    def __init__(self, sim: SimNode, written: bool = True) -> None:
         super().__init__(str(sim.root))
         self.sim = sim
         self.name = f"demo/{sim.spec.hostname}"
         self._last = time.monotonic()
+        self._written = written
+
+    async def connect(self, timeout: float = 10.0) -> None:
+        if not self._written:  # the tree is written off the event loop's thread, once
+            await asyncio.to_thread(self.sim.write)
+            self._written = True
+        await super().connect(timeout)
 
     async def _request(self, req: str):
         now = time.monotonic()

@@ -230,12 +230,16 @@ def test_fleet_overview_worst_first_filter_open_and_back(frozen, tmp_path):
     run(go())
 
 
-def test_demo_changes_over_time():
+@pytest.mark.parametrize("write", [True, False], ids=["trees-first", "trees-on-connect"])
+def test_demo_changes_over_time(write):
+    """`write=False` is `pinscope demo`: the UI starts before the trees exist; each is written in a
+    thread when its node first connects."""
     from collectors.sim.demo import DemoCluster
     from collectors.collect import Options
 
     async def go():
-        cl = DemoCluster()
+        cl = DemoCluster(write=write)
+        assert write or not any(s.root.exists() for s in cl.sims)
         app = PinscopeApp(cl.targets(), Options(), 0.3, "dark", cleanup=cl.close, start="demo/trade-xeon-96")
         async with app.run_test(size=(200, 60)) as pilot:
             v = app.views["demo/trade-xeon-96"]
