@@ -115,6 +115,11 @@ class NodeView:
     def set_state(self, state: str, message: str | None) -> None:
         if state == "up" and self.snap is None:
             state = "connecting"
+        if state == "connecting" and self.state == "down" and self.message:
+            # a reconnect after a failure: the failure stays on screen (a silent port must not go back to
+            # "waiting for the first frame" after its connect timeout), said to be retried
+            state = "down"
+            message = self.message if self.message.endswith("(retrying)") else f"{self.message} (retrying)"
         self.state = state
         self.message = message
         self.generation += 1

@@ -28,6 +28,7 @@ from textual.strip import Strip
 _PLAIN = Style()
 
 from collectors.model import Role
+from collectors.text import display
 from tui.widgets.gridlayout import Cell, Row, choose, id_width, tag_width
 
 SHADES = " ▁▂▃▄▅▆▇█"
@@ -101,7 +102,8 @@ class CoreGrid(ScrollView, can_focus=True):
         self.highlight = frozenset(highlight)
         # the layout depends on the topology (parsed once per static frame), the size and the tag width only
         key = (id(view.snap.topology) if view and view.snap else None, self.size,
-               tag_width(view.tags) if view else 1)
+               tag_width(view.tags) if view else 1,
+               (view.state, view.message) if view and not view.snap else None)  # the note before a first frame
         if key != getattr(self, "_layout_for", None):
             self._layout_for = key
             self._relayout()
@@ -152,7 +154,12 @@ class CoreGrid(ScrollView, can_focus=True):
     # ------------------------------------------------------------------ layout
     def _relayout(self) -> None:
         if self.view is None or self.view.snap is None:
-            self.rows = [Row("note", text="waiting for the first frame from " + (self.view.target if self.view else "the node") + " ...")]
+            v = self.view
+            if v is not None and v.state == "down" and v.message:
+                note = display(f"{v.target}: {v.message}")
+            else:
+                note = "waiting for the first frame from " + (display(v.target) if v else "the node") + " ..."
+            self.rows = [Row("note", text=note)]
             self.pos = {}
             self.virtual_size = Size(self.size.width, len(self.rows))
             self._cache.clear()
