@@ -178,7 +178,65 @@ def kernel_nothing_values(fault=None) -> Layout:
                   {"version": 2, "driver": "systemd"})
 
 
+def containerd_systemd_v1(fault=None) -> Layout:
+    """RHEL/CentOS 8-era nodes: containerd with SystemdCgroup = true on cgroup v1: the slices live in each
+    controller's hierarchy (/sys/fs/cgroup/cpuset/kubepods.slice/…). kubernetes.io "About cgroup v2"
+    (v1 still in use); kdoc admin-guide/cgroup-v1/cpusets.rst."""
+    return Layout(_spec(fault, cgroup=1, driver="systemd", runtime="containerd"),
+                  "kubernetes.io About cgroup v2; kdoc cgroup-v1/cpusets.rst",
+                  "/sys/fs/cgroup/cpuset/kubepods.slice/kubepods-pod6f1f6f4e_0b1a_4f59_9a3c_2f0f3b7c1a01.slice/"
+                  f"cri-containerd-{FEED_ID}.scope",
+                  "/sys/fs/cgroup/cpuset/kubepods.slice/kubepods-burstable.slice/"
+                  "kubepods-burstable-pod6f1f6f4e_0b1a_4f59_9a3c_2f0f3b7c1a02.slice",
+                  {"version": 1, "driver": "systemd"})
+
+
+def crio_systemd_v1(fault=None) -> Layout:
+    """OpenShift 4 before 4.14 (cgroup v1 by default): CRI-O, systemd manager, conmon beside each container.
+    docs.openshift.com "Configuring the Linux cgroup version on your nodes"; cri-o crio.conf(5)."""
+    return Layout(_spec(fault, cgroup=1, driver="systemd", runtime="crio"),
+                  "docs.openshift.com (cgroup v1 default before 4.14); cri-o crio.conf(5)",
+                  "/sys/fs/cgroup/cpuset/kubepods.slice/kubepods-pod6f1f6f4e_0b1a_4f59_9a3c_2f0f3b7c1a01.slice/"
+                  f"crio-{FEED_ID}.scope",
+                  "/sys/fs/cgroup/cpuset/kubepods.slice/kubepods-burstable.slice/"
+                  "kubepods-burstable-pod6f1f6f4e_0b1a_4f59_9a3c_2f0f3b7c1a02.slice",
+                  {"version": 1, "driver": "systemd"}, runtime="cri-o")
+
+
+def crio_cgroupfs_v2(fault=None) -> Layout:
+    """CRI-O with cgroup_manager = "cgroupfs" on cgroup v2 (crio-<id>, crio-conmon-<id> as plain
+    directories). cri-o internal/config/cgmgr/cgroupfs.go; crio.conf(5) cgroup_manager."""
+    return Layout(_spec(fault, cgroup=2, driver="cgroupfs", runtime="crio"),
+                  "cri-o internal/config/cgmgr/cgroupfs.go",
+                  f"/sys/fs/cgroup/kubepods/pod{FEED_UID}/crio-{FEED_ID}",
+                  f"/sys/fs/cgroup/kubepods/burstable/pod{API_UID}",
+                  {"version": 2, "driver": "cgroupfs"}, runtime="cri-o")
+
+
+def docker_systemd_v2(fault=None) -> Layout:
+    """cri-dockerd on a cgroup v2 distribution (Ubuntu 22.04) with the systemd driver: docker-<id>.scope.
+    github.com/Mirantis/cri-dockerd; docs.docker.com "Daemon: configure cgroup driver"."""
+    return Layout(_spec(fault, cgroup=2, driver="systemd", runtime="docker"),
+                  "Mirantis/cri-dockerd; docs.docker.com cgroup driver",
+                  "/sys/fs/cgroup/kubepods.slice/kubepods-pod6f1f6f4e_0b1a_4f59_9a3c_2f0f3b7c1a01.slice/"
+                  f"docker-{FEED_ID}.scope",
+                  "/sys/fs/cgroup/kubepods.slice/kubepods-burstable.slice/"
+                  "kubepods-burstable-pod6f1f6f4e_0b1a_4f59_9a3c_2f0f3b7c1a02.slice",
+                  {"version": 2, "driver": "systemd"}, runtime="docker")
+
+
+def docker_cgroupfs_v2(fault=None) -> Layout:
+    """Docker Engine's default cgroupfs driver on cgroup v2, behind cri-dockerd: bare-id leaves.
+    docs.docker.com "Daemon: configure cgroup driver" (cgroupfs is Docker's default)."""
+    return Layout(_spec(fault, cgroup=2, driver="cgroupfs", runtime="docker"),
+                  "docs.docker.com cgroup driver (cgroupfs default)",
+                  f"/sys/fs/cgroup/kubepods/pod{FEED_UID}/{FEED_ID}",
+                  f"/sys/fs/cgroup/kubepods/burstable/pod{API_UID}",
+                  {"version": 2, "driver": "cgroupfs"}, runtime=None)
+
+
 LAYOUTS = {f.__name__: f for f in (
-    containerd_systemd_v2, containerd_cgroupfs_v1, crio_systemd_v2, crio_cgroupfs_v1, docker_systemd_v1,
+    containerd_systemd_v2, containerd_systemd_v1, containerd_cgroupfs_v1, crio_systemd_v2, crio_systemd_v1,
+    crio_cgroupfs_v1, crio_cgroupfs_v2, docker_systemd_v1, docker_systemd_v2, docker_cgroupfs_v2,
     docker_cgroupfs_v1_pre118, kind_cgroup_root, cgroupfs_v2_cgroup_root_flag, static_pod_exclusive,
     kernel_nothing_values)}
