@@ -122,8 +122,14 @@ class RealPod:
         kind, why = cgroup_hierarchy()
         if kind is None:
             return False, why
-        if kubelet_running() or (KUBELET / "cpu_manager_state").exists():
-            return False, "a kubelet runs (or ran) here: not touching its files"
+        if kubelet_running():
+            return False, "a kubelet runs here: not touching its files"
+        # another test run's pod on this machine (its marker is there): wait for it, it holds HOST_LOCK
+        end = time.monotonic() + 120
+        while (KUBELET / "cpu_manager_state").exists() and (KUBELET / MARKER).exists() and time.monotonic() < end:
+            time.sleep(0.2)
+        if (KUBELET / "cpu_manager_state").exists():
+            return False, "a kubelet ran here (its cpu_manager_state is there): not touching its files"
         if (os.cpu_count() or 1) < 2:
             return False, "needs 2 CPUs"
         return True, ""
@@ -157,7 +163,11 @@ class RealPod:
         p.write_text(text)
 
     def __enter__(self) -> "RealPod":
+        self.lock = host_lock()  # one real pod on this machine at a time, across test runs
         try:
+            if (KUBELET / "cpu_manager_state").exists():
+                raise RuntimeError("a cpu_manager_state appeared: a kubelet, or a test run without the lock")
+            self._write(KUBELET / MARKER, f"pid {os.getpid()}\n")
             return self._enter()
         except BaseException:
             self.__exit__()
@@ -231,6 +241,30 @@ class RealPod:
                     break
                 except OSError:
                     time.sleep(0.05)
+        lock, self.lock = getattr(self, "lock", None), None
+        if lock is not None:
+            os.close(lock)  # releases the flock
+
+
+HOST_LOCK = "/run/pinscope-realpod.lock"
+MARKER = ".pinscope-test-pod"  # beside the kubelet files a RealPod writes: another run's, not a kubelet's
+
+
+def host_lock(timeout: float = 120) -> int:
+    """An exclusive flock on HOST_LOCK (machine-wide), waited for at most `timeout` s; -> the fd."""
+    import fcntl
+
+    fd = os.open(HOST_LOCK, os.O_CREAT | os.O_RDWR, 0o600)
+    end = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > end:
+                os.close(fd)
+                raise TimeoutError(f"{HOST_LOCK}: another test run held it for {timeout:g} s")
+            time.sleep(0.2)
 
 
 def read_sim(spec, root, samples: int = 2):
