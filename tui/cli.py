@@ -193,6 +193,14 @@ def main(argv: list[str] | None = None) -> int:
         if a.theme not in THEMES:
             _err(f"pinscope: no theme {a.theme!r}; the themes are {', '.join(sorted(THEMES))}")
             return 2
+    if getattr(a, "prometheus", None):  # a URL or selector that cannot work, said before anything starts
+        from collectors.promql import PromError, PromSource
+
+        try:
+            PromSource(a.prometheus, a.selector)
+        except PromError as err:
+            _err(f"pinscope: {err}")
+            return 2
     if tui and not _has_terminal():
         _err("pinscope: the live view needs a terminal (stdin and stdout are not both one); "
              "for text use 'pinscope snapshot' or 'pinscope check', or 'pinscope serve' for a browser")

@@ -201,8 +201,10 @@ def test_prometheus_refusing_a_query_and_bad_arguments_are_plain():
 def test_cli_prometheus_with_a_bad_url_is_one_line():
     from helpers import run_cli
 
-    r = run_cli("--prometheus", "localhost:9090", timeout=60)
-    assert r.returncode == 1 and r.stderr.count("\n") == 1 and "expected an http" in r.stderr
+    r = run_cli("--prometheus", "localhost:9090", timeout=60)  # a usage error, like a bad target: exit 2
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "expected an http" in r.stderr
+    r = run_cli("--prometheus", "http://127.0.0.1:9", "--selector", "=x", timeout=60)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--selector" in r.stderr
 
 
 def test_how_enter_reaches_a_node():
