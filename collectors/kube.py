@@ -184,6 +184,12 @@ def node_pods(node: str, context: str | None = None, kubeconfig: str | None = No
             res = c.get("resources") or {}
             ctrs.append(ApiContainer(str(c.get("name")), dict(res.get("requests") or {}), dict(res.get("limits") or {})))
         status = p.get("status") or {}
-        out[uid] = ApiPod(uid, str(meta.get("namespace")), str(meta.get("name")),
-                          status.get("qosClass"), owner, tuple(ctrs), container_ids(status))
+        ap = ApiPod(uid, str(meta.get("namespace")), str(meta.get("name")),
+                    status.get("qosClass"), owner, tuple(ctrs), container_ids(status))
+        out[uid] = ap
+        # a static pod's mirror has an API uid of its own; the node knows the pod by the manifest hash
+        # (k/k pkg/kubelet/types/pod_update.go ConfigMirrorAnnotationKey)
+        mirror = (meta.get("annotations") or {}).get("kubernetes.io/config.mirror")
+        if mirror:
+            out.setdefault(str(mirror), ap)
     return out

@@ -30,7 +30,13 @@ POD_LIST = {"kind": "PodList", "apiVersion": "v1", "metadata": {"resourceVersion
                   "ownerReferences": [{"kind": "StatefulSet", "name": "md-feed", "controller": True}]},
      "spec": {"nodeName": "node-a", "containers": [
          {"name": "feed", "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"cpu": "2", "memory": "4Gi"}}}]},
-     "status": {"qosClass": "Guaranteed", "phase": "Running"}},
+     "status": {"qosClass": "Guaranteed", "phase": "Running",
+                "containerStatuses": [{"name": "feed", "containerID": "containerd://" + "ab" * 32}]}},
+    # a static pod's mirror: the node knows it by the manifest hash in this annotation
+    {"metadata": {"name": "etcd-node-a", "namespace": "kube-system", "uid": "0a4d4a8e-1111-4222-8333-944455556666",
+                  "annotations": {"kubernetes.io/config.mirror": "e4e6004e2b0a4b4a9c1f0e4c3d2b1a09"}},
+     "spec": {"nodeName": "node-a", "containers": [{"name": "etcd"}]},
+     "status": {"qosClass": "Burstable", "phase": "Running"}},
 ]}
 
 
@@ -102,6 +108,8 @@ def test_discover_and_pods_through_the_real_client(api):
     p = pods[UID]
     assert (p.namespace, p.name, p.owner, p.qos) == ("trading", "md-feed-0", "StatefulSet/md-feed", "Guaranteed")
     assert p.containers[0].requests == {"cpu": "2", "memory": "4Gi"}
+    assert p.ids == {"ab" * 32: "feed"}  # containerStatuses[].containerID, runtime prefix dropped
+    assert pods["e4e6004e2b0a4b4a9c1f0e4c3d2b1a09"].name == "etcd-node-a"  # the mirror, by the node's uid
     api.stop()
     with pytest.raises(KubeError):
         node_pods("node-a", kubeconfig=api.kubeconfig, timeout=2)
