@@ -109,14 +109,28 @@ KPODS=""
 CGROOT=""
 
 find_kubelet() {
-  # the kubelet process: comm is "kubelet"; read with the read builtin (no fork)
+  # the kubelet process: comm is "kubelet"; read with the read builtin (no fork). Anyone may name a process
+  # "kubelet" (prctl PR_SET_NAME) and give it a --root-dir of their own: one whose status says it runs as
+  # another user than root is named and passed over; believed only when it is the only one (rootless kubelet)
   KPID=""
+  kalt=""
   for d in "$R"/proc/[0-9]*; do
     [ -r "$d/comm" ] || continue
     c=""
     read -r c < "$d/comm" 2>/dev/null
-    if [ "$c" = kubelet ]; then KPID=${d##*/}; break; fi
+    [ "$c" = kubelet ] || continue
+    u=""
+    if [ -f "$d/status" ]; then
+      while read -r k v _; do case $k in Uid:) u=$v; break ;; esac; done < "$d/status"
+    fi
+    if [ -z "$u" ] || [ "$u" = 0 ]; then KPID=${d##*/}; break; fi
+    printf 'W%s\n' "process ${d##*/} is named kubelet but runs as uid $u: not taken for kubelet"
+    [ -n "$kalt" ] || kalt=${d##*/}
   done
+  if [ -z "$KPID" ] && [ -n "$kalt" ]; then
+    KPID=$kalt
+    printf 'W%s\n' "no kubelet runs as root: taking process $kalt (a rootless kubelet?)"
+  fi
   KROOT=/var/lib/kubelet
   KCONF=""
   KDROPIN=""

@@ -244,3 +244,30 @@ def test_a_default_cpuset_beyond_the_node_names_only_cpus_it_has(tmp_path):
     (f,) = [f for f in o["findings"] if f["code"] == "OFFLINE_ASSIGNED"]
     assert f["message"] == "CPUs 48-4095 this node does not have (it has 0-47) are in the shared pool"
     assert f["cpus"] == []
+
+
+def test_a_process_that_names_itself_kubelet_is_not_believed(tmp_path):
+    """Anyone can call a process 'kubelet' and point it at files of their own: the one running as root wins,
+    and the impostor is named."""
+    from nodes import dual_socket_intel
+
+    root = tmp_path / "node"
+    SimNode(dual_socket_intel(), root).write()
+    fake = root / "proc/5"  # globbed before the real kubelet (700)
+    fake.mkdir()
+    (fake / "comm").write_text("kubelet\n")
+    (fake / "status").write_text("Name:\tkubelet\nUid:\t1000\t1000\t1000\t1000\n")
+    (fake / "cmdline").write_bytes(b"kubelet\0--root-dir=/tmp/evil\0")
+    o = read(root)
+    assert o["kubelet"]["pid"] == 700 and o["kubelet"]["root_dir"] == "/var/lib/kubelet"
+    assert "probe: process 5 is named kubelet but runs as uid 1000: not taken for kubelet" in errors(o)
+    assert any(c["role"] == "exclusive" for c in o["cpus"])
+
+
+def test_a_pod_whose_log_directory_cannot_be_matched_is_not_drift(tmp_path):
+    root = tmp_path / "node"
+    SimNode(NodeSpec(hostname="n", cores=4, threads=1, reserved="0", pods=[
+        PodSpec("lost", "default", logs=False, containers=[CtrSpec("x", cpus="2")]),
+        PodSpec("web", "default", qos="Burstable", containers=[CtrSpec("w")])]), root).write()
+    o = read(root)
+    assert [f["code"] for f in o["findings"] if f["severity"] != "info"] == []
