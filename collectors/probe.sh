@@ -82,7 +82,8 @@ rx() {
 unseen() { _d=${1%/*}; [ -d "$_d" ] && [ ! -x "$_d" ] && pl R "$1"; }
 # kubelet's own files (config, drop-ins, checkpoints): written as one long line (a 256-CPU checkpoint is
 # ~5 KB) and possibly huge when corrupt. mawk reads a line in time quadratic in its length (50 MB: 6.5 s),
-# so these go through od, which stops at the budget (-N): one fork per file (the state file: one a tick).
+# so under mawk these go through od, which stops at the budget (-N): one fork per file (the state file: one
+# a grid tick, ~1 ms of CPU). busybox awk and gawk read a 50 MB line in ~0.1 s: they read them themselves.
 KMAX=1048576
 rk() {
   for _f in "$@"; do
@@ -96,8 +97,7 @@ rk() {
     elif [ -e "$_f" ]; then nonreg "$_f"; else unseen "$_f"; fi
   done
 }
-OD=""
-command -v od >/dev/null 2>&1 && OD=od
+OD=""  # set below when awk is mawk
 
 KROOT=/var/lib/kubelet
 KCONF=""
@@ -566,7 +566,8 @@ case $(awk -W version 2>&1 </dev/null) in
     l=PPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPP
     i=0
     while [ $i -lt 128 ]; do PAD="$PAD$l
-"; i=$((i + 1)); done ;;
+"; i=$((i + 1)); done
+    command -v od >/dev/null 2>&1 && OD=od ;;
 esac
 esc "$R"
 PSROOT=$E
