@@ -26,7 +26,7 @@ def target_problem(word: str, commands: tuple[str, ...] = ()) -> str | None:
     if word.startswith(("node/", "nodes/")):
         name = word.partition("/")[2]
         if len(name) > 253 or not _NODE.fullmatch(name):
-            return f"{word!r}: a Kubernetes node name is lowercase letters, digits, '-' and '.' (node/NAME)"
+            return f"{name!r} is not a node name: a Kubernetes node name is lowercase letters, digits, '-' and '.'"
         return None
     # a bare word without digits, '.', '@' or ':' that is one or two letters off a command: a typo, not
     # a host (a host of that name can still be reached as user@NAME or NAME:22)

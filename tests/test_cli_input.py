@@ -24,8 +24,8 @@ def last_line(r) -> str:
     (["check", "root@h:99999"], "pinscope: 'root@h:99999': the port must be a number from 1 to 65535"),
     (["check", "h;reboot"], "pinscope: 'h;reboot': a host name is letters, digits, '.', '-' and '_' "
                             "('local', [user@]host[:port] or node/NAME)"),
-    (["snapshot", "node/Worker_1"], "pinscope: 'node/Worker_1': a Kubernetes node name is lowercase letters, digits, "
-                                    "'-' and '.' (node/NAME)"),
+    (["snapshot", "node/Worker_1"], "pinscope: 'Worker_1' is not a node name: a Kubernetes node name is lowercase "
+                                    "letters, digits, '-' and '.'"),
     (["check", "--interval", "0", "local"], "pinscope check: error: argument --interval: must be greater than 0 (got 0)"),
     (["check", "--interval", "-1", "local"], "pinscope check: error: argument --interval: must be greater than 0 (got -1)"),
     (["check", "--samples", "0", "local"], "pinscope check: error: argument --samples: must be greater than 0 (got 0)"),

@@ -184,8 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         demo = cmd == "exporter" and word == "demo"  # the exporter serves the simulated cluster as a target
         why = None if getattr(a, "replay", None) or demo else target_problem(word, COMMANDS)
         if why and not _inventory_has(a, word):
-            parser.print_usage(sys.stderr)
-            _err(f"pinscope: {why}")
+            _err(f"pinscope: {why}")  # one plain line, as every refusal
             return 2
     if tui and getattr(a, "theme", None) is not None:
         from themes.themes import THEMES

@@ -245,7 +245,8 @@ def test_refusals_are_one_plain_line(sim, tmp_path, capsys):
         assert "no usable kubeconfig" in line and "nosuch" in line, line
         capsys.readouterr()
         rc = main(["snapshot", "node/Bad,Name", "--kubeconfig", kc])
-        assert "'Bad,Name' is not a node name" in one_line(rc, *capsys.readouterr())
+        out, err = capsys.readouterr()  # refused before connecting, as every word that is no target: exit 2
+        assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1 and "'Bad,Name' is not a node name" in err
         assert probe_pods(srv) == []  # nothing left by any failure
     finally:
         srv.stop()
