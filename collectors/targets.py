@@ -63,4 +63,7 @@ def target_problem(word: str, commands: tuple[str, ...] = ()) -> str | None:
         return f"{word!r}: no host name"
     if not rest.startswith("[") and (len(host) > 253 or not _NAME.fullmatch(host)):
         return f"{word!r}: a host name is letters, digits, '.', '-' and '_' ('local', [user@]host[:port] or node/NAME)"
+    if not rest.startswith("[") and any(not 1 <= len(label) <= 63 for label in host.split(".")):
+        # the resolver refuses these (idna: "label empty or too long"); say so before anything connects
+        return f"{word!r}: a host name's parts between dots are 1 to 63 characters"
     return None

@@ -22,6 +22,9 @@ def last_line(r) -> str:
     (["check", "loacl"], "pinscope: 'loacl' is not a command or a target; did you mean the target 'local'? "
                          "(a host of that name: write user@loacl or loacl:22)"),
     (["check", "root@h:99999"], "pinscope: 'root@h:99999': the port must be a number from 1 to 65535"),
+    (["check", "bad..host"], "pinscope: 'bad..host': a host name's parts between dots are 1 to 63 characters"),
+    (["check", "a" * 64 + ".example"], f"pinscope: '{'a' * 64}.example': a host name's parts between dots are 1 to "
+                                       "63 characters"),
     (["check", "h;reboot"], "pinscope: 'h;reboot': a host name is letters, digits, '.', '-' and '_' "
                             "('local', [user@]host[:port] or node/NAME)"),
     (["snapshot", "node/Worker_1"], "pinscope: 'Worker_1' is not a node name: a Kubernetes node name is lowercase "
@@ -74,3 +77,18 @@ def test_a_closed_pipe_ends_quietly(tmp_path):
     p.stdout.close()  # `| head -0`: gone before the first line (a short output would fit the pipe's buffer)
     err = p.stderr.read().decode()
     assert p.wait(timeout=60) == 141 and err == ""
+
+
+def test_an_inventory_host_the_resolver_refuses_is_that_node_down_not_the_run(tmp_path):
+    """bad..host in an inventory (not checked as a command-line word) made the resolver's idna codec raise
+    UnicodeError: 'internal error' and no output for the nodes that were read; the TUI kept it 'waiting'."""
+    from collectors.sim.node import SimNode
+    from nodes import dual_socket_intel
+
+    SimNode(dual_socket_intel(), tmp_path / "n").write()
+    inv = tmp_path / "inv.yaml"
+    inv.write_text(f"nodes:\n  - {{name: good, host: local, root: {tmp_path / 'n'}}}\n  - {{name: weird, host: bad..host}}\n")
+    r = run_cli("check", "--connect-timeout", "2", "--inventory", str(inv), timeout=60)
+    assert "internal error" not in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert "xeon-2s:" in r.stdout
+    assert "bad..host: cannot resolve host (not a valid host name)" in r.stderr

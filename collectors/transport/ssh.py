@@ -175,6 +175,8 @@ class SSHTransport(FrameStream):
             raise Unreachable(f"{self.target}: no answer within {t:g} s") from err
         except socket.gaierror as err:
             raise Unreachable(f"{self.target}: cannot resolve host ({err.strerror})") from err
+        except UnicodeError as err:  # the resolver's idna codec: an empty or over-long label (an inventory's bad..host)
+            raise Unreachable(f"{self.target}: cannot resolve host (not a valid host name)") from err
         except OSError as err:
             # asyncio's "Connect call failed ('h', p)" hides the reason: the errno says it (refused, no route)
             why = os.strerror(err.errno).lower() if err.errno else (err.strerror or str(err))
