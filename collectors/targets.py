@@ -28,6 +28,9 @@ def target_problem(word: str, commands: tuple[str, ...] = ()) -> str | None:
         if len(name) > 253 or not _NODE.fullmatch(name):
             return f"{name!r} is not a node name: a Kubernetes node name is lowercase letters, digits, '-' and '.'"
         return None
+    if word in commands:  # `pinscope local check`: the command word after a target
+        return (f"{word!r} is a command: it comes before the targets (pinscope {word} [OPTIONS] TARGET...); "
+                f"a host of that name: write user@{word} or {word}:22")
     # a bare word without digits, '.', '@' or ':' that is one or two letters off a command: a typo, not
     # a host (a host of that name can still be reached as user@NAME or NAME:22)
     near = difflib.get_close_matches(word, [*commands, "local"], n=1, cutoff=0.75)

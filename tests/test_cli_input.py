@@ -92,3 +92,21 @@ def test_an_inventory_host_the_resolver_refuses_is_that_node_down_not_the_run(tm
     assert "internal error" not in r.stderr and "Traceback" not in r.stderr, r.stderr
     assert "xeon-2s:" in r.stdout
     assert "bad..host: cannot resolve host (not a valid host name)" in r.stderr
+
+
+def test_options_before_the_command_word(tmp_path):
+    """The README's `pinscope --root /host local` (or snapshot/check), written as users write it with the
+    command after the shared options, was refused: "'check' is not a command or a target; did you mean the
+    command 'check'?"."""
+    from collectors.sim.node import SimNode
+    from nodes import dual_socket_intel
+
+    SimNode(dual_socket_intel(), tmp_path).write()
+    r = run_cli("--root", str(tmp_path), "check", "local", timeout=60)
+    assert r.returncode == 0 and "xeon-2s: 0 critical" in r.stdout, r.stderr
+    r = run_cli("--root", str(tmp_path), "--interval", "0.2", "snapshot", "--json", "local", timeout=60)
+    assert r.returncode == 0 and '"node": "xeon-2s"' in r.stdout, r.stderr
+    r = run_cli("local", "check", timeout=30)  # after a target it is no command: refused, and said why
+    assert (r.returncode, last_line(r)) == (2, "pinscope: 'check' is a command: it comes before the targets "
+                                               "(pinscope check [OPTIONS] TARGET...); a host of that name: "
+                                               "write user@check or check:22")

@@ -165,8 +165,26 @@ def _opts(a) -> Options:
                    kube_namespace=a.namespace, kube_image=a.image, kube_pod_lifetime=a.pod_lifetime)
 
 
+def _command_first(argv: list[str]) -> list[str]:
+    """`pinscope --root /host snapshot local`: the options shared by every command may come before the
+    command word too; it is moved to the front. Only when no target precedes it (`pinscope local check`
+    stays a refusal), and never an option's value (`--inventory check`)."""
+    if not argv or argv[0] in COMMANDS:
+        return argv
+    takes_value = {s for act in build_parser("")._actions for s in act.option_strings if act.nargs != 0}
+    i = 0
+    while i < len(argv):
+        w = argv[i]
+        if w in COMMANDS:
+            return [w, *argv[:i], *argv[i + 1:]]
+        if w == "--" or not w.startswith("-"):
+            break
+        i += 2 if w in takes_value else 1
+    return argv
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = _command_first(list(sys.argv[1:] if argv is None else argv))
     cmd = argv[0] if argv and argv[0] in COMMANDS else ""
     if cmd:
         argv = argv[1:]
