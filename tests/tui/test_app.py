@@ -10,6 +10,8 @@ from frozen import FrozenApp, frozen_samples
 from tui.app import NodeState, PinscopeApp
 from tui.screens.container import ContainerScreen
 from tui.screens.cpu import CpuScreen
+from textual.binding import Binding
+
 from tui.screens.help import HelpScreen
 from tui.screens.node import NodeScreen
 from tui.screens.nodeinfo import NodeInfoScreen
@@ -297,6 +299,26 @@ def test_keymap_file_remaps_a_binding(frozen, tmp_path, monkeypatch):
             await pilot.press("space")
             await pilot.pause()
             assert isinstance(app.screen, CpuScreen)
+    run(go())
+
+
+def test_help_shows_the_keys_of_the_keymap_in_force(frozen, tmp_path, monkeypatch):
+    """The help is generated from the bindings: after keymap.toml remaps one, it names the new key (it
+    showed the class's default, Enter, while the footer said space)."""
+    import tui.app as appmod
+    from tui.screens.help import binding_rows
+
+    km = tmp_path / "keymap.toml"
+    km.write_text('"grid.select" = "space"\n')
+    monkeypatch.setattr(appmod, "KEYMAP", km)
+
+    async def go():
+        app = FrozenApp(frozen, start="xeon-2s")
+        async with app.run_test(size=(200, 60)) as pilot:
+            await pilot.pause()
+            rows = {bid: keys for keys, _, bid in binding_rows(app, app.screen)}
+            assert rows["grid.select"] == app.get_key_display(Binding("space", "x")), rows
+            assert rows["grid.left"] == "←, h"  # the others unchanged
     run(go())
 
 

@@ -21,7 +21,8 @@ def binding_rows(app, screen) -> list[tuple[str, str, str]]:
         for b in getattr(type(src), "BINDINGS", []):
             if not isinstance(b, Binding) or not b.description:
                 continue
-            keys = ", ".join(app.get_key_display(Binding(k, b.action)) for k in b.key.split(","))
+            key = getattr(app, "_keymap", {}).get(b.id, b.key) if b.id else b.key  # keymap.toml in force
+            keys = ", ".join(app.get_key_display(Binding(k.strip(), b.action)) for k in key.split(","))
             seen.setdefault(b.id or b.action, (keys, b.description, b.id or ""))
     return list(seen.values())
 
