@@ -110,3 +110,22 @@ def test_options_before_the_command_word(tmp_path):
     assert (r.returncode, last_line(r)) == (2, "pinscope: 'check' is a command: it comes before the targets "
                                                "(pinscope check [OPTIONS] TARGET...); a host of that name: "
                                                "write user@check or check:22")
+
+
+def test_snapshot_text_lists_offline_cpus_and_an_unknown_policy(tmp_path):
+    """Offline CPUs belong to no NUMA node in sysfs: the text table grouped by NUMA node dropped them (the
+    JSON had them); a policy that could not be read printed as 'policy None'."""
+    from collectors.sim.node import SimNode
+    from nodes import broken, offline_isolated
+
+    SimNode(offline_isolated(), tmp_path / "a").write()
+    r = run_cli("snapshot", "--root", str(tmp_path / "a"), "local", timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert "  no NUMA node (offline):" in lines
+    assert [ln.split()[:3] for ln in lines if ln.strip().startswith(("cpu6 ", "cpu7 "))] == [
+        ["cpu6", "x", "offline"], ["cpu7", "x", "offline"]]
+    assert "None" not in r.stdout
+    SimNode(broken(), tmp_path / "b").write()
+    r = run_cli("snapshot", "--root", str(tmp_path / "b"), "local", timeout=60)
+    assert "  policy unknown  " in r.stdout.splitlines()[0] and "None" not in r.stdout

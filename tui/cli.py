@@ -425,14 +425,22 @@ def _glyph(role: str) -> str:
         return "?"
 
 
+def _v(x) -> str:
+    return "-" if x is None else str(x)
+
+
 def render_table(o: dict) -> str:
     k = o["kubelet"]
     out = [f"node {o['node']}  cgroup v{o['cgroup']['version']} ({o['cgroup']['driver'] or 'driver unknown'})  "
-           f"policy {k['cpu_manager_policy']}  topology {k['topology_manager_policy']}  "
+           f"policy {k['cpu_manager_policy'] or 'unknown'}  topology {k['topology_manager_policy']}  "
            f"reserved {format_cpuset(k['reserved_cpus']) or '-'}  roles from {o['roles_from']}"]
     cpus = {c["id"]: c for c in o["cpus"]}
-    for n in o["numa_nodes"] or [{"id": None, "cpus": sorted(cpus)}]:
-        out.append(f"  NUMA {n['id']}:")
+    groups = list(o["numa_nodes"] or [{"id": None, "cpus": sorted(cpus)}])
+    placed = {cid for n in groups for cid in n["cpus"]}
+    if set(cpus) - placed:  # offline CPUs: sysfs lists no NUMA node for them, yet they are the node's
+        groups.append({"id": "", "cpus": sorted(set(cpus) - placed)})
+    for n in groups:
+        out.append(f"  NUMA {n['id']}:" if n["id"] != "" else "  no NUMA node (offline):")
         for cid in n["cpus"]:
             c = cpus.get(cid)
             if not c:
@@ -440,7 +448,7 @@ def render_table(o: dict) -> str:
             own = ", ".join(f"{w['namespace'] or '?'}/{w['pod'] or w['pod_uid'][:8]}/{w['container'] or '?'}"
                             for w in c["owners"])
             util = f"{c['util'] * 100:5.1f}%" if c["util"] is not None else "     -"
-            out.append(f"    cpu{cid:<4} {_glyph(c['role'])} {c['role']:<10} s{c['socket']} core {c['core']} "
+            out.append(f"    cpu{cid:<4} {_glyph(c['role'])} {c['role']:<10} s{_v(c['socket'])} core {_v(c['core'])} "
                        f"sib {format_cpuset(c['siblings']):<8} {util}  {own}")
     out.append("  pods:")
     for p in o["pods"]:
