@@ -129,3 +129,12 @@ def test_snapshot_text_lists_offline_cpus_and_an_unknown_policy(tmp_path):
     SimNode(broken(), tmp_path / "b").write()
     r = run_cli("snapshot", "--root", str(tmp_path / "b"), "local", timeout=60)
     assert "  policy unknown  " in r.stdout.splitlines()[0] and "None" not in r.stdout
+
+
+def test_check_that_reads_nothing_exits_3_not_the_warnings_code(tmp_path):
+    """`check` exits 1 for "warnings found"; an inventory it cannot open (or a kubeconfig it cannot use)
+    reads no target: 3, as the README says, not 1 (a script would take it for warnings)."""
+    r = run_cli("check", "--inventory", str(tmp_path / "missing.yaml"), timeout=30)
+    assert (r.returncode, last_line(r)) == (3, f"pinscope: --inventory {tmp_path / 'missing.yaml'}: No such file or directory")
+    r = run_cli("snapshot", "--inventory", str(tmp_path / "missing.yaml"), timeout=30)
+    assert r.returncode == 1  # snapshot: 1 when it could not read (unchanged)

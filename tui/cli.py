@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
         return 141
     except PinscopeError as err:
         _err(f"pinscope: {err}")
-        return 1
+        return 3 if cmd == "check" else 1  # check's 1 means "warnings found": no target could be read is 3
     except Exception as err:  # the last line of defence: a plain line, never a traceback
         if os.environ.get("PINSCOPE_DEBUG"):
             raise
