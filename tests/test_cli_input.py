@@ -34,6 +34,9 @@ def last_line(r) -> str:
     (["check", "--samples", "0", "local"], "pinscope check: error: argument --samples: must be greater than 0 (got 0)"),
     (["check", "--connect-timeout", "-5", "local"],
      "pinscope check: error: argument --connect-timeout: must be greater than 0 (got -5)"),
+    (["snapshot", "--interval", "abc", "local"], "pinscope snapshot: error: argument --interval: 'abc' is not a number"),
+    (["check", "--samples", "two", "local"], "pinscope check: error: argument --samples: 'two' is not a number"),
+    (["check", "--bogus", "local"], "pinscope check: error: unrecognized arguments: --bogus"),
     (["serve", "--port", "99999"], "pinscope serve: error: argument --port: a port is a number from 1 to 65535 (got 99999)"),
     (["demo", "--theme", "bogus"], "pinscope: no theme 'bogus'; the themes are dark, light, okabe-ito, warroom"),
     (["demo"], "pinscope: the live view needs a terminal (stdin and stdout are not both one); for text use "
@@ -45,6 +48,7 @@ def test_refused_before_connecting(args, message):
     t0 = time.monotonic()
     r = run_cli(*args, timeout=30)
     assert (r.returncode, last_line(r)) == (2, message), r.stdout + r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr  # one plain line, not argparse's usage first
     assert r.stdout == "" and "Traceback" not in r.stderr
     assert time.monotonic() - t0 < 10  # no connection was tried
 

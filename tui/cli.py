@@ -117,8 +117,17 @@ def _kube_api(p: argparse.ArgumentParser) -> None:
                    help="node/NAME: where the exporter pods run and debug pods are made (default pinscope)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one plain line naming the option (exit 2), like every other refusal
+    (argparse printed its whole usage first: ~13 lines for `--interval abc`)."""
+
+    def error(self, message: str):
+        _err(f"{self.prog}: error: {message}")
+        raise SystemExit(2)
+
+
 def build_parser(cmd: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"pinscope {cmd}".strip(), epilog=None if cmd else COMMAND_HELP,
+    p = _Parser(prog=f"pinscope {cmd}".strip(), epilog=None if cmd else COMMAND_HELP,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"pinscope {_version()}")
     if cmd in ("snapshot", "check"):
