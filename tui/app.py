@@ -138,12 +138,19 @@ class PinscopeApp(App):
             self.first_paint_s = time.monotonic() - self.started_at
 
     def _load_keymap(self) -> None:
+        if getattr(self, "_keymap_read", False):  # once (a subclass's on_mount may run ours twice)
+            return
+        self._keymap_read = True
         try:
             data = tomllib.loads(KEYMAP.read_text()) if KEYMAP.exists() else {}
         except (OSError, tomllib.TOMLDecodeError) as err:
             self.notify(display(f"keymap {KEYMAP} ignored: {err}"), severity="warning", markup=False)
             return
         keymap = {str(k): str(v) for k, v in data.items() if isinstance(v, str)}
+        from tui.keymap import unknown_ids_line
+
+        if line := unknown_ids_line(keymap, KEYMAP):  # a misspelt id is said, not silently ignored
+            self.notify(display(line), severity="warning", markup=False)
         if keymap:
             self.set_keymap(keymap)
 

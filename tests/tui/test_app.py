@@ -302,6 +302,27 @@ def test_keymap_file_remaps_a_binding(frozen, tmp_path, monkeypatch):
     run(go())
 
 
+def test_keymap_unknown_ids_are_named_in_one_line(frozen, tmp_path, monkeypatch):
+    """An id no binding has (a typo) was silently ignored: it is named, in one line, and the known ones work."""
+    import tui.app as appmod
+
+    km = tmp_path / "keymap.toml"
+    km.write_text('"grid.selct" = "x"\n"app.qiut" = "z"\n"grid.select" = "space"\n')
+    monkeypatch.setattr(appmod, "KEYMAP", km)
+
+    async def go():
+        app = FrozenApp(frozen, start="xeon-2s")
+        async with app.run_test(size=(200, 60)) as pilot:
+            await pilot.pause()
+            notes = [n.message for n in app._notifications]
+            assert notes == [f"keymap {km}: unknown binding ids 'app.qiut', 'grid.selct' ignored "
+                             "(the ids are listed in the help, ?)"], notes
+            await pilot.press("space")
+            await pilot.pause()
+            assert isinstance(app.screen, CpuScreen)
+    run(go())
+
+
 def test_help_shows_the_keys_of_the_keymap_in_force(frozen, tmp_path, monkeypatch):
     """The help is generated from the bindings: after keymap.toml remaps one, it names the new key (it
     showed the class's default, Enter, while the footer said space)."""
