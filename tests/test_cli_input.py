@@ -94,8 +94,29 @@ def test_an_inventory_host_the_resolver_refuses_is_that_node_down_not_the_run(tm
     inv.write_text(f"nodes:\n  - {{name: good, host: local, root: {tmp_path / 'n'}}}\n  - {{name: weird, host: bad..host}}\n")
     r = run_cli("check", "--connect-timeout", "2", "--inventory", str(inv), timeout=60)
     assert "internal error" not in r.stderr and "Traceback" not in r.stderr, r.stderr
-    assert "xeon-2s:" in r.stdout
+    assert "good:" in r.stdout
     assert "bad..host: cannot resolve host (not a valid host name)" in r.stderr
+
+
+def test_inventory_names_are_used_everywhere(tmp_path):
+    """An inventory's node is named by the inventory in the text, the JSON and the error lines (the JSON said
+    the read node's hostname, the error line its address, the error object the inventory's name)."""
+    import json
+
+    from collectors.sim.node import SimNode
+    from nodes import dual_socket_intel
+
+    SimNode(dual_socket_intel(), tmp_path / "n").write()
+    inv = tmp_path / "inv.yaml"
+    inv.write_text(f"nodes:\n  - {{name: good, host: local, root: {tmp_path / 'n'}}}\n"
+                   "  - {name: down, host: '127.0.0.1:1'}\n")
+    r = run_cli("snapshot", "--json", "--connect-timeout", "2", "--inventory", str(inv), timeout=60)
+    objs = json.loads(r.stdout)
+    assert [o["node"] for o in objs] == ["good", "down"], r.stdout[:300]
+    assert objs[1]["error"] and last_line(r).startswith("pinscope: down: "), r.stderr
+    r = run_cli("check", "--connect-timeout", "2", "--inventory", str(inv), timeout=60)
+    assert r.stdout.startswith("good:") and "xeon-2s" not in r.stdout, r.stdout[:300]
+    assert last_line(r).startswith("pinscope: down: "), r.stderr
 
 
 def test_options_before_the_command_word(tmp_path):

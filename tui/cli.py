@@ -356,9 +356,13 @@ async def _one(target, a) -> tuple[dict | None, str | None]:
     try:
         report = await snapshot(address, opts, samples=max(1, a.samples), interval=a.interval)
     except PinscopeError as err:
-        return None, str(err)
+        if isinstance(target, str) or str(err).startswith(f"{target.name}:"):
+            return None, str(err)
+        return None, f"{target.name}: {err}"  # an inventory's node is said by its name, as in the JSON
     snap = report.snapshot
     o = report.to_json()
+    if not isinstance(target, str):
+        o["node"] = target.name  # the inventory's (or --kube's) name, not the node's hostname: one name everywhere
     if _kube(a):
         from collectors.kube import KubeError, node_pods
         from collectors.jsonout import enrich
