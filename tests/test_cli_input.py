@@ -58,7 +58,7 @@ def test_help_lists_the_commands_and_version():
     assert r.returncode == 0
     for cmd in ("snapshot TARGET", "check TARGET", "demo", "replay FILE", "serve -- ARGS", "exporter", "gc"):
         assert cmd in r.stdout
-    assert "4 read only in part" in r.stdout
+    assert "4 read only in part" in r.stdout and "3 a target could not be read" in r.stdout
     v = run_cli("--version")
     assert v.returncode == 0 and v.stdout.startswith("pinscope ") and v.stdout.split()[1][0].isdigit()
     assert run_cli("check", "--version").stdout == v.stdout
@@ -163,3 +163,22 @@ def test_check_that_reads_nothing_exits_3_not_the_warnings_code(tmp_path):
     assert (r.returncode, last_line(r)) == (3, f"pinscope: --inventory {tmp_path / 'missing.yaml'}: No such file or directory")
     r = run_cli("snapshot", "--inventory", str(tmp_path / "missing.yaml"), timeout=30)
     assert r.returncode == 1  # snapshot: 1 when it could not read (unchanged)
+
+
+def test_check_exit_with_one_node_of_several_unreachable(tmp_path):
+    """One node down among several exited 4 ('read only in part', meant for files this user may not read),
+    and warnings beside a down node exited 1: a down node is 3, unless a critical was found (2)."""
+    from collectors.sim.node import SimNode
+    from nodes import broken, dual_socket_intel
+
+    SimNode(dual_socket_intel(), tmp_path / "n").write()
+    SimNode(broken(), tmp_path / "b").write()
+    assert run_cli("check", "--root", str(tmp_path / "n"), "local", timeout=60).returncode == 0
+    assert run_cli("check", "--root", str(tmp_path / "b"), "local", timeout=60).returncode == 2
+    for tree, want in (("n", 3), ("b", 2)):
+        inv = tmp_path / f"inv-{tree}.yaml"
+        inv.write_text(f"nodes:\n  - {{name: good, host: local, root: {tmp_path / tree}}}\n"
+                       "  - {name: down, host: '127.0.0.1:1'}\n")
+        r = run_cli("check", "--connect-timeout", "2", "--inventory", str(inv), timeout=60)
+        assert r.returncode == want and last_line(r).startswith("pinscope: down: "), (tree, r.returncode, r.stderr)
+        assert r.stdout.startswith("good:")

@@ -26,7 +26,8 @@ COMMAND_HELP = """commands:
   (none) TARGET...   the live view (a terminal UI) of one node or a fleet
   snapshot TARGET... what a node's CPUs are doing, as text or --json
   check TARGET...    lint nodes for pinning faults; exit 0 ok, 1 warnings, 2 critical,
-                     3 no target could be read, 4 read only in part (and nothing worse found)
+                     3 a target could not be read (and no critical found on the others),
+                     4 read only in part (and nothing worse found)
   demo               the live view over simulated nodes
   replay FILE        the live view over a --record recording
   serve -- ARGS      the live view in a browser (textual-serve)
@@ -418,13 +419,18 @@ async def _snapshot_cmd(a, check: bool) -> int:
         return 1 if not check else 3
     if check:
         worst = 0
-        partial = bool(failed)
+        partial = False
         for o, _ in results:
             for f in (o or {}).get("findings", []):
                 worst = max(worst, {"critical": 2, "warning": 1}.get(f["severity"], 0))
                 partial = partial or f["code"] == "READ_PARTIAL"
-        # a fault found is a fault (1, 2); a node read only in part is not "ok": 4, and READ_PARTIAL says
-        # what could not be read and how to read it (--sudo, root, a group)
+        # a critical fault found is 2 whatever else; a node that could not be read (its line on stderr) makes
+        # the check incomplete: 3, not "warnings" nor "read in part"; then warnings 1; a node read only in
+        # part is not "ok": 4, and READ_PARTIAL says what could not be read and how (--sudo, root, a group)
+        if worst == 2:
+            return 2
+        if failed:
+            return 3
         return worst or (4 if partial else 0)
     return 0
 
