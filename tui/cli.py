@@ -207,31 +207,13 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(a, "runq_wait_ms", None) is not None:
         set_thresholds(Thresholds(a.runq_wait_ms, a.noise_pct))
     # before anything connects: words that are no target, a theme that does not exist, a TUI without a terminal
-    tui = cmd in ("demo", "replay", "")
-    for word in getattr(a, "targets", None) or []:
-        demo = cmd == "exporter" and word == "demo"  # the exporter serves the simulated cluster as a target
-        why = None if getattr(a, "replay", None) or demo else target_problem(word, COMMANDS)
-        if why and not _inventory_has(a, word):
-            _err(f"pinscope: {why}")  # one plain line, as every refusal
-            return 2
-    if tui and getattr(a, "theme", None) is not None:
-        from themes.themes import THEMES
-
-        if a.theme not in THEMES:
-            _err(f"pinscope: no theme {a.theme!r}; the themes are {', '.join(sorted(THEMES))}")
-            return 2
-    if getattr(a, "prometheus", None):  # a URL or selector that cannot work, said before anything starts
-        from collectors.promql import PromError, PromSource
-
-        try:
-            PromSource(a.prometheus, a.selector)
-        except PromError as err:
-            _err(f"pinscope: {err}")
-            return 2
-    if tui and not _has_terminal():
-        _err("pinscope: the live view needs a terminal (stdin and stdout are not both one); "
-             "for text use 'pinscope snapshot' or 'pinscope check', or 'pinscope serve' for a browser")
+    if why := _refusal(cmd, a):
+        _err(why)  # one plain line, as every refusal
         return 2
+    if cmd == "serve" and (served or a.args):  # the served command line is refused here, before serving
+        if why := _served_refusal(served or a.args):
+            _err(f"pinscope serve: {why.removeprefix('pinscope: ')}")
+            return 2
     try:
         if cmd == "serve":
             from tui.serve import serve
@@ -290,6 +272,45 @@ def main(argv: list[str] | None = None) -> int:
             raise
         _err(f"pinscope: internal error: {type(err).__name__}: {err}")
         return 3
+
+
+def _refusal(cmd: str, a, terminal: bool = True) -> str | None:
+    """Why this command line is refused before anything connects (one line), or None."""
+    tui = cmd in ("demo", "replay", "")
+    for word in getattr(a, "targets", None) or []:
+        demo = cmd == "exporter" and word == "demo"  # the exporter serves the simulated cluster as a target
+        why = None if getattr(a, "replay", None) or demo else target_problem(word, COMMANDS)
+        if why and not _inventory_has(a, word):
+            return f"pinscope: {why}"
+    if tui and getattr(a, "theme", None) is not None:
+        from themes.themes import THEMES
+
+        if a.theme not in THEMES:
+            return f"pinscope: no theme {a.theme!r}; the themes are {', '.join(sorted(THEMES))}"
+    if getattr(a, "prometheus", None):  # a URL or selector that cannot work, said before anything starts
+        from collectors.promql import PromError, PromSource
+
+        try:
+            PromSource(a.prometheus, a.selector)
+        except PromError as err:
+            return f"pinscope: {err}"
+    if terminal and tui and not _has_terminal():
+        return ("pinscope: the live view needs a terminal (stdin and stdout are not both one); "
+                "for text use 'pinscope snapshot' or 'pinscope check', or 'pinscope serve' for a browser")
+    return None
+
+
+def _served_refusal(args: list[str]) -> str | None:
+    """`pinscope serve -- ARGS`: ARGS checked as `pinscope ARGS` would check them (each browser tab runs it),
+    said once here rather than in every tab after the server started. The tabs have a terminal."""
+    args = _command_first(list(args))
+    cmd = args[0] if args and args[0] in COMMANDS else ""
+    if cmd not in ("", "demo", "replay"):
+        return f"'{cmd}' does not run in a browser; give the live view's arguments: demo, --inventory F, TARGET..."
+    a = build_parser(cmd).parse_args(args[1:] if cmd else args)  # a bad option: one line, exit 2
+    if not cmd and not (a.targets or a.inventory or a.kube or a.prometheus):
+        return "give a TARGET ('local', [user@]host[:port] or node/NAME), --inventory or --kube after --, or demo"
+    return _refusal(cmd, a, terminal=False)
 
 
 def _has_terminal() -> bool:

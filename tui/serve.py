@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import shlex
+import shutil
+import tempfile
 import sys
 from pathlib import Path
 
@@ -39,6 +42,26 @@ def is_loopback(host: str) -> bool:
 def app_command(args: list[str]) -> str:
     """The shell command textual-serve runs for each browser session: this Python, this pinscope."""
     return shlex.join([sys.executable, "-m", "tui.cli", *args])
+
+
+def offline_templates(into: Path) -> Path:
+    """textual-serve's page template without its Google Fonts link (a war-room screen may be offline, and a
+    page that fetches from Google tells Google who watches it): Roboto Mono comes from the font files
+    textual-serve ships in its own static folder, served by this server."""
+    import textual_serve
+
+    src = Path(textual_serve.__file__).parent / "templates"
+    into.mkdir(parents=True, exist_ok=True)
+    face = ('<style>@font-face { font-family: "Roboto Mono"; font-style: normal; '
+            'src: url("{{ config.static.url }}fonts/RobotoMono-VariableFont_wght.ttf") format("truetype"); }\n'
+            '@font-face { font-family: "Roboto Mono"; font-style: italic; '
+            'src: url("{{ config.static.url }}fonts/RobotoMono-Italic-VariableFont_wght.ttf") format("truetype"); }'
+            '</style>')
+    for t in src.glob("*.html"):
+        html = re.sub(r"<link[^>]*fonts\.(googleapis|gstatic)\.com[^>]*>", face, t.read_text(), flags=re.S)
+        html = re.sub(r"<link[^>]*https?://[^>]*>", "", html, flags=re.S)  # nothing else from elsewhere either
+        (into / t.name).write_text(html)
+    return into
 
 
 def serve(args: list[str], host: str = "127.0.0.1", port: int = 8000, public: str | None = None,
@@ -72,11 +95,17 @@ def serve(args: list[str], host: str = "127.0.0.1", port: int = 8000, public: st
                 self.public_url = f"{request.scheme}://{request.host}"
             return await super().handle_index(request)
 
+    import textual_serve
+
+    templates = offline_templates(Path(tempfile.mkdtemp(prefix="pinscope-serve-")))
     server = PinscopeServer(app_command(args), host=host, port=port, title=title,
-                            public_url=public.rstrip("/") if public else None)
+                            public_url=public.rstrip("/") if public else None,
+                            statics_path=Path(textual_serve.__file__).parent / "static", templates_path=templates)
     try:
         server.serve()
     except OSError as err:  # the port is taken, the address is not ours...
         print(f"pinscope serve: cannot listen on {shown}:{port}: {err.strerror or err}", file=sys.stderr)
         return 1
+    finally:
+        shutil.rmtree(templates, ignore_errors=True)
     return 0

@@ -111,6 +111,43 @@ def test_serve_elsewhere_warns_plainly(tmp_path):
     assert NO_AUTH.splitlines()[0].split("{")[0] in srv.output
 
 
+def test_serve_page_loads_nothing_from_elsewhere():
+    """The page linked Google Fonts (an offline war-room screen waits on it, and Google learns who watches):
+    Roboto Mono now comes from this server, from the font files textual-serve ships."""
+    import re
+
+    with Served("--", "demo") as srv:
+        assert "googleapis" not in srv.index and "gstatic" not in srv.index
+        assert not re.search(r"(src|href)=\"https?://(?!127\.0\.0\.1)", srv.index), srv.index[:1500]
+        fonts = re.findall(r'url\("([^"]+\.ttf)"\)', srv.index)
+        assert fonts, srv.index[:1500]
+        for url in fonts:
+            with urllib.request.urlopen(url if url.startswith("http") else f"http://127.0.0.1:{srv.port}{url}",
+                                        timeout=10) as r:
+                assert r.status == 200 and len(r.read()) > 10000
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--port", "abc", "--", "demo"], "pinscope serve: error: argument --port: a port is a number from 1 to 65535 (got abc)"),
+    (["--", "snapshto", "local"], "pinscope serve: 'snapshto' is not a command or a target; did you mean the command "
+                                  "'snapshot'? (a host of that name: write user@snapshto or snapshto:22)"),
+    (["--", "h;reboot"], "pinscope serve: 'h;reboot': a host name is letters, digits, '.', '-' and '_' "
+                         "('local', [user@]host[:port] or node/NAME)"),
+    (["--", "--interval", "abc", "local"], "pinscope: error: argument --interval: 'abc' is not a number"),
+    (["--", "demo", "--theme", "bogus"], "pinscope serve: no theme 'bogus'; the themes are dark, light, okabe-ito, warroom"),
+    (["--", "--theme", "dark"], "pinscope serve: give a TARGET ('local', [user@]host[:port] or node/NAME), --inventory "
+                                "or --kube after --, or demo"),
+    (["--", "check", "local"], "pinscope serve: 'check' does not run in a browser; give the live view's arguments: "
+                               "demo, --inventory F, TARGET..."),
+])
+def test_serve_refuses_bad_arguments_before_serving(args, message):
+    from helpers import run_cli
+
+    r = run_cli("serve", "--port", str(free_port()), *args, timeout=20)
+    assert (r.returncode, r.stderr.strip()) == (2, message), r.stderr
+    assert "open http" not in r.stderr and "Traceback" not in r.stderr
+
+
 def test_serve_usage_errors():
     from helpers import run_cli
 
