@@ -35,19 +35,24 @@ def pytest_configure(config):
         raise pytest.UsageError("pytest-timeout is required in CI (pip install -e '.[test]')")
 
 
-def _dump(item, seconds: float) -> None:
-    tw = item.config.get_terminal_writer()
-    tw.line()
-    tw.sep("!", f"TIMEOUT after {seconds:g} s: {item.nodeid}", red=True)
+def _stacks() -> str:
+    """Every thread's stack and every asyncio task's (where a test stuck past its deadline was)."""
+    out = []
     for ident, frame in sys._current_frames().items():
-        tw.sep("~", f"thread {ident}")
-        tw.write("".join(traceback.format_stack(frame, limit=12)))
+        out.append(f"~~~ thread {ident}\n" + "".join(traceback.format_stack(frame, limit=12)))
     loop = asyncio._get_running_loop()
     if loop is not None:
         for task in asyncio.all_tasks(loop):
-            tw.sep("~", f"asyncio task {task.get_name()}")
-            for frame in task.get_stack():
-                tw.write("".join(traceback.format_stack(frame, limit=1)))
+            out.append(f"~~~ asyncio task {task.get_name()}\n"
+                       + "".join("".join(traceback.format_stack(f, limit=1)) for f in task.get_stack()))
+    return "".join(out)
+
+
+def _dump(item, seconds: float, stacks: str) -> None:
+    tw = item.config.get_terminal_writer()
+    tw.line()
+    tw.sep("!", f"TIMEOUT after {seconds:g} s: {item.nodeid}", red=True)
+    tw.write(stacks)
     tw.sep("!", f"end of TIMEOUT {item.nodeid}", red=True)
     tw.flush()
 
@@ -60,13 +65,16 @@ def pytest_timeout_set_timer(item, settings):
 
     def handler(signum, frame):
         __tracebackhide__ = True
+        stacks = _stacks()
         capman = item.config.pluginmanager.getplugin("capturemanager")
         if capman is not None:
             with capman.global_and_fixture_disabled():
-                _dump(item, settings.timeout)
+                _dump(item, settings.timeout, stacks)
         else:
-            _dump(item, settings.timeout)
-        pytest.fail(f"Timeout: {item.nodeid} ran over {settings.timeout:g} s (stacks printed above)")
+            _dump(item, settings.timeout, stacks)
+        # in the failure report too: under pytest-xdist a worker's terminal is not the run's
+        pytest.fail(f"Timeout: {item.nodeid} ran over {settings.timeout:g} s; where every thread and task was:\n"
+                    + stacks)
 
     def cancel():
         signal.setitimer(signal.ITIMER_REAL, 0)

@@ -1,7 +1,7 @@
 """Snapshot tests (pytest-textual-snapshot): each screen at 80x24 and 200x60, frozen data.
 
 Frozen: fixture trees read through the real probe, two samples of a seeded simulation one node-second
-apart (the node's uptime is the clock), no live workers. Update with: pytest --snapshot-update
+apart (the node's uptime is the clock), no live workers. Update with: pytest -n 0 --snapshot-update
 """
 import sys
 from pathlib import Path
