@@ -15,6 +15,7 @@ from pathlib import Path
 
 from textual.app import App
 from textual.binding import Binding
+from textual.css.query import NoMatches
 from textual.message import Message
 
 from collectors.collect import NodeCollector, Options, live, live_depth, overview_depth
@@ -232,8 +233,11 @@ class PinscopeApp(App):
         elif getattr(scr, "target", None) == target and hasattr(scr, "refresh_view") and scr.is_mounted:
             # a screen just pushed is composed but not mounted yet: its on_mount paints it (a node going
             # stale in between used to query widgets that were not there: NoMatches, the app died)
-            with self.batch_update():
-                scr.refresh_view()
+            try:
+                with self.batch_update():
+                    scr.refresh_view()
+            except NoMatches:  # the app is closing: the screen's widgets are gone, a late tick has nothing to paint
+                pass
 
     def _refresh_fleet(self) -> None:
         if self._fleet_dirty and isinstance(self.screen, FleetScreen):
