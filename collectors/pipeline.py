@@ -21,11 +21,17 @@ from .rates import Rates, compute
 @dataclass(frozen=True, slots=True)
 class Timings:
     """Seconds. `read` is the request's round trip (None for a recorded frame); `build` the client's
-    parse + assemble + rates + findings; `probe_cpu` the probe's own CPU for the frame, when it says."""
+    parse + assemble + rates + findings; `probe_cpu_total` the CPU the probe (its shell and its awk) used on
+    the node since it started, as it says at the end of each frame (`probe_cpu_source`: "schedstat", ns on
+    CPU, or "stat", clock ticks of 10 ms), None when it did not say; `probe_cpu` the part of it since the
+    previous frame of the same probe. A running task's own counters are brought up to date when it sleeps,
+    so the total lags by at most the frame being read: exact over many frames, coarse for one."""
 
     read: float | None = None
     build: float = 0.0
     probe_cpu: float | None = None
+    probe_cpu_total: float | None = None
+    probe_cpu_source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,13 +83,14 @@ class Pipeline:
         self.prev: NodeSnapshot | None = None
         self.prev_t: float | None = None
         self.prev_rates: Rates | None = None  # counters read at a slower cadence keep their last rate
+        self.probe_cpu: float | None = None  # the probe's CPU total at the previous frame (this connection)
 
     def reset(self) -> None:
         """A new connection: everything is read again, and no rate spans the gap."""
         self.frames = FrameStore()
         self.assembler = Assembler(self.target)
         self.want_names = True
-        self.prev = self.prev_t = self.prev_rates = None
+        self.prev = self.prev_t = self.prev_rates = self.probe_cpu = None
 
     @property
     def static(self) -> Frame | None:
@@ -119,4 +126,25 @@ class Pipeline:
         self.prev, self.prev_t, self.prev_rates = snap, now, rates
         findings = tuple(evaluate(snap, rates))
         return NodeReport(self.target, self.name, time.time() if t is None else t, snap, rates, findings,
-                          Timings(read, time.perf_counter() - t0))
+                          self._timings(frame, read, time.perf_counter() - t0))
+
+    def _timings(self, frame: Frame, read: float | None, build: float) -> Timings:
+        """The tick's timings, with the probe's own CPU when the frame says it ("I probe_cpu <s> <source>")."""
+        total, source = _probe_cpu(frame.info.get("probe_cpu"))
+        if total is None:
+            return Timings(read, build)
+        delta = total - self.probe_cpu if self.probe_cpu is not None and total >= self.probe_cpu else None
+        self.probe_cpu = total
+        return Timings(read, build, delta, total, source)
+
+
+def _probe_cpu(text: str | None) -> tuple[float | None, str | None]:
+    """"0.001751883 schedstat" -> (seconds, source); (None, None) for anything else."""
+    secs, _, source = (text or "").partition(" ")
+    try:
+        value = float(secs)
+    except ValueError:
+        return None, None
+    if not (value >= 0 and value < 1e12) or source not in ("schedstat", "stat"):  # nan, inf, garbage
+        return None, None
+    return value, source

@@ -398,6 +398,12 @@ loop() {
     case $req in *n*) names ;; esac
     case $req in *a*) alltasks ;; esac
     case $req in *i*) irqs ;; *) [ -n "$FCPU" ] && r "$R/proc/interrupts" ;; esac
+    # the probe's own CPU so far: this shell's (the builtin read, no fork: /proc/self is this shell), and
+    # awk adds its own. ns on CPU from schedstat (CONFIG_SCHED_INFO), else clock ticks from stat
+    S=""
+    if read -r S 2>/dev/null </proc/self/schedstat; then S="s $S"
+    elif read -r S 2>/dev/null </proc/self/stat; then S="t $S"; fi
+    printf 'E%s\n' "$S"
     printf 'Z%s\n%s' "$seq" "$PAD"
   done
 }
@@ -487,6 +493,24 @@ function rd2(p, d, b,   s, n, line, lim, k) {
     if (split(q, w, " ") >= 7 && int(w[7] / 2097152) % 2 == 1) { split(d, w, "/"); kth[w[3]] = 1 }
   }
 }
+# a /proc/<pid>/schedstat ("s ...", ns on CPU first) or /proc/<pid>/stat ("t ...", utime + stime in
+# clock ticks, fields 14 and 15; USER_HZ is 100 on Linux) line -> ns, or -1
+function cpuns(k, line,   w) {
+  if (k == "s") return split(line, w, " ") >= 1 && w[1] ~ /^[0-9]+$/ ? w[1] + 0 : -1
+  sub(/^.*\) /, "", line)
+  return split(line, w, " ") >= 13 && w[12] ~ /^[0-9]+$/ && w[13] ~ /^[0-9]+$/ ? (w[12] + w[13]) * 10000000 : -1
+}
+# the CPU line of the shell (E) plus that of awk itself, read the same way -> I probe_cpu <seconds so far> <source>
+function selfcpu(p,   k, sh, me, line, f) {
+  k = substr(p, 1, 1); sh = cpuns(k, substr(p, 3))
+  if (sh < 0) return
+  f = k == "s" ? "/proc/self/schedstat" : "/proc/self/stat"
+  if ((getline line < f) <= 0) { close(f); return }
+  close(f)
+  me = cpuns(k, line)
+  if (me < 0) return
+  printf "Iprobe_cpu %.9f %s\n", (sh + me) / 1e9, k == "s" ? "schedstat" : "stat"
+}
 # the files of a cgroup or task record; "@name" lives in the v1 cpu hierarchy, "%name" in the memory one
 function cg(dir, names,   i, nm, p, d, line, u) {
   d = dir
@@ -533,6 +557,7 @@ function unmatched(p) {
     if (split(q, w, " ") >= 37 && w[37] == fcpu) rd(p "/schedstat")
     next
   }
+  if (t == "E") { selfcpu(p); next }
   if (t == " ") { print "H" $0; next }
   if (t == "M") { dn(p); print "F" bb; next }
   if (t == "N") { k = index(p, " "); q = substr(p, k + 1); if (rl && substr(q, 1, rl) == root) q = substr(q, rl + 1); print "N" substr(p, 1, k) q; next }

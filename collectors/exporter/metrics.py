@@ -70,8 +70,8 @@ CONTRACT: tuple[Family, ...] = (
            "1 when the last read of the node succeeded, 0 when it could not be read (the node's other series are then absent)"),
     Family("pinscope_read_duration_seconds", "gauge", ("node",),
            "wall time of the last read: the probe round trip plus pinscope's parsing and analysis"),
-    Family("pinscope_read_probe_cpu_seconds", "gauge", ("node",),
-           "CPU the probe used on the node for the last read (local targets; absent over SSH)"),
+    Family("pinscope_probe_cpu_seconds", "counter", ("node",),
+           "CPU the probes used on the node, as each says of itself (its shell and awk: ns on CPU from /proc/self/schedstat, else clock ticks from /proc/self/stat); rate() it"),
     Family("pinscope_last_read_timestamp_seconds", "gauge", ("node",),
            "when the node was last read successfully (Unix time)"),
 )
@@ -165,7 +165,7 @@ class NodeState:
     samples: dict  # family name -> [Sample] (empty while the node cannot be read)
     success: bool
     duration: float | None = None
-    probe_cpu: float | None = None
+    probe_cpu: float | None = None  # the probes' CPU on the node so far (a counter, seconds)
     last_success: float | None = None  # Unix time
     error: str | None = None
 
@@ -176,7 +176,7 @@ def self_samples(st: NodeState) -> dict[str, list[Sample]]:
     if st.duration is not None:
         out["pinscope_read_duration_seconds"] = [Sample("pinscope_read_duration_seconds", lab, st.duration, None, None)]
     if st.probe_cpu is not None:
-        out["pinscope_read_probe_cpu_seconds"] = [Sample("pinscope_read_probe_cpu_seconds", lab, st.probe_cpu, None, None)]
+        out["pinscope_probe_cpu_seconds"] = [Sample("pinscope_probe_cpu_seconds_total", lab, st.probe_cpu, None, None)]
     if st.last_success is not None:
         out["pinscope_last_read_timestamp_seconds"] = [
             Sample("pinscope_last_read_timestamp_seconds", lab, st.last_success, None, None)]

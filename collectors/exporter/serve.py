@@ -40,26 +40,23 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host, int(m["port"])
 
 
-def _probe_cpu(transport) -> float | None:
-    """CPU seconds used so far by a local probe (its sh and its awk); None when it runs elsewhere."""
-    proc = getattr(transport, "proc", None)
-    if proc is None or proc.returncode is not None:
-        return None
-    try:
-        import psutil
+class ProbeCpu:
+    """The probes' CPU on one node, a counter across reconnects: each probe says its own total since it
+    started at the end of every frame; the part since the previous frame is added (a new probe from 0)."""
 
-        procs = getattr(transport, "_pinscope_ps", None)
-        if procs is None or procs[0].pid != proc.pid:
-            p = psutil.Process(proc.pid)
-            procs = [p, *p.children(recursive=True)]  # the tree is fixed once the probe runs (0 forks per tick)
-            transport._pinscope_ps = procs
-        total = 0.0
-        for p in procs:
-            t = p.cpu_times()
-            total += t.user + t.system
-        return total
-    except Exception:  # psutil's errors: the process went away between two reads; not a read failure
-        return None
+    def __init__(self) -> None:
+        self.total: float | None = None
+        self._last = 0.0
+
+    def new_probe(self) -> None:
+        self._last = 0.0
+
+    def add(self, probe_total: float | None) -> float | None:
+        if probe_total is not None:
+            step = probe_total - self._last if probe_total >= self._last else probe_total
+            self.total = (self.total or 0.0) + step
+            self._last = probe_total
+        return self.total
 
 
 async def node_loop(col: NodeCollector, node: str, interval: float, store: LatestReports,
@@ -69,6 +66,7 @@ async def node_loop(col: NodeCollector, node: str, interval: float, store: Lates
     connected = False
     last_ok = None
     said = None  # the last problem printed: a node that stays down is said once, not every read
+    cpu = ProbeCpu()
     while not stop.is_set():
         t0 = time.monotonic()
         wait = interval
@@ -76,16 +74,12 @@ async def node_loop(col: NodeCollector, node: str, interval: float, store: Lates
             if not connected:
                 await asyncio.wait_for(col.connect(), connect_timeout + 1)
                 connected = True
-            cpu0 = _probe_cpu(col.transport)
             # the live views' cadence: the grid every read, cgroup detail every 5th, the task and IRQ scans
             # every 10th (their findings hold in between: the pipeline carries the deeper frames)
             report = await col.tick(live_depth(col.ticks))
-            cpu1 = _probe_cpu(col.transport)
-            probe_cpu = report.timings.probe_cpu
-            if probe_cpu is None and cpu0 is not None and cpu1 is not None:
-                probe_cpu = cpu1 - cpu0
             last_ok = report.t
-            store.put(NodeState(node, node_samples(node, report), True, time.monotonic() - t0, probe_cpu, last_ok))
+            store.put(NodeState(node, node_samples(node, report), True, time.monotonic() - t0,
+                                cpu.add(report.timings.probe_cpu_total), last_ok))
             backoff.reset()
             if said is not None:
                 print(f"pinscope exporter: {node}: read again", file=sys.stderr, flush=True)
@@ -99,11 +93,12 @@ async def node_loop(col: NodeCollector, node: str, interval: float, store: Lates
                 msg = str(err)
             else:
                 msg = f"{type(err).__name__}: {err}"
-            store.put(NodeState(node, {}, False, time.monotonic() - t0, None, last_ok, msg))
+            store.put(NodeState(node, {}, False, time.monotonic() - t0, cpu.total, last_ok, msg))
             if msg != said:
                 print(f"pinscope exporter: {node}: {msg}", file=sys.stderr, flush=True)
                 said = msg
             connected = False
+            cpu.new_probe()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(col.close(), 2)
             wait = backoff.next()

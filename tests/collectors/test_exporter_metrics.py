@@ -73,8 +73,8 @@ def test_collector_serves_the_latest_state_and_an_unreadable_node_only_as_read_s
     text = generate_latest(reg).decode()
     assert 'pinscope_read_success{node="xeon"} 1.0' in text and 'pinscope_read_success{node="gone"} 0.0' in text
     assert 'pinscope_cpu_info{' in text and 'node="gone",' not in text.replace('pinscope_read_success{node="gone"}', "")
-    assert 'pinscope_read_probe_cpu_seconds{node="xeon"} 0.002' in text
-    assert "pinscope_read_probe_cpu_seconds" not in "".join(str(x) for x in self_samples(NodeState("gone", {}, False)).values())
+    assert 'pinscope_probe_cpu_seconds_total{node="xeon"} 0.002' in text and "# TYPE pinscope_probe_cpu_seconds_total counter" in text
+    assert "pinscope_probe_cpu" not in "".join(str(x) for x in self_samples(NodeState("gone", {}, False)).values())
     # a scrape while reads publish: never blocks, never half a node
     stop = threading.Event()
 
@@ -102,3 +102,27 @@ def test_listen_forms(text, want):
 def test_listen_malformed(text):
     with pytest.raises(ListenError, match="expected ADDR:PORT"):
         parse_listen(text)
+
+
+def test_probe_cpu_is_a_counter_across_reconnects():
+    """Each probe says its total since it started; the exporter's counter adds the steps, and a new probe
+    (after a reconnect) counts from 0 again: the counter never goes back."""
+    from collectors.exporter.serve import ProbeCpu
+
+    c = ProbeCpu()
+    assert c.add(None) is None  # nothing said yet: no series
+    assert c.add(0.004) == 0.004 and c.add(0.0065) == 0.0065
+    c.new_probe()
+    assert abs(c.add(0.003) - 0.0095) < 1e-12  # the new probe's first 3 ms on top
+    assert abs(c.add(0.001) - 0.0105) < 1e-12  # said less than before without a reconnect: a new probe too
+    assert abs(c.add(None) - 0.0105) < 1e-12
+
+
+def test_the_probes_cpu_line_is_read_or_refused():
+    from collectors.frames import parse_frame
+    from collectors.pipeline import _probe_cpu
+
+    fr = parse_frame(b"B1 g\nIprobe_cpu 0.001751883 schedstat\nZ1\n")
+    assert _probe_cpu(fr.info.get("probe_cpu")) == (0.001751883, "schedstat")
+    for bad in (None, "", "nan schedstat", "inf stat", "-1 stat", "1e400 stat", "0.1 jiffies", "abc stat", "0.2"):
+        assert _probe_cpu(bad) == (None, None), bad

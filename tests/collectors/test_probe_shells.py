@@ -5,6 +5,8 @@ import asyncio
 import os
 import shutil
 
+import pytest
+
 
 from collectors.collect import NodeCollector, Options
 from collectors.jsonout import to_json
@@ -73,3 +75,51 @@ def test_same_snapshot_under_dash_busybox_and_bash(tmp_path):
     assert j["w"] and j["focus"] and set(j["focus"]) < set(j["w"])
     assert j["cpu"] and {cpu for _, cpu in j["cpu"]} == {1}
     assert "NET_RX" in j["softirqs"] and j["ipis"] == ["LOC", "RES"]
+
+
+def _on_cpu(pids) -> float:
+    """Seconds on CPU of these processes, read from outside (brought up to date: they sleep)."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/schedstat") as f:
+            total += int(f.read().split()[0])
+    return total / 1e9
+
+
+@pytest.mark.parametrize("kind", ["dash", "busybox", "bash"])
+def test_the_probe_says_its_own_cpu_truthfully(tmp_path, kind):
+    """Every frame ends with the probe's CPU so far (its shell's and its awk's, from /proc/self/schedstat):
+    it only grows, it is what the kernel says of those two processes read from outside, and it is not the
+    10 ms granularity of clock ticks (a gauge from utime/stime said 0.0 or 0.01)."""
+    import psutil
+
+    need(os.path.exists("/proc/self/schedstat"), "no /proc/<pid>/schedstat (CONFIG_SCHED_INFO)")
+    root = str(tmp_path / "n")
+    SimNode(dual_socket_intel(), root).write()
+    path_dir = toolbox(tmp_path, kind)
+    old = os.environ["PATH"]
+    os.environ["PATH"] = f"{path_dir}:{old}"
+    try:
+        async def go():
+            col = NodeCollector("local", Options(root=root), LocalTransport(root))
+            await col.connect()
+            try:
+                totals = []
+                for depth in ("gcTai", "g", "gc", "gTa", "g"):
+                    r = await col.tick(depth)
+                    assert r.timings.probe_cpu_source == "schedstat"
+                    totals.append(r.timings.probe_cpu_total)
+                    await asyncio.sleep(0.05)  # the probe sleeps on its next request: its counters catch up
+                deltas = [r.timings.probe_cpu]
+                kids = psutil.Process(col.transport.proc.pid).children(recursive=True)  # the loop's shell, awk
+                return totals, deltas, _on_cpu([k.pid for k in kids])
+            finally:
+                await col.close()
+        totals, deltas, outside = asyncio.run(asyncio.wait_for(go(), 30))
+    finally:
+        os.environ["PATH"] = old
+    assert all(b >= a for a, b in zip(totals, totals[1:])) and totals[-1] > totals[0] > 0, totals
+    assert deltas[0] is not None and abs(deltas[0] - (totals[-1] - totals[-2])) < 1e-9
+    # the last frame's own work may not be counted yet when it is said: at most that much below
+    assert outside * 0.6 <= totals[-1] <= outside + 1e-6, (totals, outside)
+    assert any(round(t * 1000) % 10 for t in totals), totals  # not whole clock ticks
