@@ -62,6 +62,12 @@ CONTRACT: tuple[Family, ...] = (
            "CPU migrations of the container's tasks per second over the last window (se.nr_migrations, or observed last-CPU changes)"),
     Family("pinscope_container_cpu_usage_cpus", "gauge", CTR,
            "CPUs the container's tasks used over the last window (utime + stime)"),
+    Family("pinscope_container_runqueue_wait_seconds_per_second", "gauge", CTR,
+           "seconds the container's threads waited on a run queue per second, summed over its threads, over "
+           "their last window (schedstat run_delay, or sched wait_sum; read with the task scan, every 10th read)"),
+    Family("pinscope_cpu_noise_ratio", "gauge", ("node", "cpu"),
+           "share of the CPU's time taken by the kernel over the last read window, 0..1: irq + softirq + steal "
+           "(/proc/stat; what KERNEL_NOISE_EXCLUSIVE measures)"),
     Family("pinscope_finding", "gauge", ("node", "code", "severity", "namespace", "pod", "container"),
            "1 per active finding (codes as in pinscope check; namespace/pod/container empty for node-wide ones)"),
     Family("pinscope_findings", "gauge", ("node", "severity"),
@@ -91,34 +97,54 @@ def _owner(snap, owners):
     return min(owners, key=lambda o: ((o.pod_uid, o.container) not in running, _s(o.namespace), _s(o.pod), _s(o.container)))
 
 
+class _Out:
+    """The samples of one node being built, by family name."""
+
+    def __init__(self) -> None:
+        self.by: dict[str, list[Sample]] = {f.name: [] for f in CONTRACT}
+
+    def add(self, fam: str, labels: dict, value: float) -> None:
+        self.by[fam].append(Sample(BY_NAME[fam].sample_name, labels, float(value), None, None))
+
+
 def node_samples(node: str, report) -> dict[str, list[Sample]]:
     """The samples of one successfully read node, by family name (the read_* self metrics excluded)."""
-    snap, rates, findings = report.snapshot, report.rates, report.findings
-    out: dict[str, list[Sample]] = {f.name: [] for f in CONTRACT}
+    out = _Out()
+    _cpus(out, node, report.snapshot, report.rates)
+    _containers(out, node, report.snapshot, report.rates)
+    _findings(out, node, report.findings)
+    return out.by
 
-    def add(fam: str, labels: dict, value: float) -> None:
-        out[fam].append(Sample(BY_NAME[fam].sample_name, labels, float(value), None, None))
 
+def _cpus(out: _Out, node: str, snap, rates) -> None:
+    """Per CPU and per node: topology, roles, utilisation, kernel noise, kubelet's policies."""
     topo = {c.id: c for c in snap.topology.cpus}
     counts = dict.fromkeys(ROLES, 0)
     for r in snap.roles:
         c = topo.get(r.id)
         o = _owner(snap, r.owners)
         counts[r.role] = counts.get(r.role, 0) + 1
-        add("pinscope_cpu_info", {
+        out.add("pinscope_cpu_info", {
             "node": node, "cpu": str(r.id), "socket": _s(c and c.socket), "numa_node": _s(c and c.numa_node),
             "core": _s(c and c.core), "role": r.role, "namespace": _s(o and o.namespace), "pod": _s(o and o.pod),
             "container": _s(o and o.container)}, 1)
     for role, n in counts.items():
-        add("pinscope_cpus", {"node": node, "role": role}, n)
+        out.add("pinscope_cpus", {"node": node, "role": role}, n)
     if rates is not None and rates.util:
         for cpu, u in sorted(rates.util.items()):
-            add("pinscope_cpu_utilization_ratio", {"node": node, "cpu": str(cpu)}, u)
-        add("pinscope_node_cpu_utilization_ratio", {"node": node}, sum(rates.util.values()) / len(rates.util))
+            out.add("pinscope_cpu_utilization_ratio", {"node": node, "cpu": str(cpu)}, u)
+        out.add("pinscope_node_cpu_utilization_ratio", {"node": node}, sum(rates.util.values()) / len(rates.util))
+    if rates is not None:
+        for cpu, nz in sorted(rates.noise.items()):
+            out.add("pinscope_cpu_noise_ratio", {"node": node, "cpu": str(cpu)}, min(1.0, nz.total))
     k = snap.kubelet
-    add("pinscope_node_info", {"node": node, "cpu_manager_policy": _s(k.cpu_manager_policy),
-                               "topology_manager_policy": _s(k.topology_manager_policy),
-                               "cgroup_version": _s(snap.cgroup_version), "roles_from": snap.roles_from}, 1)
+    out.add("pinscope_node_info", {"node": node, "cpu_manager_policy": _s(k.cpu_manager_policy),
+                                   "topology_manager_policy": _s(k.topology_manager_policy),
+                                   "cgroup_version": _s(snap.cgroup_version), "roles_from": snap.roles_from}, 1)
+
+
+def _containers(out: _Out, node: str, snap, rates) -> None:
+    """Per running container: its exclusive CPUs, the kernel's cgroup counters and pinscope's rates."""
     seen = set()
     for p, c in snap.containers():
         if c.cgroup is None:
@@ -128,21 +154,26 @@ def node_samples(node: str, report) -> dict[str, list[Sample]]:
         if key in seen:
             continue  # two cgroups under one name (a restart in progress): the first read wins
         seen.add(key)
-        add("pinscope_container_exclusive_cpus", lab, len(c.assigned or ()))
+        out.add("pinscope_container_exclusive_cpus", lab, len(c.assigned or ()))
         cg = c.cgroup
-        if cg.nr_periods is not None:
-            add("pinscope_container_cpu_cfs_periods", lab, cg.nr_periods)
-        if cg.nr_throttled is not None:
-            add("pinscope_container_cpu_cfs_throttled_periods", lab, cg.nr_throttled)
-        if cg.throttled_usec is not None:
-            add("pinscope_container_cpu_cfs_throttled_seconds", lab, cg.throttled_usec / 1e6)
-        if cg.pressure_some_total_us is not None:
-            add("pinscope_container_cpu_pressure_some_seconds", lab, cg.pressure_some_total_us / 1e6)
+        for fam, v, scale in (("pinscope_container_cpu_cfs_periods", cg.nr_periods, 1),
+                              ("pinscope_container_cpu_cfs_throttled_periods", cg.nr_throttled, 1),
+                              ("pinscope_container_cpu_cfs_throttled_seconds", cg.throttled_usec, 1e-6),
+                              ("pinscope_container_cpu_pressure_some_seconds", cg.pressure_some_total_us, 1e-6)):
+            if v is not None:
+                out.add(fam, lab, v * scale)
         cr = rates.containers.get((p.uid, c.id)) if rates is not None else None
-        if cr is not None and cr.migrations_per_s is not None:
-            add("pinscope_container_migrations_per_second", lab, cr.migrations_per_s)
-        if cr is not None and cr.cpu_usage is not None:
-            add("pinscope_container_cpu_usage_cpus", lab, cr.cpu_usage)
+        if cr is None:
+            continue
+        for fam, v, scale in (("pinscope_container_migrations_per_second", cr.migrations_per_s, 1),
+                              ("pinscope_container_cpu_usage_cpus", cr.cpu_usage, 1),
+                              ("pinscope_container_runqueue_wait_seconds_per_second", cr.runq_wait_ms_per_s, 1e-3)):
+            if v is not None:
+                out.add(fam, lab, v * scale)
+
+
+def _findings(out: _Out, node: str, findings) -> None:
+    """One series per active finding (code, severity, owner) and the count per severity."""
     per_sev = dict.fromkeys(SEVERITIES, 0)
     active = set()
     for f in findings:
@@ -150,11 +181,10 @@ def node_samples(node: str, report) -> dict[str, list[Sample]]:
         per_sev[sev] = per_sev.get(sev, 0) + 1
         active.add((f.code, sev, _s(f.namespace), _s(f.pod), _s(f.container)))
     for code, sev, ns, pod, ctr in sorted(active):
-        add("pinscope_finding", {"node": node, "code": code, "severity": sev, "namespace": ns, "pod": pod,
-                                 "container": ctr}, 1)
+        out.add("pinscope_finding", {"node": node, "code": code, "severity": sev, "namespace": ns, "pod": pod,
+                                     "container": ctr}, 1)
     for sev, n in per_sev.items():
-        add("pinscope_findings", {"node": node, "severity": sev}, n)
-    return out
+        out.add("pinscope_findings", {"node": node, "severity": sev}, n)
 
 
 @dataclass(frozen=True, slots=True)

@@ -59,6 +59,14 @@ class ProbeCpu:
         return self.total
 
 
+def exporter_depth(tick: int) -> str:
+    """The live views' cadence (the grid every read, cgroup detail every 5th, the task and IRQ scans every
+    10th; their findings hold in between: the pipeline carries the deeper frames), and the task scan reads
+    each pod task's schedstat too, for the containers' run-queue wait."""
+    d = live_depth(tick)
+    return d + "w" if "t" in d.lower() else d
+
+
 async def node_loop(col: NodeCollector, node: str, interval: float, store: LatestReports,
                     stop: asyncio.Event, connect_timeout: float) -> None:
     """Read the node every `interval` s until `stop`; publish each outcome to `store`."""
@@ -74,9 +82,7 @@ async def node_loop(col: NodeCollector, node: str, interval: float, store: Lates
             if not connected:
                 await asyncio.wait_for(col.connect(), connect_timeout + 1)
                 connected = True
-            # the live views' cadence: the grid every read, cgroup detail every 5th, the task and IRQ scans
-            # every 10th (their findings hold in between: the pipeline carries the deeper frames)
-            report = await col.tick(live_depth(col.ticks))
+            report = await col.tick(exporter_depth(col.ticks))
             last_ok = report.t
             store.put(NodeState(node, node_samples(node, report), True, time.monotonic() - t0,
                                 cpu.add(report.timings.probe_cpu_total), last_ok))

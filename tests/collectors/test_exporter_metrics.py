@@ -126,3 +126,43 @@ def test_the_probes_cpu_line_is_read_or_refused():
     assert _probe_cpu(fr.info.get("probe_cpu")) == (0.001751883, "schedstat")
     for bad in (None, "", "nan schedstat", "inf stat", "-1 stat", "1e400 stat", "0.1 jiffies", "abc stat", "0.2"):
         assert _probe_cpu(bad) == (None, None), bad
+
+
+def test_jitter_measures_per_cpu_and_per_container(tmp_path):
+    """Kernel noise per CPU from the two reads' /proc/stat; run-queue wait per container from its tasks'
+    schedstat (the full read has it), in seconds per second: the TUI's ms/s over 1000."""
+    rep = read_sim(dual_socket_intel(), tmp_path / "n")
+    s = node_samples("xeon", rep)
+    noise = {x.labels["cpu"]: x.value for x in s["pinscope_cpu_noise_ratio"]}
+    assert len(noise) == 48 and all(0 <= v <= 1 for v in noise.values())
+    assert noise == {str(c): min(1.0, n.total) for c, n in rep.rates.noise.items()}
+    waits = {(x.labels["pod"], x.labels["container"]): x.value
+             for x in s["pinscope_container_runqueue_wait_seconds_per_second"]}
+    assert waits, "no container's run-queue wait"
+    want = {(p.name, c.name): rep.rates.containers[(p.uid, c.id)].runq_wait_ms_per_s / 1000
+            for p, c in rep.snapshot.containers()
+            if (p.uid, c.id) in rep.rates.containers and rep.rates.containers[(p.uid, c.id)].runq_wait_ms_per_s is not None}
+    assert waits == pytest.approx(want)
+    for x in s["pinscope_container_runqueue_wait_seconds_per_second"]:
+        assert set(x.labels) == {"node", "namespace", "pod", "container"}
+
+
+def test_node_samples_come_from_stages_of_at_most_60_lines():
+    import inspect
+
+    from collectors.exporter import metrics
+
+    for name, fn in inspect.getmembers(metrics, inspect.isfunction):
+        if fn.__module__ == metrics.__name__:
+            assert len(inspect.getsource(fn).splitlines()) <= 60, name
+
+
+def test_the_exporters_task_scan_reads_schedstat():
+    """The run-queue wait needs each pod task's schedstat ("w"), read with the task scan and only then."""
+    from collectors.collect import live_depth
+    from collectors.exporter.serve import exporter_depth
+
+    for tick in range(31):
+        d = exporter_depth(tick)
+        assert d.startswith(live_depth(tick)) and ("w" in d) == ("t" in d.lower()), (tick, d)
+    assert "w" in exporter_depth(10) and exporter_depth(1) == "g"

@@ -92,6 +92,11 @@ def test_promql_answers_the_simulated_nodes_counts(stack):
     prom.wait_for('increase(pinscope_probe_cpu_seconds_total{node="sim-a"}[10s])', lambda v: v is not None and 0 < v < 10)
     # utilisation needs two reads: it arrives
     prom.wait_for('count(pinscope_cpu_utilization_ratio{node="sim-a"})', 16.0)
+    # the jitter measures: kernel noise per CPU (every read) and run-queue wait per container (task scan)
+    prom.wait_for('count(pinscope_cpu_noise_ratio{node="sim-a"})', 16.0)
+    assert 0 <= prom.value('max(pinscope_cpu_noise_ratio{node="sim-a"})') <= 1
+    prom.wait_for('count(pinscope_container_runqueue_wait_seconds_per_second{node="sim-a",pod="feed-0",container="feed"})',
+                  1.0, deadline=40)
 
 
 def test_unreadable_nodes_are_read_success_0_and_the_others_intact(stack):
