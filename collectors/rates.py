@@ -130,13 +130,14 @@ def _container_rates(c, pc, prev_tasks: dict, dt: float, clk_tck: int, carry, tr
     source = None
     if c.tasks and pc is not None:
         mig = ctx = use = 0.0
-        fresh = 0
+        fresh = stale = 0
         for t in c.tasks:
             t0 = prev_tasks.get(t.tid)
             if t0 is None or t0.pid != t.pid:
                 continue
             tdt = (t.at - t0.at) if (t.at is not None and t0.at is not None) else dt
             if tdt <= 0:  # not re-read since the previous sample: no new rate from it
+                stale += 1
                 if carry is not None and t.tid in carry.tasks:
                     trates[t.tid] = carry.tasks[t.tid]
                 continue
@@ -158,6 +159,12 @@ def _container_rates(c, pc, prev_tasks: dict, dt: float, clk_tck: int, carry, tr
                     worst = (t.tid, t.comm, tr.wait_ms_per_s, t.last_cpu)
         if not fresh:
             mig = ctx = use = None
+            if stale and carry is not None and key in carry.containers:
+                # its tasks were not read again (the task scan runs every few ticks): the container keeps
+                # the rates of their last window, as its tasks do
+                k = carry.containers[key]
+                mig, source, ctx, use, wait, worst = (k.migrations_per_s, k.migrations_source, k.ctx_switches_per_s,
+                                                      k.cpu_usage, k.runq_wait_ms_per_s, k.runq_worst)
     psi = _pressure(pc, c)
     if psi is None and carry is not None and key in carry.containers and _same_read(pc, c):
         psi = carry.containers[key].pressure_some_ms_per_s

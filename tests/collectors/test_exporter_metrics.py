@@ -166,3 +166,42 @@ def test_the_exporters_task_scan_reads_schedstat():
         d = exporter_depth(tick)
         assert d.startswith(live_depth(tick)) and ("w" in d) == ("t" in d.lower()), (tick, d)
     assert "w" in exporter_depth(10) and exporter_depth(1) == "g"
+
+
+def test_container_rates_hold_between_the_exporters_task_scans(tmp_path):
+    """The task scan runs every 10th read: the containers' migrations, CPU use and run-queue wait keep the
+    rates of their tasks' last window in between (they were in 1 scrape of 10 before), and change when the
+    tasks are read again."""
+    import asyncio
+
+    from collectors.collect import NodeCollector, Options
+    from collectors.exporter.serve import exporter_depth
+    from collectors.sim.node import SimNode
+    from collectors.transport.local import LocalTransport
+
+    root = tmp_path / "n"
+    sim = SimNode(dual_socket_intel(), root).write()
+    fams = ("pinscope_container_runqueue_wait_seconds_per_second", "pinscope_container_cpu_usage_cpus",
+            "pinscope_container_migrations_per_second")
+
+    async def go():
+        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
+        await col.connect()
+        try:
+            seen = []
+            for _ in range(22):
+                rep = await col.tick(exporter_depth(col.ticks))
+                s = node_samples("xeon", rep)
+                seen.append({f: {tuple(x.labels.values()): x.value for x in s[f]} for f in fams})
+                sim.tick(0.5)
+            return seen
+        finally:
+            await col.close()
+
+    seen = asyncio.run(asyncio.wait_for(go(), 60))
+    assert all(not v for v in seen[0].values())  # one read: no rate yet
+    for i in range(10, 22):
+        for f in fams:
+            assert len(seen[i][f]) == 5, (i, f)  # every running container, on every read once there is a rate
+    assert seen[11] == seen[19]  # held until the tasks are read again
+    assert seen[20]["pinscope_container_migrations_per_second"] != seen[19]["pinscope_container_migrations_per_second"]
