@@ -205,3 +205,15 @@ def test_container_rates_hold_between_the_exporters_task_scans(tmp_path):
             assert len(seen[i][f]) == 5, (i, f)  # every running container, on every read once there is a rate
     assert seen[11] == seen[19]  # held until the tasks are read again
     assert seen[20]["pinscope_container_migrations_per_second"] != seen[19]["pinscope_container_migrations_per_second"]
+
+
+def test_runqueue_wait_is_the_threads_wait_in_seconds_per_second(tmp_path):
+    """A container whose 2 threads each wait 10 % of the time on a run queue: 0.2 s waited per second."""
+    from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+
+    spec = NodeSpec(hostname="w", sockets=1, cores=4, threads=1, reserved="0", pods=[
+        PodSpec("feed-0", "trading", containers=[CtrSpec("feed", cpus="2-3", tasks=2, runq_wait=0.1)]),
+        PodSpec("api", "web", qos="Burstable", containers=[CtrSpec("api", tasks=3)])])
+    s = node_samples("w", read_sim(spec, tmp_path / "n"))
+    waits = {x.labels["container"]: x.value for x in s["pinscope_container_runqueue_wait_seconds_per_second"]}
+    assert waits["feed"] == pytest.approx(0.2, rel=0.05) and waits["api"] == 0
