@@ -45,10 +45,36 @@ def _task_runq(t, tr) -> dict:
 
 def to_json(snap: NodeSnapshot, rates: Rates | None = None, findings=()) -> dict:
     topo = snap.topology
-    k = snap.kubelet
+    pods = [{"uid": p.uid, "namespace": p.namespace, "name": p.name, "qos": p.qos, "cgroup": p.cgroup_path,
+             "sources": list(p.sources), "containers": [_container_json(p, c, rates) for c in p.containers]}
+            for p in snap.pods]
+    return {
+        "schema": SCHEMA,
+        "node": snap.node,
+        "cgroup": {"version": snap.cgroup_version, "driver": snap.cgroup_driver},
+        "kubelet": _kubelet_json(snap),
+        "roles_from": snap.roles_from,
+        "shared_pool": _l(snap.shared_pool),
+        "isolated": sorted(topo.isolated),
+        "nohz_full": sorted(topo.nohz_full),
+        "numa_nodes": [{"id": n.id, "cpus": list(n.cpus), "distances": list(n.distances),
+                        "numa_miss_per_s": _r(rates.numa.get(n.id, {}).get("numa_miss_per_s")) if rates else None,
+                        "miss_ratio": _r(rates.numa.get(n.id, {}).get("miss_ratio"), 4) if rates else None}
+                       for n in topo.numa_nodes],
+        "cpus": _cpus_json(snap, rates),
+        "pods": pods,
+        "window_s": _r(rates.dt) if rates else None,
+        "findings": [f.to_json() for f in findings],
+        "errors": [{"source": p.source, "message": p.message, **({"kind": p.kind} if p.kind else {})}
+                   for p in snap.problems],
+    }
+
+
+def _cpus_json(snap: NodeSnapshot, rates: Rates | None) -> list[dict]:
+    """Every CPU: its place in the topology, its role and owners, its utilisation and noise."""
     roles = {r.id: r for r in snap.roles}
     cpus = []
-    for c in topo.cpus:
+    for c in snap.topology.cpus:
         r = roles.get(c.id)
         cpus.append({
             "id": c.id, "online": c.online, "socket": c.socket, "die": c.die, "numa_node": c.numa_node,
@@ -59,84 +85,72 @@ def to_json(snap: NodeSnapshot, rates: Rates | None = None, findings=()) -> dict
             "util": _r(rates.util.get(c.id)) if rates else None,
             **_cpu_noise(c.id, rates),
         })
-    pods = []
-    for p in snap.pods:
-        ctrs = []
-        for c in p.containers:
-            cg = c.cgroup
-            cr = rates.containers.get((p.uid, c.id)) if rates else None
-            quota = None
-            if cg and cg.quota_us is not None and cg.period_us:
-                quota = round(cg.quota_us / cg.period_us, 3)
-            tr = rates.tasks if rates else {}
-            ctrs.append({
-                "name": c.name, "id": c.id, "runtime": c.runtime, "cgroup": c.cgroup_path,
-                "unresolved": c.unresolved,
-                # memory per NUMA node (memory.numa_stat): the container in focus only, else null
-                "memory_numa": None if c.memory_numa is None else {
-                    "unit": c.memory_numa["unit"],
-                    "nodes": {str(n): v for n, v in c.memory_numa["nodes"].items()}},
-                "cpuset": _l(c.assigned), "cpus_effective": _l(cg.cpus_effective) if cg else None,
-                "mems_effective": _l(cg.mems_effective) if cg else None,
-                "exclusive": c.assigned is not None,
-                "cpu_quota_cores": quota,
-                "throttled_per_s": _r(cr.throttled_per_s) if cr else None,
-                "migrations_per_s": _r(cr.migrations_per_s) if cr else None,
-                "migrations_source": cr.migrations_source if cr else None,
-                "ctx_switches_per_s": _r(cr.ctx_switches_per_s) if cr else None,
-                "cpu_usage_cores": _r(cr.cpu_usage) if cr else None,
-                "nr_throttled": cg.nr_throttled if cg else None,
-                "runq_wait_ms_per_s": _r(cr.runq_wait_ms_per_s, 1) if cr else None,
-                "runq_worst": ({"tid": cr.runq_worst[0], "comm": cr.runq_worst[1],
-                                "ms_per_s": _r(cr.runq_worst[2], 1), "cpu": cr.runq_worst[3]}
-                               if cr and cr.runq_worst else None),
-                "cpu_pressure_some_ms_per_s": _r(cr.pressure_some_ms_per_s, 1) if cr else None,
-                "tasks": [{
-                    "tid": t.tid, "pid": t.pid, "comm": t.comm, "last_cpu": t.last_cpu,
-                    "cpus_allowed": _l(t.allowed), "nr_migrations": t.nr_migrations,
-                    "voluntary_switches": t.voluntary, "involuntary_switches": t.involuntary,
-                    "migrations_per_s": _r(tr[t.tid].migrations_per_s) if t.tid in tr else None,
-                    **_task_runq(t, tr.get(t.tid)),
-                } for t in c.tasks],
-            })
-        pods.append({"uid": p.uid, "namespace": p.namespace, "name": p.name, "qos": p.qos,
-                     "cgroup": p.cgroup_path, "sources": list(p.sources), "containers": ctrs})
+    return cpus
+
+
+def _container_json(p, c, rates: Rates | None) -> dict:
+    """One container of pod `p`: identity, cpuset and quota, its rates, and its tasks."""
+    cg = c.cgroup
+    cr = rates.containers.get((p.uid, c.id)) if rates else None
+    quota = None
+    if cg and cg.quota_us is not None and cg.period_us:
+        quota = round(cg.quota_us / cg.period_us, 3)
     return {
-        "schema": SCHEMA,
-        "node": snap.node,
-        "cgroup": {"version": snap.cgroup_version, "driver": snap.cgroup_driver},
-        "kubelet": {
-            "found": k.found, "pid": k.pid, "config": k.config_path, "root_dir": k.root_dir,
-            "cpu_manager_policy": k.cpu_manager_policy,
-            "cpu_manager_policy_options": dict(k.cpu_manager_policy_options),
-            "topology_manager_policy": k.topology_manager_policy,
-            "topology_manager_scope": k.topology_manager_scope,
-            "memory_manager_policy": k.memory_manager_policy,
-            "cgroup_driver": k.cgroup_driver,
-            "cgroup_root": k.cgroup_root,
-            "reserved_cpus": _l(k.reserved_cpus) or [],
-            "kube_reserved": dict(k.kube_reserved), "system_reserved": dict(k.system_reserved),
-            "sources": dict(k.sources),
-            "state_file": snap.state_file,
-            "state": None if snap.state is None else {
-                "version": snap.state.version, "policy": snap.state.policy,
-                "default_cpuset": sorted(snap.state.default_cpuset), "checksum_ok": snap.state.checksum_ok,
-            },
+        "name": c.name, "id": c.id, "runtime": c.runtime, "cgroup": c.cgroup_path,
+        "unresolved": c.unresolved,
+        # memory per NUMA node (memory.numa_stat): the container in focus only, else null
+        "memory_numa": None if c.memory_numa is None else {
+            "unit": c.memory_numa["unit"],
+            "nodes": {str(n): v for n, v in c.memory_numa["nodes"].items()}},
+        "cpuset": _l(c.assigned), "cpus_effective": _l(cg.cpus_effective) if cg else None,
+        "mems_effective": _l(cg.mems_effective) if cg else None,
+        "exclusive": c.assigned is not None,
+        "cpu_quota_cores": quota,
+        "throttled_per_s": _r(cr.throttled_per_s) if cr else None,
+        "migrations_per_s": _r(cr.migrations_per_s) if cr else None,
+        "migrations_source": cr.migrations_source if cr else None,
+        "ctx_switches_per_s": _r(cr.ctx_switches_per_s) if cr else None,
+        "cpu_usage_cores": _r(cr.cpu_usage) if cr else None,
+        "nr_throttled": cg.nr_throttled if cg else None,
+        "runq_wait_ms_per_s": _r(cr.runq_wait_ms_per_s, 1) if cr else None,
+        "runq_worst": ({"tid": cr.runq_worst[0], "comm": cr.runq_worst[1],
+                        "ms_per_s": _r(cr.runq_worst[2], 1), "cpu": cr.runq_worst[3]}
+                       if cr and cr.runq_worst else None),
+        "cpu_pressure_some_ms_per_s": _r(cr.pressure_some_ms_per_s, 1) if cr else None,
+        "tasks": [_task_json(t, rates.tasks if rates else {}) for t in c.tasks],
+    }
+
+
+def _task_json(t, tr: dict) -> dict:
+    return {
+        "tid": t.tid, "pid": t.pid, "comm": t.comm, "last_cpu": t.last_cpu,
+        "cpus_allowed": _l(t.allowed), "nr_migrations": t.nr_migrations,
+        "voluntary_switches": t.voluntary, "involuntary_switches": t.involuntary,
+        "migrations_per_s": _r(tr[t.tid].migrations_per_s) if t.tid in tr else None,
+        **_task_runq(t, tr.get(t.tid)),
+    }
+
+
+def _kubelet_json(snap: NodeSnapshot) -> dict:
+    """What kubelet was configured with and what its checkpoint says, with where each came from."""
+    k = snap.kubelet
+    return {
+        "found": k.found, "pid": k.pid, "config": k.config_path, "root_dir": k.root_dir,
+        "cpu_manager_policy": k.cpu_manager_policy,
+        "cpu_manager_policy_options": dict(k.cpu_manager_policy_options),
+        "topology_manager_policy": k.topology_manager_policy,
+        "topology_manager_scope": k.topology_manager_scope,
+        "memory_manager_policy": k.memory_manager_policy,
+        "cgroup_driver": k.cgroup_driver,
+        "cgroup_root": k.cgroup_root,
+        "reserved_cpus": _l(k.reserved_cpus) or [],
+        "kube_reserved": dict(k.kube_reserved), "system_reserved": dict(k.system_reserved),
+        "sources": dict(k.sources),
+        "state_file": snap.state_file,
+        "state": None if snap.state is None else {
+            "version": snap.state.version, "policy": snap.state.policy,
+            "default_cpuset": sorted(snap.state.default_cpuset), "checksum_ok": snap.state.checksum_ok,
         },
-        "roles_from": snap.roles_from,
-        "shared_pool": _l(snap.shared_pool),
-        "isolated": sorted(topo.isolated),
-        "nohz_full": sorted(topo.nohz_full),
-        "numa_nodes": [{"id": n.id, "cpus": list(n.cpus), "distances": list(n.distances),
-                        "numa_miss_per_s": _r(rates.numa.get(n.id, {}).get("numa_miss_per_s")) if rates else None,
-                        "miss_ratio": _r(rates.numa.get(n.id, {}).get("miss_ratio"), 4) if rates else None}
-                       for n in topo.numa_nodes],
-        "cpus": cpus,
-        "pods": pods,
-        "window_s": _r(rates.dt) if rates else None,
-        "findings": [f.to_json() for f in findings],
-        "errors": [{"source": p.source, "message": p.message, **({"kind": p.kind} if p.kind else {})}
-                   for p in snap.problems],
     }
 
 

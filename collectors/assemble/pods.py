@@ -109,56 +109,17 @@ def _pod(x: _Ctx, uid: str, pdir: str, leaves: list[str]) -> Pod:
     """One pod: each leaf below its cgroup is joined to a name from every source the node has (the
     /var/log/containers link names by container id, the pod log dirs and kubelet's pods dir by pod uid, a
     pre-1.18 checkpoint by container id); the sandbox and CRI-O's conmon are the pod's, not containers."""
-    files, logs, entries, by_pid = x.files, x.logs, x.entries, x.by_pid
+    files, logs, entries = x.files, x.logs, x.entries
     ns, pname = logs.pods.get(uid, (None, None))
     sources = ["cgroup"] + [n for n, m in (("pod-logs", logs.pods), ("kubelet-pods", logs.kubelet)) if uid in m]
     pod_pids = set(parse_procs(files.get(f"{pdir}/cgroup.procs")))
-    found = []  # (leaf path, id, runtime, name from the link names)
-    for leaf in sorted(leaves):
-        lname = leaf.rpartition("/")[2]
-        path = f"{leaf}/container" if f"{leaf}/container" in x.dirset else leaf
-        if conmon_id_of(lname):
-            pod_pids.update(parse_procs(files.get(f"{path}/cgroup.procs")))
-            continue
-        cid, runtime = container_id_of(lname)
-        if cid is None:
-            continue
-        ident = logs.ids.get(cid)
-        if ident is not None:
-            if ns is None:
-                ns, pname = ident[0], ident[1]
-            if "container-logs" not in sources:
-                sources.append("container-logs")
-        found.append((path, cid, runtime, ident[2] if ident else None))
-    by_id = any(n for _, _, _, n in found)  # this pod's containers are named by id: the rest is the sandbox
-    known = list(dict.fromkeys([*logs.containers.get(uid, ()), *logs.kubelet.get(uid, ())]))
-    rest = []
-    sandboxes = 0
-    containers: list[Container] = []
-    named = set()
-    for path, cid, runtime, cname in found:
-        procs = parse_procs(files.get(f"{path}/cgroup.procs"))  # v1: in the cpuset hierarchy too
-        pod_pids.update(procs)
-        if cname is None and cid not in x.v1_by_id and (by_id or _is_pause(procs, by_pid)):
-            sandboxes += 1
-            continue  # the pod sandbox (pause): it has no log and no name
-        if cname is None and cid not in x.v1_by_id:
-            rest.append((path, cid, runtime, procs))
-            continue
-        containers.append(_container(x, uid, path, cid, runtime, cname, procs))
-        if cname:
-            named.add(cname)
-    # leaves no link names: with the sandbox found, one name left and one leaf left are a match;
-    # otherwise say why, and do not guess
-    left = [n for n in known if n not in named]
-    for path, cid, runtime, procs in rest:
-        if len(rest) == 1 and len(left) == 1 and sandboxes == 1:
-            containers.append(_container(x, uid, path, cid, runtime, left[0], procs))
-            named.add(left[0])
-            continue
-        why = ("no /var/log/containers link names container " + cid[:12]
-               + (f"; the pod has {', '.join(left)}" if left else "; no source names the pod's containers"))
-        containers.append(_container(x, uid, path, cid, runtime, None, procs)._replace(unresolved=why))
+    found, by_link = _leaves(x, leaves, pod_pids)
+    if by_link is not None:
+        if ns is None:
+            ns, pname = by_link
+        sources.append("container-logs")
+    containers, named, rest, sandboxes = _named_containers(x, uid, found, pod_pids)
+    containers += _unnamed_containers(x, uid, rest, named, sandboxes)
     for cname, cs in sorted(entries.get(uid, {}).items()):
         if cname not in named:  # e.g. a finished init container: kubelet keeps its entry
             containers.append(Container(cname, None, uid, None, None, cs))
@@ -171,6 +132,64 @@ def _pod(x: _Ctx, uid: str, pdir: str, leaves: list[str]) -> Pod:
         x.problems.append(Problem(pdir, f"pod {uid} has no log directory and no /var/log/containers link: "
                                         "its name is unknown"))
     return Pod(uid, ns, pname, qos_of(pdir), pdir, tuple(containers), pod_cg, frozenset(pod_pids), tuple(sources))
+
+
+def _leaves(x: _Ctx, leaves: list[str], pod_pids: set) -> tuple[list[tuple], tuple | None]:
+    """The pod's container leaves as (path, id, runtime, name from the link names), and the (namespace,
+    pod) the first link name gives (None when no link names one); CRI-O's conmon pids go to the pod."""
+    found = []
+    first = None
+    for leaf in sorted(leaves):
+        lname = leaf.rpartition("/")[2]
+        path = f"{leaf}/container" if f"{leaf}/container" in x.dirset else leaf
+        if conmon_id_of(lname):
+            pod_pids.update(parse_procs(x.files.get(f"{path}/cgroup.procs")))
+            continue
+        cid, runtime = container_id_of(lname)
+        if cid is None:
+            continue
+        ident = x.logs.ids.get(cid)
+        if ident is not None and first is None:
+            first = (ident[0], ident[1])
+        found.append((path, cid, runtime, ident[2] if ident else None))
+    return found, first
+
+
+def _named_containers(x: _Ctx, uid: str, found: list[tuple], pod_pids: set):
+    """-> (containers a source names, their names, leaves no source names, sandboxes seen)."""
+    by_id = any(n for _, _, _, n in found)  # this pod's containers are named by id: the rest is the sandbox
+    rest, containers, named = [], [], set()
+    sandboxes = 0
+    for path, cid, runtime, cname in found:
+        procs = parse_procs(x.files.get(f"{path}/cgroup.procs"))  # v1: in the cpuset hierarchy too
+        pod_pids.update(procs)
+        if cname is None and cid not in x.v1_by_id and (by_id or _is_pause(procs, x.by_pid)):
+            sandboxes += 1
+            continue  # the pod sandbox (pause): it has no log and no name
+        if cname is None and cid not in x.v1_by_id:
+            rest.append((path, cid, runtime, procs))
+            continue
+        containers.append(_container(x, uid, path, cid, runtime, cname, procs))
+        if cname:
+            named.add(cname)
+    return containers, named, rest, sandboxes
+
+
+def _unnamed_containers(x: _Ctx, uid: str, rest: list[tuple], named: set, sandboxes: int) -> list[Container]:
+    """Leaves no link names: with the sandbox found, one name left and one leaf left are a match;
+    otherwise say why, and do not guess. Adds the name it matched to `named`."""
+    known = list(dict.fromkeys([*x.logs.containers.get(uid, ()), *x.logs.kubelet.get(uid, ())]))
+    left = [n for n in known if n not in named]
+    out = []
+    for path, cid, runtime, procs in rest:
+        if len(rest) == 1 and len(left) == 1 and sandboxes == 1:
+            out.append(_container(x, uid, path, cid, runtime, left[0], procs))
+            named.add(left[0])
+            continue
+        why = ("no /var/log/containers link names container " + cid[:12]
+               + (f"; the pod has {', '.join(left)}" if left else "; no source names the pod's containers"))
+        out.append(_container(x, uid, path, cid, runtime, None, procs)._replace(unresolved=why))
+    return out
 
 
 def _container(x: _Ctx, uid: str, path: str, cid: str, runtime, cname, procs) -> Container:

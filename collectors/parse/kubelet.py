@@ -192,33 +192,10 @@ def checksum_v1(policy: str, default: str, entries: dict) -> int:
 
 def parse_cpu_manager_state(text: str, source: str, problems: list[Problem]) -> CpuManagerState | None:
     """Any checkpoint version -> CpuManagerState. None (with a problem) when it cannot be understood."""
-    if len(text) > MAX_JSON:
-        problems.append(Problem(source, f"state file is {len(text)} bytes: too large to be a checkpoint"))
+    doc = _state_doc(text, source, problems)
+    if doc is None:
         return None
-    try:
-        doc = json.loads(text)
-    except ValueError as err:
-        problems.append(Problem(source, f"not valid JSON: {err.msg} (char {err.pos})"))
-        return None
-    if not isinstance(doc, dict):
-        problems.append(Problem(source, "not a JSON object"))
-        return None
-    version = 2
-    inner = doc
-    data = _ci(doc, "data")
-    if isinstance(data, str) and data:
-        # v4: "data" is a JSON string holding the real checkpoint; "dataChecksum" covers "(string)"+data
-        version = 4
-        want = _ci(doc, "dataChecksum")
-        try:
-            inner = json.loads(data)
-            if not isinstance(inner, dict):
-                raise ValueError("data is not an object")
-        except ValueError as err:
-            problems.append(Problem(source, f"v4 'data' is not a JSON object: {err}; using legacy fields"))
-            inner = doc
-        if isinstance(want, int) and want and fnv1a32("(string)" + data) != want:
-            problems.append(Problem(source, "v4 dataChecksum does not match (kubelet would reject this file)"))
+    version, inner = _unwrap_v4(doc, source, problems)
     policy = _ci(inner, "policyName")
     default_s = _ci(inner, "defaultCpuSet", "")
     entries_raw = _ci(inner, "entries", {}) or {}
@@ -234,11 +211,63 @@ def parse_cpu_manager_state(text: str, source: str, problems: list[Problem]) -> 
     except CpusetError as err:
         problems.append(Problem(source, f"defaultCpuSet: {err}"))
         default = frozenset()
-    entries: dict = {}
-    flat_v1 = False
     if not isinstance(entries_raw, dict):
         problems.append(Problem(source, "entries is not an object"))
         entries_raw = {}
+    entries, flat_v1 = _state_entries(entries_raw, source, problems)
+    pod_entries: dict = {}
+    if isinstance(pod_raw, dict) and pod_raw:
+        version = max(version, 3)
+        pod_entries = _state_pod_entries(pod_raw, source, problems)
+    if flat_v1:
+        version = 1
+    checksum = _ci(doc, "checksum")
+    ok = None
+    if isinstance(checksum, int) and checksum and version in (1, 2) and not pod_raw:
+        ok = _checksum_ok(checksum, policy, default_s, entries_raw, flat_v1, source, problems)
+    return CpuManagerState(version, policy, default, entries, pod_entries, checksum if isinstance(checksum, int) else None, ok)
+
+
+def _state_doc(text: str, source: str, problems: list[Problem]) -> dict | None:
+    """The checkpoint's JSON object, or None with the problem said."""
+    if len(text) > MAX_JSON:
+        problems.append(Problem(source, f"state file is {len(text)} bytes: too large to be a checkpoint"))
+        return None
+    try:
+        doc = json.loads(text)
+    except ValueError as err:
+        problems.append(Problem(source, f"not valid JSON: {err.msg} (char {err.pos})"))
+        return None
+    if not isinstance(doc, dict):
+        problems.append(Problem(source, "not a JSON object"))
+        return None
+    return doc
+
+
+def _unwrap_v4(doc: dict, source: str, problems: list[Problem]) -> tuple[int, dict]:
+    """(version so far, the object holding the checkpoint): v4 wraps it in a JSON string "data" whose
+    "dataChecksum" covers "(string)"+data; anything else is v2 until entries say otherwise."""
+    data = _ci(doc, "data")
+    if not (isinstance(data, str) and data):
+        return 2, doc
+    want = _ci(doc, "dataChecksum")
+    inner = doc
+    try:
+        inner = json.loads(data)
+        if not isinstance(inner, dict):
+            raise ValueError("data is not an object")
+    except ValueError as err:
+        problems.append(Problem(source, f"v4 'data' is not a JSON object: {err}; using legacy fields"))
+        inner = doc
+    if isinstance(want, int) and want and fnv1a32("(string)" + data) != want:
+        problems.append(Problem(source, "v4 dataChecksum does not match (kubelet would reject this file)"))
+    return 4, inner
+
+
+def _state_entries(entries_raw: dict, source: str, problems: list[Problem]) -> tuple[dict, bool]:
+    """entries -> ({pod uid: {container: cpus}}, whether it is v1's flat containerID -> cpuset map)."""
+    entries: dict = {}
+    flat_v1 = False
     for uid, val in entries_raw.items():
         if isinstance(val, str):  # v1: containerID -> cpuset
             flat_v1 = True
@@ -255,31 +284,34 @@ def parse_cpu_manager_state(text: str, source: str, problems: list[Problem]) -> 
                     entries.setdefault(uid, {})[cname] = cs
         else:
             problems.append(Problem(source, f"entry {uid} has an unknown shape"))
-    pod_entries: dict = {}
-    if isinstance(pod_raw, dict) and pod_raw:
-        version = max(version, 3)
-        for uid, val in pod_raw.items():
-            if isinstance(val, dict):
-                cs = _ci(val, "cpuSet")
-                if isinstance(cs, str):
-                    got = _entry_set(cs, source, f"pod {uid}", problems)
-                    if got is not None:
-                        pod_entries[uid] = got
-    if flat_v1:
-        version = 1
-    checksum = _ci(doc, "checksum")
-    ok = None
-    if isinstance(checksum, int) and checksum and version in (1, 2) and not pod_raw:
-        # a file with no entries may have been written by a v1 kubelet: its rendering differs
-        calcs = [checksum_v1(policy, default_s, entries_raw)] if flat_v1 else [checksum_v2(policy, default_s, entries_raw)]
-        if not entries_raw:
-            calcs.append(checksum_v1(policy, default_s, {}))
-        calc = calcs[0]
-        ok = checksum in calcs
-        if not ok:
-            problems.append(Problem(source, f"checksum {checksum} does not match the content (computed {calc}); "
-                                    "the file may have been edited by hand"))
-    return CpuManagerState(version, policy, default, entries, pod_entries, checksum if isinstance(checksum, int) else None, ok)
+    return entries, flat_v1
+
+
+def _state_pod_entries(pod_raw: dict, source: str, problems: list[Problem]) -> dict:
+    """v3's podEntries: pod uid -> its cpuSet."""
+    out: dict = {}
+    for uid, val in pod_raw.items():
+        if isinstance(val, dict):
+            cs = _ci(val, "cpuSet")
+            if isinstance(cs, str):
+                got = _entry_set(cs, source, f"pod {uid}", problems)
+                if got is not None:
+                    out[uid] = got
+    return out
+
+
+def _checksum_ok(checksum: int, policy: str, default_s: str, entries_raw: dict, flat_v1: bool, source: str,
+                 problems: list[Problem]) -> bool:
+    """Does the v1/v2 checksum match the content? (a file with no entries may have been written by a v1
+    kubelet: its rendering differs, both are accepted)"""
+    calcs = [checksum_v1(policy, default_s, entries_raw)] if flat_v1 else [checksum_v2(policy, default_s, entries_raw)]
+    if not entries_raw:
+        calcs.append(checksum_v1(policy, default_s, {}))
+    ok = checksum in calcs
+    if not ok:
+        problems.append(Problem(source, f"checksum {checksum} does not match the content (computed {calcs[0]}); "
+                                "the file may have been edited by hand"))
+    return ok
 
 
 def _entry_set(val: str, source: str, what: str, problems: list) -> frozenset[int] | None:

@@ -52,16 +52,7 @@ def _set(files: dict, path: str, problems: list, nmax: int | None = None) -> fro
 
 
 def parse_topology(files: dict, problems: list[Problem]) -> Topology:
-    cpu_ids: set[int] = set()
-    node_ids: set[int] = set()
-    for p in files:
-        m = _CPU_DIR.match(p)
-        if m:
-            cpu_ids.add(int(m.group(1)))
-            continue
-        m = _NODE_DIR.match(p)
-        if m:
-            node_ids.add(int(m.group(1)))
+    cpu_ids, node_ids = _dir_ids(files)
     kmax = _int(files.get(f"{CPU}/kernel_max"))
     possible = _set(files, f"{CPU}/possible", problems, kmax)
     online = _set(files, f"{CPU}/online", problems, kmax)
@@ -76,8 +67,38 @@ def parse_topology(files: dict, problems: list[Problem]) -> Topology:
     cmdline = files.get("/proc/cmdline", "").strip()
     if not isolated and cmdline:
         isolated = _cmdline_isolated(cmdline, nmax)
+    nodes, cpu_node = _numa_nodes(files, node_ids, problems, nmax)
+    all_ids = sorted(cpu_ids | online | (possible or frozenset()))
+    cpus = [_cpu(files, c, c in online, cpu_node.get(c), problems, nmax) for c in all_ids]
+    return Topology(
+        cpus=tuple(cpus),
+        numa_nodes=tuple(nodes),
+        online=online,
+        possible=possible if possible is not None else frozenset(all_ids),
+        isolated=isolated,
+        nohz_full=nohz or frozenset(),
+        cmdline=cmdline,
+    )
 
-    # NUMA
+
+def _dir_ids(files: dict) -> tuple[set[int], set[int]]:
+    """The ids of the cpuN and nodeN directories the frame has files of."""
+    cpu_ids: set[int] = set()
+    node_ids: set[int] = set()
+    for p in files:
+        m = _CPU_DIR.match(p)
+        if m:
+            cpu_ids.add(int(m.group(1)))
+            continue
+        m = _NODE_DIR.match(p)
+        if m:
+            node_ids.add(int(m.group(1)))
+    return cpu_ids, node_ids
+
+
+def _numa_nodes(files: dict, node_ids: set[int], problems: list[Problem],
+                nmax: int | None) -> tuple[list[NumaNode], dict[int, int]]:
+    """The NUMA nodes (cpulist, distances) and each CPU's node."""
     nodes: list[NumaNode] = []
     cpu_node: dict[int, int] = {}
     for n in sorted(node_ids):
@@ -87,40 +108,28 @@ def parse_topology(files: dict, problems: list[Problem]) -> Topology:
         dist_t = files.get(f"{NODE}/node{n}/distance", "")
         dists = tuple(int(x) for x in dist_t.split() if x.isdigit())
         nodes.append(NumaNode(n, tuple(sorted(cl)), dists))
+    return nodes, cpu_node
 
-    all_ids = sorted(cpu_ids | online | (possible or frozenset()))
-    cpus: list[Cpu] = []
-    for c in all_ids:
-        base = f"{CPU}/cpu{c}"
-        is_on = c in online
-        t = f"{base}/topology"
-        if not is_on or f"{t}/core_id" not in files:
-            cpus.append(Cpu(c, is_on, numa_node=cpu_node.get(c)))
-            continue
-        sib = _set(files, f"{t}/core_cpus_list", problems, nmax)
-        if sib is None:
-            sib = _set(files, f"{t}/thread_siblings_list", problems, nmax)
-        pkg = _id(files.get(f"{t}/physical_package_id"))
-        cpus.append(
-            Cpu(
-                id=c,
-                online=True,
-                socket=pkg,
-                die=_id(files.get(f"{t}/die_id")),
-                core=_int(files.get(f"{t}/core_id")),
-                siblings=tuple(sorted(sib)) if sib else (c,),
-                l3=_l3(files, base, problems, nmax),
-                numa_node=cpu_node.get(c),
-            )
-        )
-    return Topology(
-        cpus=tuple(cpus),
-        numa_nodes=tuple(nodes),
-        online=online,
-        possible=possible if possible is not None else frozenset(all_ids),
-        isolated=isolated,
-        nohz_full=nohz or frozenset(),
-        cmdline=cmdline,
+
+def _cpu(files: dict, c: int, is_on: bool, numa: int | None, problems: list[Problem], nmax: int | None) -> Cpu:
+    """One CPU's place: socket, die, core, SMT siblings, L3; an offline CPU (or one without a topology
+    directory) has only its id and node."""
+    base = f"{CPU}/cpu{c}"
+    t = f"{base}/topology"
+    if not is_on or f"{t}/core_id" not in files:
+        return Cpu(c, is_on, numa_node=numa)
+    sib = _set(files, f"{t}/core_cpus_list", problems, nmax)
+    if sib is None:
+        sib = _set(files, f"{t}/thread_siblings_list", problems, nmax)
+    return Cpu(
+        id=c,
+        online=True,
+        socket=_id(files.get(f"{t}/physical_package_id")),
+        die=_id(files.get(f"{t}/die_id")),
+        core=_int(files.get(f"{t}/core_id")),
+        siblings=tuple(sorted(sib)) if sib else (c,),
+        l3=_l3(files, base, problems, nmax),
+        numa_node=numa,
     )
 
 

@@ -175,6 +175,27 @@ class SimNode:
 
     # ------------------------------------------------------------------ static files
     def write(self) -> "SimNode":
+        """The whole tree: CPUs and caches, NUMA nodes, the kernel command line, the cgroup roots, kubelet's
+        files, the pods, the IRQs, then a first tick of the counters."""
+        s = self.spec
+        self._cpus()
+        self._numa()
+        cmd = "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro"
+        if s.isolated:
+            cmd += f" isolcpus={s.isolated}"
+        self.w("/proc/cmdline", cmd + "\n")
+        self.w("/proc/sys/kernel/hostname", s.hostname + "\n")
+        self._cgroup_roots()
+        self._kubelet()
+        self._pods()
+        for irq, cl in sorted(s.irqs.items()):
+            self.w(f"/proc/irq/{irq}/effective_affinity_list", cl + "\n")
+            self.w(f"/proc/irq/{irq}/smp_affinity_list", cl + "\n")
+        self.tick()
+        return self
+
+    def _cpus(self) -> None:
+        """/sys/devices/system/cpu: the masks, and each online CPU's topology and caches."""
         s = self.spec
         n = s.ncpus
         cpu = "/sys/devices/system/cpu"
@@ -205,6 +226,10 @@ class SimNode:
                 self.w(f"{ix}/id", f"{l3 if lvl == 3 else core}\n")
                 shared = [x for x, v in self.topo.items() if v[4] == l3 and x in self.online] if lvl == 3 else sib_on
                 self.w(f"{ix}/shared_cpu_list", format_cpuset(shared) + "\n")
+
+    def _numa(self) -> None:
+        """/sys/devices/system/node: the masks, each node's CPUs and distances (memory-only nodes last)."""
+        s = self.spec
         node = "/sys/devices/system/node"
         nall = self.nnuma + s.cpuless_numa
         self.w(f"{node}/possible", f"0-{nall - 1}\n")
@@ -221,31 +246,23 @@ class SimNode:
             dist = [10 if m == nn else (12 if m // s.numa_per_socket == sock else 32) for m in range(self.nnuma)]
             dist += [50] * s.cpuless_numa
             self.w(f"{node}/node{nn}/distance", " ".join(map(str, dist)) + "\n")
-        cmd = "BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro"
-        if s.isolated:
-            cmd += f" isolcpus={s.isolated}"
-        self.w("/proc/cmdline", cmd + "\n")
-        self.w("/proc/sys/kernel/hostname", s.hostname + "\n")
-        if s.cgroup == 2:
-            self.w("/sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory hugetlb pids\n")
-            self.w("/sys/fs/cgroup/cpuset.cpus.effective", format_cpuset(self.online) + "\n")
-            ctl = "cpuset cpu io memory hugetlb pids\n" if s.cpuset_delegated else "cpu io memory hugetlb pids\n"
-            self.w("/sys/fs/cgroup/cgroup.subtree_control", ctl)
-            kp = "/sys/fs/cgroup" + layout.pod_cgroup(s.driver, s.cgroup_root, "Burstable", "x").rsplit("/", 2)[0]
-            parts = kp[len("/sys/fs/cgroup"):].strip("/").split("/")
-            for i in range(1, len(parts) + 1):  # every level down to kubepods: the same delegation
-                d = "/sys/fs/cgroup/" + "/".join(parts[:i])
-                self.w(f"{d}/cgroup.controllers", ctl)
-                self.w(f"{d}/cgroup.subtree_control", ctl)
-        else:
+
+    def _cgroup_roots(self) -> None:
+        """The cgroup root (v2: controllers and their delegation down to kubepods; v1: the cpuset root)."""
+        s = self.spec
+        if s.cgroup != 2:
             self.w("/sys/fs/cgroup/cpuset/cpuset.effective_cpus", format_cpuset(self.online) + "\n")
-        self._kubelet()
-        self._pods()
-        for irq, cl in sorted(s.irqs.items()):
-            self.w(f"/proc/irq/{irq}/effective_affinity_list", cl + "\n")
-            self.w(f"/proc/irq/{irq}/smp_affinity_list", cl + "\n")
-        self.tick()
-        return self
+            return
+        self.w("/sys/fs/cgroup/cgroup.controllers", "cpuset cpu io memory hugetlb pids\n")
+        self.w("/sys/fs/cgroup/cpuset.cpus.effective", format_cpuset(self.online) + "\n")
+        ctl = "cpuset cpu io memory hugetlb pids\n" if s.cpuset_delegated else "cpu io memory hugetlb pids\n"
+        self.w("/sys/fs/cgroup/cgroup.subtree_control", ctl)
+        kp = "/sys/fs/cgroup" + layout.pod_cgroup(s.driver, s.cgroup_root, "Burstable", "x").rsplit("/", 2)[0]
+        parts = kp[len("/sys/fs/cgroup"):].strip("/").split("/")
+        for i in range(1, len(parts) + 1):  # every level down to kubepods: the same delegation
+            d = "/sys/fs/cgroup/" + "/".join(parts[:i])
+            self.w(f"{d}/cgroup.controllers", ctl)
+            self.w(f"{d}/cgroup.subtree_control", ctl)
 
     def _kubelet(self) -> None:
         s = self.spec
@@ -489,20 +506,42 @@ class SimNode:
 
     def tick(self, dt: float = 1.0, load: dict | None = None) -> None:
         """Advance the counters by `dt` seconds and rewrite the files that change."""
-        s = self.spec
         self.t += dt
+        busy = self._run_tasks(dt, load)
+        self._write_stat(dt, busy)
+        self.w("/proc/uptime", f"{1000 + self.t:.2f} {2000 + self.t:.2f}\n")
+        for nn in range(self.nnuma):
+            hit, miss = self.counters.get(("numa", nn), (100000, 0))
+            hit += 10000
+            miss += self.spec.numa_miss_per_tick
+            self.counters[("numa", nn)] = (hit, miss)
+            self.w(f"/sys/devices/system/node/node{nn}/numastat",
+                   f"numa_hit {hit}\nnuma_miss {miss}\nnuma_foreign 0\ninterleave_hit 0\nlocal_node {hit}\nother_node {miss}\n")
+        for t in self.tasks:
+            self._write_task(t, dt)
+        self._write_cgroups(dt)
+
+    def _run_tasks(self, dt: float, load: dict | None) -> dict[int, float]:
+        """Each task runs its share (with a wobble, at most all of one CPU), now and then on another of its
+        CPUs; -> each CPU's busy share: background load plus the tasks that ran there."""
         hz = 100
         # background load: system daemons and interrupts, uneven across CPUs, drifting over time
         busy = {c: max(0.0, 0.04 + 0.06 * math.sin(self.t / 5.0 + c * 0.7)) for c in self.online}
         for t in self.tasks:
             tid, pid, comm, cpus, b, key, *_ = t
             wob = 1.0 + 0.4 * ((self.rng.random() - 0.5) if load is None else load.get(key, 0.0))
+            share = min(1.0, b * wob)  # a thread runs on one CPU at a time: never more than all of it
             cpu = t[8] if len(cpus) == 1 or self.rng.random() > 0.1 else self.rng.choice(cpus)
             if cpu != t[8]:
                 t[6] += 1
             t[8] = cpu
-            t[7] += int(b * wob * hz * dt)
-            busy[cpu] = min(1.0, busy.get(cpu, 0) + b * wob)
+            t[7] += int(share * hz * dt)
+            busy[cpu] = min(1.0, busy.get(cpu, 0) + share)
+        return busy
+
+    def _write_stat(self, dt: float, busy: dict[int, float]) -> None:
+        """/proc/stat: each CPU's user and idle ticks from its busy share, the noise, the totals."""
+        hz = 100
         lines = []
         tot = [0] * 8
         for c in sorted(self.online):
@@ -516,29 +555,27 @@ class SimNode:
         lines, tot = self._noise(dt, lines, tot)
         self.w("/proc/stat", f"cpu  {tot[0]} 0 0 {tot[3]} 0 {tot[5]} {tot[6]} {tot[7]} 0 0\n" + "\n".join(lines)
                + f"\nctxt {int(self.t * 1000)}\nbtime 1700000000\nprocesses 5000\nprocs_running 3\n")
-        self.w("/proc/uptime", f"{1000 + self.t:.2f} {2000 + self.t:.2f}\n")
-        for nn in range(self.nnuma):
-            hit, miss = self.counters.get(("numa", nn), (100000, 0))
-            hit += 10000
-            miss += s.numa_miss_per_tick
-            self.counters[("numa", nn)] = (hit, miss)
-            self.w(f"/sys/devices/system/node/node{nn}/numastat",
-                   f"numa_hit {hit}\nnuma_miss {miss}\nnuma_foreign 0\ninterleave_hit 0\nlocal_node {hit}\nother_node {miss}\n")
-        for t in self.tasks:
-            tid, pid, comm, cpus, b, key, migr, ticks, cpu = t[:9]
-            kth = t[9] if len(t) > 9 else False
-            flags = 0x00208040 if kth else 0x00400100
-            d = f"/proc/{pid}/task/{tid}"
-            self.w(f"{d}/stat", f"{tid} ({comm}) R 1 {pid} {pid} 0 -1 {flags} 0 0 0 0 {ticks} 0 0 0 20 0 1 0 100 "
-                   f"1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 {cpu} 0 0 0 0 0\n")
-            self.w(f"{d}/status", f"Name:\t{comm}\nTgid:\t{pid}\nPid:\t{tid}\nCpus_allowed_list:\t{format_cpuset(cpus)}\n"
-                   f"Mems_allowed_list:\t0\nvoluntary_ctxt_switches:\t{int(self.t * 10)}\nnonvoluntary_ctxt_switches:\t{migr}\n")
-            wait = self.counters.get(("wait", tid), 0.0) + self.waits.get(tid, 0.0) * dt * 1e9
-            self.counters[("wait", tid)] = wait
-            self.w(f"{d}/schedstat", f"{ticks * 10_000_000} {int(wait)} {ticks + migr + int(self.t * 10)}\n")
-            self.w(f"{d}/sched", f"{comm} ({tid}, #threads: 1)\n{'-' * 67}\n"
-                   f"se.nr_migrations                             :{migr:>21}\nnr_switches                                  :{int(self.t * 10) + migr:>21}\n"
-                   f"nr_voluntary_switches                        :{int(self.t * 10):>21}\nnr_involuntary_switches                      :{migr:>21}\n")
+
+    def _write_task(self, t: list, dt: float) -> None:
+        """One task's stat, status, schedstat and sched."""
+        tid, pid, comm, cpus, b, key, migr, ticks, cpu = t[:9]
+        kth = t[9] if len(t) > 9 else False
+        flags = 0x00208040 if kth else 0x00400100
+        d = f"/proc/{pid}/task/{tid}"
+        self.w(f"{d}/stat", f"{tid} ({comm}) R 1 {pid} {pid} 0 -1 {flags} 0 0 0 0 {ticks} 0 0 0 20 0 1 0 100 "
+               f"1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 {cpu} 0 0 0 0 0\n")
+        self.w(f"{d}/status", f"Name:\t{comm}\nTgid:\t{pid}\nPid:\t{tid}\nCpus_allowed_list:\t{format_cpuset(cpus)}\n"
+               f"Mems_allowed_list:\t0\nvoluntary_ctxt_switches:\t{int(self.t * 10)}\nnonvoluntary_ctxt_switches:\t{migr}\n")
+        wait = self.counters.get(("wait", tid), 0.0) + self.waits.get(tid, 0.0) * dt * 1e9
+        self.counters[("wait", tid)] = wait
+        self.w(f"{d}/schedstat", f"{ticks * 10_000_000} {int(wait)} {ticks + migr + int(self.t * 10)}\n")
+        self.w(f"{d}/sched", f"{comm} ({tid}, #threads: 1)\n{'-' * 67}\n"
+               f"se.nr_migrations                             :{migr:>21}\nnr_switches                                  :{int(self.t * 10) + migr:>21}\n"
+               f"nr_voluntary_switches                        :{int(self.t * 10):>21}\nnr_involuntary_switches                      :{migr:>21}\n")
+
+    def _write_cgroups(self, dt: float) -> None:
+        """Each running container's cpu.stat (periods, throttling, usage) and, on v2, cpu.pressure."""
+        s = self.spec
         for p in s.pods:
             if not p.cgroup:
                 continue

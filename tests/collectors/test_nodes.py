@@ -114,3 +114,22 @@ def test_broken_node_is_partial_not_fatal(tmp_path):
     assert len(o["cpus"]) == 4 and all(c["online"] for c in o["cpus"])
     (p,) = o["pods"]
     assert p["name"] is None and p["containers"][0]["cpus_effective"] == [2]
+
+
+def test_a_simulated_thread_never_runs_more_than_all_of_one_cpu(tmp_path):
+    """The simulator wobbles each thread's share by up to +-20 %: a thread that burns a whole CPU showed
+    1060 ms on CPU per second (106 % of the one CPU it can run on). Clamped: at most dt per tick."""
+    from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+
+    spec = NodeSpec(hostname="spin", sockets=1, cores=4, threads=1, policy="static", reserved="0", cgroup=2,
+                    driver="systemd", pods=[PodSpec("spin", "default", containers=[CtrSpec("app", cpus="1-2", tasks=2,
+                                                                                           busy=1.0)])])
+    sim = SimNode(spec, tmp_path / "n").write()
+    spinners = [t for t in sim.tasks if t[4] == 1.0]
+    assert len(spinners) == 2
+    steps = []
+    for _ in range(50):
+        before = [t[7] for t in spinners]
+        sim.tick(1.0)
+        steps += [t[7] - b for t, b in zip(spinners, before)]
+    assert max(steps) <= 100 and sum(steps) > 0.8 * 100 * len(steps), steps  # clock ticks at 100 Hz
