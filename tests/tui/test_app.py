@@ -209,8 +209,9 @@ def test_fleet_overview_worst_first_filter_open_and_back(frozen, tmp_path):
     async def go():
         app = FrozenApp(data)
         async with app.run_test(size=(160, 40)) as pilot:
-            await pilot.pause()
-            await pilot.pause()
+            end = time.monotonic() + 10  # a loaded machine may take more than two pauses to compose it
+            while not (isinstance(app.screen, FleetScreen) and app.screen.query(FleetMap)) and time.monotonic() < end:
+                await pilot.pause(0.05)
             assert isinstance(app.screen, FleetScreen)
             fm = app.screen.query_one(FleetMap)
             app._refresh_fleet()
