@@ -3,6 +3,7 @@
 the same snapshot."""
 import asyncio
 import os
+from contextlib import contextmanager
 import shutil
 
 import pytest
@@ -32,10 +33,19 @@ def toolbox(tmp_path, kind: str) -> str:
     return str(d)
 
 
-def snap_with(path_dir: str, root: str) -> dict:
+@contextmanager
+def on_path(path_dir: str):
+    """The toolbox's sh, awk and tr first on PATH, for what the block starts."""
     old = os.environ["PATH"]
     os.environ["PATH"] = f"{path_dir}:{old}"
     try:
+        yield
+    finally:
+        os.environ["PATH"] = old
+
+
+def snap_with(path_dir: str, root: str) -> dict:
+    with on_path(path_dir):
         async def go():
             col = NodeCollector("local", Options(root=root), LocalTransport(root))
             await col.connect()
@@ -60,8 +70,6 @@ def snap_with(path_dir: str, root: str) -> dict:
             finally:
                 await col.close()
         return asyncio.run(asyncio.wait_for(go(), 30))
-    finally:
-        os.environ["PATH"] = old
 
 
 def test_same_snapshot_under_dash_busybox_and_bash(tmp_path):
@@ -97,9 +105,7 @@ def test_the_probe_says_its_own_cpu_truthfully(tmp_path, kind):
     root = str(tmp_path / "n")
     SimNode(dual_socket_intel(), root).write()
     path_dir = toolbox(tmp_path, kind)
-    old = os.environ["PATH"]
-    os.environ["PATH"] = f"{path_dir}:{old}"
-    try:
+    with on_path(path_dir):
         async def go():
             col = NodeCollector("local", Options(root=root), LocalTransport(root))
             await col.connect()
@@ -116,8 +122,6 @@ def test_the_probe_says_its_own_cpu_truthfully(tmp_path, kind):
             finally:
                 await col.close()
         totals, deltas, outside = asyncio.run(asyncio.wait_for(go(), 30))
-    finally:
-        os.environ["PATH"] = old
     assert all(b >= a for a, b in zip(totals, totals[1:])) and totals[-1] > totals[0] > 0, totals
     assert deltas[0] is not None and abs(deltas[0] - (totals[-1] - totals[-2])) < 1e-9
     # the last frame's own work may not be counted yet when it is said: at most that much below
