@@ -294,6 +294,13 @@ def _refusal(cmd: str, a, terminal: bool = True) -> str | None:
             PromSource(a.prometheus, a.selector)
         except PromError as err:
             return f"pinscope: {err}"
+    if cmd == "exporter":  # a malformed --listen is a usage error (a port in use is found when it binds: 1)
+        from collectors.exporter.serve import ListenError, parse_listen
+
+        try:
+            parse_listen(a.listen)
+        except ListenError as err:
+            return f"pinscope: {err}"
     if terminal and tui and not _has_terminal():
         return ("pinscope: the live view needs a terminal (stdin and stdout are not both one); "
                 "for text use 'pinscope snapshot' or 'pinscope check', or 'pinscope serve' for a browser")

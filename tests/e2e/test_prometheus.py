@@ -1,7 +1,7 @@
 """The exporter under a real Prometheus (Debian's package): scraped on 127.0.0.1, answering PromQL with
 the simulated node's true counts; `promtool check metrics` clean; an unreadable node is
 pinscope_read_success 0 while the others carry on; the deploy/ alert rules go pending on both faults.
-Bad input: a malformed --listen and a port in use are one plain line and exit 1.
+Bad input: a malformed --listen is one plain line and exit 2; a port in use, one plain line and exit 1.
 """
 from __future__ import annotations
 
@@ -128,10 +128,13 @@ def test_promtool_check_metrics_is_clean(stack):
     assert r.returncode == 0 and not r.stdout.strip() and not r.stderr.strip(), r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("listen", ["nonsense", "127.0.0.1", "127.0.0.1:99999", "[::1:9847", "127.0.0.1:port", "no.such.host.invalid:9847"])
-def test_malformed_listen_is_one_plain_line_exit_1(listen):
+@pytest.mark.parametrize("listen, code", [("nonsense", 2), ("127.0.0.1", 2), ("127.0.0.1:99999", 2), ("[::1:9847", 2),
+                                          ("127.0.0.1:port", 2), ("no.such.host.invalid:9847", 1)])
+def test_malformed_listen_is_one_plain_line_exit_2(listen, code):
+    """A malformed --listen is a usage error (2, as every bad option); a well-formed one that cannot be
+    bound (a name that does not resolve) is found when it binds (1)."""
     r = run_cli("exporter", "--listen", listen, "local", timeout=60)
-    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert r.returncode == code, (r.stdout, r.stderr)
     assert r.stderr.count("\n") == 1 and r.stderr.startswith("pinscope: ") and "Traceback" not in r.stderr
     assert "--listen" in r.stderr or "cannot listen" in r.stderr
 
