@@ -27,6 +27,7 @@ from tui.screens.container import ContainerScreen
 from tui.screens.cpu import CpuScreen
 from tui.screens.fleet import FleetScreen
 from tui.screens.help import HelpScreen
+from tui.screens.base import ReportScreen
 from tui.screens.node import NodeScreen
 from tui.screens.nodeinfo import NodeInfoScreen
 from tui.controlfilter import DropControlCharacters
@@ -100,6 +101,19 @@ class PinscopeApp(App):
         self.stop = asyncio.Event()
         self.started_at = time.monotonic()
         self.first_paint_s: float | None = None
+        self._keymap_read = False
+
+    # a recording sets these (tui/replay.py): where in it we are, and its clock
+    replay_status: str | None = None
+    replay_clock: float | None = None
+
+    def want_detail(self) -> None:
+        """A screen shows other nodes now: fetch their detail (live nodes send everything: nothing to do)."""
+
+    @property
+    def keymap_in_force(self) -> dict[str, str]:
+        """binding id -> keys, as keymap.toml set them"""
+        return dict(self._keymap)
 
     @property
     def big_glyphs(self) -> bool:
@@ -139,7 +153,7 @@ class PinscopeApp(App):
             self.first_paint_s = time.monotonic() - self.started_at
 
     def _load_keymap(self) -> None:
-        if getattr(self, "_keymap_read", False):  # once (a subclass's on_mount may run ours twice)
+        if self._keymap_read:  # once (a subclass's on_mount may run ours twice)
             return
         self._keymap_read = True
         try:
@@ -230,7 +244,7 @@ class PinscopeApp(App):
         scr = self.screen
         if isinstance(scr, FleetScreen):
             self._fleet_dirty = True  # many nodes: repaint the overview a few times a second, not per node
-        elif getattr(scr, "target", None) == target and hasattr(scr, "refresh_view") and scr.is_mounted:
+        elif isinstance(scr, ReportScreen) and scr.target == target and scr.is_mounted:
             # a screen just pushed is composed but not mounted yet: its on_mount paints it (a node going
             # stale in between used to query widgets that were not there: NoMatches, the app died)
             try:
@@ -324,7 +338,7 @@ class PinscopeApp(App):
         self.theme_key = ORDER[i]
         self.theme = theme_name(self.theme_key)
         scr = self.screen
-        if hasattr(scr, "refresh_view"):
+        if isinstance(scr, ReportScreen):
             scr.refresh_view()
         self.notify(f"theme {self.theme_key}", timeout=1.5)
 

@@ -69,17 +69,19 @@ def export_current(app, directory: str) -> list[str]:
     import os
     import re
 
+    from tui.screens.base import ReportScreen
+
     scr = app.screen
-    target = getattr(scr, "target", None)
+    target = scr.target if isinstance(scr, ReportScreen) else None
     views = [app.views[target]] if target in app.views else [app.views[t] for t in app.targets]
     highlights, context = {}, {"screen": type(scr).__name__}
-    grid = getattr(scr, "grid_widget", None)
+    grid = scr.grid_widget if isinstance(scr, ReportScreen) else None
     if target in app.views and grid is not None:
         highlights[target] = grid.highlight
         context["density"] = grid.density
-    if getattr(scr, "filter_text", ""):
+    if isinstance(scr, ReportScreen) and scr.filter_text:
         context["filter"] = scr.filter_text
-    t = getattr(app, "t", None) if getattr(app, "replay_status", None) else None  # a replay: its own clock
+    t = app.replay_clock  # a replay: its own clock
     when = dt.datetime.fromtimestamp(t) if t else dt.datetime.now()
     context["time"] = when.isoformat(timespec="seconds")
     name = views[0].name if len(views) == 1 else "fleet"

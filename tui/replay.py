@@ -14,6 +14,7 @@ from collectors.pipeline import Pipeline
 from collectors.record import Recording, restore
 from collectors.text import display
 from tui.app import NodeUpdate, PinscopeApp
+from tui.screens.base import ReportScreen
 
 
 def clock(t: float) -> str:
@@ -55,6 +56,10 @@ class ReplayApp(PinscopeApp):
         """Wall time passing while paused (or between sparse records) does not make a recorded node stale."""
 
     @property
+    def replay_clock(self) -> float | None:
+        return self.t
+
+    @property
     def replay_status(self) -> str:
         if self.t is None:
             return "replay: empty"
@@ -88,7 +93,7 @@ class ReplayApp(PinscopeApp):
 
     def _status(self) -> None:
         scr = self.screen
-        if hasattr(scr, "refresh_view"):
+        if isinstance(scr, ReportScreen):
             scr.refresh_view()
 
     async def _play(self) -> None:

@@ -7,12 +7,13 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
+from tui.screens.base import ReportScreen
 
 from collectors.text import display
 from tui.widgets.sparkbar import sparkbar  # noqa: F401  (re-exported for the panes)
 
 
-class DrillScreen(Screen):
+class DrillScreen(ReportScreen):
     BINDINGS = [Binding("escape", "back", "Back", id="drill.back")]
 
     def __init__(self, target: str) -> None:
@@ -40,7 +41,7 @@ class DrillScreen(Screen):
         st = self.query_one("#status", Static)
         st.set_class(v.state == "stale", "stale")
         st.set_class(v.state == "down", "down")
-        state = getattr(self.app, "replay_status", None) if v.state == "up" else None
+        state = self.pinscope.replay_status if v.state == "up" else None
         st.update(Text(display(f" {v.name}  {state or v.state}{': ' + v.message if v.message else ''}")
                        + f"  —  {self.title_text()}"))
         self.render_body()

@@ -12,12 +12,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
+from tui.screens.base import ReportScreen
 
 from collectors.text import display
 from tui.widgets.fleetmap import FleetMap
 
 
-class FleetScreen(Screen):
+class FleetScreen(ReportScreen):
     BINDINGS = [
         Binding("slash", "filter", "Filter", id="fleet.filter"),
         Binding("escape", "clear", "Clear filter", id="fleet.clear", show=False),
@@ -69,7 +70,7 @@ class FleetScreen(Screen):
         t.append(f"   pinscope: {cpu:.0f} % CPU, {rss / 2**20:.0f} MiB")
         if self.filter_text:
             t.append(display(f"   filter {self.filter_text!r}: {len(views)} shown"))
-        rs = getattr(self.app, "replay_status", None)
+        rs = self.pinscope.replay_status
         if rs:
             t.append("   " + rs, style="bold")
         self.query_one("#status", Static).update(t)

@@ -18,10 +18,10 @@ def binding_rows(app, screen) -> list[tuple[str, str, str]]:
     for src in sources:
         if src is not app and not type(src).__module__.startswith("tui."):
             continue  # Textual's own widgets (tables, inputs) carry their editing keys: not ours to list
-        for b in getattr(type(src), "BINDINGS", []):
+        for b in type(src).BINDINGS:
             if not isinstance(b, Binding) or not b.description:
                 continue
-            key = getattr(app, "_keymap", {}).get(b.id, b.key) if b.id else b.key  # keymap.toml in force
+            key = app.keymap_in_force.get(b.id, b.key) if b.id else b.key  # keymap.toml in force
             keys = ", ".join(app.get_key_display(Binding(k.strip(), b.action)) for k in key.split(","))
             seen.setdefault(b.id or b.action, (keys, b.description, b.id or ""))
     return list(seen.values())

@@ -9,6 +9,7 @@ from textual.binding import Binding
 from textual.containers import Container, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
+from tui.screens.base import ReportScreen
 
 from collectors.parse.cpuset import format_cpuset
 from collectors.text import display
@@ -42,7 +43,7 @@ def matches(snap, query: str):
     return out
 
 
-class NodeScreen(Screen):
+class NodeScreen(ReportScreen):
     BINDINGS = [
         Binding("slash", "filter", "Filter", id="node.filter"),
         Binding("f", "findings", "Findings", id="node.findings"),
@@ -58,6 +59,10 @@ class NodeScreen(Screen):
         super().__init__()
         self.target = target
         self.filter_text = ""
+        self._arranged_for = None  # the layout key the panes were last arranged for
+        self._pod_rows: list | None = None  # what the pods and findings tables show (redrawn when it changes)
+        self._finding_rows: list | None = None
+        self._painted: dict = {}  # Static -> (its last text, the shape of that text)
 
     @property
     def view(self):
@@ -114,7 +119,7 @@ class NodeScreen(Screen):
         w, h = self.size
         tags = max(map(len, v.tags.values()), default=1)
         key = (id(v.snap.topology) if v.snap else None, w, h, tags)
-        if key == getattr(self, "_arranged_for", None):
+        if key == self._arranged_for:
             return
         self._arranged_for = key
         main = self.query_one("#main")
@@ -162,7 +167,7 @@ class NodeScreen(Screen):
         s, k = v.snap, v.snap.kubelet
         n = {sev: sum(1 for f in v.findings if f.severity == sev) for sev in ("critical", "warning", "info")}
         age = time.monotonic() - v.last_update if v.last_update else 0
-        rs = getattr(self.app, "replay_status", None)  # a recording is not live: say where in it we are
+        rs = self.pinscope.replay_status  # a recording is not live: say where in it we are
         state = {"up": rs or "live", "stale": f"STALE {age:.0f}s", "down": f"DOWN ({v.message})",
                  "connecting": "connecting"}.get(v.state, v.state)
         idx = self.app.targets.index(self.target) + 1
@@ -179,7 +184,7 @@ class NodeScreen(Screen):
             t.append("  shade: kernel noise", style="bold")
         if self.filter_text:
             t.append(f"  filter: {display(repr(self.filter_text))}")
-        _update(st, t)
+        self._update(st, t)
 
     def _legend(self) -> None:
         g = self.query_one(CoreGrid).glyphs
@@ -210,7 +215,7 @@ class NodeScreen(Screen):
                              f"  steal {nz.steal * 100:.1f})")
                 if who:
                     t.append(f"\n  {display(who)}")
-        _update(self.query_one("#legend", Static), t)
+        self._update(self.query_one("#legend", Static), t)
 
     def _pods(self) -> None:
         v = self.view
@@ -231,7 +236,7 @@ class NodeScreen(Screen):
                 rows.append((v.tags.get(p.uid, ""), f"{p.namespace or '?'}/{p.name or p.uid[:8]}",
                              c.name or "?", format_cpuset(c.assigned), format_cpuset(nodes)))
         rows.sort(key=lambda r: (len(r[0]), r[0], r[2]))
-        if rows == getattr(self, "_pod_rows", None):
+        if rows == self._pod_rows:
             return  # unchanged: no repaint of the table
         self._pod_rows = rows
         row = table.cursor_row
@@ -244,7 +249,7 @@ class NodeScreen(Screen):
     def _findings(self) -> None:
         table = self.query_one("#findings", DataTable)
         rows = [(SEV_MARK.get(f.severity, f.severity), f.code, f.message) for f in self.view.findings]
-        if rows == getattr(self, "_finding_rows", None):
+        if rows == self._finding_rows:
             return
         self._finding_rows = rows
         row = table.cursor_row
@@ -276,7 +281,7 @@ class NodeScreen(Screen):
         if event.data_table.id == "findings" and v.findings and event.cursor_row < len(v.findings):
             self.app.open_finding(self.target, v.findings[event.cursor_row])
         elif event.data_table.id == "pods":
-            rows = getattr(self, "_pod_rows", None) or []
+            rows = self._pod_rows or []
             if event.cursor_row >= len(rows):
                 return
             label = rows[event.cursor_row]  # the raw names (the cells show them escaped)
@@ -354,15 +359,15 @@ class NodeScreen(Screen):
         self.app.switch_node(-1)
 
 
-def _update(w: Static, t: Text) -> None:
-    """Static.update only when the text changed, and without a relayout of the screen when its shape
-    (lines and their lengths) did not: a relayout every tick was most of the node screen's refresh."""
-    last = getattr(w, "_pinscope_last", None)
-    if last is not None and last == t:
-        return
-    shape = [len(ln) for ln in t.plain.split("\n")]
-    w.update(t, layout=last is None or shape != getattr(w, "_pinscope_shape", None))
-    w._pinscope_last, w._pinscope_shape = t, shape
+    def _update(self, w: Static, t: Text) -> None:
+        """Static.update only when the text changed, and without a relayout of the screen when its shape
+        (lines and their lengths) did not: a relayout every tick was most of the node screen's refresh."""
+        last, last_shape = self._painted.get(w, (None, None))
+        if last is not None and last == t:
+            return
+        shape = [len(ln) for ln in t.plain.split("\n")]
+        w.update(t, layout=last is None or shape != last_shape)
+        self._painted[w] = (t, shape)
 
 
 def _busiest_softirqs(rates, n: int = 3) -> str:

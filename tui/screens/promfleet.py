@@ -17,6 +17,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
+from tui.screens.base import ReportScreen
 
 from collectors.text import display
 from tui.widgets.fleetmap import FleetMap
@@ -50,7 +51,7 @@ class PromState(Message):
         super().__init__()
 
 
-class PromFleetScreen(Screen):
+class PromFleetScreen(ReportScreen):
     BINDINGS = [
         Binding("slash", "filter", "Filter", id="promfleet.filter"),
         Binding("escape", "clear", "Clear filter", id="promfleet.clear", show=False),
@@ -129,9 +130,7 @@ class PromFleetScreen(Screen):
         names = self.wanted()
         if names != self.shown:
             self.shown = names
-            wake = getattr(self.app, "want_detail", None)
-            if wake is not None:
-                wake()
+            self.pinscope.want_detail()
 
     def _status(self) -> None:
         t = Text()

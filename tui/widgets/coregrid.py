@@ -88,6 +88,7 @@ class CoreGrid(ScrollView, can_focus=True):
         self._noise_for: tuple = (None, {})
         self.forced: str | None = None  # a density chosen by use_density(), else the best that fits
         self.idw = 4  # width of a CPU id column (set by the layout)
+        self._layout_for = None  # the (view shape, size, density) the rows were laid out for
         self._sticky: tuple[int, int] | None = None  # (cursor, column x) of the last move up or down
         self.rows: list[Row] = []
         self.pos: dict[int, tuple[int, int]] = {}  # cpu -> (row index, cell index)
@@ -104,7 +105,7 @@ class CoreGrid(ScrollView, can_focus=True):
         key = (id(view.snap.topology) if view and view.snap else None, self.size,
                tag_width(view.tags) if view else 1,
                (view.state, view.message) if view and not view.snap else None)  # the note before a first frame
-        if key != getattr(self, "_layout_for", None):
+        if key != self._layout_for:
             self._layout_for = key
             self._relayout()
         else:

@@ -55,6 +55,7 @@ class FleetMap(ScrollView, can_focus=True):
         self._cache: dict = {}
         self._styles: dict = {}
         self.moved = False
+        self._shape = None  # the order, CPU counts and size the rows were made for
 
     def set_views(self, views) -> None:
         # the cursor stays on its node while the list re-sorts, once the user has moved it; until
@@ -68,7 +69,7 @@ class FleetMap(ScrollView, can_focus=True):
         self.cursor = min(self.cursor, max(0, len(self.views) - 1))
         shape = (tuple(v.target for v in self.views),
                  tuple(len(v.snap.topology.cpus) if v.snap else 0 for v in self.views), self.size)
-        if shape != getattr(self, "_shape", None):  # order, CPU counts or size changed: new rows
+        if shape != self._shape:  # order, CPU counts or size changed: new rows
             self._shape = shape
             self._layout()
         self.refresh()

@@ -61,7 +61,7 @@ class PromFleetMap(FleetMap):
                     break
         self.cursor = min(self.cursor, max(0, len(self.views) - 1))
         shape = (tuple(v.target for v in self.views), tuple(v.node.ncpus for v in self.views), self.size)
-        if shape != getattr(self, "_shape", None):
+        if shape != self._shape:
             self._shape = shape
             self._layout()
         else:
