@@ -254,10 +254,14 @@ class PinscopeApp(App):
                 pass
 
     def _refresh_fleet(self) -> None:
-        if self._fleet_dirty and isinstance(self.screen, FleetScreen):
+        scr = self.screen
+        if self._fleet_dirty and isinstance(scr, FleetScreen) and scr.is_mounted:
             self._fleet_dirty = False
-            with self.batch_update():
-                self.screen.refresh_view()
+            try:
+                with self.batch_update():
+                    scr.refresh_view()
+            except NoMatches:  # the app is closing (its timer fired after the overview's widgets went), as in _refresh
+                pass
 
     # ------------------------------------------------------------------ navigation (called by screens)
     def open_cpu_or_container(self, target: str, cpu: int) -> None:

@@ -421,6 +421,27 @@ def test_finding_enter_jumps_to_the_container_it_names(tmp_path):
     run(go())
 
 
+def test_fleet_refresh_after_its_widgets_went_is_quiet(frozen):
+    """The overview's 0.5 s repaint timer can fire while the app closes, after the FleetScreen's widgets were
+    removed (CI saw it once: NoMatches for FleetMap, the test died). It must pass quietly, as the node screen's
+    refresh does."""
+    from tui.screens.fleet import FleetScreen
+    from tui.widgets.fleetmap import FleetMap
+
+    async def go():
+        app = FrozenApp(frozen)
+        async with app.run_test(size=(160, 40)) as pilot:
+            await pilot.pause()
+            assert isinstance(app.screen, FleetScreen)
+            await app.screen.query_one(FleetMap).remove()  # as the shutdown leaves it
+            app._fleet_dirty = True
+            app._refresh_fleet()  # raised NoMatches before
+            await pilot.press("q")
+        return app.return_code
+
+    assert run(go()) == 0
+
+
 def test_quitting_while_ticks_arrive_fast_is_quiet(tmp_path):
     """A tick that lands while the app closes (the node screen's widgets already removed) used to query a
     CoreGrid that was gone: NoMatches, a traceback on the way out. Live collectors at 20 ms, quit mid-flow."""
