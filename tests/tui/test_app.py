@@ -421,6 +421,42 @@ def test_finding_enter_jumps_to_the_container_it_names(tmp_path):
     run(go())
 
 
+def test_grid_paints_again_only_the_rows_whose_cells_changed(frozen):
+    """A new report where one CPU's load moved to another shade: that CPU's row is painted again, no other
+    (the rest of the terminal keeps what it shows); the same report once more paints nothing."""
+    from dataclasses import replace
+
+    from tui.app import NodeUpdate
+
+    rep = frozen["xeon-2s"]
+
+    async def go():
+        app = FrozenApp({"xeon-2s": rep})
+        async with app.run_test(size=(200, 60)) as pilot:
+            await pilot.pause()
+            g = grid(app)
+            app.post_message(NodeUpdate("xeon-2s", rep))  # settle the layout
+            await pilot.pause()
+            cpu = max(c for c in g.pos if c != g.cursor)
+            util = dict(rep.rates.util)
+            util[cpu] = 0.0 if (util.get(cpu) or 0.0) > 0.5 else 1.0
+            row = g.pos[cpu][0]
+            before = [g._paint(y, 200).text for y in range(len(g.rows))]
+            g.cache_misses = g.cache_hits = 0
+            app.post_message(NodeUpdate("xeon-2s", replace(rep, rates=replace(rep.rates, util=util))))
+            await pilot.pause()
+            assert g.cache_misses == 1, (g.cache_misses, g.cache_hits)
+            after = [g._paint(y, 200).text for y in range(len(g.rows))]
+            assert [y for y in range(len(before)) if before[y] != after[y]] == [row]
+            g.cache_misses = g.cache_hits = 0
+            app.post_message(NodeUpdate("xeon-2s", replace(rep, rates=replace(rep.rates, util=dict(util)))))
+            await pilot.pause()
+            assert g.cache_misses == 0 and g.cache_hits == 0, (g.cache_misses, g.cache_hits)
+            await pilot.press("q")
+
+    run(go())
+
+
 def test_fleet_refresh_after_its_widgets_went_is_quiet(frozen):
     """The overview's 0.5 s repaint timer can fire while the app closes, after the FleetScreen's widgets were
     removed (CI saw it once: NoMatches for FleetMap, the test died). It must pass quietly, as the node screen's

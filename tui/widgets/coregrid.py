@@ -45,6 +45,10 @@ def shade(u: float | None) -> str:
     return SHADES[min(len(SHADES) - 1, max(0, int(round(u * (len(SHADES) - 1)))))]
 
 
+_ORDER = {"exclusive": 0, "isolated": 1, "reserved": 2, "unassigned": 3, "shared": 4, "offline": 5}
+_UNASSIGNED = ("unassigned", None, None, None)  # a CPU no role names: (role, share, tag, severity)
+
+
 class CoreGrid(ScrollView, can_focus=True):
     COMPONENT_CLASSES = {
         "coregrid--exclusive", "coregrid--reserved", "coregrid--shared", "coregrid--isolated",
@@ -92,7 +96,11 @@ class CoreGrid(ScrollView, can_focus=True):
         self._sticky: tuple[int, int] | None = None  # (cursor, column x) of the last move up or down
         self.rows: list[Row] = []
         self.pos: dict[int, tuple[int, int]] = {}  # cpu -> (row index, cell index)
-        self._cache: dict = {}
+        self._cache: dict = {}  # row key (what the row shows) -> its Strip
+        self._shown: dict = {}  # row -> the key of what the terminal shows there
+        self._frame_for: tuple = (None, {})  # (view token, per-CPU state), see _frame
+        self._keys_for: tuple = (None, [])  # (state token, every row's key), see _keys
+        self._style_gen = 0  # bumps when the theme's styles change: every row paints again
         self._styles: dict = {}
         self.cache_hits = 0
         self.cache_misses = 0
@@ -108,9 +116,18 @@ class CoreGrid(ScrollView, can_focus=True):
         if key != self._layout_for:
             self._layout_for = key
             self._relayout()
+            self.refresh()
+            return
+        # the same layout: only the rows whose content changed are painted again (a row's key is what it
+        # shows: each cell's text, role, mark and cursor); the others stay as the terminal has them
+        shown = self._shown
+        keys = self._keys()
+        changed = [ry for ry, k in enumerate(keys) if shown.get(ry) != k]
+        if len(changed) * 2 > len(self.rows):
+            self.refresh()
         else:
-            self._cache.clear()
-        self.refresh()
+            for ry in changed:
+                self.refresh_line(ry)
 
     def set_highlight(self, cpus) -> None:
         cpus = frozenset(cpus)
@@ -146,7 +163,9 @@ class CoreGrid(ScrollView, can_focus=True):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._cache.clear()
+        self._shown.clear()
         self._styles = {}
+        self._style_gen += 1
 
     def on_resize(self) -> None:
         self._layout_for = None
@@ -164,6 +183,7 @@ class CoreGrid(ScrollView, can_focus=True):
             self.pos = {}
             self.virtual_size = Size(self.size.width, len(self.rows))
             self._cache.clear()
+            self._shown.clear()
             return
         density, self.rows = self.choose(self.size.width, self.size.height)
         if density != self.density:
@@ -178,7 +198,8 @@ class CoreGrid(ScrollView, can_focus=True):
         if self.cursor not in self.pos and self.pos:
             self.cursor = min(self.pos)
         self.virtual_size = Size(max(width, max((r.width for r in self.rows), default=0)), len(self.rows))
-        self._cache.clear()
+        self._cache.clear()  # a row's key holds what it shows, not where its cells are: a new layout paints anew
+        self._shown.clear()
 
     def choose(self, width: int, height: int) -> tuple[str, list[Row]]:
         """The most detailed layout that fits width x height: (density, rows); "…, scrolling" if none does.
@@ -206,20 +227,89 @@ class CoreGrid(ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         ry = y + scroll_y
         width = self.size.width
-        key = (ry, self.view.generation if self.view else -1, self.cursor, self.highlight, width,
-               self.density, self.has_focus, self.shade_mode)
+        keys = self._keys()
+        key = keys[ry] if ry < len(keys) else (ry, width, None)
+        self._shown[ry] = key
         hit = self._cache.get(key)
         if hit is not None:
             self.cache_hits += 1
             return hit.crop(scroll_x, scroll_x + width)
         self.cache_misses += 1
-        strip = self._paint(ry, width)
+        strip = self._paint(ry, width, key)
         if len(self._cache) > 4096:
             self._cache.clear()
         self._cache[key] = strip
         return strip.crop(scroll_x, scroll_x + width)
 
-    def _paint(self, ry: int, width: int) -> Strip:
+    def _frame(self) -> dict:
+        """What every cell of this view needs, worked out once per view and shade (not per painted row):
+        cpu -> (role, load or noise share, pod tag or None when no pod owns it, worst finding severity)."""
+        v = self.view
+        token = (v.generation, id(v), self.shade_mode)
+        if self._frame_for[0] != token:
+            snap = v.snap
+            util = self._shade_values()
+            marks = v.cpu_findings()
+            tags = v.tags
+            per: dict = {}
+            for r in snap.roles:
+                tag = tags.get(r.owners[0].pod_uid, "") if r.owners else None
+                per[r.id] = (r.role, util.get(r.id), tag, marks.get(r.id))
+            self._frame_for = (token, per)
+        return self._frame_for[1]
+
+    _CTX = 6  # a row key: (row, width, density, focus, stale, style generation, then what the row shows)
+
+    def _keys(self) -> list[tuple]:
+        """Every row's key, what the row shows (equal keys paint equal lines): worked out once per view,
+        cursor, highlight, size and style, not per painted line."""
+        v = self.view
+        stale = v is not None and v.state != "up" and v.snap is not None
+        width = self.size.width
+        token = (v.generation if v else None, id(v), self.shade_mode, self.cursor, self.highlight, width,
+                 self.density, self.has_focus, self.glyphs is GLYPHS, self._style_gen, id(self.rows), self.idw)
+        if self._keys_for[0] == token:
+            return self._keys_for[1]
+        ctx = (width, self.density, self.has_focus, stale, self._style_gen)
+        per = self._frame() if v is not None and v.snap is not None else {}
+        cursor, highlight = self.cursor, self.highlight
+        keys = []
+        for ry, row in enumerate(self.rows):
+            if not row.cells:
+                keys.append((ry, *ctx, row.kind, row.text))
+            else:
+                keys.append((ry, *ctx, *(self._cell_key(c, per, cursor, highlight) for c in row.cells)))
+        self._keys_for = (token, keys)
+        return keys
+
+    def _cell_key(self, cell: Cell, per: dict, cursor: int, highlight: frozenset) -> tuple:
+        """(text, role, mark severity, 2 cursor / 1 highlight / 0) of one cell."""
+        members = cell.members
+        role, u, tag, sev = None, None, None, None
+        for m in members:  # a core cell shows its most telling role: exclusive > isolated > reserved > ...
+            st = per.get(m, _UNASSIGNED)
+            if role is None or _ORDER.get(st[0], 99) < _ORDER.get(role, 99):
+                role = st[0]
+            if st[1] is not None and (u is None or st[1] > u):
+                u = st[1]
+            if tag is None:  # the first member owned by a pod names the cell
+                tag = st[2]
+            if st[3] == "critical" or (st[3] == "warning" and sev is None):
+                sev = st[3]
+        role = role or "unassigned"
+        glyph = self.glyphs.get(role, "?")
+        head = f"{cell.cpu:>{self.idw}} {glyph}{shade(u)}" if self.density.startswith("full") else f"{glyph}{shade(u)}"
+        # the tag is never cut (pods stay distinguishable in monochrome); the mark takes the last column
+        text = head + (tag or "").ljust(cell.width - len(head) - 1)
+        if cell.cpu == cursor or cursor in members:
+            flag = 2
+        elif highlight and any(m in highlight for m in members):
+            flag = 1
+        else:
+            flag = 0
+        return (text, role, sev if sev in ("critical", "warning") else None, flag)
+
+    def _paint(self, ry: int, width: int, key: tuple | None = None) -> Strip:
         if ry >= len(self.rows):
             return Strip.blank(width, _PLAIN)
         row = self.rows[ry]
@@ -228,20 +318,19 @@ class CoreGrid(ScrollView, can_focus=True):
             st = self._style("stale") if stale else self._style("header" if row.kind == "header" else "subheader")
             return Strip([Segment(row.text[:width].ljust(width), st)], width)
         label_style = self._style("stale") if stale else self._style("l3" if row.kind == "l3" else "subheader")
+        if key is None:
+            keys = self._keys()
+            key = keys[ry]
+        cell_keys = iter(key[self._CTX:]) if row.cells else iter(())
         items = [(lx, text, None) for lx, text in row.labels] + [(c.x, None, c) for c in row.cells or ()]
         items.sort(key=lambda i: i[0])
-        if row.cells:
-            snap = self.view.snap
-            roles = {r.id: r for r in snap.roles}
-            util = self._shade_values()
-            marks = self.view.cpu_findings()
         segs: list[Segment] = []
         x = 0
         for ix, text, cell in items:
             if ix > x:
                 segs.append(Segment(" " * (ix - x), _PLAIN))
                 x = ix
-            parts = [(text, label_style)] if cell is None else self._cell(cell, roles, util, marks, stale)
+            parts = [(text, label_style)] if cell is None else self._cell(next(cell_keys), stale)
             for t, style in parts:
                 segs.append(Segment(t, style))
                 x += len(t)
@@ -249,42 +338,17 @@ class CoreGrid(ScrollView, can_focus=True):
             segs.append(Segment(" " * (width - x), _PLAIN))
         return Strip(Segment.simplify(segs), max(width, x)).crop(0, max(width, x))
 
-    def _cell(self, cell: Cell, roles, util, marks, stale) -> list[tuple[str, Style]]:
-        members = cell.members
-        rs = [roles.get(m) for m in members]
-        role_names = [r.role if r else "unassigned" for r in rs]
-        # a core cell shows its most telling role: exclusive > isolated > reserved > shared > ...
-        order = ["exclusive", "isolated", "reserved", "unassigned", "shared", "offline"]
-        role = min(role_names, key=order.index)
-        us = [util.get(m) for m in members if util.get(m) is not None]
-        u = max(us) if us else None
-        glyph = self.glyphs.get(role, "?")
-        tag = ""
-        for r in rs:
-            if r and r.owners:
-                tag = self.view.tags.get(r.owners[0].pod_uid, "")
-                break
-        sev = None
-        for m in members:
-            s = marks.get(m)
-            if s == "critical" or (s == "warning" and sev is None):
-                sev = s
-        mark = "!" if sev in ("critical", "warning") else ""
-        head = f"{cell.cpu:>{self.idw}} {glyph}{shade(u)}" if self.density.startswith("full") else f"{glyph}{shade(u)}"
-        # the tag is never cut (pods stay distinguishable in monochrome); the mark takes the last column
-        tag = tag.ljust(cell.width - len(head) - 1)
+    def _cell(self, key: tuple, stale: bool) -> list[tuple[str, Style]]:
+        text, role, sev, flag = key
         base = self._style("stale") if stale else self._style(role)
-        if cell.cpu == self.cursor or (self.cursor in members):
+        if flag == 2:
             base = base + self._style("cursor")
-        elif members and any(m in self.highlight for m in members):
+        elif flag == 1:
             base = base + self._style("highlight")
         # the finding mark alone takes the finding's colour: the role colour stays readable
-        parts = [(head + tag, base)]
-        if mark and not stale:
-            parts.append((mark, base + self._style(sev)))
-        else:
-            parts.append((mark or " ", base))
-        return [(t, st) for t, st in parts if t]
+        if sev and not stale:
+            return [(text, base), ("!", base + self._style(sev))]
+        return [(text, base), ("!" if sev else " ", base)]
 
     # ------------------------------------------------------------------ keyboard and mouse
     def watch_cursor(self, old: int, new: int) -> None:
