@@ -272,7 +272,29 @@ def main() -> None:
         print(f"\n(c) this machine's real /proc and /sys: node_exporter (cpu, stat, schedstat, pressure) {ms(ne['per_scrape'])} CPU per scrape"
               f" ({ne['bytes']} bytes); pinscope probe grid tick {ms(real)} ({real / ne['per_scrape']:.2f}x),"
               f" everything incl. every task {ms(real_deep)} ({real_deep / ne['per_scrape']:.2f}x)")
+    same_tree_node_exporter(root, avg)
     shutil.rmtree(root, ignore_errors=True)
+
+
+def same_tree_node_exporter(root: str, probe_avg: float) -> None:
+    """(d) node_exporter pointed at the same 96-CPU tree (--path.procfs/--path.sysfs; its cpu, stat, schedstat,
+    pressure and meminfo collectors, with the files those read that the simulation does not write), CPU per
+    scrape at 1 s, against the probe's live-cadence average above."""
+    if not (shutil.which("prometheus-node-exporter") or os.path.exists("/usr/bin/prometheus-node-exporter")):
+        print("\n(d) node_exporter on the same tree: skipped: prometheus-node-exporter not installed")
+        return
+    from bench_exporter import node_exporter_files, paced, start_node_exporter
+
+    node_exporter_files(Path(root), 96)
+    p, url = start_node_exporter(root)
+    try:
+        per = paced(p.pid, url, 10 if QUICK else 30)
+    finally:
+        p.kill()
+        p.wait()
+    print(f"\n(d) the same 96-CPU tree: node_exporter (cpu, stat, schedstat, pressure, meminfo) {ms(per)} CPU per scrape"
+          f" at 1 s; pinscope's probe at the live cadence {ms(probe_avg)} per tick -> {probe_avg / per:.2f}x"
+          "  (target <= 0.25x)")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,110 @@
+"""Benchmark: from process start to the first complete grid, in a real terminal (tmux).
+
+Each side is a new process started in a tmux pane of a server already running; the screen is read with
+`tmux capture-pane` every few milliseconds until it shows what a complete grid shows (the node's CPU count
+read, its pinned pods labelled), and the time from `tmux new-window` to that screen is printed:
+  - `pinscope --root TREE local` on a generated 96-CPU node (2 sockets x 24 cores x 2 threads,
+    100 containers; the tree bench_client and bench_probe read), against the same with the Kubernetes
+    client imported at start (the naive way: pinscope imports it only for `--kube` and `node/NAME`);
+  - `pinscope demo` (its simulated nodes are written off the UI thread), against the same naive import;
+  - the floor the same path measures: the interpreter printing the markers and nothing else.
+Targets (issue 10): <= 300 ms for the 96-CPU --root node, <= 500 ms for the demo.
+Run: python3 bench/bench_start.py [--quick]   (needs tmux)
+"""
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path[:0] = [str(REPO), str(HERE)]
+
+from bigspec import big_node  # noqa: E402
+
+from collectors.sim.node import SimNode  # noqa: E402
+
+QUICK = "--quick" in sys.argv
+RUNS = 5 if QUICK else 15
+SOCK = f"pinscope-bench-start-{os.getpid()}"
+NAIVE = "import kubernetes, runpy, sys; sys.argv[0] = 'pinscope'; runpy.run_module('tui.cli', run_name='__main__')"
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", "-L", SOCK, *args], capture_output=True, text=True, timeout=10).stdout
+
+
+def time_to_screen(argv: list[str], markers: tuple[str, ...], timeout: float = 20.0) -> float:
+    """Seconds from starting `argv` in a new 200x60 tmux window to a screen holding every marker."""
+    cmd = " ".join(shlex_quote(a) for a in argv)
+    t0 = time.perf_counter()
+    tmux("new-window", "-d", "-n", "b", f"cd {shlex_quote(str(REPO))} && PYTHONPATH=. exec {cmd}")
+    try:
+        while time.perf_counter() - t0 < timeout:
+            screen = tmux("capture-pane", "-p", "-t", ":b")
+            if all(m in screen for m in markers):
+                return time.perf_counter() - t0
+            time.sleep(0.003)
+        raise RuntimeError(f"{argv[-2:]}: the screen never showed {markers}: {screen[-400:]!r}")
+    finally:
+        tmux("kill-window", "-t", ":b")
+        time.sleep(0.3)  # let the killed process go before the next start
+
+
+def shlex_quote(s: str) -> str:
+    import shlex
+
+    return shlex.quote(s)
+
+
+def main() -> None:
+    if not shutil.which("tmux"):
+        sys.exit("bench_start needs tmux (apt-get install tmux)")
+    print(f"machine: {platform.machine()} {os.cpu_count()} CPUs, {platform.platform()}, Python "
+          f"{platform.python_version()}, load average {os.getloadavg()[0]:.1f}")
+    root = tempfile.mkdtemp(prefix="pinscope-bench-start-")
+    SimNode(big_node(), root).write()
+    py = sys.executable
+    root_markers = ("96/96 CPUs", "rt/pinned-19")  # every CPU read, the pinned pods in the legend
+    demo_markers = ("trade-xeon-96", "96/96 CPUs", "trading/md-feed-0")
+    sides = [
+        ("floor: the interpreter printing the markers", [py, "-c", f"print({' '.join(root_markers)!r}); "
+                                                         "import time; time.sleep(60)"], root_markers),
+        ("pinscope --root TREE local (96 CPUs)", [py, "-m", "tui.cli", "--root", root, "local"], root_markers),
+        ("  naive: the Kubernetes client imported at start", [py, "-c", NAIVE, "--root", root, "local"], root_markers),
+        ("pinscope demo", [py, "-m", "tui.cli", "demo"], demo_markers),
+        ("  naive: the Kubernetes client imported at start", [py, "-c", NAIVE, "demo"], demo_markers),
+    ]
+    tmux("-f", "/dev/null", "new-session", "-d", "-s", "bench", "-x", "200", "-y", "60")
+    tmux("set-option", "-g", "default-size", "200x60")
+    try:
+        times: dict[int, list[float]] = {i: [] for i in range(len(sides))}
+        for _ in range(RUNS):  # interleaved: a change of load touches every side alike
+            for i, (_, argv, markers) in enumerate(sides):
+                times[i].append(time_to_screen(argv, markers))
+    finally:
+        tmux("kill-server")
+        shutil.rmtree(root, ignore_errors=True)
+    print(f"process start -> complete first grid on screen, tmux 200x60, median (min-max) of {RUNS} runs, interleaved:")
+    med = {i: statistics.median(v) for i, v in times.items()}
+    for i, (label, _, _) in enumerate(sides):
+        v = times[i]
+        extra = ""
+        if label.startswith("  naive"):
+            extra = f"  -> {med[i] / med[i - 1]:.2f}x pinscope's"
+        elif i == 1:
+            extra = "  (target <= 300 ms)"
+        elif i == 3:
+            extra = "  (target <= 500 ms)"
+        print(f"  {label:52} {med[i] * 1000:6.0f} ms ({min(v) * 1000:.0f}-{max(v) * 1000:.0f}){extra}")
+
+
+if __name__ == "__main__":
+    main()
