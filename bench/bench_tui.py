@@ -152,31 +152,15 @@ async def naive_repaints(snap, util) -> dict:
 
 def live_reports(spec, n: int) -> list:
     """n reports of a simulated node whose counters move every tick, read through the real probe at the
-    live cadence (the reports a node screen gets, one a second)."""
-    import shutil
+    live cadence (the reports a node screen gets, one a second): bench_client's frames through a Pipeline."""
+    import bench_client
 
-    from collectors.collect import NodeCollector, live_depth
-    from collectors.sim.node import SimNode
+    from collectors.collect import live_depth
+    from collectors.frames import parse_frame
+    from collectors.pipeline import Pipeline
 
-    root = tempfile.mkdtemp(prefix="pinscope-tui-")
-    sim = SimNode(spec, root).write()
-
-    async def go():
-        col = NodeCollector("bench", Options(root=root), LocalTransport(root))
-        await col.connect()
-        out = []
-        try:
-            for i in range(n):
-                sim.tick(1.0)
-                out.append(await col.tick(live_depth(i)))
-        finally:
-            await col.close()
-        return out
-
-    try:
-        return asyncio.run(go())
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    pl = Pipeline("bench")
+    return [pl.feed(parse_frame(raw)) for raw in bench_client.record(spec, live_depth)][-n:]
 
 
 async def screen_refresh(reports: list) -> dict:
