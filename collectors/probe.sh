@@ -19,8 +19,10 @@
 # newline as "\n" (esc), so a name can never split or forge a line; file content is never escaped (its
 # lines are L lines). Only regular files are opened (a FIFO would block, a directory kills mawk), each
 # within a byte budget (cut files are said, with the budget), so one bad file stays that file's problem.
-# So: 2 forks at start (the pipeline), 0 per tick. No sleep either: the client paces the requests, and
-# when the connection closes stdin ends, the loop ends, awk sees EOF, and nothing is left running.
+# So: 2 forks at start (the pipeline; 3 with mawk), 0 per grid tick; under mawk one od for kubelet's state
+# file when it changed and on static and cgroup-detail ticks (rk, rks). No sleep either: the client paces
+# the requests, and when the connection closes stdin ends, the loop ends, awk sees EOF, and nothing is
+# left running.
 # The static topology is read only on "s" (the client asks again when /sys/.../cpu/online changes);
 # scaling_cur_freq is never read (20 ms a read on some CPUs).
 
@@ -82,8 +84,9 @@ rx() {
 unseen() { _d=${1%/*}; [ -d "$_d" ] && [ ! -x "$_d" ] && pl R "$1"; }
 # kubelet's own files (config, drop-ins, checkpoints): written as one long line (a 256-CPU checkpoint is
 # ~5 KB) and possibly huge when corrupt. mawk reads a line in time quadratic in its length (50 MB: 6.5 s),
-# so under mawk these go through od, which stops at the budget (-N): one fork per file (the state file: one
-# a grid tick, ~1 ms of CPU). busybox awk and gawk read a 50 MB line in ~0.1 s: they read them themselves.
+# so under mawk these go through od, which stops at the budget (-N): one fork per file (the state file, read
+# every grid tick: only when it changed, see rks). busybox awk and gawk read a 50 MB line in ~0.1 s: they
+# read them themselves.
 KMAX=1048576
 rk() {
   for _f in "$@"; do
@@ -98,6 +101,27 @@ rk() {
   done
 }
 OD=""  # set below when awk is mawk
+# kubelet's state file, every grid tick: through od only when it changed. Kubelet writes it whole and
+# renames it into place (a new inode), so the shell keeps the file it last read open on fd 8 and compares
+# inodes (test -ef, a builtin: no fork); the same inode sends the hex kept from that read again. Static and
+# cgroup-detail ticks ("s", "c": every 5th) read it anew whatever the inode says (an edit in place shows
+# there). od reads fd 8 itself, so the text kept is the text of the inode compared.
+KSH=""  # od's lines of the last read
+rks() {
+  if [ -n "$OD" ] && [ -f "$1" ] && [ -r "$1" ]; then
+    if [ -z "$KSH" ] || ! [ "$1" -ef /proc/self/fd/8 ]; then
+      if { command exec 8<"$1"; } 2>/dev/null; then
+        KSH=$(od -An -v -tx1 -N $((KMAX + 1)) <&8 2>/dev/null)
+      else
+        KSH=""
+      fi
+    fi
+    if [ -n "$KSH" ]; then pl M "$1"; printf '%s\n' "$KSH"; else rk "$1"; fi
+  else
+    KSH=""
+    rk "$1"
+  fi
+}
 
 KROOT=/var/lib/kubelet
 KCONF=""
@@ -317,7 +341,7 @@ each_leaf() {
 node_wide() {
   rx "$R/proc/uptime" "$R/proc/stat" "$R/proc/softirqs" "$R/sys/devices/system/cpu/online"
   for d in "$R"/sys/devices/system/node/node[0-9]*; do r "$d/numastat"; done
-  rk "$R$KROOT/cpu_manager_state"
+  rks "$R$KROOT/cpu_manager_state"
   if [ "$CGV" = 2 ]; then
     rx "$CGBASE/cpuset.cpus.effective" "$CGBASE/cpuset.cpus.isolated"
   else
@@ -393,6 +417,7 @@ loop() {
     case $req in *T*) STATUS=1 ;; esac
     KREC=K
     case $req in *T*w*|*w*T*) KREC=V ;; *T*) KREC=S ;; *w*) KREC=Y ;; esac
+    case $req in *[sc]*) KSH="" ;; esac  # the state file read anew (see rks)
     [ "$GRID" = 1 ] && node_wide
     [ "$GRID$DETAIL$TASKS" != 000 ] || [ -n "$FOCUS" ] && each_leaf
     case $req in *n*) names ;; esac

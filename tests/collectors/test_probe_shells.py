@@ -127,3 +127,64 @@ def test_the_probe_says_its_own_cpu_truthfully(tmp_path, kind):
     # the last frame's own work may not be counted yet when it is said: at most that much below
     assert outside * 0.6 <= totals[-1] <= outside + 1e-6, (totals, outside)
     assert any(round(t * 1000) % 10 for t in totals), totals  # not whole clock ticks
+
+
+def test_the_state_file_goes_through_od_only_when_it_changed(tmp_path):
+    """Under mawk (Debian's awk) kubelet's state file is read through od, a fork. Every grid tick reads the
+    file, but od runs only when kubelet replaced it (a rename: a new inode) or on a static or cgroup-detail
+    tick; otherwise the text of the last read is sent again. Counted with an od that logs each run; the
+    frames' text checked against the file each time."""
+    awk = shutil.which("awk")
+    need(awk is not None and "mawk" in os.path.realpath(awk), "awk is not mawk: the od path is mawk's")
+    SimNode(dual_socket_intel(), tmp_path / "node").write()
+    root = str(tmp_path / "node")
+    state = tmp_path / "node/var/lib/kubelet/cpu_manager_state"
+    key = "/var/lib/kubelet/cpu_manager_state"
+    log = tmp_path / "od.log"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "od").write_text(f"#!/bin/sh\necho run >> {log}\nexec {shutil.which('od')} \"$@\"\n")
+    (bin_dir / "od").chmod(0o755)
+
+    def ods() -> int:
+        return len(log.read_text().splitlines()) if log.exists() else 0
+
+    def replaced(text: str) -> None:  # as kubelet writes it: a new file renamed into place
+        tmp = state.with_name("cpu_manager_state.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, state)
+
+    async def go():
+        tr = LocalTransport(root)
+        await tr.connect(10)
+        try:
+            fr = await tr.request("sgn", 15)
+            assert fr.files[key] == state.read_text()
+            start = ods()
+            assert start >= 1
+            for _ in range(3):
+                fr = await tr.request("g", 15)
+                assert fr.files[key] == state.read_text()
+            assert ods() == start, "od ran on grid ticks while the state file stayed the same"
+            new = state.read_text().replace('"policyName"', '"policyName" ', 1)
+            replaced(new)
+            fr = await tr.request("g", 15)
+            assert fr.files[key] == new and ods() == start + 1
+            fr = await tr.request("g", 15)
+            assert fr.files[key] == new and ods() == start + 1
+            with open(state, "r+") as f:  # edited in place (not kubelet's way): read anew on the next "c"
+                f.write(" ")
+            edited = state.read_text()
+            fr = await tr.request("gc", 15)
+            assert fr.files[key] == edited and ods() == start + 2
+            state.unlink()  # gone: said missing at once, not sent from memory
+            fr = await tr.request("g", 15)
+            assert key not in fr.files and ods() == start + 2
+            replaced(new)
+            fr = await tr.request("g", 15)
+            assert fr.files[key] == new and ods() == start + 3
+        finally:
+            await tr.close()
+
+    with on_path(str(bin_dir)):
+        asyncio.run(asyncio.wait_for(go(), 60))
