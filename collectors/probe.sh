@@ -107,18 +107,18 @@ OD=""  # set below when awk is mawk
 # cgroup-detail ticks ("s", "c": every 5th) read it anew whatever the inode says (an edit in place shows
 # there). od reads fd 8 itself, so the text kept is the text of the inode compared.
 KSH=""  # od's lines of the last read
+KSF=""  # the file they are of ("": read it anew)
 rks() {
   if [ -n "$OD" ] && [ -f "$1" ] && [ -r "$1" ]; then
-    if [ -z "$KSH" ] || ! [ "$1" -ef /proc/self/fd/8 ]; then
-      if { command exec 8<"$1"; } 2>/dev/null; then
-        KSH=$(od -An -v -tx1 -N $((KMAX + 1)) <&8 2>/dev/null)
-      else
-        KSH=""
-      fi
+    if [ "$KSF" != "$1" ] || ! [ "$1" -ef /proc/self/fd/8 ]; then
+      if ! { command exec 8<"$1"; } 2>/dev/null; then KSF=""; rk "$1"; return; fi
+      KSH=$(od -An -v -tx1 -N $((KMAX + 1)) <&8 2>/dev/null)
+      KSF=$1
     fi
-    if [ -n "$KSH" ]; then pl M "$1"; printf '%s\n' "$KSH"; else rk "$1"; fi
+    pl M "$1"
+    [ -n "$KSH" ] && printf '%s\n' "$KSH"  # an empty file: no lines, as od gives none
   else
-    KSH=""
+    KSF=""
     rk "$1"
   fi
 }
@@ -417,7 +417,7 @@ loop() {
     case $req in *T*) STATUS=1 ;; esac
     KREC=K
     case $req in *T*w*|*w*T*) KREC=V ;; *T*) KREC=S ;; *w*) KREC=Y ;; esac
-    case $req in *[sc]*) KSH="" ;; esac  # the state file read anew (see rks)
+    case $req in *[sc]*) KSF="" ;; esac  # the state file read anew (see rks)
     [ "$GRID" = 1 ] && node_wide
     [ "$GRID$DETAIL$TASKS" != 000 ] || [ -n "$FOCUS" ] && each_leaf
     case $req in *n*) names ;; esac

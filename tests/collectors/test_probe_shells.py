@@ -183,6 +183,10 @@ def test_the_state_file_goes_through_od_only_when_it_changed(tmp_path):
             replaced(new)
             fr = await tr.request("g", 15)
             assert fr.files[key] == new and ods() == start + 3
+            replaced("")  # empty: read once like any other text, not again every tick
+            for _ in range(2):
+                fr = await tr.request("g", 15)
+                assert fr.files[key] == "" and ods() == start + 4
         finally:
             await tr.close()
 
