@@ -323,13 +323,8 @@ def _entry_set(val: str, source: str, what: str, problems: list) -> frozenset[in
 
 
 def parse_memory_manager_state(text: str, source: str, problems: list[Problem]) -> MemoryManagerState | None:
-    try:
-        doc = json.loads(text)
-    except ValueError as err:
-        problems.append(Problem(source, f"not valid JSON ({err.msg})"))
-        return None
-    if not isinstance(doc, dict):
-        problems.append(Problem(source, "not a JSON object"))
+    doc = _state_doc(text, source, problems)  # the same checks as the CPU manager's checkpoint (size, JSON, object)
+    if doc is None:
         return None
     entries: dict = {}
     raw = _ci(doc, "entries", {}) or {}

@@ -172,6 +172,18 @@ def test_memory_manager_state():
     assert m.policy == "Static" and m.entries["u"]["c"][0].numa_nodes == (0, 1)
 
 
+@pytest.mark.parametrize("text, said", [
+    ('{"policyName":"Static","entries":{"u', "not valid JSON"), ("[]", "not a JSON object"),
+    (None, "too large to be a checkpoint")], ids=["truncated", "array", "huge"])
+def test_memory_manager_state_refuses_what_the_cpu_checkpoint_refuses(text, said):
+    from collectors.parse.kubelet import MAX_JSON
+
+    text = text if text is not None else '{"policyName":"' + "x" * MAX_JSON + '"}'
+    probs: list[Problem] = []
+    assert parse_memory_manager_state(text, "m", probs) is None
+    assert [p.source for p in probs] == ["m"] and said in probs[0].message
+
+
 def test_kubelet_config_flags_override_file_and_ranges_allowed():
     probs: list[Problem] = []
     cfg = parse_kubelet_config(
