@@ -89,7 +89,6 @@ class CoreGrid(ScrollView, can_focus=True):
         self.glyphs = GLYPHS
         self.density = "full"
         self.shade_mode = "load"  # or "noise": see set_shade
-        self._noise_for: tuple = (None, {})
         self.forced: str | None = None  # a density chosen by use_density(), else the best that fits
         self.idw = 4  # width of a CPU id column (set by the layout)
         self._layout_for = None  # the (view shape, size, density) the rows were laid out for
@@ -150,14 +149,12 @@ class CoreGrid(ScrollView, can_focus=True):
             self.refresh()
 
     def _shade_values(self) -> dict:
+        """cpu -> the share its shade shows (called once per view and shade, by _frame)."""
         rates = self.view.rates if self.view else None
         if rates is None:
             return {}
         if self.shade_mode == "noise":
-            gen = self.view.generation
-            if self._noise_for[0] != gen:  # once per frame, not per painted line
-                self._noise_for = (gen, {c: min(1.0, n.total / NOISE_FULL) for c, n in rates.noise.items()})
-            return self._noise_for[1]
+            return {c: min(1.0, n.total / NOISE_FULL) for c, n in rates.noise.items()}
         return rates.util
 
     def notify_style_update(self) -> None:
