@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import platform
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -43,9 +44,9 @@ def tmux(*args: str) -> str:
 
 def time_to_screen(argv: list[str], markers: tuple[str, ...], timeout: float = 20.0) -> float:
     """Seconds from starting `argv` in a new 200x60 tmux window to a screen holding every marker."""
-    cmd = " ".join(shlex_quote(a) for a in argv)
+    cmd = " ".join(shlex.quote(a) for a in argv)
     t0 = time.perf_counter()
-    tmux("new-window", "-d", "-n", "b", f"cd {shlex_quote(str(REPO))} && PYTHONPATH=. exec {cmd}")
+    tmux("new-window", "-d", "-n", "b", f"cd {shlex.quote(str(REPO))} && PYTHONPATH=. exec {cmd}")
     try:
         while time.perf_counter() - t0 < timeout:
             screen = tmux("capture-pane", "-p", "-t", ":b")
@@ -56,12 +57,6 @@ def time_to_screen(argv: list[str], markers: tuple[str, ...], timeout: float = 2
     finally:
         tmux("kill-window", "-t", ":b")
         time.sleep(0.3)  # let the killed process go before the next start
-
-
-def shlex_quote(s: str) -> str:
-    import shlex
-
-    return shlex.quote(s)
 
 
 def main() -> None:
