@@ -10,7 +10,6 @@ import psutil
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.widgets import Footer, Input, Static
 from tui.screens.base import ReportScreen
 

@@ -7,7 +7,6 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Vertical
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 from tui.screens.base import ReportScreen
 
