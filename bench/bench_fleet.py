@@ -28,6 +28,7 @@ sys.path[:0] = [str(HERE.parent), str(HERE), str(HERE.parent / "tests")]
 import sshd as sshd_mod  # noqa: E402
 
 from collectors.collect import NodeCollector, Options  # noqa: E402
+from collectors.fleet import NodeTarget  # noqa: E402
 from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode  # noqa: E402
 from collectors.transport.base import probe_command  # noqa: E402
 from tui.app import PinscopeApp  # noqa: E402
@@ -52,7 +53,7 @@ async def fleet_cost(srv, roots, seconds: float) -> dict:
     for i, root in enumerate(roots):
         o = Options(root=root, identity=str(srv.userkey), known_hosts=str(srv.known_hosts),
                     ssh_config=str(srv.ssh_config), connect_timeout=20, frame_timeout=10)
-        entries.append((f"w-{i:03d}", None, o, _T(f"w-{i:03d}", srv.target)))
+        entries.append(NodeTarget(f"w-{i:03d}", srv.target, options=o))
     app = PinscopeApp(entries, interval=1.0)
     async with app.run_test(size=(200, 60)) as pilot:
         t0 = time.perf_counter()
@@ -131,11 +132,11 @@ async def storm(srv, roots, n: int, per_setup: float, paced: bool = True, limit:
     for i in range(n):
         o = Options(root=roots[i % len(roots)], identity=str(srv.userkey), known_hosts=str(srv.known_hosts),
                     ssh_config=str(srv.ssh_config), connect_timeout=10, frame_timeout=10)
-        entries.append((f"w-{i:03d}", None, o, _T(f"w-{i:03d}", srv.target)))
+        entries.append(NodeTarget(f"w-{i:03d}", srv.target, options=o))
     focus = f"w-{n - 1:03d}"  # the last in the file: it must still come up first
     app = PinscopeApp(entries, interval=interval)
     if not paced:
-        app.connect_sem = asyncio.Semaphore(64)
+        app.fleet.gate = asyncio.Semaphore(64)
     app.focus_node = focus  # as if the user had it on screen (the overview stays, so all nodes render)
     up_at: dict[str, float] = {}
     last_tick: dict[str, tuple[int, float]] = {}
@@ -182,14 +183,6 @@ def say_storm(r: dict) -> None:
     print(f"  client CPU meanwhile {r['client_cpu']:.1f} s; the node on screen up after {r['focus_first'] or float('nan'):.2f} s"
           f" (median node {r['median_up'] or float('nan'):.1f} s); longest gap between two frames of a node already up:"
           f" {r['worst_gap']:.1f} s")
-
-
-class _T:
-    def __init__(self, name, address):
-        self.name, self.address, self.labels, self.groups = name, address, {}, ()
-
-    def matches(self, q):
-        return q in self.name
 
 
 async def naive(srv, roots, ticks: int) -> float:

@@ -28,6 +28,7 @@ sys.path[:0] = [str(HERE.parent), str(HERE), str(HERE.parent / "tests")]
 import psutil  # noqa: E402
 
 from collectors.collect import Options  # noqa: E402
+from collectors.fleet import NodeTarget  # noqa: E402
 from tui.app import PinscopeApp  # noqa: E402
 
 
@@ -69,7 +70,7 @@ def histories(view) -> dict[str, int]:
 
 
 async def run(root: Path) -> dict:
-    app = PinscopeApp([("local", None, Options(root=str(root)))], interval=INTERVAL)
+    app = PinscopeApp([NodeTarget("local", options=Options(root=str(root)))], interval=INTERVAL)
     proc = psutil.Process()
     marks = []
     async with app.run_test(size=(160, 50)):

@@ -28,6 +28,7 @@ import psutil  # noqa: E402
 import sshd as sshd_mod  # noqa: E402
 
 from collectors.collect import Options  # noqa: E402
+from collectors.fleet import NodeTarget  # noqa: E402
 from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode  # noqa: E402
 from tui.app import PinscopeApp  # noqa: E402
 
@@ -45,14 +46,6 @@ def spec(i: int) -> NodeSpec:
     pods = [PodSpec(f"rt-{k}", "rt", containers=[CtrSpec("app", cpus=f"{1 + k},{9 + k}")]) for k in range(2)]
     pods += [PodSpec(f"web-{k}", "web", qos="Burstable", containers=[CtrSpec("app")]) for k in range(3)]
     return NodeSpec(hostname=f"s-{i:02d}", cores=8, reserved="0,8", pods=pods, seed=i + 1)
-
-
-class _T:
-    def __init__(self, name, address):
-        self.name, self.address, self.labels, self.groups = name, address, {}, ()
-
-    def matches(self, q):
-        return q in self.name
 
 
 class Churn:
@@ -96,7 +89,7 @@ async def soak(servers, sims, roots) -> dict:
     for i, s in enumerate(servers):
         o = Options(root=str(roots[i]), identity=str(s.userkey), known_hosts=str(s.known_hosts),
                     ssh_config=str(s.ssh_config))  # the product's default timeouts
-        entries.append((f"s-{i:02d}", None, o, _T(f"s-{i:02d}", s.target)))
+        entries.append(NodeTarget(f"s-{i:02d}", s.target, options=o))
     app = PinscopeApp(entries, interval=INTERVAL)
     me = psutil.Process()
     churns = [Churn(r, rng) for r in roots]

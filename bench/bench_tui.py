@@ -27,6 +27,7 @@ from textual.containers import Grid  # noqa: E402
 from textual.widgets import DataTable, Static  # noqa: E402
 
 from collectors.collect import Options  # noqa: E402
+from collectors.fleet import NodeTarget  # noqa: E402
 from collectors.sim.node import CtrSpec, NodeSpec, PodSpec  # noqa: E402
 from collectors.transport.local import LocalTransport  # noqa: E402
 from frozen import FrozenApp, frozen_samples  # noqa: E402
@@ -231,7 +232,7 @@ async def live_cost(seconds: float, spec_fn: str = "bigspec.big_node", name: str
                               stdout=subprocess.PIPE, text=True)
     try:
         ticker.stdout.readline()
-        app = PinscopeApp([(name, LocalTransport(root))], Options(root=root), 1.0)
+        app = PinscopeApp([NodeTarget(name, transport=LocalTransport(root))], Options(root=root), 1.0)
         async with app.run_test(size=SIZE) as pilot:
             v = app.views[name]
             while v.ticks < 2:

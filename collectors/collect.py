@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from .errors import AuthFailed, HostKeyRejected, PinscopeError, TransportError
 from .frames import Frame
+from .pacing import ConnectGate
 from .pipeline import NodeReport, Pipeline
 from .transport.local import LocalTransport
 
@@ -202,7 +203,7 @@ async def live(collector: NodeCollector, interval: float, depth_for_tick, on_rep
                     await collector.connect()
                     report = await collector.tick(depth_for_tick(collector.ticks))
                 else:
-                    gate = connect_sem.slot(collector.name) if hasattr(connect_sem, "slot") else connect_sem
+                    gate = connect_sem.slot(collector.name) if isinstance(connect_sem, ConnectGate) else connect_sem
                     async with gate:
                         await collector.connect()
                         report = await collector.tick(depth_for_tick(collector.ticks))

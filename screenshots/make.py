@@ -32,7 +32,7 @@ def wanted(name: str) -> bool:
 async def main() -> None:
     cluster = DemoCluster()
     targets = cluster.targets()
-    app = PinscopeApp(targets, Options(), 0.5, "dark", cleanup=cluster.close, start=targets[0][0])
+    app = PinscopeApp(targets, Options(), 0.5, "dark", cleanup=cluster.close, start=targets[0].name)
     async with app.run_test(size=SIZE) as pilot:
         v = app.views[app.targets[0]]
         for _ in range(200):

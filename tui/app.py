@@ -6,11 +6,10 @@ Workers post messages and never touch widgets; messages for the same node replac
 """
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import os
 import time
 import tomllib
+from collections.abc import Sequence
 from pathlib import Path
 
 from textual.app import App
@@ -18,8 +17,8 @@ from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.message import Message
 
-from collectors.collect import NodeCollector, Options, live, live_depth, overview_depth
-from collectors.pacing import ConnectGate
+from collectors.collect import Options
+from collectors.fleet import Fleet, NodeTarget
 from themes import TCSS
 from themes.themes import ORDER, THEMES, theme_name
 from collectors.text import display
@@ -66,31 +65,18 @@ class PinscopeApp(App):
         Binding("e", "export", "Export", id="app.export"),
     ]
 
-    def __init__(self, targets: list[tuple], opts: Options = Options(), interval: float = 1.0,
+    def __init__(self, targets: Sequence[NodeTarget], opts: Options = Options(), interval: float = 1.0,
                  theme: str = "dark", cleanup=None, autostart: bool = True, recorder=None,
                  connect_concurrency: int = 16, start: str | None = None, kube=None) -> None:
-        """targets: (name, transport or None[, Options for this node[, inventory Target]])."""
         super().__init__()
-        self.targets = [t[0] for t in targets]
-        self.views = {t[0]: NodeView(t[0]) for t in targets}
-        self.target_info = {t[0]: t[3] for t in targets if len(t) > 3 and t[3] is not None}
-        for name in self.target_info:
-            self.views[name].label = name
-        self.collectors = {}
-        for t in targets:
-            name, transport = t[0], t[1]
-            o = t[2] if len(t) > 2 and t[2] is not None else opts
-            address = self.target_info[name].address if name in self.target_info else name
-            col = NodeCollector(address, o, transport, name=name)
-            col.recorder = recorder
-            self.collectors[name] = col
+        # the collectors, their pacing and the API polling: a service the app owns (collectors/fleet.py)
+        self.fleet = Fleet(targets, opts, interval, recorder, connect_concurrency)
+        # a node named apart from its address (an inventory, a bench) keeps that name beside its hostname
+        self.views = {t.name: NodeView(t.name, label=t.name if t.address else None) for t in targets}
         self.recorder = recorder
-        # connection set-up paced, the node on screen first (collectors/pacing.py)
-        self.connect_sem = ConnectGate(connect_concurrency, first=lambda: self.focus_node)
-        self.focus_node: str | None = None  # the node whose full grid (or a pane of it) is on screen
         self.start = start  # with several nodes: open this one's grid over the overview at start
-        self.kube = kube  # (context, kubeconfig): enrich pods from the API every kube_period s, if it answers
-        self.kube_period = 30.0
+        self.kube = kube  # (context, kubeconfig): enrich pods from the API every fleet.kube_period s, if it answers
+        self._kube_failing = False
         self._fleet_dirty = False
         self.interval = interval
         self.theme_key = theme if theme in THEMES else "dark"
@@ -98,10 +84,26 @@ class PinscopeApp(App):
         self.autostart = autostart
         self.grid_shade = "load"  # or "noise": what the core grid's shade shows (NodeScreen toggles it)
         self.current = self.targets[0] if self.targets else None  # none: an overview from elsewhere (--prometheus)
-        self.stop = asyncio.Event()
         self.started_at = time.monotonic()
         self.first_paint_s: float | None = None
         self._keymap_read = False
+
+    @property
+    def targets(self) -> list[str]:
+        """The watched nodes' names, in the order given."""
+        return self.fleet.names
+
+    @property
+    def focus_node(self) -> str | None:
+        """The node whose full grid (or a pane of it) is on screen: it gets the full depth."""
+        return self.fleet.focus_node
+
+    @focus_node.setter
+    def focus_node(self, name: str | None) -> None:
+        self.fleet.focus_node = name
+
+    def spec(self, name: str) -> NodeTarget | None:
+        return self.fleet.targets.get(name)
 
     # a recording sets these (tui/replay.py): where in it we are, and its clock
     replay_status: str | None = None
@@ -137,7 +139,7 @@ class PinscopeApp(App):
             if self.start in self.views:
                 self.open_node(self.start)
         else:
-            self.push_screen(NodeScreen(self.current))
+            self.push_screen(NodeScreen(self.views[self.current]))
             self.focus_node = self.current
         self.set_interval(max(0.25, self.interval / 2), self._check_stale)
         self.set_interval(0.5, self._refresh_fleet)
@@ -170,59 +172,34 @@ class PinscopeApp(App):
             self.set_keymap(keymap)
 
     async def _node_task(self, target: str) -> None:
-        """The one long-lived task of a node: collect, post, sleep; failures become states. Depth follows
-        the view: the node on screen gets everything; the others, in the overview, the grid and a slow scan."""
-        col = self.collectors[target]
-
-        def depth(tick: int) -> str:
-            return live_depth(tick) if self.focus_node == target else overview_depth(tick)
-
-        await live(col, self.interval, depth,
-                   lambda report: self.post_message(NodeUpdate(target, report)),
-                   lambda st, msg: self.post_message(NodeState(target, st, msg)), self.stop,
-                   connect_sem=self.connect_sem)
+        """The one long-lived task of a node (collectors/fleet.py); its reports and states become messages."""
+        await self.fleet.run_node(target, lambda name, report: self.post_message(NodeUpdate(name, report)),
+                                  lambda name, st, msg: self.post_message(NodeState(name, st, msg)))
 
     async def _kube_task(self) -> None:
         """Pod names and intent from the API. A failure is a notice, and node-local names stay."""
-        from collectors.kube import KubeError, node_pods
-        from collectors.transport.kube import node_name
-
         context, kubeconfig = self.kube
-        failing = False
-        while not self.stop.is_set():
-            try:
-                for t in self.targets:
-                    v = self.views[t]
-                    name = self.target_info[t].name if t in self.target_info else (
-                        node_name(t) or (v.snap.node if v.snap else None))  # node/NAME: the API's name
-                    if name:
-                        v.api_pods = await asyncio.to_thread(node_pods, name, context, kubeconfig)
-                        v.api_error = None
-                if failing:
+
+        def pods(name: str, api_pods: dict) -> None:
+            v = self.views[name]
+            v.api_pods, v.api_error = api_pods, None
+
+        def answered(err: str | None) -> None:
+            if err is None:
+                if self._kube_failing:
                     self.notify("Kubernetes API is back", timeout=4)
-                failing = False
-            except KubeError as err:
+            else:
                 for v in self.views.values():
-                    v.api_error = str(err)
-                if not failing:
-                    self.notify(display(f"{err} — showing node-local names"), severity="warning", timeout=8, markup=False)
-                failing = True
-            try:
-                await asyncio.wait_for(self.stop.wait(), self.kube_period)
-            except asyncio.TimeoutError:
-                pass
+                    v.api_error = err
+                if not self._kube_failing:
+                    self.notify(display(f"{err} — showing node-local names"), severity="warning", timeout=8,
+                                markup=False)
+            self._kube_failing = err is not None
+
+        await self.fleet.run_kube(context, kubeconfig, pods, answered)
 
     async def on_unmount(self) -> None:
-        self.stop.set()
-
-        async def close(col) -> None:
-            try:
-                await asyncio.wait_for(col.close(), 2)
-            except Exception:  # closing a dead connection must not block the exit
-                pass
-
-        # all at once: node/NAME deletes a debug pod per node, and 2 s each would add up over a fleet
-        await asyncio.gather(*(close(col) for col in self.collectors.values()))
+        await self.fleet.close()  # every task stops, every connection closes at once
         if self.cleanup:
             self.cleanup()
 
@@ -280,13 +257,13 @@ class PinscopeApp(App):
         self.open_cpu(target, cpu)
 
     def open_cpu(self, target: str, cpu: int) -> None:
-        self.push_screen(CpuScreen(target, cpu))
+        self.push_screen(CpuScreen(self.views[target], cpu))
 
     def open_container(self, target: str, uid: str, cid: str | None, name: str | None) -> None:
-        self.push_screen(ContainerScreen(target, uid, cid, name))
+        self.push_screen(ContainerScreen(self.views[target], uid, cid, name))
 
     def open_node_info(self, target: str) -> None:
-        self.push_screen(NodeInfoScreen(target))
+        self.push_screen(NodeInfoScreen(self.views[target]))
 
     def open_finding(self, target: str, f) -> None:
         v = self.views[target]
@@ -302,26 +279,22 @@ class PinscopeApp(App):
 
     def set_focus_container(self, target: str, cid: str | None) -> None:
         """The drill-down asks for this container's everything, every tick."""
-        col = self.collectors.get(target)
-        if col is not None:
-            col.focus = cid if cid and all(ch in "0123456789abcdef" for ch in cid) else None
+        self.fleet.focus_container(target, cid)
 
     def set_focus_cpu(self, target: str, cpu: int | None) -> None:
         """The CPU pane asks for its CPU's tasks with run-queue wait, and its IPIs, every tick."""
-        col = self.collectors.get(target)
-        if col is not None:
-            col.focus_cpu = cpu
+        self.fleet.focus_cpu(target, cpu)
 
     def switch_node(self, step: int) -> None:
         if len(self.targets) < 2:
             return
         i = (self.targets.index(self.current) + step) % len(self.targets)
         self.current = self.focus_node = self.targets[i]
-        self.switch_screen(NodeScreen(self.current))
+        self.switch_screen(NodeScreen(self.views[self.current]))
 
     def open_node(self, target: str) -> None:
         self.current = self.focus_node = target
-        self.push_screen(NodeScreen(target))
+        self.push_screen(NodeScreen(self.views[target]))
 
     def back_to_fleet(self) -> bool:
         """Esc on a node screen: back to the overview when there is one."""
@@ -377,18 +350,11 @@ def _raise_nofile(nodes: int) -> None:
 
 def run_live(targets: list, opts: Options, interval: float = 1.0, theme: str = "dark", record: str | None = None,
              kube=None) -> int:
-    """targets: strings ('local', [user@]host[:port]) or inventory Targets."""
+    """targets: strings ('local', [user@]host[:port], node/NAME) or inventory Targets."""
     from collectors.record import Recorder
 
-    entries = []
-    for t in targets:
-        if isinstance(t, str):
-            entries.append((t, None))
-        else:
-            o = dataclasses.replace(opts, root=t.root or opts.root, sudo=t.sudo or opts.sudo)
-            entries.append((t.name, None, o, t))
     recorder = Recorder(record) if record else None
-    app = PinscopeApp(entries, opts, interval, theme, recorder=recorder, kube=kube)
+    app = PinscopeApp([NodeTarget.of(t, opts) for t in targets], opts, interval, theme, recorder=recorder, kube=kube)
     try:
         app.run()
     finally:
@@ -402,7 +368,7 @@ def run_demo(theme: str = "dark", interval: float = 1.0) -> int:
 
     cluster = DemoCluster(write=False)  # each tree written in a thread when its node first connects
     targets = cluster.targets()
-    app = PinscopeApp(targets, Options(), interval, theme, cleanup=cluster.close, start=targets[0][0])
+    app = PinscopeApp(targets, Options(), interval, theme, cleanup=cluster.close, start=targets[0].name)
     try:
         app.run()
     finally:

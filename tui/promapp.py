@@ -12,8 +12,9 @@ import asyncio
 import contextlib
 import time
 
-from collectors.collect import NodeCollector, Options
+from collectors.collect import Options
 from collectors.errors import PinscopeError
+from collectors.fleet import NodeTarget
 from collectors.promql import PromError, PromSource
 from themes.themes import THEMES, theme_name
 from tui.app import PinscopeApp
@@ -51,7 +52,7 @@ class PromApp(PinscopeApp):
         next_fleet = 0.0
         slow = self.source.timeout
         have: dict[str, float] = {}  # node -> when its per-CPU series were fetched
-        while not self.stop.is_set():
+        while not self.fleet.stop.is_set():
             now = time.monotonic()
             try:
                 if now >= next_fleet:
@@ -90,11 +91,10 @@ class PromApp(PinscopeApp):
 
     def open_prom_node(self, name: str) -> None:
         if name not in self.views:
-            self.targets.append(name)
             self.views[name] = NodeView(name, label=name)
         if name not in self.live_workers:
             try:
-                self.collectors[name] = NodeCollector(self.address_of(name), self.opts, name=name)
+                self.fleet.add(NodeTarget(name, self.address_of(name)))
             except (PinscopeError, KeyError, ValueError) as err:
                 self.notify(f"{name}: {err}", severity="error")
                 return
@@ -108,19 +108,12 @@ class PromApp(PinscopeApp):
             self.focus_node = None
             self.pop_screen()
             w = self.live_workers.pop(name, None)
-            if w is not None:
+            if w is not None and name is not None:
                 w.cancel()
-                col = self.collectors.get(name)
-                if col is not None:
-                    self.run_worker(_close(col), exit_on_error=False)
+                self.run_worker(self.fleet.close(name), exit_on_error=False)
                 self.views[name].set_state("down", "closed: back in the overview")
             return True
         return False
-
-
-async def _close(col) -> None:
-    with contextlib.suppress(Exception):
-        await asyncio.wait_for(col.close(), 2)
 
 
 def run_prometheus(url: str, selector: str | None, opts: Options, interval: float = 1.0, refresh: float = 5.0,

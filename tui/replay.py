@@ -10,6 +10,7 @@ import datetime as dt
 
 from textual.binding import Binding
 
+from collectors.fleet import NodeTarget
 from collectors.pipeline import Pipeline
 from collectors.record import Recording, restore
 from collectors.text import display
@@ -35,7 +36,7 @@ class ReplayApp(PinscopeApp):
 
     def __init__(self, rec: Recording, theme: str = "dark", speed: float = 1.0, at: float | None = None) -> None:
         nodes = rec.nodes
-        super().__init__([(n, None) for n in nodes], theme=theme, autostart=False,
+        super().__init__([NodeTarget(n) for n in nodes], theme=theme, autostart=False,
                          start=nodes[0] if len(nodes) > 1 else None)
         self.rec = rec
         self.speed = speed

@@ -133,8 +133,8 @@ def plan(targets: list, opts: Options, node_name: str | None = None) -> list[tup
             from ..sim.demo import DemoCluster
 
             cluster = DemoCluster()
-            for name, tr in cluster.targets():
-                out.append((name.split("/", 1)[1], NodeCollector(name, opts, transport=tr, name=name)))
+            for t in cluster.targets():
+                out.append((t.name.split("/", 1)[1], NodeCollector(t.name, opts, transport=t.transport, name=t.name)))
             out[-1][1]._pinscope_cluster = cluster  # removed with the last collector (see run)
             continue
         if isinstance(t, str):

@@ -9,6 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from ..fleet import NodeTarget
 from ..transport.demo import DemoTransport
 from .node import CtrSpec, NodeSpec, PodSpec, SimNode
 
@@ -71,8 +72,9 @@ class DemoCluster:
             sim = SimNode(spec, self.dir / spec.hostname)
             self.sims.append(sim.write() if write else sim)
 
-    def targets(self) -> list[tuple[str, DemoTransport]]:
-        return [(f"demo/{s.spec.hostname}", DemoTransport(s, written=self.written)) for s in self.sims]
+    def targets(self) -> list[NodeTarget]:
+        return [NodeTarget(f"demo/{s.spec.hostname}", transport=DemoTransport(s, written=self.written))
+                for s in self.sims]
 
     def close(self) -> None:
         shutil.rmtree(self.dir, ignore_errors=True)

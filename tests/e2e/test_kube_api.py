@@ -515,10 +515,11 @@ def test_the_kubernetes_clients_own_websocket_reads_the_stand_in(sim, tmp_path, 
 def test_the_tui_over_node_name_draws_the_grid_and_q_deletes_the_pod(api):
     """`pinscope node/NAME` as the app runs it: the node's grid arrives through a debug pod, pod names
     come from the API too, and q (the app's exit) deletes the pod."""
+    from collectors.fleet import NodeTarget
     from tui.app import PinscopeApp
 
     async def go():
-        app = PinscopeApp([(f"node/{NODE}", None)], Options(kubeconfig=api.kc), interval=0.3,
+        app = PinscopeApp([NodeTarget(f"node/{NODE}")], Options(kubeconfig=api.kc), interval=0.3,
                           kube=(None, api.kc))
         async with app.run_test(size=(160, 48)) as pilot:
             v = app.views[f"node/{NODE}"]

@@ -134,11 +134,11 @@ def test_enter_opens_a_node_live_through_the_usual_transport_and_esc_returns(fle
             assert name == app.overview.query_one("#fleet").views[0].target
             await _until(pilot, lambda: app.views[name].snap is not None, what="a live frame")
             assert app.views[name].snap.node == "sim-live"
-            assert app.collectors[name].target == "local" and name in app.live_workers
+            assert app.fleet.collectors[name].target == "local" and name in app.live_workers
             await pilot.press("escape")
             assert app.screen is app.overview
             assert name not in app.live_workers  # that node's task is stopped, its probe closed
-            await _until(pilot, lambda: app.collectors[name].transport.proc is None, what="probe closed")
+            await _until(pilot, lambda: app.fleet.collectors[name].transport.proc is None, what="probe closed")
 
     asyncio.run(go())
 

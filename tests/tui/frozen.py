@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collectors.collect import Options
 from helpers import read_sim
+from collectors.fleet import NodeTarget
 from tui.app import NodeUpdate, PinscopeApp
 
 
@@ -34,7 +35,7 @@ class FrozenApp(PinscopeApp):
     """`start`: with several nodes the app opens on the fleet overview; name one to open its grid."""
 
     def __init__(self, frozen: dict, theme: str = "dark", start: str | None = None, targets=None) -> None:
-        super().__init__(targets or [(t, None) for t in frozen], Options(), 1.0, theme, autostart=False, start=start)
+        super().__init__(targets or [NodeTarget(t) for t in frozen], Options(), 1.0, theme, autostart=False, start=start)
         self.frozen = frozen
 
     stale_checks = False  # frozen data does not age: on a loaded machine a snapshot would say `stale`

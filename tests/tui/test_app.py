@@ -7,6 +7,7 @@ import pytest
 
 from nodes import dual_socket_intel, policy_none
 from frozen import FrozenApp, frozen_samples
+from collectors.fleet import NodeTarget
 from tui.app import NodeState, PinscopeApp
 from tui.screens.container import ContainerScreen
 from tui.screens.cpu import CpuScreen
@@ -73,9 +74,9 @@ def test_filter_then_enter_jumps_then_enter_drills_into_container(frozen):
             assert isinstance(scr, ContainerScreen) and scr.cname == "engine"
             files = str(scr.query_one("#ctr-files").render())
             assert "cpuset.cpus.effective" in files and "13-14,37-38" in files
-            assert app.collectors["xeon-2s"].focus == scr.cid  # the drill-down asks for everything of it
+            assert app.fleet.collectors["xeon-2s"].focus == scr.cid  # the drill-down asks for everything of it
             await pilot.press("escape")
-            assert isinstance(app.screen, NodeScreen) and app.collectors["xeon-2s"].focus is None
+            assert isinstance(app.screen, NodeScreen) and app.fleet.collectors["xeon-2s"].focus is None
     run(go())
 
 
@@ -488,7 +489,7 @@ def test_quitting_while_ticks_arrive_fast_is_quiet(tmp_path):
     SimNode(policy_none(), root).write()
 
     async def go(i):
-        app = PinscopeApp([("local", None, Options(root=str(root)))], interval=0.02)
+        app = PinscopeApp([NodeTarget("local", options=Options(root=str(root)))], interval=0.02)
         async with app.run_test(size=(120, 40)) as pilot:
             while app.views["local"].ticks < 3 + i:
                 await asyncio.sleep(0.02)

@@ -4,6 +4,7 @@ import asyncio
 import socket
 
 from collectors.collect import Options
+from collectors.fleet import NodeTarget
 from tui.app import PinscopeApp
 
 
@@ -14,7 +15,7 @@ def test_a_silent_port_is_down_with_its_reason_after_the_connect_timeout():
     target = f"root@127.0.0.1:{srv.getsockname()[1]}"
 
     async def go():
-        app = PinscopeApp([(target, None)], Options(connect_timeout=1.0), 1.0)
+        app = PinscopeApp([NodeTarget(target)], Options(connect_timeout=1.0), 1.0)
         seen = []
         async with app.run_test(size=(160, 40)) as pilot:
             for _ in range(16):  # 4 s: the first timeout, and a retry or two

@@ -26,3 +26,77 @@ def test_the_check_sees_them(tmp_path, code, hits):
     f = tmp_path / "m.py"
     f.write_text(code)
     assert len(duck_typing(f)) == hits
+
+
+# ---------------------------------------------------------------- screens ask the app only through Navigator
+SCREENS = sorted((TUI / "screens").glob("*.py"))
+
+
+def reaches(path: Path, name: str) -> list[tuple[int, str]]:
+    """(line, attribute) of every `self.<name>.<attribute>` in the file."""
+    return [(n.lineno, n.attr) for n in ast.walk(ast.parse(path.read_text()))
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Attribute) and n.value.attr == name
+            and isinstance(n.value.value, ast.Name) and n.value.value.id == "self"]
+
+
+def declared(protocol) -> set[str]:
+    names = set()
+    for klass in protocol.__mro__:
+        if klass.__name__ in ("Protocol", "Generic", "object"):
+            continue
+        names |= {k for k in vars(klass) if not k.startswith("_")} | set(vars(klass).get("__annotations__", {}))
+    return names
+
+
+def test_screens_use_only_textuals_app_api_and_the_declared_navigator():
+    from textual.app import App
+
+    from tui.screens.base import Navigator, PromNavigator
+
+    textual_api = set(dir(App))
+    untyped = [f"{p.name}:{line} self.app.{a}" for p in SCREENS for line, a in reaches(p, "app") if a not in textual_api]
+    assert untyped == []  # views, targets, navigation: through self.nav (typed), not self.app
+    nav = declared(Navigator)
+    prom = declared(PromNavigator)
+    undeclared = [f"{p.name}:{line} self.nav.{a}" for p in SCREENS for line, a in reaches(p, "nav")
+                  if a not in (prom if p.name == "promfleet.py" else nav)]
+    assert undeclared == []
+    used = {a for p in SCREENS for _, a in reaches(p, "nav")}
+    assert {"views", "open_container", "set_focus_cpu", "replay_status"} <= used  # the check looks at real uses
+
+
+def test_the_apps_implement_what_their_screens_may_ask():
+    from tui.promapp import PromApp
+    from tui.replay import ReplayApp
+    from tui.app import PinscopeApp
+    from tui.screens.base import Navigator, PromNavigator
+
+    for app, protocol in ((PinscopeApp, Navigator), (ReplayApp, Navigator), (PromApp, PromNavigator)):
+        set_in_init = {n for k in app.__mro__ if "__init__" in vars(k) and hasattr(k.__init__, "__code__")
+                       for n in k.__init__.__code__.co_names}  # self.views = ... in an __init__
+        missing = [n for n in declared(protocol) if not hasattr(app, n) and n not in set_in_init]
+        assert missing == [], app.__name__
+
+
+def test_a_node_screen_draws_the_view_it_was_given(tmp_path):
+    """The screens of one node hold its NodeView from the start; they never look it up by name."""
+    from tui.screens.cpu import CpuScreen
+    from tui.screens.node import NodeScreen
+    from tui.screens.fleet import FleetScreen
+    from tui.state import NodeView
+
+    v = NodeView("w-1")
+    assert NodeScreen(v).view is v and NodeScreen(v).target == "w-1"
+    assert CpuScreen(v, 3).view is v and CpuScreen(v, 3).cpu == 3
+    with pytest.raises(LookupError):
+        FleetScreen().view
+
+
+@pytest.mark.parametrize("code, hits", [("self.app.views['a']\n", ["views"]), ("self.app.notify('x')\n", []),
+                                        ("self.nav.views\n", [])])
+def test_the_reach_check_sees_them(tmp_path, code, hits):
+    from textual.app import App
+
+    f = tmp_path / "s.py"
+    f.write_text(code)
+    assert [a for _, a in reaches(f, "app") if a not in set(dir(App))] == hits

@@ -8,6 +8,7 @@ import time
 
 import sshd as sshd_mod
 from collectors.collect import Options
+from collectors.fleet import NodeTarget
 from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
 from helpers import need
 from tui.app import PinscopeApp
@@ -26,7 +27,7 @@ def test_fleet_of_real_ssh_nodes_loses_and_regains_one(tmp_path):
         servers.append(s)
         o = Options(root=str(root), identity=str(s.userkey), known_hosts=str(s.known_hosts),
                     ssh_config=str(s.ssh_config), connect_timeout=2, frame_timeout=1.5)
-        entries.append((s.target, None, o))
+        entries.append(NodeTarget(s.target, options=o))
     victim = servers[1]
 
     async def go():

@@ -138,7 +138,7 @@ def test_snapshot_kube_over_ssh_enriches_pods(api, tmp_path):
 def test_api_going_away_mid_session_degrades_with_a_notice(api, tmp_path):
     from collectors.collect import Options
     from collectors.inventory import Target
-    from collectors.transport.local import LocalTransport
+    from collectors.fleet import NodeTarget
     from tui.app import PinscopeApp
 
     root = tmp_path / "root"
@@ -146,9 +146,9 @@ def test_api_going_away_mid_session_degrades_with_a_notice(api, tmp_path):
                                                                containers=[CtrSpec("feed", cpus="1,5")])]), root).write()
 
     async def go():
-        app = PinscopeApp([("node-a", LocalTransport(str(root)), Options(root=str(root)), Target("node-a", "local"))],
+        app = PinscopeApp([NodeTarget.of(Target("node-a", "local", root=str(root)), Options())],
                           interval=0.3, kube=(None, api.kubeconfig))
-        app.kube_period = 0.3
+        app.fleet.kube_period = 0.3
         async with app.run_test(size=(160, 40)) as pilot:
             v = app.views["node-a"]
             for _ in range(100):

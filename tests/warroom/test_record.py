@@ -86,15 +86,15 @@ def test_recording_keys_nodes_by_their_names_not_addresses(tmp_path):
     import asyncio
 
     from collectors.collect import Options
+    from collectors.fleet import NodeTarget
     from collectors.inventory import Target
-    from collectors.transport.local import LocalTransport
     from tui.app import PinscopeApp
 
     rec_path = tmp_path / "r.pinscope"
     entries = []
     for name, spec in (("a", dual_socket_intel()), ("b", policy_none())):
         SimNode(spec, tmp_path / name).write()
-        entries.append((name, LocalTransport(str(tmp_path / name)), Options(root=str(tmp_path / name)), Target(name, "local")))
+        entries.append(NodeTarget.of(Target(name, "local", root=str(tmp_path / name)), Options()))
 
     async def go():
         recorder = Recorder(str(rec_path))

@@ -1,13 +1,71 @@
-"""What every screen that draws the report has, declared once: the app reaches screens through this type,
-not by asking an object what it happens to have (no getattr/hasattr between the app and its screens)."""
+"""What a screen may have and ask, declared once.
+
+A screen that draws one node gets that node's `NodeView` (tui/state.py: the typed projection of its
+NodeReports) when it is made, and reads only that. What it may ask of the app that shows it (the other
+nodes' views for the overview, where to go next, what to collect deeper while it is open) is the
+`Navigator` protocol below; the app implements it. Screens use Textual's own App API on `self.app`
+(pop_screen, notify, batch_update) and nothing else of it: no getattr/hasattr, no untyped reach into the
+app (tests/tui/test_typed_screens.py checks both).
+"""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol, cast
 
 from textual.screen import Screen
 
 if TYPE_CHECKING:
-    from tui.app import PinscopeApp
+    from collectors.findings import Finding
+    from collectors.fleet import NodeTarget
+    from tui.state import NodeView
+
+
+class Navigator(Protocol):
+    """The app, as its screens see it."""
+
+    grid_shade: str  # "load" or "noise": what the core grid's shade shows (the node screen toggles it)
+
+    @property
+    def targets(self) -> list[str]: ...  # the watched nodes' names, in order
+
+    @property
+    def views(self) -> Mapping[str, NodeView]: ...  # every node's view (the overview draws them all)
+
+    @property
+    def big_glyphs(self) -> bool: ...  # the war-room theme: glyphs that read across a room
+
+    @property
+    def replay_status(self) -> str | None: ...  # where in a recording we are (None: live)
+
+    def spec(self, name: str) -> NodeTarget | None: ...  # a node's target (its inventory labels, groups)
+
+    def want_detail(self) -> None: ...  # the overview shows other nodes now: fetch their detail
+
+    def open_node(self, target: str) -> None: ...
+
+    def switch_node(self, step: int) -> None: ...
+
+    def back_to_fleet(self) -> bool: ...
+
+    def open_cpu(self, target: str, cpu: int) -> None: ...
+
+    def open_cpu_or_container(self, target: str, cpu: int) -> None: ...
+
+    def open_container(self, target: str, uid: str, cid: str | None, name: str | None) -> None: ...
+
+    def open_node_info(self, target: str) -> None: ...
+
+    def open_finding(self, target: str, f: Finding) -> None: ...
+
+    def set_focus_container(self, target: str, cid: str | None) -> None: ...  # read it all, every tick
+
+    def set_focus_cpu(self, target: str, cpu: int | None) -> None: ...  # its tasks' wait, its IPIs, every tick
+
+
+class PromNavigator(Navigator, Protocol):
+    """The app behind the Prometheus overview: it also opens a node by its Prometheus name."""
+
+    def open_prom_node(self, name: str) -> None: ...
 
 
 class ReportScreen(Screen):
@@ -18,10 +76,23 @@ class ReportScreen(Screen):
     grid_widget = None  # the core grid, on the screens that have one
     filter_text = ""  # what the user filters by, on the screens that filter
 
+    def __init__(self, view: NodeView | None = None) -> None:
+        super().__init__()
+        self._view = view
+        if view is not None:
+            self.target = view.target
+
     @property
-    def pinscope(self) -> PinscopeApp:
-        """The app, typed: its views, targets and navigation."""
-        return cast("PinscopeApp", self.app)
+    def view(self) -> NodeView:
+        """The node this screen draws (the overview has none)."""
+        if self._view is None:
+            raise LookupError(f"{type(self).__name__} draws every node, not one")
+        return self._view
+
+    @property
+    def nav(self) -> Navigator:
+        """The app, as a Navigator: the only part of it a screen may ask for."""
+        return cast("Navigator", self.app)
 
     def refresh_view(self) -> None:
         raise NotImplementedError

@@ -11,12 +11,13 @@ from collectors.text import display
 from tui.cells import cells
 from tui.elide import elide_path
 from tui.screens.drill import DrillScreen
+from tui.state import NodeView
 from tui.widgets.sparkbar import sparkbar
 
 
 class ContainerScreen(DrillScreen):
-    def __init__(self, target: str, pod_uid: str, container_id: str | None, name: str | None) -> None:
-        super().__init__(target)
+    def __init__(self, view: NodeView, pod_uid: str, container_id: str | None, name: str | None) -> None:
+        super().__init__(view)
         self.pod_uid, self.cid, self.cname = pod_uid, container_id, name
 
     def title_text(self) -> str:
@@ -35,14 +36,14 @@ class ContainerScreen(DrillScreen):
         self.query_one("#ctr-tasks", DataTable).add_columns(
             "tid", "comm", "last CPU", "allowed", "wait ms/s", "on-CPU ms/s", "migr/s", "vol/s", "invol/s",
             "migrations (60)")
-        self.app.set_focus_container(self.target, self.cid)
+        self.nav.set_focus_container(self.target, self.cid)
         super().on_mount()
 
     def on_resize(self) -> None:
         self.render_body()
 
     def on_unmount(self) -> None:
-        self.app.set_focus_container(self.target, None)
+        self.nav.set_focus_container(self.target, None)
 
     def _find(self):
         snap = self.view.snap

@@ -13,12 +13,13 @@ from collectors.parse.cpuset import format_cpuset
 from collectors.text import display
 from tui.cells import cells
 from tui.screens.drill import DrillScreen
+from tui.state import NodeView
 from tui.widgets.sparkbar import sparkbar
 
 
 class CpuScreen(DrillScreen):
-    def __init__(self, target: str, cpu: int) -> None:
-        super().__init__(target)
+    def __init__(self, view: NodeView, cpu: int) -> None:
+        super().__init__(view)
         self.cpu = cpu
 
     def title_text(self) -> str:
@@ -44,11 +45,11 @@ class CpuScreen(DrillScreen):
         self.query_one("#cpu-tasks", DataTable).add_columns("tid", "pid", "comm", "state", "owner", "wait ms/s",
                                                             "on-CPU ms/s")
         self.query_one("#cpu-softirqs", DataTable).add_columns("kind", "per second", "since boot")
-        self.app.set_focus_cpu(self.target, self.cpu)
+        self.nav.set_focus_cpu(self.target, self.cpu)
         super().on_mount()
 
     def on_unmount(self) -> None:
-        self.app.set_focus_cpu(self.target, None)
+        self.nav.set_focus_cpu(self.target, None)
 
     def render_body(self) -> None:
         v = self.view

@@ -15,14 +15,6 @@ from tui.widgets.sparkbar import sparkbar  # noqa: F401  (re-exported for the pa
 class DrillScreen(ReportScreen):
     BINDINGS = [Binding("escape", "back", "Back", id="drill.back")]
 
-    def __init__(self, target: str) -> None:
-        super().__init__()
-        self.target = target
-
-    @property
-    def view(self):
-        return self.app.views[self.target]
-
     def compose(self) -> ComposeResult:
         yield Static("", id="status")
         with VerticalScroll():
@@ -40,7 +32,7 @@ class DrillScreen(ReportScreen):
         st = self.query_one("#status", Static)
         st.set_class(v.state == "stale", "stale")
         st.set_class(v.state == "down", "down")
-        state = self.pinscope.replay_status if v.state == "up" else None
+        state = self.nav.replay_status if v.state == "up" else None
         st.update(Text(display(f" {v.name}  {state or v.state}{': ' + v.message if v.message else ''}")
                        + f"  —  {self.title_text()}"))
         self.render_body()

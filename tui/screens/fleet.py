@@ -43,9 +43,9 @@ class FleetScreen(ReportScreen):
 
     def visible(self):
         out = []
-        for t in self.app.targets:
-            v = self.app.views[t]
-            spec = self.app.target_info.get(t)
+        for t in self.nav.targets:
+            v = self.nav.views[t]
+            spec = self.nav.spec(t)
             if self.filter_text and not (self.filter_text.lower() in v.name.lower()
                                          or (spec is not None and spec.matches(self.filter_text))):
                 continue
@@ -55,7 +55,7 @@ class FleetScreen(ReportScreen):
     def refresh_view(self) -> None:
         views = self.visible()
         self.query_one(FleetMap).set_views(views)
-        allv = list(self.app.views.values())
+        allv = list(self.nav.views.values())
         n = {s: sum(1 for v in allv if v.state == s) for s in ("up", "stale", "down", "connecting")}
         now = time.monotonic()
         t0, cpu, rss = self._last_self
@@ -69,13 +69,13 @@ class FleetScreen(ReportScreen):
         t.append(f"   pinscope: {cpu:.0f} % CPU, {rss / 2**20:.0f} MiB")
         if self.filter_text:
             t.append(display(f"   filter {self.filter_text!r}: {len(views)} shown"))
-        rs = self.pinscope.replay_status
+        rs = self.nav.replay_status
         if rs:
             t.append("   " + rs, style="bold")
         self.query_one("#status", Static).update(t)
 
     def on_fleet_map_open(self, msg: FleetMap.Open) -> None:
-        self.app.open_node(msg.target)
+        self.nav.open_node(msg.target)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.filter_text = event.value

@@ -13,6 +13,7 @@ from tui.screens.base import ReportScreen
 from collectors.parse.cpuset import format_cpuset
 from collectors.text import display
 from tui.cells import cells
+from tui.state import NodeView
 from tui.widgets.coregrid import NOISE_FULL, CoreGrid
 
 SEV_MARK = {"critical": "✖ critical", "warning": "▲ warning", "info": "· info"}
@@ -54,18 +55,13 @@ class NodeScreen(ReportScreen):
         Binding("escape", "clear", "Back", id="node.back", show=False),
     ]
 
-    def __init__(self, target: str) -> None:
-        super().__init__()
-        self.target = target
+    def __init__(self, view: NodeView) -> None:
+        super().__init__(view)
         self.filter_text = ""
         self._arranged_for = None  # the layout key the panes were last arranged for
         self._pod_rows: list | None = None  # what the pods and findings tables show (redrawn when it changes)
         self._finding_rows: list | None = None
         self._painted: dict = {}  # Static -> (its last text, the shape of that text)
-
-    @property
-    def view(self):
-        return self.app.views[self.target]
 
     @property
     def grid_widget(self) -> CoreGrid:
@@ -96,8 +92,8 @@ class NodeScreen(ReportScreen):
     def refresh_view(self) -> None:
         v = self.view
         grid = self.query_one(CoreGrid)
-        grid.set_glyphs(self.app.big_glyphs)
-        grid.set_shade(self.app.grid_shade)
+        grid.set_glyphs(self.nav.big_glyphs)
+        grid.set_shade(self.nav.grid_shade)
         grid.set_view(v, self._highlight())
         self._arrange()  # after set_view: the grid measures the layout of this view
         self._status()
@@ -166,14 +162,14 @@ class NodeScreen(ReportScreen):
         s, k = v.snap, v.snap.kubelet
         n = {sev: sum(1 for f in v.findings if f.severity == sev) for sev in ("critical", "warning", "info")}
         age = time.monotonic() - v.last_update if v.last_update else 0
-        rs = self.pinscope.replay_status  # a recording is not live: say where in it we are
+        rs = self.nav.replay_status  # a recording is not live: say where in it we are
         state = {"up": rs or "live", "stale": f"STALE {age:.0f}s", "down": f"DOWN ({v.message})",
                  "connecting": "connecting"}.get(v.state, v.state)
-        idx = self.app.targets.index(self.target) + 1
+        idx = self.nav.targets.index(self.target) + 1
         t = Text()
         t.append(f" {display(s.node)} ", style="bold")
-        if len(self.app.targets) > 1:
-            t.append(f"[{idx}/{len(self.app.targets)}] ")
+        if len(self.nav.targets) > 1:
+            t.append(f"[{idx}/{len(self.nav.targets)}] ")
         t.append(display(f" {state}  policy {k.cpu_manager_policy or 'unknown'}  topology {k.topology_manager_policy}  "
                          f"cgroup v{s.cgroup_version} {s.cgroup_driver or ''}  {len(s.topology.online)}/{len(s.topology.cpus)} CPUs  "))
         t.append(f"✖{n['critical']} ", style="bold red" if n["critical"] else "")
@@ -269,7 +265,7 @@ class NodeScreen(ReportScreen):
         self._status()
 
     def on_core_grid_selected(self, event: CoreGrid.Selected) -> None:
-        self.app.open_cpu_or_container(self.target, event.cpu)
+        self.nav.open_cpu_or_container(self.target, event.cpu)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "findings":
@@ -278,7 +274,7 @@ class NodeScreen(ReportScreen):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         v = self.view
         if event.data_table.id == "findings" and v.findings and event.cursor_row < len(v.findings):
-            self.app.open_finding(self.target, v.findings[event.cursor_row])
+            self.nav.open_finding(self.target, v.findings[event.cursor_row])
         elif event.data_table.id == "pods":
             rows = self._pod_rows or []
             if event.cursor_row >= len(rows):
@@ -287,7 +283,7 @@ class NodeScreen(ReportScreen):
             for p in v.snap.pods:
                 for c in p.containers:
                     if c.assigned and f"{p.namespace or '?'}/{p.name or p.uid[:8]}" == label[1] and (c.name or "?") == label[2]:
-                        self.app.open_container(self.target, p.uid, c.id, c.name)
+                        self.nav.open_container(self.target, p.uid, c.id, c.name)
                         return
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -326,7 +322,7 @@ class NodeScreen(ReportScreen):
             inp.remove_class("visible")
         elif fs.has_class("visible"):
             fs.remove_class("visible")
-        elif self.app.back_to_fleet():
+        elif self.nav.back_to_fleet():
             return
         self.query_one(CoreGrid).focus()
         self.refresh_view()
@@ -341,21 +337,21 @@ class NodeScreen(ReportScreen):
         self.query_one(CoreGrid).set_highlight(self._highlight())
 
     def action_cpu(self) -> None:
-        self.app.open_cpu(self.target, self.query_one(CoreGrid).cursor)
+        self.nav.open_cpu(self.target, self.query_one(CoreGrid).cursor)
 
     def action_toggle_shade(self) -> None:
         """The grid's shade: load, or kernel noise (irq + softirq + steal share of each CPU)."""
-        self.app.grid_shade = "noise" if self.app.grid_shade == "load" else "load"
+        self.nav.grid_shade = "noise" if self.nav.grid_shade == "load" else "load"
         self.refresh_view()
 
     def action_node_info(self) -> None:
-        self.app.open_node_info(self.target)
+        self.nav.open_node_info(self.target)
 
     def action_next_node(self) -> None:
-        self.app.switch_node(+1)
+        self.nav.switch_node(+1)
 
     def action_prev_node(self) -> None:
-        self.app.switch_node(-1)
+        self.nav.switch_node(-1)
 
 
     def _update(self, w: Static, t: Text) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import time
+from typing import cast
 
 import psutil
 from rich.text import Text
@@ -16,7 +17,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Footer, Input, Static
-from tui.screens.base import ReportScreen
+from tui.screens.base import PromNavigator, ReportScreen
 
 from collectors.text import display
 from tui.widgets.fleetmap import FleetMap
@@ -56,6 +57,10 @@ class PromFleetScreen(ReportScreen):
         Binding("escape", "clear", "Clear filter", id="promfleet.clear", show=False),
     ]
     target = None  # the overview shows every node
+
+    @property
+    def nav(self) -> PromNavigator:
+        return cast("PromNavigator", self.app)
 
     def __init__(self, url: str, selector: str | None = None) -> None:
         super().__init__()
@@ -129,7 +134,7 @@ class PromFleetScreen(ReportScreen):
         names = self.wanted()
         if names != self.shown:
             self.shown = names
-            self.pinscope.want_detail()
+            self.nav.want_detail()
 
     def _status(self) -> None:
         t = Text()
@@ -155,7 +160,7 @@ class PromFleetScreen(ReportScreen):
 
     # ---------------------------------------------------------------- keys
     def on_fleet_map_open(self, msg: FleetMap.Open) -> None:
-        self.app.open_prom_node(msg.target)
+        self.nav.open_prom_node(msg.target)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.filter_text = event.value

@@ -1,0 +1,151 @@
+"""The nodes a frontend watches, and their collection: typed targets and one small service that owns them.
+
+`NodeTarget` is one node as the user named it (the command line, an inventory, the demo, Prometheus):
+what it is called, how it is reached, its own options. `Fleet` holds a `NodeCollector` per target, the
+connect gate (collectors/pacing.py), which node the user looks at (it gets the full depth; the others the
+overview's), what a drill-down asks for, and the Kubernetes API polling; it runs each node's long-lived
+task and hands NodeReports and connection states to callbacks. It knows nothing of a UI: the TUI owns one
+and draws what the callbacks give it; a web view or an exporter could own another.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from .collect import NodeCollector, Options, live, live_depth, overview_depth
+from .inventory import Target
+from .pacing import ConnectGate
+from .pipeline import NodeReport
+
+OnReport = Callable[[str, NodeReport], None]  # (target name, its report)
+OnState = Callable[[str, str, "str | None"], None]  # (target name, connecting|up|down, message)
+
+
+@dataclass(frozen=True)
+class NodeTarget:
+    """One node to watch. `name`: what the user calls it (the key everywhere: views, recordings, keys);
+    `address`: how it is reached (`local`, [user@]host[:port], node/NAME; None: the name is the address);
+    `transport`: a ready one (the demo's, a test's), or None to make one from the address; `options`: this
+    node's own (an inventory's root and sudo), or None for the fleet's; `spec`: its inventory entry."""
+
+    name: str
+    address: str | None = None
+    transport: object | None = None
+    options: Options | None = None
+    spec: Target | None = None
+
+    @property
+    def reach(self) -> str:
+        """The address the transport connects to."""
+        return self.address or self.name
+
+    @classmethod
+    def of(cls, target: str | Target, opts: Options) -> NodeTarget:
+        """A command-line word, or an inventory Target (its root and sudo over the command line's)."""
+        if isinstance(target, str):
+            return cls(target)
+        o = dataclasses.replace(opts, root=target.root or opts.root, sudo=target.sudo or opts.sudo)
+        return cls(target.name, target.address, options=o, spec=target)
+
+    def matches(self, text: str) -> bool:
+        """The overview's filter: the name, or the inventory's address, groups and labels."""
+        return text.lower() in self.name.lower() or (self.spec is not None and self.spec.matches(text))
+
+
+class Fleet:
+    """The collectors of the watched nodes and everything that paces them."""
+
+    def __init__(self, targets: Iterable[NodeTarget] = (), opts: Options = Options(), interval: float = 1.0,
+                 recorder=None, connect_concurrency: int = 16) -> None:
+        self.opts, self.interval, self.recorder = opts, interval, recorder
+        self.targets: dict[str, NodeTarget] = {}
+        self.collectors: dict[str, NodeCollector] = {}
+        self.focus_node: str | None = None  # the node the user looks at: it gets the full depth
+        # connection set-up paced, the node on screen first
+        self.gate: ConnectGate | asyncio.Semaphore = ConnectGate(connect_concurrency, first=lambda: self.focus_node)
+        self.stop = asyncio.Event()
+        self.kube_period = 30.0
+        self.node_names: dict[str, str] = {}  # target name -> the hostname its last report gave
+        for t in targets:
+            self.add(t)
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.targets)
+
+    def add(self, target: NodeTarget) -> NodeCollector:
+        """Watch one more node (or replace its collector: a node opened again from the overview)."""
+        col = NodeCollector(target.reach, target.options or self.opts, target.transport, name=target.name)
+        col.recorder = self.recorder
+        self.targets[target.name] = target
+        self.collectors[target.name] = col
+        return col
+
+    def depth(self, name: str) -> Callable[[int], str]:
+        """The node on screen gets everything; the others, in the overview, the grid and a slow scan."""
+        return lambda tick: live_depth(tick) if self.focus_node == name else overview_depth(tick)
+
+    async def run_node(self, name: str, on_report: OnReport, on_state: OnState) -> None:
+        """The one long-lived task of a node: collect, hand over, sleep; failures become states."""
+        col = self.collectors[name]
+
+        def report(r: NodeReport) -> None:
+            self.node_names[name] = r.node
+            on_report(name, r)
+
+        await live(col, self.interval, self.depth(name), report, lambda st, msg: on_state(name, st, msg),
+                   self.stop, connect_sem=self.gate)
+
+    def focus_container(self, name: str, cid: str | None) -> None:
+        """A drill-down asks for this container's everything, every tick (an id of hex digits, or nothing)."""
+        col = self.collectors.get(name)
+        if col is not None:
+            col.focus = cid if cid and all(ch in "0123456789abcdef" for ch in cid) else None
+
+    def focus_cpu(self, name: str, cpu: int | None) -> None:
+        """The CPU pane asks for its CPU's tasks with run-queue wait, and its IPIs, every tick."""
+        col = self.collectors.get(name)
+        if col is not None:
+            col.focus_cpu = cpu
+
+    def api_name(self, name: str) -> str | None:
+        """The node's name in the Kubernetes API: the inventory's, node/NAME's, or the hostname it reported."""
+        from .transport.kube import node_name
+
+        t = self.targets.get(name)
+        if t is not None and t.spec is not None:
+            return t.spec.name
+        return node_name(name) or self.node_names.get(name)
+
+    async def run_kube(self, context: str | None, kubeconfig: str | None,
+                       on_pods: Callable[[str, dict], None], on_api: Callable[[str | None], None]) -> None:
+        """Pod names and intent from the API every `kube_period` s. `on_pods(name, pods)` per node;
+        `on_api(error)` after each round (None: it answered)."""
+        from .kube import KubeError, node_pods
+
+        while not self.stop.is_set():
+            try:
+                for name in self.names:
+                    if api := self.api_name(name):
+                        on_pods(name, await asyncio.to_thread(node_pods, api, context, kubeconfig))
+                on_api(None)
+            except KubeError as err:
+                on_api(str(err))
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.stop.wait(), self.kube_period)
+
+    async def close(self, name: str | None = None) -> None:
+        """Close one node's connection, or (no name) stop every task and close them all at once: node/NAME
+        deletes a debug pod per node, and 2 s each in turn would add up over a fleet."""
+        if name is None:
+            self.stop.set()
+        cols = [self.collectors[name]] if name in self.collectors else [] if name else list(self.collectors.values())
+
+        async def close(col: NodeCollector) -> None:
+            with contextlib.suppress(Exception):  # closing a dead connection must not block the exit
+                await asyncio.wait_for(col.close(), 2)
+
+        await asyncio.gather(*(close(c) for c in cols))

@@ -1,0 +1,94 @@
+"""The fleet service (collectors/fleet.py): typed targets, and the collectors of the watched nodes run
+through the real probe on simulated trees, without any UI."""
+import asyncio
+
+from collectors.collect import Options, live_depth, overview_depth
+from collectors.fleet import Fleet, NodeTarget
+from collectors.inventory import Target
+from collectors.pacing import ConnectGate
+from collectors.sim.node import SimNode
+from collectors.transport.local import LocalTransport
+from nodes import dual_socket_intel, policy_none
+
+
+class LoggingLocal(LocalTransport):
+    """The real local transport, noting each request it sends to the probe."""
+
+    def __init__(self, root: str) -> None:
+        super().__init__(root)
+        self.requests: list[str] = []
+
+    async def request(self, req: str, timeout: float):
+        self.requests.append(req)
+        return await super().request(req, timeout)
+
+
+def test_a_target_from_the_command_line_or_an_inventory():
+    opts = Options(root="/host", identity="/k")
+    word = NodeTarget.of("ops@10.0.0.5:2222", opts)
+    assert (word.name, word.reach, word.options, word.spec) == ("ops@10.0.0.5:2222", "ops@10.0.0.5:2222", None, None)
+    inv = Target("trade-1", "ops@10.0.0.5", root=None, sudo=True, labels={"pool": "trading"}, groups=("rt",))
+    t = NodeTarget.of(inv, opts)
+    assert t.name == "trade-1" and t.reach == "ops@10.0.0.5"
+    assert t.options.root == "/host" and t.options.sudo is True and t.options.identity == "/k"  # its own over the line's
+    assert NodeTarget.of(Target("n", "local", root="/other"), opts).options.root == "/other"
+    assert t.matches("TRAD") and t.matches("pool=trading") and t.matches("rt") and not t.matches("web")
+    assert NodeTarget("w-1", "local").matches("w-") and not NodeTarget("w-1", "local").matches("pool")
+
+
+def test_the_node_on_screen_gets_the_full_depth_the_others_the_overviews():
+    f = Fleet([NodeTarget("a", "local"), NodeTarget("b", "local")])
+    assert f.names == ["a", "b"] and f.collectors["a"].target == "local" and f.collectors["a"].name == "a"
+    deep = [t for t in range(60) if live_depth(t) != overview_depth(t)]
+    assert deep  # the two cadences differ, or this test says nothing
+    f.focus_node = "a"
+    assert [f.depth("a")(t) for t in deep] == [live_depth(t) for t in deep]
+    assert [f.depth("b")(t) for t in deep] == [overview_depth(t) for t in deep]
+    assert isinstance(f.gate, ConnectGate) and f.gate.first() == "a"  # its set-up goes first too
+
+
+def test_what_a_drill_down_asks_for_reaches_only_its_collector():
+    f = Fleet([NodeTarget("a", "local"), NodeTarget("b", "local")])
+    f.focus_container("a", "3f9c0a")
+    f.focus_cpu("b", 7)
+    assert (f.collectors["a"].focus, f.collectors["b"].focus) == ("3f9c0a", None)
+    assert (f.collectors["a"].focus_cpu, f.collectors["b"].focus_cpu) == (None, 7)
+    f.focus_container("a", "3f9c; rm -rf /")  # an id goes into the probe's request: hex digits or nothing
+    assert f.collectors["a"].focus is None
+    f.focus_container("gone", "abc")  # a node no longer watched: nothing, no error
+    assert f.api_name("node/worker-7") == "worker-7" and f.api_name("a") is None  # no report yet: no hostname
+
+
+def test_two_nodes_collected_through_the_real_probe_then_closed(tmp_path):
+    roots = {}
+    for spec in (dual_socket_intel(), policy_none()):
+        roots[spec.hostname] = SimNode(spec, tmp_path / spec.hostname).write()
+    transports = {name: LoggingLocal(str(tmp_path / name)) for name in roots}
+
+    async def go():
+        f = Fleet([NodeTarget(f"n/{name}", transport=tr) for name, tr in transports.items()], interval=0.05)
+        f.focus_node = "n/xeon-2s"
+        reports: dict[str, list] = {n: [] for n in f.names}
+        states: list[tuple[str, str]] = []
+        tasks = [asyncio.create_task(f.run_node(n, lambda name, r: reports[name].append(r),
+                                                lambda name, st, msg: states.append((name, st))))
+                 for n in f.names]
+        for _ in range(200):
+            if all(len(r) >= 11 for r in reports.values()):
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.wait_for(f.close(), 5)
+        await asyncio.wait_for(asyncio.gather(*tasks), 5)  # close() stops every node's task
+        return f, reports, states
+
+    f, reports, states = asyncio.run(go())
+    assert {n: [r.name for r in rs][:1] for n, rs in reports.items()} == {"n/xeon-2s": ["n/xeon-2s"],
+                                                                          "n/plain": ["n/plain"]}
+    assert {n: [st for name, st in states if name == n] for n in f.names} == {
+        "n/xeon-2s": ["connecting", "up"], "n/plain": ["connecting", "up"]}  # up once, never down
+    assert f.node_names == {"n/xeon-2s": "xeon-2s", "n/plain": "plain"}  # the hostnames the nodes reported
+    assert f.api_name("n/plain") == "plain"
+    assert reports["n/xeon-2s"][-1].snapshot.topology is not None and len(reports["n/xeon-2s"][-1].snapshot.topology.cpus) == 48
+    # tick 10: the focused node read its tasks, every task and its IRQs; the other only the overview's cgroups
+    assert "ai" in transports["xeon-2s"].requests[10] and "a" not in transports["plain"].requests[10]
+    assert all(tr.proc is None for tr in transports.values())  # no probe left running
