@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from .collect import NodeCollector, Options, live, live_depth, overview_depth
@@ -137,15 +137,21 @@ class Fleet:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.stop.wait(), self.kube_period)
 
-    async def close(self, name: str | None = None) -> None:
+    def close(self, name: str | None = None) -> Awaitable[None]:
         """Close one node's connection, or (no name) stop every task and close them all at once: node/NAME
-        deletes a debug pod per node, and 2 s each in turn would add up over a fleet."""
+        deletes a debug pod per node, and 2 s each in turn would add up over a fleet. The collectors are
+        taken now, not when the result is awaited: a node opened again meanwhile keeps its new connection."""
         if name is None:
             self.stop.set()
-        cols = [self.collectors[name]] if name in self.collectors else [] if name else list(self.collectors.values())
+            cols = list(self.collectors.values())
+        else:
+            cols = [self.collectors[name]] if name in self.collectors else []
+        return _close_all(cols)
 
-        async def close(col: NodeCollector) -> None:
-            with contextlib.suppress(Exception):  # closing a dead connection must not block the exit
-                await asyncio.wait_for(col.close(), 2)
 
-        await asyncio.gather(*(close(c) for c in cols))
+async def _close_all(cols: list[NodeCollector]) -> None:
+    async def close(col: NodeCollector) -> None:
+        with contextlib.suppress(Exception):  # closing a dead connection must not block the exit
+            await asyncio.wait_for(col.close(), 2)
+
+    await asyncio.gather(*(close(c) for c in cols))

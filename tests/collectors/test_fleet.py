@@ -92,3 +92,28 @@ def test_two_nodes_collected_through_the_real_probe_then_closed(tmp_path):
     # tick 10: the focused node read its tasks, every task and its IRQs; the other only the overview's cgroups
     assert "ai" in transports["xeon-2s"].requests[10] and "a" not in transports["plain"].requests[10]
     assert all(tr.proc is None for tr in transports.values())  # no probe left running
+
+
+def test_closing_a_node_closes_the_connection_it_had_when_asked(tmp_path):
+    """Esc in the Prometheus overview closes the node's connection in a worker; a node opened again before
+    that worker runs keeps its new connection."""
+    class Counting(LocalTransport):
+        closed = 0
+
+        async def close(self) -> None:
+            self.closed += 1
+            await super().close()
+
+    first, second = Counting(str(tmp_path)), Counting(str(tmp_path))
+
+    async def go():
+        f = Fleet([NodeTarget("n", transport=first)])
+        pending = f.close("n")  # asked now, run later
+        f.add(NodeTarget("n", transport=second))  # opened again meanwhile
+        await pending
+        await f.close("gone")  # a node not watched: nothing to close
+        return f
+
+    f = asyncio.run(go())
+    assert (first.closed, second.closed) == (1, 0) and f.collectors["n"].transport is second
+    assert not f.stop.is_set()  # closing one node stops nothing else
