@@ -52,6 +52,10 @@ class Api:
                 u = urlparse(self.path)
                 q = parse_qs(u.query)
                 api.seen.append(self.path)
+                if api.failing:  # an API server that is up but cannot answer (overloaded, its etcd gone)
+                    self.send_response(503)
+                    self.end_headers()
+                    return
                 if u.path == "/api/v1/nodes":
                     body = node_list(0)
                     sel = q.get("labelSelector", [None])[0]
@@ -74,6 +78,7 @@ class Api:
                 self.wfile.write(data)
 
         self.seen = []
+        self.failing = False
         self.srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
         self.port = self.srv.server_address[1]
         self.t = threading.Thread(target=self.srv.serve_forever, daemon=True)
@@ -156,6 +161,19 @@ def test_api_going_away_mid_session_degrades_with_a_notice(api, tmp_path):
                 if v.api_pods and v.snap:
                     break
             assert v.api_pods[UID].owner == "StatefulSet/md-feed"
+            api.failing = True  # it fails, then answers again: a notice each way, and the error goes
+            for _ in range(60):
+                await asyncio.sleep(0.1)
+                if v.api_error:
+                    break
+            assert v.api_error and any("showing node-local names" in str(n.message) for n in app._notifications)
+            api.failing = False
+            for _ in range(60):
+                await asyncio.sleep(0.1)
+                if v.api_error is None:
+                    break
+            assert v.api_error is None and v.api_pods[UID].owner == "StatefulSet/md-feed"
+            assert any("Kubernetes API is back" in str(n.message) for n in app._notifications)
             api.stop()
             for _ in range(60):
                 await asyncio.sleep(0.1)
