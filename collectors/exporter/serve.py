@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import errno
 import os
 import re
@@ -22,6 +21,7 @@ from prometheus_client import CollectorRegistry, ProcessCollector, start_http_se
 
 from ..collect import Backoff, NodeCollector, Options, live_depth
 from ..errors import PinscopeError
+from ..fleet import NodeTarget
 from .metrics import LatestReports, NodeState, node_samples
 
 _LISTEN = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.%a-z]+)\]|(?P<host>[^\s:\[\]]*)):(?P<port>\d{1,5})$")
@@ -133,16 +133,16 @@ def plan(targets: list, opts: Options, node_name: str | None = None) -> list[tup
             from ..sim.demo import DemoCluster
 
             cluster = DemoCluster()
-            for t in cluster.targets():
-                out.append((t.name.split("/", 1)[1], NodeCollector(t.name, opts, transport=t.transport, name=t.name)))
+            for d in cluster.targets():
+                out.append((d.name.split("/", 1)[1], NodeCollector(d.name, opts, transport=d.transport, name=d.name)))
             out[-1][1]._pinscope_cluster = cluster  # removed with the last collector (see run)
             continue
         if isinstance(t, str):
             label = (node_name or _local_name(opts.root)) if t == "local" else t
             out.append((label, NodeCollector(t, opts, name=label)))
-        else:
-            o = dataclasses.replace(opts, root=t.root or opts.root, sudo=t.sudo or opts.sudo)
-            out.append((t.name, NodeCollector(t.address, o, name=t.name)))
+        else:  # an inventory node: its own root and sudo over the command line's, as in the TUI
+            nt = NodeTarget.of(t, opts)
+            out.append((nt.name, NodeCollector(nt.reach, nt.options or opts, name=nt.name)))
     labels = [n for n, _ in out]
     dup = sorted({n for n in labels if labels.count(n) > 1})
     if dup:

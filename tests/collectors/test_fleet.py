@@ -117,3 +117,15 @@ def test_closing_a_node_closes_the_connection_it_had_when_asked(tmp_path):
     f = asyncio.run(go())
     assert (first.closed, second.closed) == (1, 0) and f.collectors["n"].transport is second
     assert not f.stop.is_set()  # closing one node stops nothing else
+
+
+def test_the_exporter_merges_an_inventory_nodes_options_as_the_tui_does():
+    from collectors.exporter.serve import plan
+
+    opts = Options(root="/host", identity="/k")
+    out = dict(plan([Target("a", "ops@10.0.0.5", sudo=True), Target("b", "local", root="/other")], opts))
+    assert out["a"].target == "ops@10.0.0.5" and out["a"].name == "a"
+    assert (out["a"].opts.root, out["a"].opts.sudo, out["a"].opts.identity) == ("/host", True, "/k")
+    assert (out["b"].opts.root, out["b"].opts.sudo) == ("/other", False)
+    for t in (Target("a", "ops@10.0.0.5", sudo=True), Target("b", "local", root="/other")):
+        assert NodeTarget.of(t, opts).options == out[t.name].opts  # one rule, NodeTarget.of
