@@ -21,7 +21,6 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE), str(HERE.parent / "tests"), str(HERE.parent / "tests" / "tui")]
 
-from bigspec import big_node  # noqa: E402
 from textual.app import App  # noqa: E402
 from textual.containers import Grid  # noqa: E402
 from textual.widgets import DataTable, Static  # noqa: E402
