@@ -129,3 +129,19 @@ def test_the_exporter_merges_an_inventory_nodes_options_as_the_tui_does():
     assert (out["b"].opts.root, out["b"].opts.sudo) == ("/other", False)
     for t in (Target("a", "ops@10.0.0.5", sudo=True), Target("b", "local", root="/other")):
         assert NodeTarget.of(t, opts).options == out[t.name].opts  # one rule, NodeTarget.of
+
+
+def test_the_exporter_removes_the_demo_trees_when_its_targets_are_refused(tmp_path):
+    """`pinscope exporter demo demo`: the targets would share labels, refused before serving (exit 1); the
+    demo cluster's temporary trees are removed all the same (they were left in $TMPDIR: mypy found the
+    cluster hung on a collector from outside, where a refused plan never handed it back)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    r = subprocess.run([sys.executable, "-m", "tui.cli", "exporter", "demo", "demo", "--listen", "127.0.0.1:0"],
+                       capture_output=True, text=True, timeout=60, env={**os.environ, "TMPDIR": str(tmp_path)},
+                       cwd=Path(__file__).resolve().parents[2])
+    assert r.returncode == 1 and "two targets would be labelled" in r.stderr, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
