@@ -55,7 +55,7 @@ class FleetMap(ScrollView, can_focus=True):
         self._cache: dict = {}
         self._styles: dict = {}
         self.moved = False
-        self._shape = None  # the order, CPU counts and size the rows were made for
+        self._shape: tuple | None = None  # the order, CPU counts and size the rows were made for
 
     def set_views(self, views) -> None:
         # the cursor stays on its node while the list re-sorts, once the user has moved it; until
