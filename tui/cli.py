@@ -414,7 +414,7 @@ def _from_recording(a) -> tuple[list, list]:
     if rec.problem:
         _err(f"pinscope: {a.replay}: {rec.problem}")
     names = [_name(x) for x in _targets(a)] or rec.nodes
-    results = []
+    results: list[tuple[dict | None, str | None]] = []  # (the report's JSON, or why there is none)
     for n in names:
         report = state_at(rec, n, t)
         if report is None:
