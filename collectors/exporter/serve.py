@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import socket
+import stat
 import sys
 import time
 from typing import TYPE_CHECKING
@@ -122,9 +123,13 @@ def _local_name(root: str | None) -> str:
     """The label of a `local` target without --node-name: the host's name (under --root, its /etc/hostname)."""
     if root:
         with contextlib.suppress(OSError):
-            name = open(os.path.join(root, "etc/hostname"), encoding="utf-8").read().strip()
-            if name:
-                return name
+            # the node's file: opened without blocking (a FIFO), read only if regular, bounded, closed
+            fd = os.open(os.path.join(root, "etc/hostname"), os.O_RDONLY | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as f:
+                if stat.S_ISREG(os.fstat(fd).st_mode):
+                    name = f.read(256).decode("utf-8", "replace").strip()
+                    if name:
+                        return name
         return "local"
     return socket.gethostname()
 
