@@ -16,7 +16,6 @@ from collectors.collect import Options
 from collectors.errors import PinscopeError
 from collectors.fleet import NodeTarget
 from collectors.promql import PromError, PromSource
-from themes.themes import THEMES, theme_name
 from tui.app import PinscopeApp
 from tui.screens.promfleet import FleetData, FleetDetail, PromFleetScreen, PromState
 from tui.state import NodeView

@@ -12,11 +12,11 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-# every segment carries a Style: Textual's monochrome filter (NO_COLOR) fails on a None style
-_PLAIN = Style()
-
 from collectors.text import display
 from tui.widgets.coregrid import GLYPHS
+
+# every segment carries a Style: Textual's monochrome filter (NO_COLOR) fails on a None style
+_PLAIN = Style()
 
 RANK = {"critical": 0, "warning": 1, "down": 2, "stale": 3, "connecting": 4, None: 5, "info": 5}
 STATE = {"up": "●", "stale": "◐", "down": "○", "connecting": "…"}
