@@ -236,6 +236,8 @@ class FrameStore:
         older = dict.fromkeys(f for k, f in self.carry.items() if k not in letters)
         carry = tuple(sorted(older, key=_seq))
         files = {**self._base_files(carry), **frame.files} if carry else frame.files
+        if self.static is None:
+            raise ValueError("a frame before any static frame")
         view = View(self.static, frame, self.names, carry, files, self._prev)
         for k in "ctTai":
             if k in letters:

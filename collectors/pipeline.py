@@ -103,14 +103,15 @@ class Pipeline:
         self.ticks += 1
         if self.static is None and "s" not in letters:
             raise ProbeFailed("a frame before any static frame")
-        snap = self.assembler.build(self.frames.add(frame))
+        view = self.frames.add(frame)
+        snap = self.assembler.build(view)
         # a pod or container we could not name when the layout was last listed: list it again next tick
         unnamed = {(p.uid, c.id) for p in snap.pods for c in p.containers if p.name is None or c.name is None}
         if "n" in letters:
             self.unnamed_at_names = unnamed
         self.want_names = bool(unnamed - self.unnamed_at_names)
         online = "/sys/devices/system/cpu/online"
-        self.topology_changed = "s" not in letters and self.static.files.get(online) != frame.files.get(online)
+        self.topology_changed = "s" not in letters and view.static.files.get(online) != frame.files.get(online)
         return snap
 
     def feed(self, frame: Frame, t: float | None = None, read: float | None = None,

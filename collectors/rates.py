@@ -87,7 +87,7 @@ def compute(prev: NodeSnapshot, cur: NodeSnapshot, wall_dt: float | None = None,
     if prev.all_tasks:
         for t in prev.all_tasks:
             prev_tasks.setdefault(t.tid, t)
-    trates = {}
+    trates: dict[int, TaskRates] = {}
     crates = {}
     prev_cg = {(p.uid, c.id): c for p, c in prev.containers()}
     for p, c in cur.containers():

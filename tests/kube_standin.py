@@ -36,7 +36,7 @@ from pathlib import Path
 from aiohttp import WSMsgType, web
 
 import kube_kubelet as kubelet
-from kube_kubelet import available  # noqa: F401  (tests ask the stand-in)
+from kube_kubelet import available  # tests ask the stand-in
 
 V5, V4 = "v5.channel.k8s.io", "v4.channel.k8s.io"
 USER = web.RequestKey("user", tuple)

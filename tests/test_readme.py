@@ -33,6 +33,19 @@ def test_first_screen_has_both_setup_commands_and_ci_runs_exactly_them():
     assert r.returncode == 0 and r.stdout.splitlines() == [tests, try_it], r.stdout + r.stderr
 
 
+def test_ci_runs_the_type_checker_and_the_linter_the_readme_names():
+    """"Check the code" is a README command like the set-up ones: .ci/run reads it from there and runs it after
+    the tests, in their venv; the test extra installs both tools (the README's test command installs it)."""
+    import tomllib
+
+    block = re.search(r"\*\*Check the code\*\*.*?```sh\n(.*?)\n```", README, re.S)
+    assert block and block.group(1) == ".venv/bin/mypy && .venv/bin/ruff check ."
+    ci = (ROOT / ".ci/run").read_text()
+    assert "check_cmd=$(readme_cmd '**Check the code**')" in ci and 'bash -euo pipefail -c "$check_cmd"' in ci
+    test_extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"]
+    assert {"mypy", "ruff"} <= {re.split(r"[=<>~ ]", d)[0] for d in test_extra}
+
+
 def test_one_list_of_system_packages():
     """tests/system-packages.sh is the one place; .ci/run has no list of its own."""
     pkgs = (ROOT / "tests/system-packages.sh").read_text()

@@ -106,8 +106,15 @@ class PinscopeApp(App):
         return self.fleet.targets.get(name)
 
     # a recording sets these (tui/replay.py): where in it we are, and its clock
-    replay_status: str | None = None
-    replay_clock: float | None = None
+    @property
+    def replay_status(self) -> str | None:
+        """Where in a recording we are (ReplayApp); None: live."""
+        return None
+
+    @property
+    def replay_clock(self) -> float | None:
+        """The recorded time shown (ReplayApp); None: live, the wall clock."""
+        return None
 
     def want_detail(self) -> None:
         """A screen shows other nodes now: fetch their detail (live nodes send everything: nothing to do)."""
@@ -129,33 +136,39 @@ class PinscopeApp(App):
         return [*super().get_line_filters(), _DROP_CONTROL]
 
     def on_mount(self) -> None:
+        # Textual calls every class's on_mount along the MRO: a subclass changes what starts by overriding
+        # _start(), never with an on_mount of its own (calling super().on_mount() ran this one twice)
         for t in THEMES.values():
             self.register_theme(t)
         self.theme = theme_name(self.theme_key)
         self._load_keymap()
+        self._start()
+        self.call_after_refresh(self._painted)
+
+    def _start(self) -> None:
+        """The first screen and the long-lived tasks: the nodes' (PromApp: the Prometheus overview's)."""
         _raise_nofile(len(self.targets))
         if len(self.targets) > 1:
             self.push_screen(FleetScreen())
             if self.start in self.views:
                 self.open_node(self.start)
-        else:
+        elif self.current is not None:
             self.push_screen(NodeScreen(self.views[self.current]))
             self.focus_node = self.current
         self.set_interval(max(0.25, self.interval / 2), self._check_stale)
         self.set_interval(0.5, self._refresh_fleet)
         if self.autostart:
-            for t in sorted(self.targets, key=lambda t: t != self.focus_node):  # the node on screen first
-                self.run_worker(self._node_task(t), group="nodes", name=f"node {t}", exit_on_error=False)
+            for target in sorted(self.targets, key=lambda t: t != self.focus_node):  # the node on screen first
+                self.run_worker(self._node_task(target), group="nodes", name=f"node {target}", exit_on_error=False)
         if self.kube is not None:
             self.run_worker(self._kube_task(), name="kubernetes", exit_on_error=False)
-        self.call_after_refresh(self._painted)
 
     def _painted(self) -> None:
         if self.first_paint_s is None:
             self.first_paint_s = time.monotonic() - self.started_at
 
     def _load_keymap(self) -> None:
-        if self._keymap_read:  # once (a subclass's on_mount may run ours twice)
+        if self._keymap_read:  # once
             return
         self._keymap_read = True
         try:
@@ -242,11 +255,11 @@ class PinscopeApp(App):
 
     # ------------------------------------------------------------------ navigation (called by screens)
     def open_cpu_or_container(self, target: str, cpu: int) -> None:
-        v = self.views[target]
-        r = v.snap.role_of(cpu) if v.snap else None
-        if r and r.role == "exclusive" and r.owners:
+        snap = self.views[target].snap
+        r = snap.role_of(cpu) if snap else None
+        if snap and r and r.role == "exclusive" and r.owners:
             live_owner = None
-            for p, c in v.snap.containers():
+            for p, c in snap.containers():
                 if any(o.pod_uid == p.uid and o.container == c.name for o in r.owners) and c.cgroup is not None:
                     live_owner = (p, c)
                     break
@@ -286,7 +299,7 @@ class PinscopeApp(App):
         self.fleet.focus_cpu(target, cpu)
 
     def switch_node(self, step: int) -> None:
-        if len(self.targets) < 2:
+        if len(self.targets) < 2 or self.current is None:
             return
         i = (self.targets.index(self.current) + step) % len(self.targets)
         self.current = self.focus_node = self.targets[i]
@@ -319,8 +332,9 @@ class PinscopeApp(App):
             scr.refresh_view()
         self.notify(f"theme {self.theme_key}", timeout=1.5)
 
-    def action_screenshot(self) -> None:
-        path = self.save_screenshot(path=os.environ.get("PINSCOPE_SCREENSHOTS", "."))
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """Textual's action (same signature), saved in $PINSCOPE_SCREENSHOTS unless a path is given."""
+        path = self.save_screenshot(filename, path or os.environ.get("PINSCOPE_SCREENSHOTS", "."))
         self.notify(f"saved {path}", timeout=3)
 
 

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import os
 import sys
+from pathlib import Path
 
 from collectors.collect import Options, snapshot
 from collectors.errors import PinscopeError
@@ -334,8 +335,8 @@ def _inventory_has(a, word: str) -> bool:
     try:
         from collectors.inventory import load_inventory
 
-        inv, _ = load_inventory(open(a.inventory, encoding="utf-8").read(), a.inventory)
-    except Exception:  # a broken inventory is reported where it is read
+        inv, _ = load_inventory(Path(a.inventory).read_text(encoding="utf-8"), a.inventory)
+    except Exception:  # noqa: BLE001 -- a broken inventory is reported where it is read (_targets)
         return False
     return any(t.name == word for t in inv)
 
@@ -347,7 +348,7 @@ def _targets(a) -> list:
         from collectors.inventory import InventoryError, load_inventory
 
         try:
-            text = open(a.inventory, encoding="utf-8").read()
+            text = Path(a.inventory).read_text(encoding="utf-8")
         except OSError as err:
             raise InventoryError(f"--inventory {a.inventory}: {err.strerror}") from err
         inv, probs = load_inventory(text, a.inventory)
@@ -414,7 +415,7 @@ def _from_recording(a) -> tuple[list, list]:
     if rec.problem:
         _err(f"pinscope: {a.replay}: {rec.problem}")
     names = [_name(x) for x in _targets(a)] or rec.nodes
-    results = []
+    results: list[tuple[dict | None, str | None]] = []  # (the report's JSON, or why there is none)
     for n in names:
         report = state_at(rec, n, t)
         if report is None:

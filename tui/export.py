@@ -74,9 +74,10 @@ def export_current(app, directory: str) -> list[str]:
     scr = app.screen
     target = scr.target if isinstance(scr, ReportScreen) else None
     views = [app.views[target]] if target in app.views else [app.views[t] for t in app.targets]
-    highlights, context = {}, {"screen": type(scr).__name__}
+    highlights: dict[str, frozenset[int]] = {}
+    context = {"screen": type(scr).__name__}
     grid = scr.grid_widget if isinstance(scr, ReportScreen) else None
-    if target in app.views and grid is not None:
+    if target is not None and target in app.views and grid is not None:
         highlights[target] = grid.highlight
         context["density"] = grid.density
     if isinstance(scr, ReportScreen) and scr.filter_text:

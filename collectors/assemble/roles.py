@@ -76,8 +76,8 @@ class RolesStage:
     result is kept while those hold (and, for roles inferred from cgroups, the containers' cpusets)."""
 
     def __init__(self) -> None:
-        self._key = None
-        self._out = None
+        self._key: tuple | None = None
+        self._out: tuple | None = None
 
     def run(self, topo, kubelet, state, pods, state_file):
         """-> (roles per CPU, the shared pool, where roles came from, problems)."""

@@ -235,8 +235,11 @@ def _state_doc(text: str, source: str, problems: list[Problem]) -> dict | None:
         return None
     try:
         doc = json.loads(text)
-    except ValueError as err:
+    except json.JSONDecodeError as err:
         problems.append(Problem(source, f"not valid JSON: {err.msg} (char {err.pos})"))
+        return None
+    except ValueError as err:  # valid JSON, but a number too long for int() (4300 digits): no .msg, .pos
+        problems.append(Problem(source, f"not a checkpoint: {str(err).partition(':')[0]}"))
         return None
     if not isinstance(doc, dict):
         problems.append(Problem(source, "not a JSON object"))

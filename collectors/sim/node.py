@@ -14,6 +14,7 @@ import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..parse.cpuset import format_cpuset
 from ..parse.kubelet import checksum_v1, checksum_v2
@@ -31,7 +32,7 @@ class CtrSpec:
     throttled: int = 0  # nr_throttled growth per tick
     init: bool = False  # an init container: in the state file, no cgroup left
     mems: str | None = None
-    id: str | None = None
+    id: str = ""  # "": SimNode makes one up
     runq_wait: float = 0.0  # share of wall time each task waits on its run queue (competition)
 
 
@@ -41,7 +42,7 @@ class PodSpec:
     namespace: str = "default"
     qos: str = "Guaranteed"
     containers: list[CtrSpec] = field(default_factory=list)
-    uid: str | None = None
+    uid: str = ""  # "": SimNode makes one up
     logs: bool = True
     cgroup: bool = True
     static: bool = False  # a static pod: its uid is 32 hex digits, no dashes
@@ -115,7 +116,7 @@ class SimNode:
         self.spec = spec
         self.root = Path(root)
         self.rng = random.Random(spec.seed)
-        self.t = 0
+        self.t = 0.0  # simulated seconds since start
         self.cpu_busy: dict[int, float] = {}
         self.counters: dict = {}
         self._layout()
@@ -144,13 +145,13 @@ class SimNode:
         self.nnuma = s.sockets * s.numa_per_socket
         for p in s.pods:
             p.uid = p.uid or (layout.static_uid(self.rng) if p.static else _uid(self.rng))
-            for c in p.containers:
-                c.id = c.id or "%064x" % self.rng.getrandbits(256)
+            for ctr in p.containers:
+                ctr.id = ctr.id or "%064x" % self.rng.getrandbits(256)
         exclusive = set()
         for p in s.pods:
-            for c in p.containers:
-                if c.cpus and not c.init:
-                    exclusive |= _cset(c.cpus)
+            for ctr in p.containers:
+                if ctr.cpus and not ctr.init:
+                    exclusive |= _cset(ctr.cpus)
         self.default = self.online - exclusive if s.policy == "static" else set()
         self.pid = 1000
 
@@ -307,7 +308,7 @@ class SimNode:
         policy = s.policy
         if s.state_version == 1:  # before 1.18: entries keyed by container id (CPUManagerCheckpointV1)
             v1 = {c.id: c.cpus for p in s.pods for c in p.containers if c.cpus and not c.init}
-            doc = {"policyName": policy, "defaultCpuSet": default if policy == "static" else ""}
+            doc: dict[str, Any] = {"policyName": policy, "defaultCpuSet": default if policy == "static" else ""}
             if v1 and policy == "static":
                 doc["entries"] = v1
             doc["checksum"] = checksum_v1(doc["policyName"], doc["defaultCpuSet"], doc.get("entries", {}))

@@ -34,7 +34,8 @@ def make_fleet(n: int, seed: int = 11, sizes=SIZES) -> list[SimFleetNode]:
     for i in range(n):
         ncpu = rng.choice(sizes)
         node = SimFleetNode(f"node-{i:05d}", ncpu)
-        roles, owners = ["shared"] * ncpu, [None] * ncpu
+        roles = ["shared"] * ncpu
+        owners: list[tuple[str, str, str] | None] = [None] * ncpu
         roles[0] = roles[ncpu // 2] = "reserved"
         free = [c for c in range(ncpu) if roles[c] == "shared"]
         pods = rng.randint(0, max(1, ncpu // 8))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import re
 import shlex
+from typing import Protocol
 
 from .. import probe_text
 from ..errors import ProbeFailed
@@ -46,18 +47,36 @@ def stdin_probe_command(root: str | None = None) -> str:
             f'exec sh -c "$P" {args}')
 
 
+class ProbeWriter(Protocol):
+    """The probe's stdin: asyncio's StreamWriter, asyncssh's SSHWriter, the exec stream's _StdinWriter."""
+
+    def write(self, data: bytes) -> None: ...
+    async def drain(self) -> None: ...
+
+
+class ProbeReader(Protocol):
+    """The probe's stdout: asyncio's StreamReader, asyncssh's SSHReader."""
+
+    async def readuntil(self, separator: bytes) -> bytes: ...
+    async def readline(self) -> bytes: ...
+
+
 class FrameStream:
     """Request/response over a probe's stdin/stdout. Subclasses provide the streams."""
 
-    writer = None  # has write(bytes) (+ drain() for asyncio)
+    writer: ProbeWriter | None = None  # set by the subclass's connect()
     last_raw = b""  # the bytes of the last frame (for --record)
-    reader = None  # has async readline() -> bytes
+    reader: ProbeReader | None = None
+
+    def _streams(self) -> tuple[ProbeReader, ProbeWriter]:
+        if self.reader is None or self.writer is None:
+            raise ProbeFailed("not connected")
+        return self.reader, self.writer
 
     async def _write(self, data: bytes) -> None:
-        self.writer.write(data)
-        drain = getattr(self.writer, "drain", None)
-        if drain is not None:
-            await drain()
+        writer = self._streams()[1]
+        writer.write(data)
+        await writer.drain()
 
     async def request(self, req: str, timeout: float = 10.0) -> Frame:
         """Ask for one frame ('s', 'g', 'gt', 'gta', 'gi', ...) and wait for it, at most `timeout` s."""
@@ -68,17 +87,19 @@ class FrameStream:
 
     async def _request(self, req: str) -> Frame:
         await self._write(req.encode() + b"\n")
+        reader = self._streams()[0]
         # one C-level scan for the frame's end ("Z" can only start a line as the Z tag: content lines
         # start with "L"), then the rest of that line; not a Python readline per line
         try:
-            data = await self.reader.readuntil(b"\nZ")
+            data = await reader.readuntil(b"\nZ")
         except asyncio.IncompleteReadError as err:
             raise ProbeFailed("the probe's output ended (connection lost or probe exited)") from err
         except asyncio.LimitOverrunError as err:
             raise ProbeFailed(f"frame larger than {MAX_FRAME_BYTES} bytes") from err
-        tail = await self.reader.readline()
+        tail = await reader.readline()
         if not tail.endswith(b"\n"):
             raise ProbeFailed("the probe's output ended inside a frame")
         # the padding mawk needs (probe.sh) arrives after the previous frame's Z: drop it here
-        self.last_raw = data[_PAD.match(data).end():] + tail
+        pad = _PAD.match(data)  # always matches (it may match nothing)
+        self.last_raw = data[pad.end() if pad else 0:] + tail
         return parse_frame(self.last_raw)

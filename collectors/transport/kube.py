@@ -24,12 +24,16 @@ import secrets
 import socket
 import string
 import time
+from typing import TYPE_CHECKING
 
 from .. import probe_text
 from ..errors import ProbeFailed, Unreachable
 from ..kube import KubeError, NotFound, call, load_config
 from .base import PROBE_END, FrameStream, stdin_probe_command
 from .kubeexec import ExecStream, exec_url
+
+if TYPE_CHECKING:  # imported when connecting (the package is slow to import)
+    from kubernetes.client import Configuration, CoreV1Api
 
 PROBE_LABELS = {"app.kubernetes.io/name": "pinscope-probe", "app.kubernetes.io/managed-by": "pinscope"}
 PROBE_SELECTOR = ",".join(f"{k}={v}" for k, v in PROBE_LABELS.items())
@@ -133,8 +137,8 @@ class KubeTransport(FrameStream):
         self.namespace, self.image, self.lifetime = namespace, image, int(lifetime)
         self.start_timeout = start_timeout
         self.use_exporter = use_exporter
-        self.api = None
-        self.cfg = None
+        self.api: CoreV1Api | None = None
+        self.cfg: Configuration | None = None
         self.pod: str | None = None  # the pod we exec in
         self.owned = False  # True for our debug pod: deleted on close
         self.deadline = 0.0  # monotonic time at which the debug pod's activeDeadlineSeconds ends
@@ -142,6 +146,11 @@ class KubeTransport(FrameStream):
         self.via = ""  # "exporter pod X" / "debug pod X": said in errors and shown by the CLI
 
     # ------------------------------------------------------------------ the API, in a thread, with deadlines
+    def _core(self) -> CoreV1Api:
+        if self.api is None:  # made by connect() before anything asks the API
+            raise Unreachable(f"{self.target}: not connected to the Kubernetes API")
+        return self.api
+
     async def _call(self, fn, verb: str, resource: str, in_ns: str | None = None, timeout: float = 10.0, **kw):
         try:
             return await asyncio.wait_for(
@@ -175,7 +184,7 @@ class KubeTransport(FrameStream):
 
     async def _pick_pod(self, timeout: float) -> tuple[str, str]:
         if self.use_exporter:
-            doc = await self._call(self.api.list_namespaced_pod, "list", "pods", self.namespace, timeout,
+            doc = await self._call(self._core().list_namespaced_pod, "list", "pods", self.namespace, timeout,
                                    namespace=self.namespace, label_selector=EXPORTER_SELECTOR,
                                    field_selector=f"spec.nodeName={self.node}")
             for pod in doc.get("items") or []:
@@ -186,7 +195,7 @@ class KubeTransport(FrameStream):
                     return where
         manifest = debug_pod(self.node, self.image, self.lifetime)
         try:
-            created = await self._call(self.api.create_namespaced_pod, "create", "pods", self.namespace, timeout,
+            created = await self._call(self._core().create_namespaced_pod, "create", "pods", self.namespace, timeout,
                                        namespace=self.namespace, body=manifest,
                                        # kubernetes 37's generated client sends no Content-Type for a dict
                                        # body (it goes out as application/octet-stream: a 415 from a real
@@ -209,7 +218,7 @@ class KubeTransport(FrameStream):
         why = "Pending"
         pause = 0.1  # a pod on a node with the image already there runs within a second or two
         while time.monotonic() < end:
-            pod = await self._call(self.api.read_namespaced_pod, "get", "pods", self.namespace, timeout,
+            pod = await self._call(self._core().read_namespaced_pod, "get", "pods", self.namespace, timeout,
                                    namespace=self.namespace, name=self.pod)
             if _running(pod):
                 return
@@ -229,6 +238,8 @@ class KubeTransport(FrameStream):
         raise Unreachable(f"{self.target}: {self.via} not running after {self.start_timeout:g} s ({why})")
 
     async def _exec(self, container: str, root: str, timeout: float) -> None:
+        if self.pod is None:  # _pick_pod() named it
+            raise ProbeFailed(f"{self.target}: no pod to exec in")
         self.stream = ExecStream(self.cfg, f"{self.target}: {self.via}", self.namespace)
         url = exec_url(self.cfg, self.namespace, self.pod, container, ["sh", "-c", stdin_probe_command(root)])
         await self.stream.open(url, timeout)

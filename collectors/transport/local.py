@@ -33,9 +33,11 @@ class LocalTransport(FrameStream):
     async def close(self) -> None:
         if self.proc is None:
             return
+        stdin = self.proc.stdin
         with contextlib.suppress(Exception):
-            self.writer.write(b"q\n")
-            self.writer.close()
+            if stdin is not None:
+                stdin.write(b"q\n")
+                stdin.close()
         try:
             await asyncio.wait_for(self.proc.wait(), 2)
         except (asyncio.TimeoutError, ProcessLookupError):

@@ -10,8 +10,6 @@ from pathlib import Path
 import pytest
 
 from collectors.collect import Options, snapshot
-from collectors.findings import evaluate
-from collectors.jsonout import to_json
 from collectors.sim.node import SimNode
 from nodes import SHAPES
 

@@ -158,6 +158,9 @@ def test_state_v3_and_v4():
     ("[]", "not a JSON object"), ('{"defaultCpuSet":"0"}', "no policyName"), ("", "not valid JSON"),
     ('{"policyName":"static","defaultCpuSet":"3-1"}', "reversed"),
     ('{"policyName":"static","defaultCpuSet":"0","entries":{"u":{"c":"x"}}}', "entry u/c"),
+    # valid JSON that json.loads refuses with a plain ValueError (Python's int digit limit): it crashed
+    # snapshot/check ("internal error: AttributeError: 'ValueError' object has no attribute 'msg'")
+    ('{"policyName":"static","defaultCpuSet":"0-3","checksum":' + "1" * 5000 + "}", "integer string conversion"),
 ])
 def test_state_garbage(text, needle):
     probs = []

@@ -49,7 +49,7 @@ class Served:
             except OSError:
                 if self.proc.poll() is not None or time.monotonic() > end:
                     self.__exit__()
-                    raise AssertionError(f"pinscope serve did not come up:\n{self.output}")
+                    raise AssertionError(f"pinscope serve did not come up:\n{self.output}") from None
                 time.sleep(0.2)
 
     def __exit__(self, *exc) -> None:

@@ -10,8 +10,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tui"))
 
-from frozen import FrozenApp, frozen_node, frozen_samples  # noqa: E402
-from nodes import dual_socket_intel, epyc_512  # noqa: E402
+from frozen import FrozenApp, frozen_node, frozen_samples
+from nodes import dual_socket_intel, epyc_512
 
 SCREENS = {
     "main": [],

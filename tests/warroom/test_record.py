@@ -146,6 +146,8 @@ def test_replay_tui_steps_seeks_and_plays(tmp_path):
                 if app.pos == 7:
                     break
             assert app.pos == 7  # played to the end
+            # one node screen: the app's on_mount ran twice (ReplayApp's called it, then Textual did)
+            assert [type(s).__name__ for s in app.screen_stack] == ["Screen", "NodeScreen"]
             v = app.views["xeon"]
             status = str(app.screen.query_one("#status").render())
             assert v.snap.node == "xeon-2s" and "replay" in status

@@ -45,11 +45,11 @@ class CpuScreen(DrillScreen):
         self.query_one("#cpu-tasks", DataTable).add_columns("tid", "pid", "comm", "state", "owner", "wait ms/s",
                                                             "on-CPU ms/s")
         self.query_one("#cpu-softirqs", DataTable).add_columns("kind", "per second", "since boot")
-        self.nav.set_focus_cpu(self.target, self.cpu)
-        super().on_mount()
+        self.nav.set_focus_cpu(self.view.target, self.cpu)
+        # DrillScreen.on_mount runs next: Textual calls every class's on_mount along the MRO
 
     def on_unmount(self) -> None:
-        self.nav.set_focus_cpu(self.target, None)
+        self.nav.set_focus_cpu(self.view.target, None)
 
     def render_body(self) -> None:
         v = self.view

@@ -58,7 +58,7 @@ class NodeScreen(ReportScreen):
     def __init__(self, view: NodeView) -> None:
         super().__init__(view)
         self.filter_text = ""
-        self._arranged_for = None  # the layout key the panes were last arranged for
+        self._arranged_for: tuple | None = None  # the layout key the panes were last arranged for
         self._pod_rows: list | None = None  # what the pods and findings tables show (redrawn when it changes)
         self._finding_rows: list | None = None
         self._painted: dict = {}  # Static -> (its last text, the shape of that text)
@@ -165,7 +165,7 @@ class NodeScreen(ReportScreen):
         rs = self.nav.replay_status  # a recording is not live: say where in it we are
         state = {"up": rs or "live", "stale": f"STALE {age:.0f}s", "down": f"DOWN ({v.message})",
                  "connecting": "connecting"}.get(v.state, v.state)
-        idx = self.nav.targets.index(self.target) + 1
+        idx = self.nav.targets.index(self.view.target) + 1
         t = Text()
         t.append(f" {display(s.node)} ", style="bold")
         if len(self.nav.targets) > 1:
@@ -227,7 +227,7 @@ class NodeScreen(ReportScreen):
                     continue
                 if q and not matches_one(p, c, q):
                     continue
-                nodes = sorted({cpu_node.get(x) for x in c.assigned if cpu_node.get(x) is not None})
+                nodes = sorted({n for x in c.assigned if (n := cpu_node.get(x)) is not None})
                 rows.append((v.tags.get(p.uid, ""), f"{p.namespace or '?'}/{p.name or p.uid[:8]}",
                              c.name or "?", format_cpuset(c.assigned), format_cpuset(nodes)))
         rows.sort(key=lambda r: (len(r[0]), r[0], r[2]))
@@ -265,7 +265,7 @@ class NodeScreen(ReportScreen):
         self._status()
 
     def on_core_grid_selected(self, event: CoreGrid.Selected) -> None:
-        self.nav.open_cpu_or_container(self.target, event.cpu)
+        self.nav.open_cpu_or_container(self.view.target, event.cpu)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "findings":
@@ -274,16 +274,16 @@ class NodeScreen(ReportScreen):
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         v = self.view
         if event.data_table.id == "findings" and v.findings and event.cursor_row < len(v.findings):
-            self.nav.open_finding(self.target, v.findings[event.cursor_row])
+            self.nav.open_finding(v.target, v.findings[event.cursor_row])
         elif event.data_table.id == "pods":
             rows = self._pod_rows or []
-            if event.cursor_row >= len(rows):
+            if event.cursor_row >= len(rows) or v.snap is None:
                 return
             label = rows[event.cursor_row]  # the raw names (the cells show them escaped)
             for p in v.snap.pods:
                 for c in p.containers:
                     if c.assigned and f"{p.namespace or '?'}/{p.name or p.uid[:8]}" == label[1] and (c.name or "?") == label[2]:
-                        self.nav.open_container(self.target, p.uid, c.id, c.name)
+                        self.nav.open_container(v.target, p.uid, c.id, c.name)
                         return
 
     def on_input_changed(self, event: Input.Changed) -> None:
@@ -337,7 +337,7 @@ class NodeScreen(ReportScreen):
         self.query_one(CoreGrid).set_highlight(self._highlight())
 
     def action_cpu(self) -> None:
-        self.nav.open_cpu(self.target, self.query_one(CoreGrid).cursor)
+        self.nav.open_cpu(self.view.target, self.query_one(CoreGrid).cursor)
 
     def action_toggle_shade(self) -> None:
         """The grid's shade: load, or kernel noise (irq + softirq + steal share of each CPU)."""
@@ -345,7 +345,7 @@ class NodeScreen(ReportScreen):
         self.refresh_view()
 
     def action_node_info(self) -> None:
-        self.nav.open_node_info(self.target)
+        self.nav.open_node_info(self.view.target)
 
     def action_next_node(self) -> None:
         self.nav.switch_node(+1)
@@ -382,7 +382,7 @@ def _busiest_softirqs(rates, n: int = 3) -> str:
 def filter_cpus(found) -> set[int]:
     """The CPUs a filter lights: the exclusive CPUs of the matches; only when none of them is pinned,
     the CPUs the (shared) matches may run on."""
-    pinned = set()
+    pinned: set[int] = set()
     for _, c in found:
         pinned |= c.assigned or set()
     if pinned:

@@ -32,7 +32,7 @@ class Cell:
 class Row:
     kind: str  # "header" | "subheader" | "l3" (tile titles) | "cells" | "note"
     text: str = ""
-    cells: list | None = None
+    cells: list[Cell] = field(default_factory=list)  # only "cells" rows have some
     labels: list = field(default_factory=list)  # (x, text): row labels (first CPU id) and L3 tile titles
     width: int = 0
 
