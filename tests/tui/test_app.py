@@ -501,3 +501,33 @@ def test_quitting_while_ticks_arrive_fast_is_quiet(tmp_path):
     for i in range(8):  # the race is timing-dependent: several quits, each at another moment of a tick
         rc = run(go(i))  # run_test raises what the app raised (it was NoMatches)
         assert rc == 0 or (i % 2 == 0 and rc is None), rc  # shut down from outside: no exit code of its own
+
+
+@pytest.mark.parametrize("names", [["n1"], ["n1", "n2"]], ids=["node-screen", "fleet-overview"])
+def test_messages_queued_while_the_app_is_shut_down_from_outside_are_quiet(names):
+    """Shut down from outside (run_test's exit, a closed terminal or browser tab), Textual prunes every screen,
+    empties the stack, then still handles what was queued meanwhile: a node's message there used to ask for
+    `app.screen` (ScreenStackError: No screens on stack, the app died on the way out; seen under load as
+    test_quitting_while_ticks_arrive_fast_is_quiet). Messages arrive on every turn of the loop, as from a
+    worker that never waits, so some are always queued when the stack empties: no timing involved."""
+    async def go():
+        app = PinscopeApp([NodeTarget(n) for n in names], interval=3600, autostart=False)
+        posted = [0]
+        stop = asyncio.Event()
+
+        async def flood():
+            while not stop.is_set():
+                app.post_message(NodeState(names[posted[0] % len(names)], "down", f"gone {posted[0]}"))
+                posted[0] += 1
+                await asyncio.sleep(0)
+
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            task = asyncio.create_task(flood())
+            await pilot.pause()
+        stop.set()
+        await task
+        assert app.screen_stack == [] and posted[0] > 10
+        return app.return_code
+
+    assert run(go()) is None  # run_test raises what the app raised
