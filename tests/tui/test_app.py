@@ -80,7 +80,7 @@ def test_filter_then_enter_jumps_then_enter_drills_into_container(frozen):
     run(go())
 
 
-def test_filter_without_match_says_so(frozen):
+def test_filter_without_match_says_so(frozen, notices):
     async def go():
         app = FrozenApp(frozen, start="xeon-2s")
         async with app.run_test(size=(120, 40)) as pilot:
@@ -88,7 +88,7 @@ def test_filter_without_match_says_so(frozen):
             await pilot.press("slash", *"nosuchpod", "enter")
             await pilot.pause()
             assert grid(app).cursor == 0
-            assert any("no pod" in str(n.message) for n in app._notifications)
+            assert any("no pod" in n for n in notices), notices
     run(go())
 
 
@@ -304,7 +304,7 @@ def test_keymap_file_remaps_a_binding(frozen, tmp_path, monkeypatch):
     run(go())
 
 
-def test_keymap_unknown_ids_are_named_in_one_line(frozen, tmp_path, monkeypatch):
+def test_keymap_unknown_ids_are_named_in_one_line(frozen, tmp_path, monkeypatch, notices):
     """An id no binding has (a typo) was silently ignored: it is named, in one line, and the known ones work."""
     import tui.app as appmod
 
@@ -316,9 +316,8 @@ def test_keymap_unknown_ids_are_named_in_one_line(frozen, tmp_path, monkeypatch)
         app = FrozenApp(frozen, start="xeon-2s")
         async with app.run_test(size=(200, 60)) as pilot:
             await pilot.pause()
-            notes = [n.message for n in app._notifications]
-            assert notes == [f"keymap {km}: unknown binding ids 'app.qiut', 'grid.selct' ignored "
-                             "(the ids are listed in the help, ?)"], notes
+            assert notices == [f"keymap {km}: unknown binding ids 'app.qiut', 'grid.selct' ignored "
+                             "(the ids are listed in the help, ?)"], notices
             await pilot.press("space")
             await pilot.pause()
             assert isinstance(app.screen, CpuScreen)
