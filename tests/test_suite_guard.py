@@ -16,8 +16,9 @@ TESTS = Path(__file__).resolve().parent
 @pytest.mark.parametrize("workers", [["-n", "0"], ["-n", "2"]], ids=["one-process", "xdist"])
 def test_a_stuck_test_fails_with_where_it_was_and_the_run_finishes(tmp_path, workers):
     """The stuck test sleeps an hour: the run can only finish because its deadline cut it (said, with where);
-    it never got past its sleep (no marker file), and the next test ran. The 100 s (under the suite's own 120) only guard this test
-    against a hang: how long the run took is not what is checked (a loaded machine is slow)."""
+    it never got past its sleep (no marker file), and the next test ran. The 100 s (under the suite's own 120)
+    only guard this test against a hang: how long the run took is not what is checked (a loaded machine is
+    slow)."""
     (tmp_path / "test_stuck.py").write_text(
         "import time\n\n\ndef test_stuck_here():\n    time.sleep(3600)  # the line\n"
         "    open('got-past-the-sleep', 'w').close()\n\n\ndef test_after():\n    pass\n")
