@@ -247,7 +247,7 @@ def test_demo_changes_over_time(write):
         app = PinscopeApp(cl.targets(), Options(), 0.3, "dark", cleanup=cl.close, start="demo/trade-xeon-96")
         async with app.run_test(size=(200, 60)) as pilot:
             v = app.views["demo/trade-xeon-96"]
-            for _ in range(100):
+            for _ in range(600):  # hang guards (60 s, 30 s): a loaded machine ticks late
                 await asyncio.sleep(0.1)
                 if v.rates:
                     break
@@ -255,7 +255,7 @@ def test_demo_changes_over_time(write):
             first = dict(v.rates.util)
             text1 = "".join(s.text for y in range(20) for s in grid(app).render_line(y))
             g0 = v.generation
-            for _ in range(50):
+            for _ in range(300):
                 await asyncio.sleep(0.1)
                 if v.generation >= g0 + 3:
                     break
