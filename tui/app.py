@@ -12,10 +12,11 @@ import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
-from textual.app import App
+from textual.app import App, ScreenStackError
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.message import Message
+from textual.screen import Screen
 
 from collectors.collect import Options
 from collectors.fleet import Fleet, NodeTarget
@@ -230,8 +231,17 @@ class PinscopeApp(App):
             if v.check_stale(self.interval):
                 self._refresh(t)
 
+    def shown_screen(self) -> Screen | None:
+        """The screen on show, or None once Textual has emptied the stack on the way out: shut down from
+        outside (run_test, a closed browser tab) it prunes every screen, then still handles the messages and
+        timers queued meanwhile, and `self.screen` raises ScreenStackError there."""
+        try:
+            return self.screen
+        except ScreenStackError:
+            return None
+
     def _refresh(self, target: str) -> None:
-        scr = self.screen
+        scr = self.shown_screen()
         if isinstance(scr, FleetScreen):
             self._fleet_dirty = True  # many nodes: repaint the overview a few times a second, not per node
         elif isinstance(scr, ReportScreen) and scr.target == target and scr.is_mounted:
@@ -244,7 +254,7 @@ class PinscopeApp(App):
                 pass
 
     def _refresh_fleet(self) -> None:
-        scr = self.screen
+        scr = self.shown_screen()
         if self._fleet_dirty and isinstance(scr, FleetScreen) and scr.is_mounted:
             self._fleet_dirty = False
             try:

@@ -1,10 +1,9 @@
 """Bad and hostile node files through the real probe (issue 15): long lines, huge files, FIFOs and
 directories where files should be, names holding any byte. Each under dash + mawk, busybox sh + awk, bash:
-the answer is the same, and it comes fast."""
+the answer is the same, and what the probe reads is bounded (counted in bytes, not timed)."""
 import asyncio
 import json
 import os
-import time
 
 import pytest
 
@@ -12,6 +11,7 @@ from collectors.collect import NodeCollector, Options, snapshot
 from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
 from collectors.transport.local import LocalTransport
 from collectors.text import CONTROL, display
+from helpers import need
 from nodes import HOSTILE, hostile
 from test_probe_shells import toolbox
 
@@ -56,25 +56,46 @@ def test_256_cpus_with_a_5kb_one_line_checkpoint_reads_right(tmp_path, shell):
     assert roles.count("shared") == 126 and "unassigned" not in roles
 
 
-@pytest.mark.parametrize("shell", SHELLS)
-def test_a_50mb_checkpoint_is_cut_at_1mib_and_answered_in_under_a_second(tmp_path, shell):
-    """Under a second more than the same node with a normal checkpoint, measured in the same run (the
-    machine is shared: both sides see the same load)."""
+def _bytes_read() -> int:
+    """Bytes read (read(2) and the like, pipes included) by this process and every child it has waited for:
+    Linux adds a reaped child's counts, and those of the children it reaped, to its parent's
+    (/proc/PID/io, kernel/exit.c wait_task_zombie)."""
+    try:
+        with open("/proc/self/io") as f:
+            return next(int(ln.split()[1]) for ln in f if ln.startswith("rchar:"))
+    except (OSError, StopIteration):
+        need(False, "no /proc/self/io (a kernel without CONFIG_TASK_IO_ACCOUNTING)")
+        raise
+
+
+# a 50 MB one-line checkpoint read whole costs >= 50 MB here; cut at 1 MiB it costs ~11 MB more than a normal
+# one (the cut MiB goes through od as hex, ~3 bytes a byte, then awk, then this client)
+WHOLE = 50_000_000
+
+
+@pytest.mark.parametrize("shell", [pytest.param("busybox", marks=pytest.mark.xfail(
+    strict=True, reason="issue 22 item 4: busybox awk reads a kubelet file's line whole (51 MB for this one)"))
+    if s == "busybox" else s for s in SHELLS])
+def test_a_50mb_checkpoint_is_cut_at_1mib_and_not_read_further(tmp_path, shell):
+    """The probe reads at most its budget of a huge file: counted in bytes read, against the same node with a
+    normal checkpoint (it was a time, under a second more: a loaded machine failed it, and a fast awk reading
+    50 MB whole passed it)."""
     bindir = toolbox(tmp_path, shell)
     roots = {}
     for kind in ("normal", "50mb"):
         roots[kind] = tmp_path / kind
         SimNode(hostile_node()[0], roots[kind]).write()
     doc = json.loads((roots["50mb"] / STATE).read_text())
-    doc["entries"]["x" * 50_000_000] = {}  # one line, 50 MB
+    doc["entries"]["x" * WHOLE] = {}  # one line, 50 MB
     (roots["50mb"] / STATE).write_text(json.dumps(doc))
-    took = {}
-    for kind in ("normal", "50mb", "normal", "50mb"):
-        t0 = time.monotonic()
+    cost = {}
+    for kind in ("normal", "50mb"):
+        before = _bytes_read()
         o = read(roots[kind], bindir)
-        took[kind] = min(took.get(kind, 99.0), time.monotonic() - t0)
-    print(f"{shell}: normal {took['normal']:.3f} s, 50 MB checkpoint {took['50mb']:.3f} s")
-    assert took["50mb"] - took["normal"] < 1.0, took
+        cost[kind] = _bytes_read() - before
+    print(f"{shell}: bytes read with a normal checkpoint {cost['normal']}, with a 50 MB one {cost['50mb']}")
+    assert cost["normal"] > 0  # the counter sees the probe's reads
+    assert cost["50mb"] - cost["normal"] < WHOLE // 2, cost
     assert "/var/lib/kubelet/cpu_manager_state: larger than 1048576 bytes: cut at 1048576 bytes (the rest was not read)" in errors(o)
     assert any(f["code"] == "STATE_UNREADABLE" for f in o["findings"])
     assert len(o["cpus"]) == 4 and o["pods"]  # the rest of the node is still read
@@ -113,9 +134,7 @@ def test_a_fifo_directory_or_socket_at_the_checkpoint_is_refused_without_hanging
         finally:
             os.chdir(here)
     bindir = toolbox(tmp_path, shell)
-    t0 = time.monotonic()
-    o = read(root, bindir)
-    assert time.monotonic() - t0 < 1.0
+    o = read(root, bindir)  # opening a FIFO would block: read() has a deadline, its error would differ
     assert f"/var/lib/kubelet/cpu_manager_state: is a {kind}, not a regular file: not opened" in errors(o)
     (f,) = [f for f in o["findings"] if f["code"] == "STATE_UNREADABLE"]
     assert "cpu_manager_state is unreadable" in f["message"]

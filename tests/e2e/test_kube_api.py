@@ -164,7 +164,9 @@ def test_the_exporter_pod_is_used_when_it_runs_on_the_node(api, sim):
     snap = asyncio.run(go())
     assert any(c.name == "engine" for p in snap.pods for c in p.containers)
     assert ("pinscope", "pinscope-exporter-xeon-") in api.pods  # the exporter's pod is left alone
-    time.sleep(0.3)
+    end = time.monotonic() + 30  # a hang guard: the probe ends when its stdin closes
+    while any(api.execs.values()) and time.monotonic() < end:
+        time.sleep(0.1)
     assert not any(api.execs.values())  # and the probe in it has exited (stdin closed)
 
 
@@ -183,7 +185,9 @@ def test_v4_only_api_server(sim, tmp_path):
         proto, f = asyncio.run(go())
         assert proto == V4 and f.complete and "/proc/stat" in f.files
         assert srv.protocols_seen == [V4]
-        time.sleep(0.3)
+        end = time.monotonic() + 30  # a hang guard: the probe ends when its stdin closes
+        while (any(srv.execs.values()) or probe_pods(srv)) and time.monotonic() < end:
+            time.sleep(0.1)
         assert not any(srv.execs.values()) and probe_pods(srv) == []
     finally:
         srv.stop()
