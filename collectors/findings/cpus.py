@@ -65,7 +65,7 @@ def isolated_in_shared_pool(ctx):
 
 
 @check({"SHARED_POOL_STARVED": ("warning", "the shared pool outside the reserved CPUs is empty or a single CPU",
-                                "Burstable and BestEffort pods (and non-integer Guaranteed ones) all share these CPUs: leave more CPUs unpinned.")})
+                                "Burstable and BestEffort pods (and non-integer Guaranteed ones) all share these CPUs: leave more CPUs unpinned.")}, reads=("assignment",))
 def shared_pool_starved(ctx):
     shared = ctx.snap.shared_pool
     if ctx.policy == "static" and shared is not None:

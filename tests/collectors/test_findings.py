@@ -98,8 +98,120 @@ def test_read_partial_is_not_a_fault(tmp_path):
     fs = evaluate(unread, None)
     (f,) = [f for f in fs if f.code == "READ_PARTIAL"]
     assert f.severity == "info"
-    assert f.message == f"read only in part: config.yaml, cpu_manager_state not readable by this user; {fix}"
+    assert f.message == (f"read only in part: config.yaml, cpu_manager_state not readable by this user; {fix}; "
+                         "checks not run: " + ", ".join(NOT_RUN_UNREAD))
     assert codes(fs) == []
+
+
+def read_as_user(spec: NodeSpec, root, hide: tuple[str, ...]):
+    """`spec` read through the real probe and pipeline, the files `hide` (node paths) said unreadable by the
+    probe, as they are for a user without --sudo (cpu_manager_state is 0600)."""
+    import asyncio
+    import dataclasses
+
+    from collectors.collect import NodeCollector, Options
+    from collectors.sim.node import SimNode
+    from collectors.transport.local import LocalTransport
+
+    SimNode(spec, root).write()
+
+    async def go():
+        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
+        await col.connect()
+        try:
+            frame, _ = await col.read()
+            gone = set(hide) & (frame.files.keys() | frame.unreadable)
+            frame = dataclasses.replace(frame, files={k: v for k, v in frame.files.items() if k not in gone},
+                                        unreadable=frame.unreadable | gone)
+            return col.pipeline.feed(frame)
+        finally:
+            await col.close()
+
+    return asyncio.run(go())
+
+
+NOT_RUN_UNREAD = ["EXCLUSIVE_CROSS_NUMA", "EXCLUSIVE_OVERLAP", "GUARANTEED_NOT_PINNED", "MEMS_NOT_LOCAL",
+                  "OFFLINE_ASSIGNED", "ORPHAN_STATE_ENTRY", "SHARED_POOL_STARVED", "STATE_CGROUP_DRIFT",
+                  "STATE_CHECKSUM_MISMATCH", "STATE_POLICY_MISMATCH", "STATE_UNREADABLE", "THROTTLED_EXCLUSIVE"]
+
+
+@pytest.mark.parametrize("hide", [("/var/lib/kubelet/cpu_manager_state",),
+                                  ("/var/lib/kubelet/cpu_manager_state", "/var/lib/kubelet/config.yaml")])
+def test_unread_state_cries_no_wolf(tmp_path, hide):
+    """Issue 22 item 1: without --sudo, a pinned Guaranteed container (CFS quota kept: kubelet < 1.33) was
+    called GUARANTEED_NOT_PINNED while the same report showed its CPUs exclusive to it. The checks that
+    judge by kubelet's assignment are not run; READ_PARTIAL names them; nothing above info is left."""
+    spec = base(pods=[PodSpec("rt", "prod", containers=[CtrSpec("app", cpus="1,5", quota_cores=2)]),
+                      PodSpec("web", "prod", qos="Burstable", containers=[CtrSpec("a")])], init_affinity="0,4")
+    r = read_as_user(spec, tmp_path, hide)
+    snap, fs = r.snapshot, list(r.findings)
+    assert snap.roles_from == "cgroups" and snap.state_status == "unreadable"
+    reserved = "shared" if len(hide) == 2 else "reserved"  # reservedSystemCPUs is in the config
+    assert {c.id: str(c.role) for c in snap.roles} == {0: reserved, 4: reserved, 1: "exclusive", 5: "exclusive",
+                                                       2: "shared", 3: "shared", 6: "shared", 7: "shared"}
+    assert [(o.pod, o.container) for o in dict((c.id, c) for c in snap.roles)[1].owners] == [("rt", "app")]
+    assert codes(fs) == [], [f"{f.code}: {f.message}" for f in fs]
+    assert "GUARANTEED_NOT_PINNED" not in codes(fs, "info")
+    (f,) = [f for f in fs if f.code == "READ_PARTIAL"]
+    assert f.message.endswith("; checks not run: " + ", ".join(NOT_RUN_UNREAD))
+    assert "not run: STATE_UNREADABLE, STATE_POLICY_MISMATCH, STATE_CHECKSUM_MISMATCH, EXCLUSIVE_OVERLAP, " \
+           "OFFLINE_ASSIGNED, ORPHAN_STATE_ENTRY, STATE_CGROUP_DRIFT, GUARANTEED_NOT_PINNED, EXCLUSIVE_CROSS_NUMA, MEMS_NOT_LOCAL, " \
+           "THROTTLED_EXCLUSIVE, SHARED_POOL_STARVED (they judge by kubelet's CPU assignment (cpu_manager_state))" \
+           in f.evidence
+    if len(hide) == 2:  # an unread config is an unknown policy, never kubelet's default "none"
+        assert snap.kubelet.cpu_manager_policy is None and snap.roles_from == "cgroups"
+
+
+def test_unread_state_under_policy_none_still_says_guaranteed_not_pinned(tmp_path):
+    """Under policy none kubelet assigns nothing: the state file is not needed to know it (info)."""
+    spec = base(policy="none", reserved=None, pods=[PodSpec("big", containers=[CtrSpec("java", quota_cores=2)])])
+    r = read_as_user(spec, tmp_path, ("/var/lib/kubelet/cpu_manager_state",))
+    (g,) = [f for f in r.findings if f.code == "GUARANTEED_NOT_PINNED"]
+    assert g.severity == "info" and g.message == "default/big/java: Guaranteed with a 2-CPU limit, but on the shared pool (policy none)"
+    (f,) = [f for f in r.findings if f.code == "READ_PARTIAL"]
+    assert "checks not run" not in f.message
+
+
+def test_guaranteed_not_pinned_agrees_with_the_roles_shown(tmp_path):
+    """Static, the state file missing (STATE_UNREADABLE, roles inferred from the cgroups): a container the
+    report shows on CPUs exclusive to it is not also called unpinned."""
+    spec = base(pods=[PodSpec("rt", "prod", containers=[CtrSpec("app", cpus="1,5", quota_cores=2)]),
+                      PodSpec("web", "prod", qos="Burstable", containers=[CtrSpec("a")])], init_affinity="0,4")
+    sf = tmp_path / "var/lib/kubelet/cpu_manager_state"
+    from collectors.sim.node import SimNode
+    SimNode(spec, tmp_path).write()
+    sf.unlink()
+    r = read_sim_written(tmp_path)
+    assert r.snapshot.roles_from == "cgroups" and r.snapshot.state_status == "missing"
+    assert codes(r.findings) == ["STATE_UNREADABLE"], [f"{f.code}: {f.message}" for f in r.findings]
+
+
+def read_sim_written(root):
+    import asyncio
+
+    from collectors.collect import NodeCollector, Options
+    from collectors.transport.local import LocalTransport
+
+    async def go():
+        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
+        await col.connect()
+        try:
+            return await col.tick()
+        finally:
+            await col.close()
+
+    return asyncio.run(go())
+
+
+def test_guaranteed_not_pinned_counts_a_one_cpu_limit(tmp_path):
+    """Issue 22 item 8 (mutant `cores >= 1` -> `> 1`): a Guaranteed container with a 1-CPU limit on the
+    shared pool is named; half a CPU is not (only integer limits get exclusive CPUs)."""
+    spec = base(pods=[PodSpec("rt", "prod", containers=[CtrSpec("app", cpus="1,5")]),
+                      PodSpec("one", "prod", containers=[CtrSpec("a", quota_cores=1)]),
+                      PodSpec("half", "prod", containers=[CtrSpec("b", quota_cores=0.5)])], init_affinity="0,4")
+    snap, fs = run(tmp_path, spec)
+    got = [(f.severity, f.pod, f.container, f.message, f.cpus) for f in fs if f.code == "GUARANTEED_NOT_PINNED"]
+    assert got == [("warning", "one", "a", "prod/one/a: Guaranteed with a 1-CPU limit, but on the shared pool", (0, 2, 3, 4, 6, 7))]
 
 
 @pytest.mark.parametrize("code", sorted(CASES))
