@@ -280,3 +280,21 @@ LEGIT = {
 def test_legit_is_silent(tmp_path, case):
     snap, fs = run(tmp_path, base(**LEGIT[case], init_affinity="0,4"), samples=2)
     assert codes(fs, "info") == [], [f"{f.code}: {f.message}" for f in fs]
+
+
+@pytest.mark.parametrize("order", ["pinned first", "shared first"])
+def test_inferred_owners_tie_break_takes_the_largest_set_as_the_pool(tmp_path, order):
+    """Issue 22 item 8 (the owner tie-break in assemble/roles.py). kubelet's assignment unread, every pod
+    Guaranteed: the pinned container's cpuset and the pool (a fractional sidecar's) are each seen once.
+    On the tie the larger set is the shared pool, whichever is met first; the pinned one owns its CPUs."""
+    ctrs = [CtrSpec("app", cpus="1,5", quota_cores=2), CtrSpec("side", quota_cores=0.5)]
+    spec = base(pods=[PodSpec("rt", "prod", containers=ctrs if order == "pinned first" else ctrs[::-1])],
+                init_affinity="0,4")
+    r = read_as_user(spec, tmp_path, ("/var/lib/kubelet/cpu_manager_state",))
+    snap = r.snapshot
+    assert snap.roles_from == "cgroups" and snap.shared_pool == frozenset({0, 2, 3, 4, 6, 7})
+    got = {c.id: (str(c.role), tuple((o.pod, o.container) for o in c.owners)) for c in snap.roles}
+    assert got == {0: ("reserved", ()), 4: ("reserved", ()), 1: ("exclusive", (("rt", "app"),)),
+                   5: ("exclusive", (("rt", "app"),)), 2: ("shared", ()), 3: ("shared", ()), 6: ("shared", ()),
+                   7: ("shared", ())}
+    assert codes(r.findings) == []
