@@ -30,6 +30,7 @@ class CtrSpec:
     quota_cores: float | None = None  # CFS quota; None = unlimited
     throttled: int = 0  # nr_throttled growth per tick
     init: bool = False  # an init container: in the state file, no cgroup left
+    cgroup_left: bool = False  # init: its cgroup is still there, empty (exited, not yet removed by the runtime)
     mems: str | None = None
     id: str | None = None
     runq_wait: float = 0.0  # share of wall time each task waits on its run queue (competition)
@@ -340,7 +341,7 @@ class SimNode:
             sandbox = "%064x" % self.rng.getrandbits(256)
             sb = CtrSpec("POD", id=sandbox, tasks=1, busy=0.0)
             for c in [sb] + p.containers:
-                if c.init:
+                if c.init and not c.cgroup_left:
                     continue
                 if c is not sb:
                     self._names(p, c)
@@ -348,6 +349,9 @@ class SimNode:
                 d = self.cg_dir(p, c)
                 self._cg(d, p, c, eff)
                 rel = self.cg_rel(p, c)
+                if c.init:
+                    self.w(f"{d}/cgroup.procs", "")  # exited: no process left in it
+                    continue
                 if s.crun_subgroup and s.cgroup == 2 and s.driver == "systemd":
                     d, rel = d + "/container", rel + "/container"
                     self._cg(d, p, c, eff)

@@ -39,6 +39,24 @@ def test_cpu_info_one_series_per_cpu_with_the_running_owner(tmp_path):
     assert s["pinscope_container_migrations_per_second"]
 
 
+@pytest.mark.parametrize("init_name", ["0-setup", "zz-setup"])
+def test_an_exited_init_containers_reused_cpus_are_the_app_containers(tmp_path, init_name):
+    """Issue 22 item 6: the init container exited, its empty cgroup still there (the runtime has not
+    removed it), its CPUs 1,5 reused by the app (kubelet's cpusToReuse, node-files.md §1.1). Every CPU is
+    labelled with the app, whatever the names sort as, and the pod holds 6 CPUs, not 8."""
+    from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+
+    spec = NodeSpec(hostname="t", sockets=1, cores=4, threads=2, reserved="0,4", init_affinity="0,4", pods=[
+        PodSpec("rt", "prod", containers=[CtrSpec(init_name, cpus="1,5", init=True, cgroup_left=True),
+                                          CtrSpec("app", cpus="1-3,5-7")])])
+    s = node_samples("t", read_sim(spec, tmp_path / "n", samples=1))
+    info = {int(x.labels["cpu"]): (x.labels["role"], x.labels["pod"], x.labels["container"]) for x in s["pinscope_cpu_info"]}
+    assert info == {0: ("reserved", "", ""), 4: ("reserved", "", ""),
+                    **{c: ("exclusive", "rt", "app") for c in (1, 2, 3, 5, 6, 7)}}
+    ex = {(x.labels["pod"], x.labels["container"]): x.value for x in s["pinscope_container_exclusive_cpus"]}
+    assert ex == {("rt", "app"): 6, ("rt", init_name): 0}
+
+
 def test_first_read_has_no_rates_and_counters_only_where_the_kernel_counts(tmp_path):
     rep = read_sim(offline_isolated(), tmp_path / "n", samples=1)
     s = node_samples("edge", rep)
