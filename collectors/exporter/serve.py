@@ -20,9 +20,9 @@ import time
 from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
 
 from ..collect import Backoff, NodeCollector, Options, live_depth
-from ..errors import PinscopeError
+from ..errors import PinscopeError, ProbeFailed
 from ..fleet import NodeTarget
-from .metrics import LatestReports, NodeState, node_samples
+from .metrics import LatestReports, NodeState, node_samples, unread_reason
 
 _LISTEN = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.%a-z]+)\]|(?P<host>[^\s:\[\]]*)):(?P<port>\d{1,5})$")
 
@@ -83,6 +83,9 @@ async def node_loop(col: NodeCollector, node: str, interval: float, store: Lates
                 await asyncio.wait_for(col.connect(), connect_timeout + 1)
                 connected = True
             report = await col.tick(exporter_depth(col.ticks))
+            why = unread_reason(report)
+            if why is not None:  # the tree is gone: not read, and said so (then reconnect: --root may be back)
+                raise ProbeFailed(why)
             last_ok = report.t
             store.put(NodeState(node, node_samples(node, report), True, time.monotonic() - t0,
                                 cpu.add(report.timings.probe_cpu_total), last_ok))

@@ -235,3 +235,53 @@ def test_runqueue_wait_is_the_threads_wait_in_seconds_per_second(tmp_path):
     s = node_samples("w", read_sim(spec, tmp_path / "n"))
     waits = {x.labels["container"]: x.value for x in s["pinscope_container_runqueue_wait_seconds_per_second"]}
     assert waits["feed"] == pytest.approx(0.2, rel=0.05) and waits["api"] == 0
+
+
+@pytest.mark.parametrize("how", ["root removed", "proc and sys gone"])
+def test_a_node_whose_tree_vanished_reads_0_and_says_why(tmp_path, how, capsys):
+    """Issue 22 item 6: the exporter's real loop over a --root tree; the tree goes away (the directory
+    removed, or /proc and /sys no longer there). read_success turns 0 with the node's other series gone
+    (so the unreadable alert fires, the critical ones do not silently resolve), and stderr says why."""
+    import asyncio
+    import shutil
+
+    from collectors.collect import NodeCollector, Options
+    from collectors.exporter.serve import node_loop
+    from collectors.sim.node import SimNode
+    from collectors.transport.local import LocalTransport
+
+    root = tmp_path / "n"
+    SimNode(dual_socket_intel(), root).write()
+    store = LatestReports()
+    seen: list[tuple[bool, int]] = []
+
+    async def go():
+        stop = asyncio.Event()
+        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
+        task = asyncio.create_task(node_loop(col, "xeon", 0.01, store, stop, 5.0))
+        for _ in range(2000):  # reads, not seconds: each step waits for the loop to publish
+            await asyncio.sleep(0.005)
+            st = store.get("xeon")
+            if st is None:
+                continue
+            if not seen or seen[-1] != (st.success, len(st.samples.get("pinscope_cpu_info", ()))):
+                seen.append((st.success, len(st.samples.get("pinscope_cpu_info", ()))))
+            if len(seen) == 1 and st.success and (root / "sys").exists():
+                if how == "root removed":
+                    shutil.rmtree(root)
+                else:
+                    shutil.rmtree(root / "proc")
+                    shutil.rmtree(root / "sys")
+            if not st.success:
+                break
+        stop.set()
+        await task
+
+    asyncio.run(go())
+    assert seen[0] == (True, 48) and seen[-1] == (False, 0), seen
+    assert all(n == 48 for ok, n in seen if ok), seen  # never "read" with zero CPUs
+    st = store.get("xeon")
+    assert st.samples == {} and self_samples(st)["pinscope_read_success"][0].value == 0.0
+    err = capsys.readouterr().err
+    assert st.error.startswith("nothing of the node could be read (no CPU): /sys/devices/system/cpu/online: missing")
+    assert f"pinscope exporter: xeon: {st.error}\n" in err
