@@ -8,6 +8,10 @@ Thresholds (`Thresholds`, set once at start by the CLI: --runq-wait-ms, --noise-
 - KERNEL_NOISE_EXCLUSIVE: irq + softirq + steal took more than `noise_pct` % of an exclusive CPU over the
   window (/proc/stat). Default 5 %. Without CONFIG_IRQ_TIME_ACCOUNTING the kernel samples irq and softirq
   time at the tick, so small shares are coarse; the softirq and IRQ counts in the evidence are exact.
+- INTRUDER_TASK (tasks.py), the measured share: a task outside the owning pod used more than
+  `intruder_pct` % of a CPU over the window (utime + stime of the every-task scan, read at both ends) and
+  was on the same exclusive CPU at both ends of it. Default 10 %: a busy loop sharing the CPU takes ~50 %,
+  an idle daemon or PID 1 well under 1 %.
 Both need a rate (two samples); per-thread run-queue wait needs schedstat, which `snapshot`/`check` read
 for every pod task and the live views for the container or CPU in focus.
 """
@@ -23,6 +27,7 @@ from .base import check, finding, who
 class Thresholds:
     runq_wait_ms: float = 50.0  # ms waited on a run queue per second, per thread (or per container, PSI)
     noise_pct: float = 5.0  # % of an exclusive CPU's time in irq + softirq + steal
+    intruder_pct: float = 10.0  # % of a CPU an outsider used over the window, on one exclusive CPU at both ends
 
 
 _current = Thresholds()

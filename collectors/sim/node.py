@@ -75,7 +75,7 @@ class NodeSpec:
     kubelet_running: bool = True
     pods: list[PodSpec] = field(default_factory=list)
     irqs: dict = field(default_factory=dict)  # irq number -> cpulist
-    other_tasks: list = field(default_factory=list)  # (comm, cpu, kthread) tasks outside pods
+    other_tasks: list = field(default_factory=list)  # (comm, cpu, kthread[, cgroup[, busy]]) tasks outside pods
     noise: dict = field(default_factory=dict)  # cpu -> share of its time in softirqs (NET_RX) and IRQs
     steal: dict = field(default_factory=dict)  # cpu -> share of its time stolen by the hypervisor
     numa_miss_per_tick: int = 0
@@ -367,7 +367,8 @@ class SimNode:
             self.pid += 1
             if rel is not None:  # None: the process left before its cgroup was read
                 self.w(f"/proc/{self.pid}/cgroup", layout.proc_cgroup(s.cgroup, rel, s.cgroupns_prefix))
-            self.tasks.append([self.pid, self.pid, comm, [cpu], 0.5, None, 0, 0, cpu, kthread])
+            busy = t[4] if len(t) > 4 else 0.5  # the share of a CPU it burns
+            self.tasks.append([self.pid, self.pid, comm, [cpu], busy, None, 0, 0, cpu, kthread])
 
     def _names(self, p: PodSpec, c: CtrSpec) -> None:
         """The log layout (kubelet's absolute symlinks) and kubelet's per-container dir."""

@@ -298,3 +298,73 @@ def test_inferred_owners_tie_break_takes_the_largest_set_as_the_pool(tmp_path, o
                    5: ("exclusive", (("rt", "app"),)), 2: ("shared", ()), 3: ("shared", ()), 6: ("shared", ()),
                    7: ("shared", ())}
     assert codes(r.findings) == []
+
+
+# ------------------------------------------------------------------ intruders: evidence, not presence (issue 22 item 9)
+
+def test_passers_by_on_an_unconfined_node_are_one_warning_never_critical(tmp_path):
+    """PID 1 may run anywhere (no CPUAffinity=): tasks outside the pods that merely last ran on exclusive
+    CPUs, using next to nothing, are listed in one SYSTEM_NOT_CONFINED warning; no INTRUDER_TASK."""
+    spec = base(other_tasks=[("sshd", 1, False, "/system.slice/ssh.service", 0.0),
+                             ("python3", 5, False, "/user.slice/user-0.slice/session-1.scope", 0.02)])
+    for samples in (1, 2):
+        snap, fs = run(tmp_path / str(samples), spec, samples=samples)
+        assert "INTRUDER_TASK" not in codes(fs, "info"), [f.message for f in fs]
+        (w,) = [f for f in fs if f.code == "SYSTEM_NOT_CONFINED"]
+        assert w.severity == "warning" and w.cpus == (1, 5)
+        assert w.message == ("2 task(s) of 2 process(es) outside the owning pods last ran on exclusive CPUs 1,5: "
+                             "PID 1 (and so system services) may run on 1,5")
+        (seen,) = [e for e in w.evidence if e.startswith("last ran there: ")]
+        assert "sshd (pid " in seen and ") on CPU 1" in seen and "python3 (pid " in seen and ") on CPU 5" in seen
+        assert codes(fs) == ["SYSTEM_NOT_CONFINED"]
+
+
+def test_a_measured_share_of_an_exclusive_cpu_is_critical(tmp_path):
+    """Two samples: a task burning half a CPU on CPU 1 at both ends of the window is an INTRUDER_TASK
+    (critical), with the share in the evidence; an idle one beside it stays a passer-by."""
+    spec = base(other_tasks=[("backup.sh", 1, False, "/system.slice/backup.service", 0.5),
+                             ("sshd", 5, False, "/system.slice/ssh.service", 0.0)])
+    snap, fs = run(tmp_path, spec, samples=2)
+    (i,) = [f for f in fs if f.code == "INTRUDER_TASK"]
+    assert i.severity == "critical" and i.cpus == (1,) and i.message.startswith("backup.sh (pid ")
+    assert any(" % of a CPU over " in e and "on exclusive CPU 1 at both ends (threshold 10 %)" in e for e in i.evidence), i.evidence
+    (w,) = [f for f in fs if f.code == "SYSTEM_NOT_CONFINED"]
+    assert w.severity == "warning" and w.cpus == (5,) and "sshd (pid " in " ".join(w.evidence)
+    assert "backup.sh" not in " ".join(w.evidence)
+    # one sample: no window, no share measured: a passer-by
+    snap, fs = run(tmp_path / "one", spec, samples=1)
+    assert "INTRUDER_TASK" not in codes(fs, "info")
+
+
+def test_pinned_to_exclusive_cpus_is_critical_without_a_window(tmp_path):
+    """Cpus_allowed_list inside the exclusive CPUs (someone ran it under taskset -c 1): critical on one
+    sample. The probe's every-task scan sends no status today; a task's allowed list, when known, counts."""
+    import dataclasses
+
+    spec = base(other_tasks=[("stress", 1, False, "/user.slice/user-0.slice/session-1.scope", 0.0)])
+    snap, fs = run(tmp_path, spec)
+    assert "INTRUDER_TASK" not in codes(fs, "info")
+    tasks = tuple(t._replace(allowed=frozenset({1})) if t.comm == "stress" else t for t in snap.all_tasks)
+    fs = evaluate(dataclasses.replace(snap, all_tasks=tasks), None)
+    (i,) = [f for f in fs if f.code == "INTRUDER_TASK"]
+    assert any("Cpus_allowed_list = 1, exclusive CPUs only: pinned there" in e for e in i.evidence)
+    assert not [f for f in fs if f.code == "SYSTEM_NOT_CONFINED" and f.severity == "warning"]
+    # allowed on a shared CPU too: the scheduler's choice, not a pin
+    tasks = tuple(t._replace(allowed=frozenset({1, 2})) if t.comm == "stress" else t for t in snap.all_tasks)
+    fs = evaluate(dataclasses.replace(snap, all_tasks=tasks), None)
+    assert "INTRUDER_TASK" not in codes(fs, "info")
+
+
+def test_a_moving_busy_task_is_no_intruder(tmp_path):
+    """Busy, but on another CPU at the window's start: it may have spent the window anywhere."""
+    import dataclasses
+
+    spec = base(other_tasks=[("make", 1, False, "/user.slice/user-0.slice/session-1.scope", 0.9)])
+    r = read_sim(spec, tmp_path, 2)
+    (t,) = [t for t in r.snapshot.all_tasks if t.comm == "make"]
+    assert r.rates.task_first_cpu[t.tid] == 1 and r.rates.task_busy[t.tid] > 0.5
+    assert "INTRUDER_TASK" in codes(r.findings)
+    moved = dataclasses.replace(r.rates, task_first_cpu={**r.rates.task_first_cpu, t.tid: 2})
+    fs = evaluate(r.snapshot, moved)
+    assert "INTRUDER_TASK" not in codes(fs, "info")
+    assert [f.severity for f in fs if f.code == "SYSTEM_NOT_CONFINED"] == ["warning"]
