@@ -93,7 +93,7 @@ def _running(snap) -> set[tuple[str, str | None]]:
     """(pod uid, container) of the containers running now: a cgroup with processes in it. An exited init
     container's cgroup may linger, empty, until the runtime removes it; where no container of a pod lists
     a process (cgroup.procs not read at this depth), its cgroup is the sign."""
-    out = set()
+    out: set[tuple[str, str | None]] = set()
     for p in snap.pods:
         live = [c for c in p.containers if c.cgroup is not None]
         procs_read = any(c.pids for c in live)

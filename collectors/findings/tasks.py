@@ -69,7 +69,7 @@ def harm(ctx: Context, t: Task) -> list[str]:
     rates = ctx.rates
     busy = rates.task_busy.get(t.tid) if rates is not None else None
     lim = thresholds().intruder_pct
-    if busy is not None and busy * 100 > lim and rates.task_first_cpu.get(t.tid) == t.last_cpu:
+    if rates is not None and busy is not None and busy * 100 > lim and rates.task_first_cpu.get(t.tid) == t.last_cpu:
         ev.append(f"/proc/{t.pid}/task/{t.tid}/stat: used {busy * 100:.0f} % of a CPU over {rates.dt:.1f} s, on "
                   f"exclusive CPU {t.last_cpu} at both ends (threshold {lim:g} %)")
     if t.cgroup is not None and pod_uid_in_path(t.cgroup) is not None:
