@@ -113,6 +113,25 @@ class Context:
         return {c for c, r in self.roles.items() if r.role == Role.EXCLUSIVE}
 
     @cached_property
+    def owned(self) -> dict[tuple[str, str | None], frozenset[int]]:
+        """(pod uid, container) -> the CPUs the report's roles make exclusive to it (kubelet's assignment,
+        or inferred from the cgroups when that was not read)."""
+        out: dict[tuple[str, str | None], set[int]] = {}
+        for r in self.snap.roles:
+            for o in r.owners:
+                out.setdefault((o.pod_uid, o.container), set()).add(r.id)
+        return {k: frozenset(v) for k, v in out.items()}
+
+    def exclusive_of(self, pod, container) -> frozenset[int] | None:
+        """A container's exclusive CPUs as the report shows them: kubelet's assignment, else (roles
+        inferred from the cgroups) the CPUs the roles give it; None when it has none."""
+        if container.assigned is not None:
+            return container.assigned
+        if self.snap.roles_from != "cgroups":
+            return None
+        return self.owned.get((pod.uid, container.name)) or None
+
+    @cached_property
     def pods_by_uid(self) -> dict:
         return {p.uid: p for p in self.snap.pods}
 

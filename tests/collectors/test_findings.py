@@ -103,9 +103,10 @@ def test_read_partial_is_not_a_fault(tmp_path):
     assert codes(fs) == []
 
 
-def read_as_user(spec: NodeSpec, root, hide: tuple[str, ...]):
-    """`spec` read through the real probe and pipeline, the files `hide` (node paths) said unreadable by the
-    probe, as they are for a user without --sudo (cpu_manager_state is 0600)."""
+def read_as_user(spec: NodeSpec, root, hide: tuple[str, ...], samples: int = 1):
+    """`spec` read through the real probe and pipeline (`samples` times, a simulated second apart), the
+    files `hide` (node paths) said unreadable by the probe, as they are for a user without --sudo
+    (cpu_manager_state is 0600)."""
     import asyncio
     import dataclasses
 
@@ -113,17 +114,21 @@ def read_as_user(spec: NodeSpec, root, hide: tuple[str, ...]):
     from collectors.sim.node import SimNode
     from collectors.transport.local import LocalTransport
 
-    SimNode(spec, root).write()
+    sim = SimNode(spec, root).write()
 
     async def go():
         col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
         await col.connect()
         try:
-            frame, _ = await col.read()
-            gone = set(hide) & (frame.files.keys() | frame.unreadable)
-            frame = dataclasses.replace(frame, files={k: v for k, v in frame.files.items() if k not in gone},
-                                        unreadable=frame.unreadable | gone)
-            return col.pipeline.feed(frame)
+            for i in range(samples):
+                if i:
+                    sim.tick(1.0)
+                frame, _ = await col.read()
+                gone = set(hide) & (frame.files.keys() | frame.unreadable)
+                frame = dataclasses.replace(frame, files={k: v for k, v in frame.files.items() if k not in gone},
+                                            unreadable=frame.unreadable | gone)
+                report = col.pipeline.feed(frame)
+            return report
         finally:
             await col.close()
 
@@ -160,6 +165,17 @@ def test_unread_state_cries_no_wolf(tmp_path, hide):
            in f.evidence
     if len(hide) == 2:  # an unread config is an unknown policy, never kubelet's default "none"
         assert snap.kubelet.cpu_manager_policy is None and snap.roles_from == "cgroups"
+
+
+def test_unread_state_still_finds_runqueue_wait_on_the_cpus_the_report_shows(tmp_path):
+    """Without kubelet's assignment the roles are inferred from the cgroups; the run-queue wait on the
+    container the report shows pinned is still found (it judges by what the report shows)."""
+    spec = base(pods=[PodSpec("rt", "prod", containers=[CtrSpec("app", cpus="1,5", runq_wait=0.2, tasks=1)]),
+                      PodSpec("web", "prod", qos="Burstable", containers=[CtrSpec("a")])], init_affinity="0,4")
+    r = read_as_user(spec, tmp_path, ("/var/lib/kubelet/cpu_manager_state",), samples=2)
+    assert r.snapshot.roles_from == "cgroups"
+    (f,) = [f for f in r.findings if f.code == "RUNQUEUE_WAIT_EXCLUSIVE"]
+    assert (f.pod, f.container) == ("rt", "app") and set(f.cpus) <= {1, 5} and "waited 200 ms/s" in f.message
 
 
 def test_unread_state_under_policy_none_still_says_guaranteed_not_pinned(tmp_path):
