@@ -18,6 +18,7 @@ from collectors.errors import PinscopeError
 from collectors.findings.jitter import Thresholds, set_thresholds
 from collectors.model import Role
 from collectors.parse.cpuset import format_cpuset
+from collectors.pipeline import unread_reason
 from collectors.targets import target_problem
 from collectors.text import display, display_lines
 
@@ -388,6 +389,9 @@ async def _one(target, a) -> tuple[dict | None, str | None]:
         if isinstance(target, str) or str(err).startswith(f"{target.name}:"):
             return None, str(err)
         return None, f"{target.name}: {err}"  # an inventory's node is said by its name, as in the JSON
+    why = unread_reason(report)
+    if why is not None:  # nothing of the node was read (its /proc and /sys are not there): not a reading
+        return None, f"{_name(target)}: {why}"
     snap = report.snapshot
     o = report.to_json()
     if not isinstance(target, str):

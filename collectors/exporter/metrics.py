@@ -122,19 +122,6 @@ def _exclusive_counts(snap, running) -> dict[tuple[str, str | None], int]:
     return counts
 
 
-def unread_reason(report) -> str | None:
-    """Why a report that arrived says nothing of the node, else None. A Linux node always has a CPU
-    online: with none known, its /sys (and /proc) were not there to read (--root removed, a mount lost,
-    no permission), and zero CPUs under policy "none" would resolve every alert instead of firing the
-    unreadable one."""
-    snap = report.snapshot
-    if snap.topology.online or snap.topology.cpus or snap.roles:
-        return None
-    said = [f"{p.source}: {p.message}" for p in snap.problems
-            if p.source in ("probe", "/sys/devices/system/cpu/online", "/proc/stat") and "kubelet" not in p.message]
-    return "nothing of the node could be read (no CPU)" + (": " + "; ".join(said) if said else "")
-
-
 class _Out:
     """The samples of one node being built, by family name."""
 

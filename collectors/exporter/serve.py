@@ -22,7 +22,8 @@ from prometheus_client import CollectorRegistry, ProcessCollector, start_http_se
 from ..collect import Backoff, NodeCollector, Options, live_depth
 from ..errors import PinscopeError, ProbeFailed
 from ..fleet import NodeTarget
-from .metrics import LatestReports, NodeState, node_samples, unread_reason
+from ..pipeline import unread_reason
+from .metrics import LatestReports, NodeState, node_samples
 
 _LISTEN = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.%a-z]+)\]|(?P<host>[^\s:\[\]]*)):(?P<port>\d{1,5})$")
 
