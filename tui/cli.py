@@ -98,6 +98,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="RUNQUEUE_WAIT_EXCLUSIVE above this many ms waited per second (default %(default)g)")
     p.add_argument("--noise-pct", type=_non_negative, default=Thresholds().noise_pct, metavar="PCT",
                    help="KERNEL_NOISE_EXCLUSIVE above this %% of an exclusive CPU in irq+softirq+steal (default %(default)g)")
+    p.add_argument("--intruder-pct", type=_non_negative, default=Thresholds().intruder_pct, metavar="PCT",
+                   help="INTRUDER_TASK: a task outside the owning pod that used more than this %% of a CPU over the window, "
+                        "on one exclusive CPU at both ends (default %(default)g)")
     p.add_argument("--inventory", metavar="FILE", help="YAML inventory of nodes (host, user, port, root, sudo, labels, groups)")
     p.add_argument("--kube", action="store_true", help="list nodes through the Kubernetes API (kubeconfig or in-cluster)")
     _kube_api(p)
@@ -206,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(cmd)
     a = parser.parse_args(argv)
     if getattr(a, "runq_wait_ms", None) is not None:
-        set_thresholds(Thresholds(a.runq_wait_ms, a.noise_pct))
+        set_thresholds(Thresholds(a.runq_wait_ms, a.noise_pct, a.intruder_pct))
     # before anything connects: words that are no target, a theme that does not exist, a TUI without a terminal
     if why := _refusal(cmd, a):
         _err(why)  # one plain line, as every refusal

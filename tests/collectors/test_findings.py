@@ -384,3 +384,21 @@ def test_a_moving_busy_task_is_no_intruder(tmp_path):
     fs = evaluate(r.snapshot, moved)
     assert "INTRUDER_TASK" not in codes(fs, "info")
     assert [f.severity for f in fs if f.code == "SYSTEM_NOT_CONFINED"] == ["warning"]
+
+
+def test_the_intruder_share_threshold_is_configurable(tmp_path):
+    """--intruder-pct: half a CPU is an intruder at the default 10 %, not above 80 %; the CLI knows the flag."""
+    from collectors.findings.jitter import Thresholds, set_thresholds, thresholds
+    from tui.cli import build_parser
+
+    spec = base(other_tasks=[("backup.sh", 1, False, "/system.slice/backup.service", 0.5)])
+    old = thresholds()
+    try:
+        set_thresholds(Thresholds(intruder_pct=80))
+        snap, fs = run(tmp_path / "a", spec, samples=2)
+        assert "INTRUDER_TASK" not in codes(fs, "info") and "SYSTEM_NOT_CONFINED" in codes(fs)
+    finally:
+        set_thresholds(old)
+    snap, fs = run(tmp_path / "b", spec, samples=2)
+    assert "INTRUDER_TASK" in codes(fs)
+    assert build_parser("check").parse_args(["--intruder-pct", "25", "local"]).intruder_pct == 25
