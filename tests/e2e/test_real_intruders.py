@@ -24,7 +24,7 @@ from pathlib import Path
 import psutil
 
 from collectors.parse.kubelet import checksum_v2
-from helpers import CGROOT, CPUCG, CPUSET, cgroup_hierarchy, host_lock, need, stop
+from helpers import CGROOT, CPUCG, CPUSET, cgroup_hierarchy, host_lock, kubelet_running, need, stop
 
 REPO = Path(__file__).resolve().parents[2]
 HEAVY_V1, HEAVY_V2 = "88761", "8668"  # the weight of one nice -20 task (see test_real_runq.py)
@@ -203,6 +203,7 @@ def test_real_kernel_only_the_pinned_intruder_is_critical():
     kind, why = cgroup_hierarchy()
     need(kind is not None, why)
     need((os.cpu_count() or 1) >= 2 and shutil.which("taskset") is not None, "needs 2 CPUs and taskset")
+    need(not kubelet_running(), "a kubelet runs here: its pods would be read beside this test's")
     with RootedPod() as pod:
         intruder = pod.spawn(["taskset", "-c", "1", "sh", "-c", "while :; do :; done"])
         if pod.outside is not None:
