@@ -86,6 +86,8 @@ class RootedPod:
         else:
             mems = (CGROOT / "cpuset.mems.effective").read_text().strip()
             ctrls = ["cpuset"] + (["cpu"] if "cpu" in (CGROOT / "cgroup.controllers").read_text().split() else [])
+            if "cpu" in ctrls and "cpu" not in (CGROOT / "cgroup.subtree_control").read_text().split():
+                (CGROOT / "cgroup.subtree_control").write_text("+cpu")  # as RealPod does (cpuset: cgroup_hierarchy)
             d = CGROOT
             for i, (part, c) in enumerate(zip(parts, cpus)):
                 d = self._mk(d, [part])
