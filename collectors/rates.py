@@ -88,7 +88,7 @@ def compute(prev: NodeSnapshot, cur: NodeSnapshot, wall_dt: float | None = None,
     if prev.all_tasks:
         for t in prev.all_tasks:
             prev_tasks.setdefault(t.tid, t)
-    trates = {}
+    trates: dict = {}
     crates = {}
     prev_cg = {(p.uid, c.id): c for p, c in prev.containers()}
     for p, c in cur.containers():
@@ -245,9 +245,14 @@ def _task_busy(prev_tasks: dict, cur: NodeSnapshot, prev: NodeSnapshot, dt: floa
         return carry.task_busy, carry.task_first_cpu
     if not cur.all_tasks or not prev.all_tasks or cur.all_tasks is prev.all_tasks:
         return out, first
+    held, held_first = (carry.task_busy, carry.task_first_cpu) if carry is not None else ({}, {})
     for t in cur.all_tasks:
         t0 = prev_tasks.get(t.tid)
         if t0 is None or t0.pid != t.pid:
+            continue
+        if t.at is not None and t.at == t0.at:  # the same read, carried (the scan is every 10th tick live)
+            if t.tid in held:
+                out[t.tid], first[t.tid] = held[t.tid], held_first.get(t.tid)
             continue
         tdt = (t.at - t0.at) if (t.at is not None and t0.at is not None) else dt
         du = (t.utime + t.stime) - (t0.utime + t0.stime)

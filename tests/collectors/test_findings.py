@@ -402,3 +402,31 @@ def test_the_intruder_share_threshold_is_configurable(tmp_path):
     snap, fs = run(tmp_path / "b", spec, samples=2)
     assert "INTRUDER_TASK" in codes(fs)
     assert build_parser("check").parse_args(["--intruder-pct", "25", "local"]).intruder_pct == 25
+
+
+def test_a_measured_intruder_holds_between_task_scans(tmp_path):
+    """Live, the every-task scan comes every 10th tick: the share measured over the last two scans holds
+    on the ticks between (an INTRUDER_TASK does not flicker with the scan cadence)."""
+    import asyncio
+
+    from collectors.collect import NodeCollector, Options
+    from collectors.sim.node import SimNode
+    from collectors.transport.local import LocalTransport
+
+    sim = SimNode(base(other_tasks=[("backup.sh", 1, False, "/system.slice/backup.service", 0.5)]), tmp_path).write()
+
+    async def go():
+        col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
+        await col.connect()
+        try:
+            got = []
+            for depth in ("gcTaiw", "gcTaiw", "g", "g", "gc"):
+                r = await col.tick(depth)
+                got.append([f.code for f in r.findings if f.severity == "critical"])
+                sim.tick(1.0)
+            return got
+        finally:
+            await col.close()
+
+    got = asyncio.run(go())
+    assert got == [[], ["INTRUDER_TASK"], ["INTRUDER_TASK"], ["INTRUDER_TASK"], ["INTRUDER_TASK"]], got
