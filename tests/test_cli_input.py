@@ -213,3 +213,17 @@ def test_the_watch_sees_a_node_tried(tmp_path):
         r = run_watched(log, "snapshot", f"root@127.0.0.1:{port}")
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
     assert "socket.connect" in log.read_text(), log.read_text()
+
+
+def test_a_tree_without_proc_and_sys_is_not_read_and_says_why(tmp_path):
+    """Issue 22 item 6: a --root that holds no /proc and no /sys (a wrong prefix, a lost mount) gave zero
+    CPUs, policy "none", a CPUSET_NOT_ENABLED warning and exit 1. Nothing of the node was read: `check`
+    exits 3 and `snapshot` 1, each with one line that says why."""
+    (tmp_path / "empty").mkdir()
+    why = (f"pinscope: local: nothing of the node could be read (no CPU): /sys/devices/system/cpu/online: missing, "
+           "and no /sys/devices/system/cpu/cpuN: the CPU topology is unknown (no finding about CPUs is made from it); "
+           f"probe: no {tmp_path / 'empty'}/proc or {tmp_path / 'empty'}/sys here: is --root right?")
+    r = run_cli("check", "--root", str(tmp_path / "empty"), "local", timeout=60)
+    assert r.returncode == 3 and last_line(r).startswith(why) and r.stdout == "", (r.returncode, r.stdout, r.stderr)
+    r = run_cli("snapshot", "--json", "--root", str(tmp_path / "empty"), "local", timeout=60)
+    assert r.returncode == 1 and last_line(r).startswith(why)

@@ -19,6 +19,7 @@ from collectors.errors import PinscopeError
 from collectors.findings.jitter import Thresholds, set_thresholds
 from collectors.model import Role
 from collectors.parse.cpuset import format_cpuset
+from collectors.pipeline import unread_reason
 from collectors.targets import target_problem
 from collectors.text import display, display_lines
 
@@ -98,6 +99,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="RUNQUEUE_WAIT_EXCLUSIVE above this many ms waited per second (default %(default)g)")
     p.add_argument("--noise-pct", type=_non_negative, default=Thresholds().noise_pct, metavar="PCT",
                    help="KERNEL_NOISE_EXCLUSIVE above this %% of an exclusive CPU in irq+softirq+steal (default %(default)g)")
+    p.add_argument("--intruder-pct", type=_non_negative, default=Thresholds().intruder_pct, metavar="PCT",
+                   help="INTRUDER_TASK: a task outside the owning pod that used more than this %% of a CPU over the window, "
+                        "on one exclusive CPU at both ends (default %(default)g)")
     p.add_argument("--inventory", metavar="FILE", help="YAML inventory of nodes (host, user, port, root, sudo, labels, groups)")
     p.add_argument("--kube", action="store_true", help="list nodes through the Kubernetes API (kubeconfig or in-cluster)")
     _kube_api(p)
@@ -206,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(cmd)
     a = parser.parse_args(argv)
     if getattr(a, "runq_wait_ms", None) is not None:
-        set_thresholds(Thresholds(a.runq_wait_ms, a.noise_pct))
+        set_thresholds(Thresholds(a.runq_wait_ms, a.noise_pct, a.intruder_pct))
     # before anything connects: words that are no target, a theme that does not exist, a TUI without a terminal
     if why := _refusal(cmd, a):
         _err(why)  # one plain line, as every refusal
@@ -389,6 +393,9 @@ async def _one(target, a) -> tuple[dict | None, str | None]:
         if isinstance(target, str) or str(err).startswith(f"{target.name}:"):
             return None, str(err)
         return None, f"{target.name}: {err}"  # an inventory's node is said by its name, as in the JSON
+    why = unread_reason(report)
+    if why is not None:  # nothing of the node was read (its /proc and /sys are not there): not a reading
+        return None, f"{_name(target)}: {why}"
     snap = report.snapshot
     o = report.to_json()
     if not isinstance(target, str):

@@ -5,6 +5,7 @@ it); the state file changes when pods come and go, not every tick, so each text 
 """
 from __future__ import annotations
 
+import dataclasses
 from functools import lru_cache
 
 from ..errors import UNREAD, Problem
@@ -52,6 +53,9 @@ def static_parts(static: Frame):
             sprobs.append(Problem(cfg_path, "kubelet config named by --config is missing"))
     kubelet = parse_kubelet_config(static.files.get(cfg_path) if cfg_path else None, cfg_path, dropins,
                                    static.argv, sprobs, pid=pid, root_dir=root_dir)
+    if cfg_path in static.unreadable and "cpu_manager_policy" not in kubelet.sources:
+        # a config this user may not read says nothing: the policy is unknown, not kubelet's default "none"
+        kubelet = dataclasses.replace(kubelet, cpu_manager_policy=None)
     return topo, kubelet, tuple(sprobs)
 
 

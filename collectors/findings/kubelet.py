@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import UNREAD
 from ..parse.cpuset import format_cpuset as fmt
-from .base import check, finding, who
+from .base import INPUTS, check, finding, who
 
 
 @check({"KUBELET_NOT_FOUND": ("info", "no kubelet process was found: its files were looked for in the default places",
@@ -33,8 +33,12 @@ def read_partial(ctx):
     unread = [p for p in ctx.snap.problems if p.kind == UNREAD]
     if unread:
         fix = unread[0].message.partition("(root-only): ")[2]  # the assembler's fix: --sudo, or why sudo failed
+        skipped = sorted({c for codes in ctx.not_run.values() for c in codes})
         yield finding("READ_PARTIAL", "read only in part: " + ", ".join(sorted({p.source.rsplit("/", 1)[-1] for p in unread}))
-                      + " not readable by this user" + (f"; {fix}" if fix else ""), [f"{p.source}: {p.message}" for p in unread])
+                      + " not readable by this user" + (f"; {fix}" if fix else "")
+                      + (f"; checks not run: {', '.join(skipped)}" if skipped else ""),
+                      [f"{p.source}: {p.message}" for p in unread]
+                      + [f"not run: {', '.join(codes)} (they judge by {INPUTS[i]})" for i, codes in sorted(ctx.not_run.items())])
 
 
 @check({
@@ -44,7 +48,7 @@ def read_partial(ctx):
                               "Drain the node, delete <root-dir>/cpu_manager_state, then restart kubelet (kubelet's own message asks for exactly this)."),
     "STATE_CHECKSUM_MISMATCH": ("warning", "the state file's checksum does not match its content",
                                 "The file may have been edited by hand; kubelet verifies the checksum when it restores the checkpoint."),
-})
+}, reads=("assignment",))
 def state_file(ctx):
     k, st, snap, sf = ctx.k, ctx.st, ctx.snap, ctx.sf
     unread = any(p.source == sf and p.kind == UNREAD for p in snap.problems)  # READ_PARTIAL says that
@@ -64,7 +68,7 @@ def state_file(ctx):
 
 
 @check({"EXCLUSIVE_OVERLAP": ("critical", "exclusive CPU sets of two different pods intersect",
-                              "The checkpoint is inconsistent: drain the node, delete cpu_manager_state, restart kubelet.")})
+                              "The checkpoint is inconsistent: drain the node, delete cpu_manager_state, restart kubelet.")}, reads=("assignment",))
 def exclusive_overlap(ctx):
     """Within one pod, an init container's CPUs reused by its app containers is legitimate
     (k/k policy_static.go cpusToReuse): only pods are compared."""
@@ -85,7 +89,7 @@ def exclusive_overlap(ctx):
 
 
 @check({"OFFLINE_ASSIGNED": ("critical", "an offline CPU is in an assignment or in the shared pool",
-                             "The CPU manager does not support CPU hot-plug: bring the CPU back online, or drain, delete the state file and restart kubelet.")})
+                             "The CPU manager does not support CPU hot-plug: bring the CPU back online, or drain, delete the state file and restart kubelet.")}, reads=("assignment",))
 def offline_assigned(ctx):
     """Only when the topology is known (no /sys/devices/system/cpu: unknown, not a fault), and a finding
     names only CPUs the node has: CPUs beyond `possible` are said as CPUs it does not have."""
@@ -113,7 +117,7 @@ def offline_assigned(ctx):
 
 
 @check({"ORPHAN_STATE_ENTRY": ("warning", "a state entry names a pod that no source on the node knows (no cgroup, no log directory, no kubelet pods dir)",
-                               "Kubelet normally removes stale entries; a lasting one holds CPUs nobody uses. It clears on kubelet restart.")})
+                               "Kubelet normally removes stale entries; a lasting one holds CPUs nobody uses. It clears on kubelet restart.")}, reads=("assignment",))
 def orphan_state_entry(ctx):
     if ctx.st is None:
         return
