@@ -12,7 +12,7 @@ import shlex
 
 from .. import probe_text
 from ..errors import ProbeFailed
-from ..frames import MAX_FRAME_BYTES, Frame, parse_frame
+from ..frames import MAX_FRAME_BYTES, Frame, parse_frame, unescape
 
 _PAD = re.compile(rb"(?:P[^\n]*\n)*")
 SUDO_REFUSED = "Wsudo -n was refused: root-only files (cpu_manager_state) stay unreadable"
@@ -42,16 +42,29 @@ def stdin_probe_command(root: str | None = None) -> str:
     args = "pinscope-probe"
     if root:
         args += " --root " + shlex.quote(root)
+    # setsid (busybox and util-linux have it): the probe leads a process group of its own, so the end of
+    # its stdin ends all of it (probe.sh: the forwarder). setsid(1) forks only for a group leader, which
+    # needs no setsid: so it runs only when this shell is not one (stat field 5, the pgrp).
     return (f'P=; while IFS= read -r l; do [ "$l" = {shlex.quote(PROBE_END)} ] && break; P="$P$l\n"; done; '
+            'S=; read -r S </proc/self/stat; S=${S##*) }; set -- $S; '
+            'if [ "${3-}" != "$$" ] && command -v setsid >/dev/null 2>&1; then '
+            f'exec setsid sh -c "$P" {args}; fi; '
             f'exec sh -c "$P" {args}')
 
 
 class FrameStream:
-    """Request/response over a probe's stdin/stdout. Subclasses provide the streams."""
+    """Request/response over a probe's stdin/stdout. Subclasses provide the streams.
+
+    `idle`: no request is in flight (the last one ended with its frame). Closing an idle probe sends "q"
+    and it ends by itself; closing one that is not (a deadline passed, a read may be stuck on the node)
+    only closes its stdin, and the probe's forwarder then kills the probe's whole process group (probe.sh).
+    `partial`: what arrived of a frame that did not complete (to say what the probe was reading)."""
 
     writer = None  # has write(bytes) (+ drain() for asyncio)
     last_raw = b""  # the bytes of the last frame (for --record)
     reader = None  # has async readline() -> bytes
+    idle = True
+    partial = b""
 
     async def _write(self, data: bytes) -> None:
         self.writer.write(data)
@@ -67,12 +80,15 @@ class FrameStream:
             raise ProbeFailed(f"no frame within {timeout:g} s") from err
 
     async def _request(self, req: str) -> Frame:
+        self.idle = False
+        self.partial = b""
         await self._write(req.encode() + b"\n")
         # one C-level scan for the frame's end ("Z" can only start a line as the Z tag: content lines
         # start with "L"), then the rest of that line; not a Python readline per line
         try:
             data = await self.reader.readuntil(b"\nZ")
         except asyncio.IncompleteReadError as err:
+            self.partial = err.partial[-65536:]
             raise ProbeFailed("the probe's output ended (connection lost or probe exited)") from err
         except asyncio.LimitOverrunError as err:
             raise ProbeFailed(f"frame larger than {MAX_FRAME_BYTES} bytes") from err
@@ -81,4 +97,29 @@ class FrameStream:
             raise ProbeFailed("the probe's output ended inside a frame")
         # the padding mawk needs (probe.sh) arrives after the previous frame's Z: drop it here
         self.last_raw = data[_PAD.match(data).end():] + tail
+        self.idle = True
         return parse_frame(self.last_raw)
+
+    def stuck_on(self) -> str | None:
+        """The file the probe was at when a frame did not come: the last path that arrived of it (awk
+        writes in blocks, so the probe may be a few files further), None when nothing arrived."""
+        buf = self.partial
+        reader = self.reader
+        if isinstance(reader, asyncio.StreamReader):
+            buf += bytes(getattr(reader, "_buffer", b""))  # what arrived and was not consumed yet
+        return last_path(buf)
+
+
+def last_path(data: bytes) -> str | None:
+    """The last file named in a piece of frame (its C and F/X/T/N lines), unescaped; None if none."""
+    cdir, last = "", None
+    for raw in data.decode("utf-8", "replace").split("\n"):
+        tag, rest = raw[:1], raw[1:]
+        if tag == "C":
+            cdir = rest
+        elif tag in ("F", "X", "M"):
+            last = rest if rest.startswith("/") else f"{cdir}/{rest}"
+        elif tag in ("T", "N"):
+            _, _, name = rest.partition(" ")
+            last = name if name.startswith("/") else f"{cdir}/{name}"
+    return unescape(last) if last is not None else None
