@@ -18,6 +18,7 @@
 #   A<arg>  one argv word of the kubelet process   I<key> <value>  a fact   W<text>  a warning
 #   Iprobe-pids <pid>...  the probe's own processes (the client never reports them as tasks)
 #   Iprobe-pgid <pgid>    its process group, when it leads one (what the forwarder kills at the end)
+#   Iprobe-confine <cpulist> | no: <why>   the answer to a confinement request (a W when taskset failed)
 # Paths are printed without the --root prefix, so a fixture tree reads like the node it models.
 # A name may hold any byte but NUL: in every path (shell -> awk -> client) "\" is sent as "\\" and a
 # newline as "\n" (esc), so a name can never split or forge a line; file content is never escaped (its
@@ -484,6 +485,10 @@ own_pids() {
 # asks the probe to keep to them, so it adds no jitter to the CPUs it watches: one taskset per process of
 # the probe (-a: every thread; what they start inherits it), once. Digits, commas and dashes only.
 confine() {
+  if [ "$KT" != 1 ]; then
+    printf 'Iprobe-confine %s\n' "no: this tree is not this kernel's (its CPUs are not the ones the probe runs on)"
+    return
+  fi
   if ! command -v taskset >/dev/null 2>&1; then
     printf 'W%s\n' "no taskset on this node: the probe runs unconfined (it may run on any CPU, pinned ones too)"
     return
@@ -494,7 +499,7 @@ confine() {
       return
     fi
   done
-  printf 'Iprobe-cpus %s\n' "$1"
+  printf 'Iprobe-confine %s\n' "$1"
 }
 loop() {
   PIDS=""

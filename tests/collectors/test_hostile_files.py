@@ -276,3 +276,70 @@ def test_a_pod_whose_log_directory_cannot_be_matched_is_not_drift(tmp_path):
         PodSpec("web", "default", qos="Burstable", containers=[CtrSpec("w")])]), root).write()
     o = read(root)
     assert [f["code"] for f in o["findings"] if f["severity"] != "info"] == []
+
+
+def _probe_procs(root) -> list[int]:
+    """Live processes of the probe reading `root` (its environment holds PSROOT=<root>)."""
+    mark = f"PSROOT={root}".encode() + b"\0"
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                if mark in open(f"/proc/{d}/environ", "rb").read():
+                    out.append(int(d))
+            except OSError:
+                pass
+    return out
+
+
+def _rchar(pid: int) -> int:
+    with open(f"/proc/{pid}/io") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("rchar:"))
+
+
+def _fifo_and_endless_line(root) -> tuple[str, str, SimNode]:
+    """A FIFO as one container's cpuset.cpus.effective, a 1 GB line (sparse: no bytes on disk, no newline)
+    as another's cpu.stat: what any user owning a cgroup directory of a copied tree can leave there."""
+    from nodes import dual_socket_intel
+
+    sim = SimNode(dual_socket_intel(), root).write()
+    leaves = [sim.cg_dir(p, c) for p in sim.spec.pods for c in p.containers if not c.init][:2]
+    fifo, big = leaves[0] + "/cpuset.cpus.effective", leaves[1] + "/cpu.stat"
+    os.unlink(str(root) + fifo)
+    os.mkfifo(str(root) + fifo)
+    os.truncate(str(root) + big, 1 << 30)
+    return fifo, big, sim
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_fifo_and_a_1gb_line_in_cgroup_files_are_refused_unread_and_nothing_is_left(tmp_path, shell):
+    """Issue 22 item 4: a FIFO where a container's cpuset.cpus.effective should be hung snapshot forever; a
+    1 GB cpu.stat without a newline made awk read it whole. Both are said and never opened: the probe
+    reads far less than the one file's size (rchar of its processes), and it ends whole on close."""
+    root = tmp_path / "node"
+    fifo, big, _ = _fifo_and_endless_line(root)
+    bindir = toolbox(tmp_path, shell)
+    old = os.environ["PATH"]
+    os.environ["PATH"] = f"{bindir}:{old}"
+
+    async def go():
+        col = NodeCollector("local", Options(root=str(root), frame_timeout=20), LocalTransport(str(root)))
+        await col.connect()
+        try:
+            reports = [await col.tick("gcTai"), await col.tick("g")]
+            read = sum(_rchar(p) for p in _probe_procs(root))
+            return reports, read
+        finally:
+            await col.close()
+
+    try:
+        reports, read = asyncio.run(asyncio.wait_for(go(), 60))
+    finally:
+        os.environ["PATH"] = old
+    assert read < 8 << 20, f"the probe read {read} bytes"
+    for rep in reports:
+        probs = {(p.source, p.message) for p in rep.snapshot.problems}
+        assert (fifo, "is a fifo, not a regular file: not opened") in probs
+        assert (big, "larger than 1048576 bytes: not read") in probs
+        assert len(rep.snapshot.pods) > 2  # the rest of the node is read
+    assert _probe_procs(root) == []
