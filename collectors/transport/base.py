@@ -65,6 +65,7 @@ class FrameStream:
     reader = None  # has async readline() -> bytes
     idle = True
     partial = b""
+    pending = ""  # the request in flight
 
     async def _write(self, data: bytes) -> None:
         self.writer.write(data)
@@ -82,6 +83,7 @@ class FrameStream:
     async def _request(self, req: str) -> Frame:
         self.idle = False
         self.partial = b""
+        self.pending = req
         await self._write(req.encode() + b"\n")
         # one C-level scan for the frame's end ("Z" can only start a line as the Z tag: content lines
         # start with "L"), then the rest of that line; not a Python readline per line

@@ -343,3 +343,66 @@ def test_a_fifo_and_a_1gb_line_in_cgroup_files_are_refused_unread_and_nothing_is
         assert (big, "larger than 1048576 bytes: not read") in probs
         assert len(rep.snapshot.pods) > 2  # the rest of the node is read
     assert _probe_procs(root) == []
+
+
+class StopAwk:
+    """Stops (SIGSTOP) the awk of the probe reading `root` as soon as it runs: a read that never returns,
+    as a file swapped under the probe between its check and its read would make it. The forwarder stays
+    awake, as it would."""
+
+    def __init__(self, root) -> None:
+        import threading
+
+        self.root, self.stopped = root, []
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        import signal
+
+        while not self.done.wait(0.02) and not self.stopped:
+            for pid in _probe_procs(self.root):
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        argv0 = f.read().split(b"\0")[0]
+                except OSError:
+                    continue
+                if argv0.endswith(b"awk"):
+                    os.kill(pid, signal.SIGSTOP)
+                    self.stopped.append(pid)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.done.set()
+        self.thread.join()
+
+
+def _gone(root, wait: float = 10.0) -> list[int]:
+    """The probe's processes still alive after up to `wait` s (an end that is asynchronous: a killed
+    group is reaped by its parent)."""
+    end = time.monotonic() + wait
+    while _probe_procs(root) and time.monotonic() < end:
+        time.sleep(0.05)
+    return _probe_procs(root)
+
+
+def test_snapshot_and_check_have_a_deadline_that_names_the_target_and_end_the_whole_probe(tmp_path):
+    """Issue 22 item 4: a probe stuck in a read kept snapshot waiting forever, and closing killed its sh
+    only. --timeout ends the run with one line naming the target, the exit code of an unread node (1,
+    check 3), and no process of the probe is left (awk included, stopped in its read)."""
+    from helpers import run_cli
+
+    root = tmp_path / "node"
+    SimNode(hostile_node()[0], root).write()
+    for cmd, code in (("snapshot", 1), ("check", 3)):
+        with StopAwk(root) as stop:
+            r = run_cli(cmd, "--timeout", "3", "--samples", "2", "--interval", "1", "--root", str(root), "local")
+        assert stop.stopped, "awk was never seen"
+        assert r.returncode == code, (r.returncode, r.stderr)
+        (line,) = r.stderr.splitlines()
+        assert line.startswith("pinscope: local: no answer within 3 s"), line
+        assert "Traceback" not in r.stderr
+        assert _gone(root) == []
