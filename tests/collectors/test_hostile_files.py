@@ -13,6 +13,7 @@ from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
 from collectors.transport.local import LocalTransport
 from collectors.text import CONTROL, display
 from nodes import HOSTILE, hostile
+from probe_procs import StopAwk, fifo_and_endless_line, gone, probe_procs, rchar
 from test_probe_shells import toolbox
 
 SHELLS = ("dash", "busybox", "bash")
@@ -278,46 +279,13 @@ def test_a_pod_whose_log_directory_cannot_be_matched_is_not_drift(tmp_path):
     assert [f["code"] for f in o["findings"] if f["severity"] != "info"] == []
 
 
-def _probe_procs(root) -> list[int]:
-    """Live processes of the probe reading `root` (its environment holds PSROOT=<root>)."""
-    mark = f"PSROOT={root}".encode() + b"\0"
-    out = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                if mark in open(f"/proc/{d}/environ", "rb").read():
-                    out.append(int(d))
-            except OSError:
-                pass
-    return out
-
-
-def _rchar(pid: int) -> int:
-    with open(f"/proc/{pid}/io") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("rchar:"))
-
-
-def _fifo_and_endless_line(root) -> tuple[str, str, SimNode]:
-    """A FIFO as one container's cpuset.cpus.effective, a 1 GB line (sparse: no bytes on disk, no newline)
-    as another's cpu.stat: what any user owning a cgroup directory of a copied tree can leave there."""
-    from nodes import dual_socket_intel
-
-    sim = SimNode(dual_socket_intel(), root).write()
-    leaves = [sim.cg_dir(p, c) for p in sim.spec.pods for c in p.containers if not c.init][:2]
-    fifo, big = leaves[0] + "/cpuset.cpus.effective", leaves[1] + "/cpu.stat"
-    os.unlink(str(root) + fifo)
-    os.mkfifo(str(root) + fifo)
-    os.truncate(str(root) + big, 1 << 30)
-    return fifo, big, sim
-
-
 @pytest.mark.parametrize("shell", SHELLS)
 def test_a_fifo_and_a_1gb_line_in_cgroup_files_are_refused_unread_and_nothing_is_left(tmp_path, shell):
     """Issue 22 item 4: a FIFO where a container's cpuset.cpus.effective should be hung snapshot forever; a
     1 GB cpu.stat without a newline made awk read it whole. Both are said and never opened: the probe
     reads far less than the one file's size (rchar of its processes), and it ends whole on close."""
     root = tmp_path / "node"
-    fifo, big, _ = _fifo_and_endless_line(root)
+    fifo, big, _ = fifo_and_endless_line(root)
     bindir = toolbox(tmp_path, shell)
     old = os.environ["PATH"]
     os.environ["PATH"] = f"{bindir}:{old}"
@@ -327,7 +295,7 @@ def test_a_fifo_and_a_1gb_line_in_cgroup_files_are_refused_unread_and_nothing_is
         await col.connect()
         try:
             reports = [await col.tick("gcTai"), await col.tick("g")]
-            read = sum(_rchar(p) for p in _probe_procs(root))
+            read = sum(rchar(p) for p in probe_procs(root))
             return reports, read
         finally:
             await col.close()
@@ -342,51 +310,7 @@ def test_a_fifo_and_a_1gb_line_in_cgroup_files_are_refused_unread_and_nothing_is
         assert (fifo, "is a fifo, not a regular file: not opened") in probs
         assert (big, "larger than 1048576 bytes: not read") in probs
         assert len(rep.snapshot.pods) > 2  # the rest of the node is read
-    assert _probe_procs(root) == []
-
-
-class StopAwk:
-    """Stops (SIGSTOP) the awk of the probe reading `root` as soon as it runs: a read that never returns,
-    as a file swapped under the probe between its check and its read would make it. The forwarder stays
-    awake, as it would."""
-
-    def __init__(self, root) -> None:
-        import threading
-
-        self.root, self.stopped = root, []
-        self.done = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        import signal
-
-        while not self.done.wait(0.02) and not self.stopped:
-            for pid in _probe_procs(self.root):
-                try:
-                    with open(f"/proc/{pid}/cmdline", "rb") as f:
-                        argv0 = f.read().split(b"\0")[0]
-                except OSError:
-                    continue
-                if argv0.endswith(b"awk"):
-                    os.kill(pid, signal.SIGSTOP)
-                    self.stopped.append(pid)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.done.set()
-        self.thread.join()
-
-
-def _gone(root, wait: float = 10.0) -> list[int]:
-    """The probe's processes still alive after up to `wait` s (an end that is asynchronous: a killed
-    group is reaped by its parent)."""
-    end = time.monotonic() + wait
-    while _probe_procs(root) and time.monotonic() < end:
-        time.sleep(0.05)
-    return _probe_procs(root)
+    assert probe_procs(root) == []
 
 
 def test_snapshot_and_check_have_a_deadline_that_names_the_target_and_end_the_whole_probe(tmp_path):
@@ -405,4 +329,4 @@ def test_snapshot_and_check_have_a_deadline_that_names_the_target_and_end_the_wh
         (line,) = r.stderr.splitlines()
         assert line.startswith("pinscope: local: no answer within 3 s"), line
         assert "Traceback" not in r.stderr
-        assert _gone(root) == []
+        assert gone(root) == []
