@@ -7,13 +7,18 @@ from collectors.sim.node import SimNode
 
 
 def probe_procs(root) -> list[int]:
-    """Live processes of the probe reading `root` (its environment holds PSROOT=<root>)."""
+    """Live processes of the probe reading `root`: its shells (a forked shell keeps the argv it was started
+    with: "... pinscope-probe --root <root>") and what they exec'd after the probe exported PSROOT=<root>
+    (awk, od, find: an exec'd program's /proc/<pid>/environ is the environment it got)."""
     mark = f"PSROOT={root}".encode() + b"\0"
+    argv = b"\0pinscope-probe\0--root\0" + str(root).encode() + b"\0"
     out = []
     for d in os.listdir("/proc"):
         if d.isdigit():
             try:
-                if mark in open(f"/proc/{d}/environ", "rb").read():
+                with open(f"/proc/{d}/cmdline", "rb") as f:
+                    cmd = f.read()
+                if argv in cmd or mark in open(f"/proc/{d}/environ", "rb").read():
                     out.append(int(d))
             except OSError:
                 pass
