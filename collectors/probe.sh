@@ -40,10 +40,11 @@
 # something to refuse); od for kubelet's state file when it changed and on static and cgroup-detail ticks
 # (rk, rks); taskset once per connection when the client asks (below). No sleep: the client paces the
 # requests.
-# Nothing is left running: when stdin ends (the connection closed) or "q" comes, the forwarder kills the
-# probe's process group (kill -KILL 0: the loop, awk and whatever either is stuck in) when the probe leads
-# its own group (sshd makes every session one; pinscope starts it as one locally and through the API);
-# else the loop ends, awk sees EOF and both exit.
+# Nothing is left running: "q" ends the probe in order (the loop ends after the requests before it, awk
+# sees EOF). When stdin ends without "q" (the connection closed, or the client gave up on a frame) the
+# forwarder kills the probe's process group (kill -KILL 0: the loop, awk and whatever either is stuck in),
+# when the probe leads its own group (sshd makes every session one; pinscope starts it as one locally);
+# else the loop ends, awk sees EOF and both exit. So a script that feeds requests ends them with "q".
 # The static topology is read only on "s" (the client asks again when /sys/.../cpu/online changes);
 # scaling_cur_freq is never read (20 ms a read on some CPUs).
 
@@ -754,14 +755,15 @@ set -f
 set -- $_st
 set +f
 [ "${3-}" = "$$" ] && PGL=1
-# The forwarder: the one reader of stdin, never blocked by what the loop or awk do. When stdin ends (the
-# client closed the connection) or "q" comes, it ends the whole probe: kill -KILL 0 is every process of
-# the group (the loop, awk, an od or find in flight, and a read stuck on a file swapped under it), so only
-# when this shell leads its own group; else the loop sees the end and ends by itself.
+# The forwarder: the one reader of stdin, never blocked by what the loop or awk do. "q" is passed on and
+# ends the probe in order. When stdin ends without it (the client closed the connection, or gave up on a
+# frame), it ends the whole probe: kill -KILL 0 is every process of the group (the loop, awk, an od or find
+# in flight, and a read stuck on a file swapped under it), so only when this shell leads its own group;
+# else the loop sees the end and ends by itself.
 forward() {
   while IFS= read -r _l; do
     printf '%s\n' "$_l"
-    case $_l in q*) break ;; esac
+    case $_l in q*) return 0 ;; esac
   done
   [ -n "$PGL" ] && kill -KILL 0
 }

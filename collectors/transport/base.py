@@ -42,13 +42,9 @@ def stdin_probe_command(root: str | None = None) -> str:
     args = "pinscope-probe"
     if root:
         args += " --root " + shlex.quote(root)
-    # setsid (busybox and util-linux have it): the probe leads a process group of its own, so the end of
-    # its stdin ends all of it (probe.sh: the forwarder). setsid(1) forks only for a group leader, which
-    # needs no setsid: so it runs only when this shell is not one (stat field 5, the pgrp).
+    # no setsid here: a runtime ends an exec by its process group or cgroup, and a probe that left the
+    # group would outlive it. The probe kills its group on the end of stdin only when it leads one.
     return (f'P=; while IFS= read -r l; do [ "$l" = {shlex.quote(PROBE_END)} ] && break; P="$P$l\n"; done; '
-            'S=; read -r S </proc/self/stat; S=${S##*) }; set -- $S; '
-            'if [ "${3-}" != "$$" ] && command -v setsid >/dev/null 2>&1; then '
-            f'exec setsid sh -c "$P" {args}; fi; '
             f'exec sh -c "$P" {args}')
 
 
