@@ -104,7 +104,7 @@ def confine_to(snap) -> str:
     reserved = [r.id for r in snap.roles if r.role == Role.RESERVED]
     cpus = reserved or sorted(snap.shared_pool or ())
     text = format_cpuset(cpus) if cpus else ""
-    return text if _CPULIST.fullmatch(text) else ""
+    return text if _CPULIST.fullmatch(text) else ""  # "": the probe is told it is not known ("?")
 
 
 class NodeCollector:
@@ -121,7 +121,9 @@ class NodeCollector:
         self.focus: str | None = None  # container id whose everything is read every tick
         self.focus_cpu: int | None = None  # the CPU pane's CPU: its tasks' run-queue wait every tick
         self.recorder = None  # collectors.record.Recorder: every frame appended, compressed
-        self.confine: str | None = None  # the CPUs the probe is asked to keep to, once (see confine_to)
+        # the CPUs the probe is asked to keep to (confine_to), sent once: None before the first report,
+        # "-" once asked
+        self.confine: str | None = None
 
     @property
     def ticks(self) -> int:
@@ -143,9 +145,9 @@ class NodeCollector:
             req += " " + self.focus
         elif self.focus_cpu is not None:
             req += ("" if "a" in req else "a") + f" @{self.focus_cpu}"
-        if self.confine:  # once: "<letters> <focus or -> <cpulist>" (probe.sh confine)
-            req += ("" if " " in req else " -") + " " + self.confine
-            self.confine = ""
+        if self.confine is not None and self.confine != "-":  # once: "<letters> <focus or -> <cpulist or ?>"
+            req += ("" if " " in req else " -") + " " + (self.confine or "?")
+            self.confine = "-"  # asked (probe.sh confine)
         return req
 
     async def read(self, depth: str = FULL) -> tuple[Frame, float]:

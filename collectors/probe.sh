@@ -484,7 +484,8 @@ own_pids() {
 }
 # "<letters> <focus> <cpulist>": the client, once it knows the node's reserved CPUs (else its shared pool),
 # asks the probe to keep to them, so it adds no jitter to the CPUs it watches: one taskset per process of
-# the probe (-a: every thread; what they start inherits it), once. Digits, commas and dashes only.
+# the probe (-a: every thread; what they start inherits it), once. Digits, commas and dashes only; "?"
+# when the client knows neither (said as a warning).
 confine() {
   if [ "$KT" != 1 ]; then
     printf 'Iprobe-confine %s\n' "no: this tree is not this kernel's (its CPUs are not the ones the probe runs on)"
@@ -518,7 +519,11 @@ loop() {
     [ -n "$PIDS" ] || own_pids
     printf 'Iprobe-pids %s\n' "$PIDS"
     [ -n "$PGL" ] && printf 'Iprobe-pgid %s\n' "$$"
-    case $cpus in ''|*[!0-9,-]*) ;; *) confine "$cpus" ;; esac
+    case $cpus in
+      ''|*[!0-9,?-]*) ;;
+      \?) [ "$KT" = 1 ] && printf 'W%s\n' "no reserved CPUs and no shared pool known: the probe runs unconfined (it may run on any CPU, pinned ones too)" ;;
+      *) confine "$cpus" ;;
+    esac
     precheck
     case $req in *s*) static; static_done=1 ;; esac
     [ "$static_done" = 1 ] || { find_kubelet; find_cgroups; static_done=1; }
