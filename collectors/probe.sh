@@ -123,9 +123,14 @@ if [ -n "$R" ]; then { [ "$R/proc" -ef /proc ] && [ "$R/sys" -ef /sys ]; } || KT
 precheck() {
   OFF=""
   [ "$KT" = 1 ] && return 0
-  # /sys, /proc's own files, and the processes' files when this frame reads any (tasks, the kubelet
-  # process on "s"). A glob that matched nothing stays a literal path: find says nothing of it.
-  set -- "$R"/sys "$R"/proc/[!0-9]*
+  # /sys on "s" (else only what other frames read of it: cgroups, cpu/online, the NUMA nodes), /proc's own
+  # files, and the processes' files when this frame reads any (tasks, the kubelet process on "s"). A glob
+  # that matched nothing stays a literal path: find says nothing of it.
+  case $req in
+    *s*) set -- "$R"/sys ;;
+    *) set -- "$R"/sys/fs/cgroup "$R"/sys/devices/system/cpu/online "$R"/sys/devices/system/node/node[0-9]* ;;
+  esac
+  set -- "$@" "$R"/proc/[!0-9]*
   _p=$FOCUS$FCPU
   case $req in *[stTaw]*) _p=1 ;; esac
   [ -z "$_p" ] || set -- "$@" "$R"/proc/[0-9]*
