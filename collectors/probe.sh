@@ -13,7 +13,8 @@
 #   F<name>            a file follows          L<text>  one line of that file
 #   X<name>            unreadable or missing   T<N> <name>  cut: larger than N bytes (no F before it: not read)
 #   H<hex bytes>       content of the current F file as od prints it (kubelet's own files, see rk)
-#   N<kind> <path>     not a regular file (fifo, socket, device, dir, other): refused, never opened
+#   N<kind> <path>     not a regular file (fifo, socket, device, dir, symlink inside a checked tree, other):
+#                      refused, never opened
 #   D<path>            a directory entry seen by a glob
 #   A<arg>  one argv word of the kubelet process   I<key> <value>  a fact   W<text>  a warning
 #   Iprobe-pids <pid>...  the probe's own processes (the client never reports them as tasks)
@@ -28,10 +29,11 @@
 #   - /proc and /sys of the node itself (no --root, or a --root whose proc and sys ARE the kernel's, test -ef):
 #     the kernel makes those files; they are regular and their size is the kernel's (a sysfs file is at
 #     most a page, a cgroup file lists what exists). awk reads them with getline, within a byte budget.
-#   - any other tree (a copy, a fixture, a --root that is not the kernel's): before each frame ONE find
-#     (-L: links followed) lists what under its proc and sys is not a regular file or is larger than the
-#     budget; those are said (N, T) and never opened. (A file swapped between that check and the read is
-#     the one case left: the client's deadline then ends the probe's whole process group.)
+#   - any other tree (a copy, a fixture, a --root that is not the kernel's), its sys and its proc each:
+#     before each frame ONE find lists, of what the frame reads there, what is not a regular file or is
+#     larger than the budget; those are said (N, T) and never opened (precheck). (A file swapped between
+#     that check and the read is the one case left: the client's deadline then ends the probe's whole
+#     process group.)
 #   - kubelet's own files (config, drop-ins, checkpoints): written as one long line, possibly huge when
 #     corrupt: through od, which stops at the budget (-N), after test -f (see rk, rks). The kubelet config's
 #     keys the shell needs are read through dd (one block), the kubelet's argv through tr after test -f.
@@ -102,6 +104,7 @@ eval "$FNS"
 # What precheck's find hands its sh: each path it found, said as refused (N) or too big to read (T: the
 # budget awk would cut it at; /proc/interrupts has its own, see rd2)
 CHK=$FNS'for f; do
+  if [ -h "$f" ]; then pl "Nsymlink " "$f"; continue; fi
   [ -e "$f" ] || continue
   if [ -f "$f" ]; then
     case $f in */interrupts) b=8388608 ;; *) b=1048576 ;; esac
@@ -116,26 +119,42 @@ bad() {
   case "$NL$OFF$NL" in *" $E$NL"*) return 0 ;; esac
   return 1
 }
-# KT=1: the tree's proc and sys are the kernel's own (no --root, or a --root that holds them: test -ef
-# compares device and inode, so a fixture cannot pass for them). Else each frame begins with precheck.
+# KS=1, KP=1: the tree's sys, proc are the kernel's own (no --root, or a --root that holds them: test -ef
+# compares device and inode, so a fixture cannot pass for them); KT=1: both. What is not is checked before
+# each frame (precheck).
+KS=1 KP=1
+if [ -n "$R" ]; then
+  [ "$R/sys" -ef /sys ] || KS=0
+  [ "$R/proc" -ef /proc ] || KP=0
+fi
 KT=1
-if [ -n "$R" ]; then { [ "$R/proc" -ef /proc ] && [ "$R/sys" -ef /sys ]; } || KT=0; fi
+[ "$KS$KP" = 11 ] || KT=0
+# precheck: ONE find over what this frame reads of a tree that is not the kernel's. Physical (-H: only the
+# paths given are followed when they are links, as cgroup v1's cpu -> cpu,cpuacct): a link inside is said
+# as not a regular file, never followed (a link to / would walk the whole disk). Offenders: what is not a
+# regular file, a directory where a file is read, a regular file over 1 MiB (8 MiB: interrupts).
 precheck() {
   OFF=""
   [ "$KT" = 1 ] && return 0
-  # /sys on "s" (else only what other frames read of it: cgroups, cpu/online, the NUMA nodes), /proc's own
-  # files, and the processes' files when this frame reads any (tasks, the kubelet process on "s"). A glob
-  # that matched nothing stays a literal path: find says nothing of it.
-  case $req in
-    *s*) set -- "$R"/sys ;;
-    *) set -- "$R"/sys/fs/cgroup "$R"/sys/devices/system/cpu/online "$R"/sys/devices/system/node/node[0-9]* ;;
-  esac
-  set -- "$@" "$R"/proc/[!0-9]*
-  _p=$FOCUS$FCPU
-  case $req in *[stTaw]*) _p=1 ;; esac
-  [ -z "$_p" ] || set -- "$@" "$R"/proc/[0-9]*
-  OFF=$(find -L "$@" \( -type f \( -name interrupts -size +8388608c -o ! -name interrupts -size +1048576c \) \
-        -o ! -type f ! -type d \) -exec sh -c "$CHK" pinscope-check {} + 2>/dev/null)
+  set --
+  if [ "$KS" = 0 ]; then
+    set -- "$R"/sys/fs/cgroup/* "$R"/sys/devices/system/cpu/online "$R"/sys/devices/system/node/node[0-9]*
+    case $req in *s*) set -- "$@" "$R"/sys/devices/system/cpu "$R"/sys/devices/system/node ;; esac
+  fi
+  if [ "$KP" = 0 ]; then
+    set -- "$@" "$R"/proc/stat "$R"/proc/uptime "$R"/proc/softirqs "$R"/proc/interrupts "$R"/proc/irq
+    case $req in *s*) set -- "$@" "$R"/proc/cmdline "$R"/proc/sys/kernel/hostname "$R"/proc/[0-9]*/comm \
+      "$R"/proc/[0-9]*/status "$R"/proc/[0-9]*/cmdline ;; esac
+    case $req in *a*) set -- "$@" "$R"/proc/[0-9]*/cgroup ;; esac
+    _p=$FOCUS$FCPU
+    case $req in *[tTaw]*) _p=1 ;; esac
+    [ -z "$_p" ] || set -- "$@" "$R"/proc/[0-9]*/task/[0-9]*/s*
+  fi
+  OFF=$(find -H "$@" \( -type f \( -name interrupts -size +8388608c -o ! -name interrupts -size +1048576c \) \
+        -o -type d \( -name 'cpu*.*' -o -name 'cpuset.*' -o -name 'memory.*' -o -name 'cgroup.*' -o -name stat \
+        -o -name sched -o -name status -o -name schedstat -o -name comm -o -name cmdline -o -name cgroup \
+        -o -name numastat -o -name interrupts -o -name '*_list' -o -name online -o -name uptime \
+        -o -name softirqs \) -o ! -type f ! -type d \) -exec sh -c "$CHK" pinscope-check {} + 2>/dev/null)
   [ -z "$OFF" ] || printf '%s\n' "$OFF"
 }
 

@@ -30,18 +30,21 @@ def rchar(pid: int) -> int:
         return next(int(line.split()[1]) for line in f if line.startswith("rchar:"))
 
 
-def fifo_and_endless_line(root) -> tuple[str, str, SimNode]:
+def fifo_and_endless_line(root) -> tuple[str, str, str, SimNode]:
     """A FIFO as one container's cpuset.cpus.effective, a 1 GB line (sparse: no bytes on disk, no newline)
     as another's cpu.stat: what any user owning a cgroup directory of a copied tree can leave there."""
     from nodes import dual_socket_intel
 
     sim = SimNode(dual_socket_intel(), root).write()
-    leaves = [sim.cg_dir(p, c) for p in sim.spec.pods for c in p.containers if not c.init][:2]
+    leaves = [sim.cg_dir(p, c) for p in sim.spec.pods for c in p.containers if not c.init][:3]
     fifo, big = leaves[0] + "/cpuset.cpus.effective", leaves[1] + "/cpu.stat"
     os.unlink(str(root) + fifo)
     os.mkfifo(str(root) + fifo)
     os.truncate(str(root) + big, 1 << 30)
-    return fifo, big, sim
+    # and a link to / where a file is read: said, never followed (the check would walk the whole disk)
+    os.unlink(str(root) + leaves[2] + "/cpu.stat")
+    os.symlink("/", str(root) + leaves[2] + "/cpu.stat")
+    return fifo, big, leaves[2] + "/cpu.stat", sim
 
 
 class StopAwk:

@@ -285,7 +285,7 @@ def test_a_fifo_and_a_1gb_line_in_cgroup_files_are_refused_unread_and_nothing_is
     1 GB cpu.stat without a newline made awk read it whole. Both are said and never opened: the probe
     reads far less than the one file's size (rchar of its processes), and it ends whole on close."""
     root = tmp_path / "node"
-    fifo, big, _ = fifo_and_endless_line(root)
+    fifo, big, link, _ = fifo_and_endless_line(root)
     bindir = toolbox(tmp_path, shell)
     old = os.environ["PATH"]
     os.environ["PATH"] = f"{bindir}:{old}"
@@ -309,6 +309,7 @@ def test_a_fifo_and_a_1gb_line_in_cgroup_files_are_refused_unread_and_nothing_is
         probs = {(p.source, p.message) for p in rep.snapshot.problems}
         assert (fifo, "is a fifo, not a regular file: not opened") in probs
         assert (big, "larger than 1048576 bytes: not read") in probs
+        assert (link, "is a symlink, not a regular file: not opened") in probs
         assert len(rep.snapshot.pods) > 2  # the rest of the node is read
     assert probe_procs(root) == []
 

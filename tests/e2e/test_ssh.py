@@ -188,12 +188,13 @@ def test_a_fifo_and_a_1gb_line_over_ssh_are_refused_and_a_stuck_probe_ends_whole
     from probe_procs import StopAwk, fifo_and_endless_line, gone
 
     root = tmp_path / "node"
-    fifo, big, _ = fifo_and_endless_line(root)
+    fifo, big, link, _ = fifo_and_endless_line(root)
     r = run_cli("snapshot", "--json", "--root", str(root), *server.args(), server.target)
     assert r.returncode == 0, r.stderr
     errs = {(e["source"], e["message"]) for e in json.loads(r.stdout)["errors"]}
     assert (fifo, "is a fifo, not a regular file: not opened") in errs
     assert (big, "larger than 1048576 bytes: not read") in errs
+    assert (link, "is a symlink, not a regular file: not opened") in errs
     assert gone(root) == []
     with StopAwk(root) as stop:
         r = run_cli("snapshot", "--timeout", "3", "--samples", "2", "--root", str(root), *server.args(),
