@@ -204,7 +204,8 @@ def _stuck(col: NodeCollector, why: str) -> str:
     tr = col.transport
     where = tr.stuck_on() if isinstance(tr, FrameStream) and not tr.idle else None
     if where:
-        why += f"; the probe was reading at {where} (the last file it sent)"
+        if where not in why:
+            why += f"; the probe was reading at {where} (the last file it sent)"
     elif isinstance(tr, FrameStream) and tr.reader is None:
         why += " (while connecting)"
     elif isinstance(tr, FrameStream) and not tr.idle:

@@ -74,7 +74,9 @@ class FrameStream:
         try:
             return await asyncio.wait_for(self._request(req), timeout)
         except asyncio.TimeoutError as err:
-            raise ProbeFailed(f"no frame within {timeout:g} s") from err
+            where = self.stuck_on()
+            raise ProbeFailed(f"no frame within {timeout:g} s" + (f"; the probe was reading at {where} (the last "
+                                                                  "file it sent)" if where else "")) from err
 
     async def _request(self, req: str) -> Frame:
         self.idle = False
