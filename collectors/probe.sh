@@ -2,7 +2,7 @@
 #
 # Constant POSIX sh (dash, busybox ash, bash), sent as-is over the connection; no Python on the node.
 # Read-only: it writes no file, changes no setting, installs nothing (the one exception the client may ask
-# for: the probe's own CPU affinity, see "Requests").
+# for: the probe's own CPU affinity, see "Requests" and confine).
 #
 # Protocol 2 (each frame says "Iprobe-protocol 2"). Shape: a forwarder reads one request per line on stdin
 # and hands it to this shell's loop, which walks the directories with shell globs (builtins, no fork) and
@@ -492,12 +492,13 @@ irqs() {
   done
 }
 
-# A request is "<letters> [<container id> | @<cpu>]":
+# Requests. A request is "<letters> [<container id> | @<cpu> | -] [<cpulist> | ?]":
 #   s static  g grid  c cgroup detail  t pod tasks  T pod tasks with status  a every task's stat
 #   w pod tasks with schedstat (run-queue wait)  i IRQs  n names  q quit;  the id (hex only, else
 #   ignored) is the focused container: all of its files and tasks (with schedstat) every time; @<cpu>
 #   is the focused CPU: the every-task scan ("a") adds schedstat for the tasks that last ran there,
-#   and /proc/interrupts is read (its timer and IPI rows).
+#   and /proc/interrupts is read (its timer and IPI rows). The cpulist (digits, commas, dashes; once per
+#   connection) asks the probe to keep to those CPUs (confine); "?" says the client knows none.
 # the probe's processes: this shell and its children (the forwarder, the loop, awk: the kernel lists them
 # in /proc/<pid>/task/<pid>/children, CONFIG_PROC_CHILDREN), else this shell and the loop; awk adds itself
 own_pids() {
