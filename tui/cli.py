@@ -140,6 +140,9 @@ def build_parser(cmd: str) -> argparse.ArgumentParser:
         _common(p)
         p.add_argument("--json", action="store_true", help="one JSON object (a list with several targets)")
         p.add_argument("--samples", type=_positive(int), default=1, help="samples to take; rates need 2 (default 1)")
+        p.add_argument("--timeout", type=_positive(), default=30.0,
+                       help="seconds for the whole run of one target, connecting and every sample (default 30); "
+                            "a target not done by then is said, with the file its probe was at, as unread")
         p.add_argument("--replay", metavar="FILE", help="read the nodes from a recording instead")
         p.add_argument("--at", metavar="TIME", help="with --replay: ISO time, HH:MM[:SS], epoch or -5m (default: the end)")
     elif cmd == "exporter":
@@ -388,7 +391,8 @@ async def _one(target, a) -> tuple[dict | None, str | None]:
         address = target.address
         opts = dataclasses.replace(opts, root=target.root or opts.root, sudo=target.sudo or opts.sudo)
     try:
-        report = await snapshot(address, opts, samples=max(1, a.samples), interval=a.interval)
+        report = await snapshot(address, opts, samples=max(1, a.samples), interval=a.interval,
+                                timeout=a.timeout)
     except PinscopeError as err:
         if isinstance(target, str) or str(err).startswith(f"{target.name}:"):
             return None, str(err)

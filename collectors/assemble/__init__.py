@@ -28,7 +28,10 @@ def _frame_problems(static: Frame, tick: Frame) -> list[Problem]:
     warnings = static.warnings + ([] if tick is static else tick.warnings)
     problems: list[Problem] = [Problem("probe", w) for w in dict.fromkeys(warnings)]
     for p, n in sorted((static.truncated | tick.truncated).items()):
-        problems.append(Problem(p, f"larger than {n} bytes: cut at {n} bytes (the rest was not read)"))
+        if p in tick.files or p in static.files:
+            problems.append(Problem(p, f"larger than {n} bytes: cut at {n} bytes (the rest was not read)"))
+        else:  # said before it was opened (probe.sh precheck): nothing of it was read
+            problems.append(Problem(p, f"larger than {n} bytes: not read"))
     for p, kind in sorted((static.refused | tick.refused).items()):
         problems.append(Problem(p, f"is a {kind}, not a regular file: not opened"))
     for p in sorted(static.nonutf8 | tick.nonutf8):

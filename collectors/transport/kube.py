@@ -264,7 +264,7 @@ class KubeTransport(FrameStream):
         pod, owned, self.pod, self.owned = self.pod, self.owned, None, False
         if stream is not None:
             with contextlib.suppress(Exception):
-                await stream.close_stdin(0.2 if owned else 1.0)
+                await stream.close_stdin(0.2 if owned else 1.0, quit=self.idle)
         if pod and owned and self.api is not None:
             with contextlib.suppress(KubeError, Unreachable):
                 await self._call(self.api.delete_namespaced_pod, "delete", "pods", self.namespace, 1.5,

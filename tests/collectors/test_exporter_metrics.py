@@ -285,3 +285,50 @@ def test_a_node_whose_tree_vanished_reads_0_and_says_why(tmp_path, how, capsys):
     err = capsys.readouterr().err
     assert st.error.startswith("nothing of the node could be read (no CPU): /sys/devices/system/cpu/online: missing")
     assert f"pinscope exporter: xeon: {st.error}\n" in err
+
+
+def test_a_state_file_that_becomes_a_fifo_is_gone_from_the_next_read_not_carried(tmp_path):
+    """Issue 22 item 5: the deeper frames carried between reads kept the old checkpoint after the file
+    became a FIFO (exclusive CPUs and no STATE_UNREADABLE for the next 9 reads). The read that finds the
+    FIFO drops it: no exclusive CPU from it, the finding fires, the file is named as refused."""
+    import asyncio
+    import os
+
+    from collectors.collect import NodeCollector, Options
+    from collectors.exporter.serve import exporter_depth
+    from collectors.sim.node import SimNode
+    from collectors.transport.local import LocalTransport
+
+    root = tmp_path / "n"
+    SimNode(dual_socket_intel(), root).write()
+    state = root / "var/lib/kubelet/cpu_manager_state"
+
+    async def go():
+        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
+        await col.connect()
+        try:
+            out = []
+            for i in range(4):
+                if i == 2:
+                    state.unlink()
+                    os.mkfifo(state)
+                rep = await col.tick(exporter_depth(col.ticks))
+                out.append((rep, node_samples("xeon", rep)))
+            return out
+        finally:
+            await col.close()
+
+    seen = asyncio.run(asyncio.wait_for(go(), 60))
+    for rep, s in seen[:2]:
+        roles = {x.labels["role"]: x.value for x in s["pinscope_cpus"]}
+        assert roles["exclusive"] == 8.0
+        assert "STATE_UNREADABLE" not in {x.labels["code"] for x in s["pinscope_finding"]}
+    for rep, s in seen[2:]:
+        assert "c" not in rep.snapshot.request.split(" ")[0]  # grid reads: the deeper frame is carried
+        # the cgroups' cpusets may still show CPUs exclusive (the kernel's word); kubelet's is gone
+        assert rep.snapshot.state_status == "unreadable"
+        assert not [x for x in s["pinscope_container_exclusive_cpus"] if x.value]
+        assert "STATE_UNREADABLE" in {x.labels["code"] for x in s["pinscope_finding"]}
+        assert any(p.source == "/var/lib/kubelet/cpu_manager_state" and "fifo" in p.message
+                   for p in rep.snapshot.problems)
+        assert rep.snapshot.state is None

@@ -13,6 +13,7 @@ from collectors.transport.local import LocalTransport
 from collectors.text import CONTROL, display
 from helpers import need
 from nodes import HOSTILE, hostile
+from probe_procs import StopAwk, fifo_and_endless_line, gone, probe_procs, rchar
 from test_probe_shells import toolbox
 
 SHELLS = ("dash", "busybox", "bash")
@@ -73,9 +74,7 @@ def _bytes_read() -> int:
 WHOLE = 50_000_000
 
 
-@pytest.mark.parametrize("shell", [pytest.param("busybox", marks=pytest.mark.xfail(
-    strict=True, reason="issue 22 item 4: busybox awk reads a kubelet file's line whole (51 MB for this one)"))
-    if s == "busybox" else s for s in SHELLS])
+@pytest.mark.parametrize("shell", SHELLS)
 def test_a_50mb_checkpoint_is_cut_at_1mib_and_not_read_further(tmp_path, shell):
     """The probe reads at most its budget of a huge file: counted in bytes read, against the same node with a
     normal checkpoint (it was a time, under a second more: a loaded machine failed it, and a fast awk reading
@@ -295,3 +294,57 @@ def test_a_pod_whose_log_directory_cannot_be_matched_is_not_drift(tmp_path):
         PodSpec("web", "default", qos="Burstable", containers=[CtrSpec("w")])]), root).write()
     o = read(root)
     assert [f["code"] for f in o["findings"] if f["severity"] != "info"] == []
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_fifo_and_a_1gb_line_in_cgroup_files_are_refused_unread_and_nothing_is_left(tmp_path, shell):
+    """Issue 22 item 4: a FIFO where a container's cpuset.cpus.effective should be hung snapshot forever; a
+    1 GB cpu.stat without a newline made awk read it whole. Both are said and never opened: the probe
+    reads far less than the one file's size (rchar of its processes), and it ends whole on close."""
+    root = tmp_path / "node"
+    fifo, big, link, _ = fifo_and_endless_line(root)
+    bindir = toolbox(tmp_path, shell)
+    old = os.environ["PATH"]
+    os.environ["PATH"] = f"{bindir}:{old}"
+
+    async def go():
+        col = NodeCollector("local", Options(root=str(root), frame_timeout=20), LocalTransport(str(root)))
+        await col.connect()
+        try:
+            reports = [await col.tick("gcTai"), await col.tick("g")]
+            read = sum(rchar(p) for p in probe_procs(root))
+            return reports, read
+        finally:
+            await col.close()
+
+    try:
+        reports, read = asyncio.run(asyncio.wait_for(go(), 60))
+    finally:
+        os.environ["PATH"] = old
+    assert read < 8 << 20, f"the probe read {read} bytes"
+    for rep in reports:
+        probs = {(p.source, p.message) for p in rep.snapshot.problems}
+        assert (fifo, "is a fifo, not a regular file: not opened") in probs
+        assert (big, "larger than 1048576 bytes: not read") in probs
+        assert (link, "is a symlink, not a regular file: not opened") in probs
+        assert len(rep.snapshot.pods) > 2  # the rest of the node is read
+    assert probe_procs(root) == []
+
+
+def test_snapshot_and_check_have_a_deadline_that_names_the_target_and_end_the_whole_probe(tmp_path):
+    """Issue 22 item 4: a probe stuck in a read kept snapshot waiting forever, and closing killed its sh
+    only. --timeout ends the run with one line naming the target, the exit code of an unread node (1,
+    check 3), and no process of the probe is left (awk included, stopped in its read)."""
+    from helpers import run_cli
+
+    root = tmp_path / "node"
+    SimNode(hostile_node()[0], root).write()
+    for cmd, code in (("snapshot", 1), ("check", 3)):
+        with StopAwk(root) as stop:
+            r = run_cli(cmd, "--timeout", "3", "--samples", "2", "--interval", "1", "--root", str(root), "local")
+        assert stop.stopped, "awk was never seen"
+        assert r.returncode == code, (r.returncode, r.stderr)
+        (line,) = r.stderr.splitlines()
+        assert line.startswith("pinscope: local: no answer within 3 s"), line
+        assert "Traceback" not in r.stderr
+        assert gone(root) == []

@@ -314,3 +314,14 @@ def test_static_without_reserved_cpus_says_kubelet_chooses(tmp_path):
     snap = asyncio.run(snapshot("local", Options(root=str(tmp_path)))).snapshot
     msg = " ".join(p.message for p in snap.problems)
     assert "reservedSystemCPUs is not set: kubelet reserves 1 CPU of its own choosing" in msg
+
+
+def test_the_last_file_of_a_frame_that_did_not_end_is_named():
+    """What snapshot/check say when their deadline passes: the last file the probe sent (escaped names
+    unescaped), from the part of the frame that came."""
+    from collectors.transport.base import last_path
+
+    assert last_path(b"B4 g\nC/sys/fs/cgroup/a\\nb.scope\nFcpu.stat\nLusage_usec 1\nC/proc\nFstat\nLcpu 1\n") == "/proc/stat"
+    assert last_path(b"B4 g\nC/sys/fs/cgroup/a\\nb.scope\nFcpu.stat\nLx\n") == "/sys/fs/cgroup/a\nb.scope/cpu.stat"
+    assert last_path(b"B4 g\nNfifo /var/lib/kubelet/cpu_manager_state\n") == "/var/lib/kubelet/cpu_manager_state"
+    assert last_path(b"B4 g\n") is None

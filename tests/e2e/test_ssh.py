@@ -187,3 +187,28 @@ def test_every_ssh_error_class_is_its_kind_and_one_plain_line(server, node_root,
     finally:
         if listener is not None:
             listener.close()
+
+
+def test_a_fifo_and_a_1gb_line_over_ssh_are_refused_and_a_stuck_probe_ends_whole(server, tmp_path):
+    """Issue 22 item 4 over a real sshd: the FIFO and the endless line are said, never opened, and the
+    probe reads far less than that file; a probe whose awk is stuck in a read is ended whole on the node
+    when the run's deadline passes (SSH does not forward signals: the probe's forwarder sees its stdin end
+    and kills its process group)."""
+    from probe_procs import StopAwk, fifo_and_endless_line, gone
+
+    root = tmp_path / "node"
+    fifo, big, link, _ = fifo_and_endless_line(root)
+    r = run_cli("snapshot", "--json", "--root", str(root), *server.args(), server.target)
+    assert r.returncode == 0, r.stderr
+    errs = {(e["source"], e["message"]) for e in json.loads(r.stdout)["errors"]}
+    assert (fifo, "is a fifo, not a regular file: not opened") in errs
+    assert (big, "larger than 1048576 bytes: not read") in errs
+    assert (link, "is a symlink, not a regular file: not opened") in errs
+    assert gone(root) == []
+    with StopAwk(root) as stop:
+        r = run_cli("snapshot", "--timeout", "3", "--samples", "2", "--root", str(root), *server.args(),
+                    server.target)
+    assert stop.stopped and r.returncode == 1, r.stderr
+    (line,) = r.stderr.splitlines()
+    assert line.startswith(f"pinscope: {server.target}: ") and "no answer within 3 s" in line, line
+    assert gone(root) == [], "the probe outlived its connection"
