@@ -769,9 +769,11 @@ case $(awk -W version 2>&1 </dev/null) in
     l=PPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPP
     i=0
     while [ $i -lt 128 ]; do PAD="$PAD$l
-"; i=$((i + 1)); done
-    command -v od >/dev/null 2>&1 && OD=od ;;
+"; i=$((i + 1)); done ;;
 esac
+# kubelet's files go through od under every awk: any awk reads a line whole (a corrupt or hostile
+# checkpoint can be one endless line), od stops at its budget
+command -v od >/dev/null 2>&1 && OD=od
 esc "$R"
 PSROOT=$E
 export PSROOT
