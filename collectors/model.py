@@ -140,7 +140,16 @@ class CpuManagerState:
     entries: dict
     pod_entries: dict = field(default_factory=dict)
     checksum: int | None = None
-    checksum_ok: bool | None = None  # None: not verifiable (legacy 0, or a version we cannot render)
+    checksum_ok: bool | None = None  # None: not verified (legacy 0, accepted unchecked as kubelet does)
+    checksum_as: str = ""  # what the checksum verified as: the Go struct name, or "data" (v4)
+
+    def pod_level(self, uid: str) -> frozenset[int]:
+        """The CPUs pod `uid` holds as a whole (v3+ podEntries, pod-level resources) that none of its
+        containers holds: exclusive to the pod, owned by no container."""
+        held = self.pod_entries.get(uid)
+        if not held:
+            return frozenset()
+        return held - frozenset().union(*self.entries.get(uid, {}).values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +163,11 @@ class MemoryAssignment:
 class MemoryManagerState:
     policy: str
     entries: dict  # pod uid -> container -> tuple[MemoryAssignment]
+    pod_entries: dict = field(default_factory=dict)  # pod uid -> tuple[MemoryAssignment] (pod-level, v2+)
+    version: int = 1
+    checksum: int | None = None
+    checksum_ok: bool | None = None  # as CpuManagerState's
+    checksum_as: str = ""
 
 
 class CgroupFiles(NamedTuple):
