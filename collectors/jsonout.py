@@ -80,8 +80,8 @@ def _cpus_json(snap: NodeSnapshot, rates: Rates | None) -> list[dict]:
             "id": c.id, "online": c.online, "socket": c.socket, "die": c.die, "numa_node": c.numa_node,
             "core": c.core, "siblings": list(c.siblings), "l3": c.l3,
             "role": r.role if r else ("offline" if not c.online else "unassigned"),
-            "owners": [{"pod_uid": o.pod_uid, "namespace": o.namespace, "pod": o.pod, "container": o.container}
-                       for o in (r.owners if r else ())],
+            "owners": [{"pod_uid": o.pod_uid, "namespace": o.namespace, "pod": o.pod, "container": o.container,
+                        "pod_level": o.pod_level} for o in (r.owners if r else ())],
             "util": _r(rates.util.get(c.id)) if rates else None,
             **_cpu_noise(c.id, rates),
         })
@@ -147,11 +147,24 @@ def _kubelet_json(snap: NodeSnapshot) -> dict:
         "kube_reserved": dict(k.kube_reserved), "system_reserved": dict(k.system_reserved),
         "sources": dict(k.sources),
         "state_file": snap.state_file,
+        "state_status": snap.state_status,
         "state": None if snap.state is None else {
             "version": snap.state.version, "policy": snap.state.policy,
             "default_cpuset": sorted(snap.state.default_cpuset), "checksum_ok": snap.state.checksum_ok,
+            "checksum_as": snap.state.checksum_as or None,
+            "pod_entries": {uid: sorted(cs) for uid, cs in sorted(snap.state.pod_entries.items())},
         },
+        "memory_state": _memory_json(snap),
     }
+
+
+def _memory_json(snap: NodeSnapshot) -> dict | None:
+    """memory_manager_state: its version, policy and whether its checksum is one kubelet accepts."""
+    m = snap.memory_state
+    if m is None:
+        return None
+    return {"version": m.version, "policy": m.policy, "checksum_ok": m.checksum_ok,
+            "checksum_as": m.checksum_as or None, "pod_entries": sorted(m.pod_entries)}
 
 
 def _name_by_api(p: dict, ap) -> None:

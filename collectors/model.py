@@ -239,6 +239,7 @@ class Owner(NamedTuple):
     namespace: str | None
     pod: str | None
     container: str | None
+    pod_level: bool = False  # held by the pod as a whole (checkpoint v3+ podEntries): container is None
 
 
 class CpuRole(NamedTuple):
@@ -296,7 +297,7 @@ class NodeSnapshot:
     irqs: tuple[Irq, ...] | None = None
     all_tasks: tuple[Task, ...] | None = None  # every task on the node (slow cadence), None if not read
     roles_from: str = "state"  # "state" | "cgroups" (fallback) | "policy-none"
-    state_status: str = "ok"  # ok | missing | unreadable | invalid
+    state_status: str = "ok"  # ok | missing | unreadable | invalid | cut (larger than the read bound: unknown)
     init_allowed: frozenset[int] | None = None  # PID 1's Cpus_allowed_list (systemd CPUAffinity)
     problems: tuple[Problem, ...] = ()
     request: str = ""

@@ -66,11 +66,17 @@ def sudo_was_refused(static: Frame) -> bool:
     return any(w.startswith("sudo -n was refused") for w in static.warnings)
 
 
-def cpu_manager_state(files: dict, unreadable: set, kubelet, problems: list, refused=(), sudo_refused=False):
-    """-> (state or None, state_status, state_file path)."""
+def cpu_manager_state(files: dict, unreadable: set, kubelet, problems: list, refused=(), sudo_refused=False,
+                      cut=()):
+    """-> (state or None, state_status, state_file path). A file larger than the probe's read bound was not
+    read whole: "cut", never "invalid" (a valid checkpoint may be that large; its content is unknown)."""
     state_file = f"{kubelet.root_dir.rstrip('/')}/cpu_manager_state"
     state = None
-    if state_file in files:
+    if state_file in cut:
+        problems.append(Problem(state_file, "not read whole (larger than pinscope's read bound): kubelet's "
+                                "CPU assignments are unknown; the file itself may be valid"))
+        state_status = "cut"
+    elif state_file in files:
         state, sp = _state_cached(files[state_file], state_file)
         problems.extend(sp)
         state_status = "ok" if state is not None else "invalid"
@@ -82,10 +88,10 @@ def cpu_manager_state(files: dict, unreadable: set, kubelet, problems: list, ref
     return state, state_status, state_file
 
 
-def memory_manager_state(sfiles: dict, kubelet):
-    """-> (memory manager state or None, problems): from the static frame."""
+def memory_manager_state(sfiles: dict, kubelet, cut=()):
+    """-> (memory manager state or None, problems): from the static frame (a file not read whole: unknown)."""
     problems: list[Problem] = []
     mm_file = f"{kubelet.root_dir.rstrip('/')}/memory_manager_state"
-    mm_text = sfiles.get(mm_file)
+    mm_text = sfiles.get(mm_file) if mm_file not in cut else None
     state = parse_memory_manager_state(mm_text, mm_file, problems) if mm_text is not None else None
     return state, tuple(problems)

@@ -44,6 +44,8 @@ def read_partial(ctx):
                               "Drain the node, delete <root-dir>/cpu_manager_state, then restart kubelet (kubelet's own message asks for exactly this)."),
     "STATE_CHECKSUM_MISMATCH": ("warning", "the state file's checksum does not match its content",
                                 "The file may have been edited by hand; kubelet verifies the checksum when it restores the checkpoint."),
+    "STATE_NOT_READ_WHOLE": ("info", "cpu_manager_state is larger than pinscope reads: it was not read whole, kubelet's assignment is unknown (the file may well be valid)",
+                             "Nothing to do on the node for this alone; the checks that need kubelet's assignment were not run."),
 })
 def state_file(ctx):
     k, st, snap, sf = ctx.k, ctx.st, ctx.snap, ctx.sf
@@ -53,9 +55,13 @@ def state_file(ctx):
         why = [f"{p.source}: {p.message}" for p in snap.problems if p.source == sf] or [f"{sf}: {snap.state_status}"]
         yield finding("STATE_UNREADABLE", f"cpu_manager_state is {snap.state_status}: kubelet's CPU assignments are unknown",
                       why + [f"policy {k.cpu_manager_policy!r} ({k.sources.get('cpu_manager_policy', 'default')})"])
+    if snap.state_status == "cut":
+        yield finding("STATE_NOT_READ_WHOLE", f"{sf} was not read whole (larger than pinscope's read bound): "
+                      "kubelet's CPU assignments are unknown, not invalid",
+                      [f"{p.source}: {p.message}" for p in snap.problems if p.source == sf])
     if st is not None and st.checksum_ok is False:
         yield finding("STATE_CHECKSUM_MISMATCH", f"{sf}: checksum {st.checksum} does not match the content",
-                      [p.message for p in snap.problems if p.source == sf and "checksum" in p.message])
+                      [p.message for p in snap.problems if p.source == sf and "checksum" in p.message.lower()])
     if st is not None and k.cpu_manager_policy and st.policy != k.cpu_manager_policy:
         yield finding("STATE_POLICY_MISMATCH",
                       f"state file says policy {st.policy!r}, kubelet is configured with {k.cpu_manager_policy!r}",

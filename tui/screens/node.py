@@ -196,12 +196,15 @@ class NodeScreen(ReportScreen):
                 t.append(f"\nbusiest softirqs: {busiest}")
         else:
             t.append("\nshade = load ▁▂▃▄▅▆▇█   ! = finding   letter = pod")
+        if v.snap and any(o.pod_level for r in v.snap.roles for o in r.owners):
+            t.append("\nlower-case letter = CPUs the pod holds as a whole (pod-level resources)")
         if v.snap:
             c = v.snap.role_of(self.query_one(CoreGrid).cursor)
             cpu = v.snap.topology.cpu(c.id) if c else None
             if c and cpu:
                 u = v.rates.util.get(c.id) if v.rates else None
-                who = ", ".join(f"{o.namespace or '?'}/{o.pod or o.pod_uid[:8]}/{o.container or '?'}" for o in c.owners)
+                who = ", ".join(f"{o.namespace or '?'}/{o.pod or o.pod_uid[:8]}/"
+                                + ("(whole pod)" if o.pod_level else o.container or "?") for o in c.owners)
                 t.append(f"\ncpu{c.id}: {c.role}  socket {cpu.socket} NUMA {cpu.numa_node} core {cpu.core} "
                          f"sib {format_cpuset(cpu.siblings)}  load {'-' if u is None else f'{u * 100:.0f}%'}")
                 nz = v.rates.noise.get(c.id) if v.rates else None

@@ -1,0 +1,119 @@
+"""Kubelet's v3+/v4 checkpoints end to end, through the real probe over a fixture node tree (collectors.sim):
+pod-level CPUs (podEntries, pod-level resources) are exclusive to their pod in the roles, `snapshot --json`
+and the exporter, with no finding about them; a corrupt v4 is a checksum warning, never silent; a valid
+checkpoint larger than pinscope reads is "not read whole", never critical, never "delete the file".
+"""
+from __future__ import annotations
+
+import json
+
+from collectors.exporter.metrics import node_samples
+from collectors.findings import evaluate
+from collectors.jsonout import to_json
+from collectors.parse.kubelet import fnv1a32
+from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+from helpers import read_sim, run_cli
+
+RT = "11111111-2222-3333-4444-555555555555"
+WHOLE = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
+# kubelet 1.37's v4 (k/k state/checkpoint.go CPUManagerCheckpointData): the state is the JSON string in data
+DATA = json.dumps({"policyName": "static", "defaultCpuSet": "0,3-4,7", "entries": {RT: {"app": "1,5"}},
+                   "podEntries": {WHOLE: {"cpuSet": "2,6"}}}, separators=(",", ":"))
+
+
+def v4(data_checksum: int | None = None) -> str:
+    """The outer (legacy) fields name other CPUs on purpose: a reader that takes podEntries or entries from
+    the outer document instead of from data gets 3,7 as the pod's and 2,6 as nobody's."""
+    return json.dumps({"policyName": "static", "defaultCpuSet": "0,2,4,6", "entries": {RT: {"app": "1,5"}},
+                       "podEntries": {WHOLE: {"cpuSet": "3,7"}}, "checksum": 0, "data": DATA,
+                       "dataChecksum": fnv1a32("(string)" + DATA) if data_checksum is None else data_checksum})
+
+
+def spec(state_text: str) -> NodeSpec:
+    """1 socket, 4 cores x 2 threads (siblings N, N+4); reserved 0,4; rt/app pinned to 1,5; the pod
+    'whole' holds 2,6 as a pod (its container, with a 2-CPU limit, runs there and has no entry of its own)."""
+    return NodeSpec(hostname="t", sockets=1, cores=4, threads=2, reserved="0,4", init_affinity="0,4",
+                    state_text=state_text,
+                    pods=[PodSpec("rt", "prod", uid=RT, containers=[CtrSpec("app", cpus="1,5")]),
+                          PodSpec("whole", "prod", uid=WHOLE,
+                                  containers=[CtrSpec("worker", effective="2,6", quota_cores=2)])])
+
+
+def test_v4_pod_level_cpus_are_the_pods_everywhere(tmp_path):
+    r = read_sim(spec(v4()), tmp_path, samples=1)
+    snap = r.snapshot
+    assert (snap.state.version, snap.state.checksum_ok) == (4, True)
+    roles = {c.id: c for c in snap.roles}
+    assert [roles[c].role for c in range(8)] == ["reserved", "exclusive", "exclusive", "shared",
+                                                  "reserved", "exclusive", "exclusive", "shared"]
+    for c in (2, 6):
+        (o,) = roles[c].owners
+        assert (o.pod_uid, o.pod, o.container, o.pod_level) == (WHOLE, "whole", None, True)
+    (o,) = roles[1].owners
+    assert (o.pod, o.container, o.pod_level) == ("rt", "app", False)
+    # nothing cries wolf: the container runs in its pod's CPUs, not "drifted" from the shared pool, not
+    # "Guaranteed but unpinned", and the pod's core is not "split"
+    assert [f"{f.code}: {f.message}" for f in r.findings if f.severity != "info"] == []
+    assert list(r.findings) == evaluate(snap, r.rates)
+
+    js = to_json(snap, r.rates, r.findings)
+    cpus = {c["id"]: c for c in js["cpus"]}
+    assert cpus[2]["role"] == "exclusive" and cpus[2]["owners"] == [
+        {"pod_uid": WHOLE, "namespace": "prod", "pod": "whole", "container": None, "pod_level": True}]
+    assert cpus[1]["owners"][0]["container"] == "app" and cpus[1]["owners"][0]["pod_level"] is False
+    assert js["kubelet"]["state"]["pod_entries"] == {WHOLE: [2, 6]}
+
+    s = node_samples("t", r)
+    info = {x.labels["cpu"]: x.labels for x in s["pinscope_cpu_info"]}
+    assert {k: info["2"][k] for k in ("role", "namespace", "pod", "container", "owner_level")} == {
+        "role": "exclusive", "namespace": "prod", "pod": "whole", "container": "", "owner_level": "pod"}
+    assert info["1"]["owner_level"] == "container" and info["3"]["owner_level"] == ""
+    assert [(x.labels["pod"], x.value) for x in s["pinscope_pod_exclusive_cpus"]] == [("whole", 2.0)]
+    assert {x.labels["role"]: x.value for x in s["pinscope_cpus"]}["exclusive"] == 4
+
+
+def test_snapshot_json_cli_shows_the_pod_level_owner(tmp_path):
+    from collectors.sim.node import SimNode
+
+    SimNode(spec(v4()), tmp_path).write()
+    out = run_cli("snapshot", "--json", "--samples", "1", "--root", str(tmp_path), "local")
+    assert out.returncode == 0, out.stderr
+    cpus = {c["id"]: c for c in json.loads(out.stdout)["cpus"]}
+    assert [(o["pod"], o["container"], o["pod_level"]) for o in cpus[6]["owners"]] == [("whole", None, True)]
+    assert cpus[3]["role"] == "shared" and cpus[3]["owners"] == []
+
+
+def test_corrupt_v4_is_a_checksum_warning(tmp_path):
+    r = read_sim(spec(v4(data_checksum=1234)), tmp_path, samples=1)
+    got = [(f.code, f.severity) for f in r.findings if f.severity != "info"]
+    assert got == [("STATE_CHECKSUM_MISMATCH", "warning")]
+    (f,) = [f for f in r.findings if f.code == "STATE_CHECKSUM_MISMATCH"]
+    assert any("dataChecksum 1234 does not match" in e for e in f.evidence)
+
+
+def big_valid_checkpoint() -> str:
+    """A valid v2 checkpoint over 1 MiB (pinscope's bound for kubelet's files): kubelet ignores the
+    unknown key, and the checksum (over the known fields) is the one kubelet writes."""
+    from collectors.parse.kubelet import checksum_v2
+
+    entries = {RT: {"app": "1,5"}}
+    return json.dumps({"policyName": "static", "defaultCpuSet": "0,2-4,6-7", "entries": entries,
+                       "padding": "x" * (1 << 20), "checksum": checksum_v2("static", "0,2-4,6-7", entries)})
+
+
+def test_oversize_valid_checkpoint_is_not_read_whole_not_corrupt(tmp_path):
+    text = big_valid_checkpoint()
+    assert len(text) > (1 << 20)
+    sp = spec(text)
+    sp.pods = sp.pods[:1]
+    r = read_sim(sp, tmp_path, samples=1)
+    assert r.snapshot.state_status == "cut" and r.snapshot.state is None
+    codes = {f.code: f for f in r.findings}
+    assert "STATE_NOT_READ_WHOLE" in codes and codes["STATE_NOT_READ_WHOLE"].severity == "info"
+    assert "STATE_UNREADABLE" not in codes
+    assert [f.code for f in r.findings if f.severity == "critical"] == []
+    for f in r.findings:  # no advice to delete a healthy node's state
+        assert "delete" not in (f.message + f.hint).lower(), f
+    out = run_cli("check", "--root", str(tmp_path), "local")
+    assert out.returncode == 4, (out.returncode, out.stdout, out.stderr)
+    assert "not read whole" in out.stdout
