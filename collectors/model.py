@@ -297,7 +297,8 @@ class NodeSnapshot:
     irqs: tuple[Irq, ...] | None = None
     all_tasks: tuple[Task, ...] | None = None  # every task on the node (slow cadence), None if not read
     roles_from: str = "state"  # "state" | "cgroups" (fallback) | "policy-none"
-    state_status: str = "ok"  # ok | missing | unreadable | invalid | cut (larger than the read bound: unknown)
+    # ok | missing | unreadable | invalid | cut (larger than the read bound: unknown) | refused (root-dir climbs out)
+    state_status: str = "ok"
     init_allowed: frozenset[int] | None = None  # PID 1's Cpus_allowed_list (systemd CPUAffinity)
     problems: tuple[Problem, ...] = ()
     request: str = ""

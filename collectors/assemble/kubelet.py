@@ -5,11 +5,12 @@ it); the state file changes when pods come and go, not every tick, so each text 
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 
 from ..errors import UNREAD, Problem
 from ..frames import Frame
-from ..parse.kubelet import parse_cpu_manager_state, parse_kubelet_config, parse_memory_manager_state
+from ..parse.kubelet import climbs_out, parse_cpu_manager_state, parse_kubelet_config, parse_memory_manager_state
 from ..parse.topology import parse_topology
 
 
@@ -43,15 +44,23 @@ def static_parts(static: Frame):
     cfg_path = sinfo.get("kubelet-config") or None
     pid = int(sinfo["kubelet-pid"]) if sinfo.get("kubelet-pid", "").isdigit() else None
     ddir = _dropin_dir(static.argv)
+    for what, path in (("--root-dir", root_dir), ("--config", cfg_path), ("--config-dir", ddir)):
+        if path and climbs_out(path):  # probe.sh read nothing there
+            sprobs.append(Problem(path, f"{what} {path!r} refused: not absolute, or it climbs with "
+                                  "'..' (under --root it would lead outside the prefix); nothing was read there"))
+    ddir = None if ddir and climbs_out(ddir) else ddir
     dropins = [(p, t) for p, t in static.files.items()
                if ddir and p.startswith(ddir.rstrip("/") + "/") and p.endswith(".conf")]
-    if cfg_path:
+    refused_cfg = bool(cfg_path) and climbs_out(cfg_path)
+    if cfg_path and not refused_cfg:
         unreadable_problem(sprobs, static.unreadable, cfg_path, "kubelet config", sudo_refused=sudo_was_refused(static))
         if cfg_path not in static.files and cfg_path not in static.unreadable and cfg_path not in static.refused \
                 and pid is not None:
             sprobs.append(Problem(cfg_path, "kubelet config named by --config is missing"))
-    kubelet = parse_kubelet_config(static.files.get(cfg_path) if cfg_path else None, cfg_path, dropins,
-                                   static.argv, sprobs, pid=pid, root_dir=root_dir)
+    kubelet = parse_kubelet_config(static.files.get(cfg_path) if cfg_path and not refused_cfg else None, cfg_path,
+                                   dropins, static.argv, sprobs, pid=pid, root_dir=root_dir)
+    if refused_cfg and "cpu_manager_policy" not in kubelet.sources:  # its policy is unknown, not "none"
+        kubelet = replace(kubelet, parsed=False, cpu_manager_policy=None)
     return topo, kubelet, tuple(sprobs)
 
 
@@ -72,7 +81,9 @@ def cpu_manager_state(files: dict, unreadable: set, kubelet, problems: list, ref
     read whole: "cut", never "invalid" (a valid checkpoint may be that large; its content is unknown)."""
     state_file = f"{kubelet.root_dir.rstrip('/')}/cpu_manager_state"
     state = None
-    if state_file in cut:
+    if climbs_out(kubelet.root_dir):  # refused, said by static_parts: nothing was read there
+        state_status = "refused"
+    elif state_file in cut:
         problems.append(Problem(state_file, "not read whole (larger than pinscope's read bound): kubelet's "
                                 "CPU assignments are unknown; the file itself may be valid"))
         state_status = "cut"
@@ -92,6 +103,6 @@ def memory_manager_state(sfiles: dict, kubelet, cut=()):
     """-> (memory manager state or None, problems): from the static frame (a file not read whole: unknown)."""
     problems: list[Problem] = []
     mm_file = f"{kubelet.root_dir.rstrip('/')}/memory_manager_state"
-    mm_text = sfiles.get(mm_file) if mm_file not in cut else None
+    mm_text = sfiles.get(mm_file) if mm_file not in cut and not climbs_out(kubelet.root_dir) else None
     state = parse_memory_manager_state(mm_text, mm_file, problems) if mm_text is not None else None
     return state, tuple(problems)

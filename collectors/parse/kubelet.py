@@ -17,7 +17,7 @@ from .cpuset import CpusetError, parse_cpuset
 from .gojson import fnv1a32
 from .memstate import parse_memory_manager_state
 
-__all__ = ["MAX_JSON", "checksum_v1", "checksum_v2", "fnv1a32", "parse_cpu_manager_state", "parse_flags",
+__all__ = ["MAX_JSON", "checksum_v1", "checksum_v2", "climbs_out", "fnv1a32", "parse_cpu_manager_state", "parse_flags",
            "parse_kubelet_config", "parse_memory_manager_state"]
 
 
@@ -60,7 +60,17 @@ _FIELDS = {
 _MAPS = {"cpu_manager_policy_options", "kube_reserved", "system_reserved"}
 
 
+def climbs_out(path: str) -> bool:
+    """A path from the node that is not absolute or has a '..' component: under --root it would lead
+    outside the prefix (probe.sh refuses the same paths and reads nothing under them)."""
+    return not path.startswith("/") or ".." in path.split("/")
+
+
 def _coerce(field: str, value, src: str, problems: list):
+    if field == "pod_logs_dir" and isinstance(value, str) and climbs_out(value):
+        problems.append(Problem(src, f"podLogsDir {value!r} refused: not absolute, or it climbs with '..' "
+                                "(it would lead outside --root); /var/log/pods is read instead"))
+        return None
     if field == "reserved_cpus":
         text = ",".join(str(v) for v in value) if isinstance(value, list) else str(value)
         try:

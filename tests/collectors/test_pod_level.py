@@ -117,3 +117,40 @@ def test_oversize_valid_checkpoint_is_not_read_whole_not_corrupt(tmp_path):
     out = run_cli("check", "--root", str(tmp_path), "local")
     assert out.returncode == 4, (out.returncode, out.stdout, out.stderr)
     assert "not read whole" in out.stdout
+
+
+def test_root_dir_and_pod_logs_dir_that_climb_out_of_root_are_refused(tmp_path):
+    """kubelet --root-dir /../outside (and podLogsDir /var/../../outside-logs) under --root: a checkpoint
+    waits there, outside the prefix; pinscope reads nothing there and says why (no critical either)."""
+    root = tmp_path / "root"
+    sp = spec(v4())
+    sp.kubelet_root = "/../outside"
+    sp.config_text = ("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+                      "cpuManagerPolicy: static\nreservedSystemCPUs: \"0,4\"\npodLogsDir: /var/../../outside-logs\n")
+    r = read_sim(sp, root, samples=1)
+    assert (tmp_path / "outside" / "cpu_manager_state").is_file()  # the sim did plant it there
+    snap = r.snapshot
+    assert snap.state is None and snap.state_status == "refused"
+    said = {p.source: p.message for p in snap.problems}
+    assert "'/../outside' refused" in said["/../outside"]
+    assert any("podLogsDir '/var/../../outside-logs' refused" in m for m in said.values())
+    assert snap.kubelet.pod_logs_dir == "/var/log/pods"
+    assert [f.code for f in r.findings if f.severity == "critical"] == []
+    assert not any(f.code == "STATE_UNREADABLE" for f in r.findings)
+
+    # the probe itself read nothing there (the client's refusal alone would not keep the node's files in)
+    import asyncio
+
+    from collectors.transport.local import LocalTransport
+
+    async def frames():
+        tr = LocalTransport(str(root))
+        await tr.connect(10)
+        try:
+            return [await tr.request(req, 15) for req in ("sgn", "gc")]
+        finally:
+            await tr.close()
+
+    for fr in asyncio.run(asyncio.wait_for(frames(), 60)):
+        read = set(fr.files) | set(fr.unreadable) | set(fr.dirs) | set(fr.truncated)
+        assert not [p for p in read if "outside" in p], read
