@@ -208,9 +208,8 @@ def _legacy_state(version: int, s: dict, doc: dict, source: str, problems: list[
     if version == 2 and has_pods:
         problems.append(Problem(source, "podEntries ignored: kubelet reads this file as v2 "
                                 "(its checksum is not the v3 one), without pod-level CPUs"))
-    if version == 1:
-        problems.append(Problem(source, "a v1 checkpoint (kubelet <= 1.17 wrote it): kubelet >= 1.36 no longer "
-                                "reads v1 files and would refuse it"))
+    # a v1 file (entries keyed by container id) exists only where a kubelet <= 1.17 wrote it and runs still:
+    # that kubelet reads it, so it is no fault of the node (kubelet >= 1.36 would not read it)
     return _cpu_state(version, s, source, problems, s["checksum"] or None, ok, name)
 
 
