@@ -51,7 +51,7 @@ def static_parts(static: Frame):
     ddir = None if ddir and climbs_out(ddir) else ddir
     dropins = [(p, t) for p, t in static.files.items()
                if ddir and p.startswith(ddir.rstrip("/") + "/") and p.endswith(".conf")]
-    refused_cfg = bool(cfg_path) and climbs_out(cfg_path)
+    refused_cfg = cfg_path is not None and climbs_out(cfg_path)
     if cfg_path and not refused_cfg:
         unreadable_problem(sprobs, static.unreadable, cfg_path, "kubelet config", sudo_refused=sudo_was_refused(static))
         if cfg_path not in static.files and cfg_path not in static.unreadable and cfg_path not in static.refused \

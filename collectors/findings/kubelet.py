@@ -62,6 +62,11 @@ def state_file(ctx):
     if st is not None and st.checksum_ok is False:
         yield finding("STATE_CHECKSUM_MISMATCH", f"{sf}: checksum {st.checksum} does not match the content",
                       [p.message for p in snap.problems if p.source == sf and "checksum" in p.message.lower()])
+    mm = snap.memory_state
+    if mm is not None and mm.checksum_ok is False:
+        mf = f"{k.root_dir.rstrip('/')}/memory_manager_state"
+        yield finding("STATE_CHECKSUM_MISMATCH", f"{mf}: checksum {mm.checksum} does not match the content",
+                      [p.message for p in snap.problems if p.source == mf and "checksum" in p.message.lower()])
     if st is not None and k.cpu_manager_policy and st.policy != k.cpu_manager_policy:
         yield finding("STATE_POLICY_MISMATCH",
                       f"state file says policy {st.policy!r}, kubelet is configured with {k.cpu_manager_policy!r}",

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import Problem
-from ..model import CpuManagerState, MemoryAssignment, MemoryManagerState
+from ..model import CpuManagerState
 from . import gojson as g
 from .cpuset import CpusetError, parse_cpuset
 

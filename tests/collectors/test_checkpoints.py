@@ -183,3 +183,21 @@ def test_memory_v3_is_read_inside_data():
     st, _ = mem('{"policyName":"other",' + MS + ',"entries":{"pod":{"containerX":[{"numaAffinity":[0],"type":"memory",'
                 '"size":128}]}},"checksum":1234,"data":' + json.dumps(MEM_DATA) + ',"dataChecksum":1849615440}')
     assert st.policy == "static" and list(st.entries["pod"]) == ["container1"]
+
+
+def test_a_memory_checkpoint_kubelet_would_reject_is_a_checksum_warning(tmp_path):
+    """The same treatment as cpu_manager_state: STATE_CHECKSUM_MISMATCH (warning) names the file."""
+    import dataclasses
+
+    from collectors.findings import evaluate
+    from collectors.sim.node import NodeSpec
+    from helpers import read_sim
+
+    snap = read_sim(NodeSpec(hostname="t", reserved="0,4", init_affinity="0,4"), tmp_path, samples=1).snapshot
+    probs: list[Problem] = []
+    mm = parse_memory_manager_state('{"policyName":"static",' + MS + ',' + ENT + ',"checksum":101010}',
+                                    "/var/lib/kubelet/memory_manager_state", probs)
+    fs = evaluate(dataclasses.replace(snap, memory_state=mm, problems=snap.problems + tuple(probs)), None)
+    (f,) = [f for f in fs if f.code == "STATE_CHECKSUM_MISMATCH"]
+    assert f.severity == "warning" and f.message.startswith("/var/lib/kubelet/memory_manager_state: checksum 101010")
+    assert f.evidence and "does not match" in f.evidence[0]

@@ -5,9 +5,9 @@ not flagged (it would fire on every multi-NUMA node)."""
 from __future__ import annotations
 
 import pytest
+from helpers import read_sim
 
 from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
-from helpers import read_sim
 
 
 def node(flags: list[str]) -> NodeSpec:

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import json
 
+from helpers import read_sim, run_cli
+
 from collectors.exporter.metrics import node_samples
 from collectors.findings import evaluate
 from collectors.jsonout import to_json
 from collectors.parse.kubelet import fnv1a32
 from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
-from helpers import read_sim, run_cli
 
 RT = "11111111-2222-3333-4444-555555555555"
 WHOLE = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"

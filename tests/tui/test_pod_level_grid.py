@@ -5,6 +5,7 @@ import asyncio
 import json
 
 from frozen import FrozenApp, frozen_samples
+
 from collectors.parse.kubelet import fnv1a32
 from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
 from tui.widgets.coregrid import CoreGrid
