@@ -82,17 +82,26 @@ def exclusive_overlap(ctx):
     if ctx.st is None:
         return
     owner_pod: dict[int, str] = {}
-    for uid, ctrs in ctx.st.entries.items():
+    held = {uid: frozenset().union(*ctrs.values()) if ctrs else frozenset() for uid, ctrs in ctx.st.entries.items()}
+    for uid, cs in ctx.st.pod_entries.items():  # a pod's pod-level CPUs are its own too
+        held[uid] = held.get(uid, frozenset()) | cs
+    for uid, cpus in held.items():
         if uid == "":
             continue
-        for c in frozenset().union(*ctrs.values()) if ctrs else frozenset():
+        for c in sorted(cpus):
             other = owner_pod.get(c)
             if other is not None and other != uid:
                 a, b = ctx.pods_by_uid.get(other), ctx.pods_by_uid.get(uid)
                 yield finding("EXCLUSIVE_OVERLAP", f"CPU {c} is exclusive to two pods: "
                               f"{who(a, None) if a else other} and {who(b, None) if b else uid}",
-                              [f"{ctx.sf}: entries[{other}] and entries[{uid}] both hold {c}"], [c], b)
+                              [f"{ctx.sf}: {_where(ctx.st, other, c)} and {_where(ctx.st, uid, c)} both hold {c}"], [c], b)
             owner_pod[c] = uid
+
+
+def _where(st, uid: str, cpu: int) -> str:
+    """Which part of the checkpoint gives `cpu` to pod `uid`: a container's entry, else the pod's own."""
+    ctrs = st.entries.get(uid, {})
+    return f"entries[{uid}]" if any(cpu in cs for cs in ctrs.values()) else f"podEntries[{uid}]"
 
 
 @check({"OFFLINE_ASSIGNED": ("critical", "an offline CPU is in an assignment or in the shared pool",
@@ -117,6 +126,11 @@ def offline_assigned(ctx):
                 yield finding("OFFLINE_ASSIGNED", f"{what(cs)} assigned to {who(p, cname) if p else uid + '/' + cname}",
                               [f"{sf}: entries[{uid}][{cname}] = {fmt(cs)}", f"online = {fmt(online)}"],
                               (cs - online) & known, p, cname)
+    for uid, cs in st.pod_entries.items():
+        if cs - online:
+            p = ctx.pods_by_uid.get(uid)
+            yield finding("OFFLINE_ASSIGNED", f"{what(cs)} assigned to pod {who(p, None) if p else uid} as a whole",
+                          [f"{sf}: podEntries[{uid}] = {fmt(cs)}", f"online = {fmt(online)}"], (cs - online) & known, p)
     off = st.default_cpuset - online
     if off and st.policy == "static":
         yield finding("OFFLINE_ASSIGNED", f"{what(st.default_cpuset)} are in the shared pool",

@@ -155,3 +155,14 @@ def test_root_dir_and_pod_logs_dir_that_climb_out_of_root_are_refused(tmp_path):
     for fr in asyncio.run(asyncio.wait_for(frames(), 60)):
         read = set(fr.files) | set(fr.unreadable) | set(fr.dirs) | set(fr.truncated)
         assert not [p for p in read if "outside" in p], read
+
+
+def test_pod_level_cpus_held_by_another_pod_are_an_overlap(tmp_path):
+    """Positive evidence, so critical: the pod's own set takes CPU 1, which rt/app holds."""
+    data = json.dumps({"policyName": "static", "defaultCpuSet": "0,3-4,7", "entries": {RT: {"app": "1,5"}},
+                       "podEntries": {WHOLE: {"cpuSet": "1-2,6"}}})
+    state = json.dumps({"data": data, "dataChecksum": fnv1a32("(string)" + data)})
+    r = read_sim(spec(state), tmp_path, samples=1)
+    (f,) = [f for f in r.findings if f.code == "EXCLUSIVE_OVERLAP"]
+    assert f.cpus == (1,) and f.severity == "critical"
+    assert list(f.evidence) == [f"/var/lib/kubelet/cpu_manager_state: entries[{RT}] and podEntries[{WHOLE}] both hold 1"]
