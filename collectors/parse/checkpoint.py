@@ -215,26 +215,35 @@ def _legacy_state(version: int, s: dict, doc: dict, source: str, problems: list[
 
 def _cpu_state(version: int, s: dict, source: str, problems: list[Problem], checksum: int | None,
                ok: bool | None, name: str) -> CpuManagerState | None:
+    """The decoded checkpoint -> CpuManagerState; None when kubelet's restoreState would refuse it (a
+    defaultCpuSet or an entry cpuset.Parse rejects: "could not parse …")."""
     if not s["policy"]:
         problems.append(Problem(source, "no policyName: kubelet would refuse it (its policy differs from any configured one)"))
-    try:
-        default = parse_cpuset(s["default"])
-    except CpusetError as err:
-        problems.append(Problem(source, f"defaultCpuSet: {err}"))
-        default = frozenset()
+    refused = len(problems)
+    default = _set(s["default"], source, "defaultCpuSet", problems)
     entries: dict = {}
     for uid, val in (s["entries"] or {}).items():
         if isinstance(val, str):  # v1: containerID -> cpuset (pod uid "")
-            _put(entries.setdefault("", {}), uid, val, source, uid, problems)
+            entries.setdefault("", {})[uid] = _set(val, source, f"entry {uid}", problems)
             continue
         for cname, cval in (val or {}).items():
-            _put(entries.setdefault(uid, {}), cname, cval, source, f"{uid}/{cname}", problems)
+            entries.setdefault(uid, {})[cname] = _set(cval, source, f"entry {uid}/{cname}", problems)
+    if len(problems) > refused:
+        problems.append(Problem(source, "kubelet cannot parse this checkpoint's CPU sets: it refuses it"))
+        return None
     pods = {uid: frozenset(cs) for uid, cs in (s.get("pods") or {}).items()} if version >= 3 else {}
     return CpuManagerState(version, s["policy"], default, entries, pods, checksum, ok, name)
 
 
-def _put(into: dict, key: str, val: str, source: str, what: str, problems: list[Problem]) -> None:
+def _set(text: str, source: str, what: str, problems: list[Problem]) -> frozenset[int]:
+    """A cpuset of the checkpoint, parsed as k8s.io/utils/cpuset.Parse does (a problem when it fails)."""
     try:
-        into[key] = parse_cpuset(val)
-    except CpusetError as err:
-        problems.append(Problem(source, f"entry {what}: {err}"))
+        return frozenset(go_cpuset(text))
+    except g.GoError as err:
+        why = str(err)
+    try:
+        parse_cpuset(text)
+    except CpusetError as err:  # its message says more (reversed range, bad number)
+        why = str(err)
+    problems.append(Problem(source, f"{what}: {why}"))
+    return frozenset()

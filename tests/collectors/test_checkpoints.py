@@ -201,3 +201,22 @@ def test_a_memory_checkpoint_kubelet_would_reject_is_a_checksum_warning(tmp_path
     (f,) = [f for f in fs if f.code == "STATE_CHECKSUM_MISMATCH"]
     assert f.severity == "warning" and f.message.startswith("/var/lib/kubelet/memory_manager_state: checksum 101010")
     assert f.evidence and "does not match" in f.evidence[0]
+
+
+@pytest.mark.parametrize("data, said", [
+    # "Fail to restore checkpoint with unparsable default CPU set" (dataChecksum 3033143655)
+    ('{"policyName":"none","defaultCPUSet":"1.3"}', "defaultCpuSet"),
+    # "Fail to restore checkpoint with unparsable assignment entry" (dataChecksum 3794806925)
+    ('{"policyName":"static","defaultCPUSet":"1-3","entries":{"pod":{"container1":"4-6","container2":"asd"}}}',
+     "entry pod/container2"),
+])
+def test_cpusets_kubelet_cannot_parse_are_refused(data, said):
+    from collectors.parse.kubelet import fnv1a32
+
+    st, probs = cpu(json.dumps({"data": data, "dataChecksum": fnv1a32("(string)" + data)}))
+    assert st is None and any(m.startswith(said) for m in probs) and "refuses it" in probs[-1]
+
+
+def test_go_atoi_forms_kubelet_accepts():
+    st, probs = cpu('{"policyName":"static","defaultCpuSet":"+1-003","checksum":0}')
+    assert st.default_cpuset == {1, 2, 3} and probs == []
