@@ -45,8 +45,11 @@ def _task_runq(t, tr) -> dict:
 
 def to_json(snap: NodeSnapshot, rates: Rates | None = None, findings=()) -> dict:
     topo = snap.topology
+    held = snap.state.pod_entries if snap.state is not None else {}
     pods = [{"uid": p.uid, "namespace": p.namespace, "name": p.name, "qos": p.qos, "cgroup": p.cgroup_path,
-             "sources": list(p.sources), "containers": [_container_json(p, c, rates) for c in p.containers]}
+             "sources": list(p.sources),
+             "pod_cpus": _l(held.get(p.uid)),  # kubelet's pod-level assignment (podEntries), else null
+             "containers": [_container_json(p, c, rates) for c in p.containers]}
             for p in snap.pods]
     return {
         "schema": SCHEMA,

@@ -63,6 +63,7 @@ def test_v4_pod_level_cpus_are_the_pods_everywhere(tmp_path):
         {"pod_uid": WHOLE, "namespace": "prod", "pod": "whole", "container": None, "pod_level": True}]
     assert cpus[1]["owners"][0]["container"] == "app" and cpus[1]["owners"][0]["pod_level"] is False
     assert js["kubelet"]["state"]["pod_entries"] == {WHOLE: [2, 6]}
+    assert {p["name"]: p["pod_cpus"] for p in js["pods"]} == {"rt": None, "whole": [2, 6]}
 
     s = node_samples("t", r)
     info = {x.labels["cpu"]: x.labels for x in s["pinscope_cpu_info"]}
