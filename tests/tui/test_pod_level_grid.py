@@ -5,6 +5,7 @@ import asyncio
 import json
 
 from frozen import FrozenApp, frozen_samples
+from textual.widgets import DataTable
 
 from collectors.parse.kubelet import fnv1a32
 from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
@@ -46,6 +47,9 @@ def test_pod_level_cpus_carry_their_pods_tag_in_lower_case(tmp_path):
                 assert rt in cell_text[cpu], cell_text[cpu]
             legend = str(app.screen.query_one("#legend").render())
             assert "lower-case letter = CPUs the pod holds as a whole" in legend
+            pods = app.screen.query_one("#pods", DataTable)
+            shown = [[str(c) for c in pods.get_row_at(i)] for i in range(pods.row_count)]
+            assert [whole.lower(), "prod/whole", "(whole pod)", "2,6", "0"] in shown, shown
             g.cursor = 2
             await pilot.pause()
             assert "prod/whole/(whole pod)" in str(app.screen.query_one("#legend").render())
