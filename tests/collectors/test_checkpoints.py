@@ -87,6 +87,14 @@ def test_v4_checksum_beside_data_is_accepted_too():
     assert (st.version, st.checksum_ok, probs) == (4, True, [])
 
 
+def test_v4_without_data_checksum_is_a_mismatch():
+    """'Fail to restore checkpoint without dataChecksum section': the legacy checksum beside data is not
+    data's hash, so kubelet says 'checkpoint is corrupted'."""
+    data = '{"policyName":"static","defaultCPUSet":"7-9","entries":{"pod":{"container1":"4-6","container2":"1-3"}}}'
+    st, probs = cpu("{" + V2_BODY + ',"checksum":1942532442,"data":' + json.dumps(data) + "}")
+    assert (st.version, st.checksum_ok) == (4, False) and "computed 1420829534" in probs[0]
+
+
 def test_corrupt_v4_is_a_mismatch_not_silence():
     """'Fail to restore checkpoint with invalid checksum': kubelet says 'checkpoint is corrupted'."""
     st, probs = cpu("{" + V2_BODY + ',"checksum":1942532442,"data":' + json.dumps(
