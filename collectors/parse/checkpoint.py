@@ -134,9 +134,7 @@ def parse_cpu_manager_state(text: str, source: str, problems: list[Problem]) -> 
     doc = json_object(text, source, problems)
     if doc is None:
         return None
-    f = g.fields(doc, ("data", "dataChecksum"))
-    data, dsum = f.get("data"), f.get("dataChecksum")
-    if (isinstance(data, str) and data) or (dsum is not None and dsum != 0):
+    if g.is_v_data(doc):
         return _cpu_v4(doc, source, problems)
     return _cpu_legacy(doc, source, problems)
 

@@ -96,6 +96,16 @@ def go_list(v: Any, what: str, elem: Callable[[Any, str], Any]) -> list | None:
     return [elem(x, f"{what}[{i}]") for i, x in enumerate(v)]
 
 
+def is_v_data(obj: dict) -> bool:
+    """Does kubelet take this file for its data-string version (CPU v4, memory v3)? When `data` decodes to a
+    non-empty string or `dataChecksum` to a non-zero uint64 (a value of the wrong type leaves the field
+    zero: then kubelet falls back to the older versions)."""
+    f = fields(obj, ("data", "dataChecksum"))
+    data, dsum = f.get("data"), f.get("dataChecksum")
+    return (isinstance(data, str) and data != "") or (
+        isinstance(dsum, int) and not isinstance(dsum, bool) and 0 < dsum <= U64)
+
+
 def _kind(v: Any) -> str:
     return {dict: "object", list: "array", str: "string", bool: "bool"}.get(type(v), "number")
 

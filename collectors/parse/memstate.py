@@ -115,10 +115,8 @@ def parse_memory_manager_state(text: str, source: str, problems: list[Problem]) 
     doc = json_object(text, source, problems)  # the same checks as the CPU manager's checkpoint (size, JSON, object)
     if doc is None:
         return None
-    f = g.fields(doc, ("data", "dataChecksum"))
-    data, dsum = f.get("data"), f.get("dataChecksum")
     try:
-        if (isinstance(data, str) and data) or (dsum is not None and dsum != 0):
+        if g.is_v_data(doc):
             return _v3(doc, source, problems)
         return _legacy(doc, source, problems)
     except ValueError as err:

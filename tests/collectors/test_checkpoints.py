@@ -228,3 +228,11 @@ def test_cpusets_kubelet_cannot_parse_are_refused(data, said):
 def test_go_atoi_forms_kubelet_accepts():
     st, probs = cpu('{"policyName":"static","defaultCpuSet":"+1-003","checksum":0}')
     assert st.default_cpuset == {1, 2, 3} and probs == []
+
+
+@pytest.mark.parametrize("extra", ['"dataChecksum":"x"', '"dataChecksum":-1', '"data":5', '"data":""'])
+def test_a_data_field_go_cannot_set_falls_back_to_the_older_versions(extra):
+    """json.Unmarshal leaves Data/DataChecksum zero when their value has the wrong type: kubelet then reads
+    the file as v3/v2 (state_checkpoint.go: 'not falling back' only when one of them is set)."""
+    st, probs = cpu("{" + V2_BODY + f',"checksum":1942532442,{extra}' + "}")
+    assert (st.version, st.checksum_ok, st.checksum_as, probs) == (2, True, "CPUManagerCheckpointV3", [])
