@@ -216,7 +216,8 @@ def _cpu_state(version: int, s: dict, source: str, problems: list[Problem], chec
     """The decoded checkpoint -> CpuManagerState; None when kubelet's restoreState would refuse it (a
     defaultCpuSet or an entry cpuset.Parse rejects: "could not parse …")."""
     if not s["policy"]:
-        problems.append(Problem(source, "no policyName: kubelet would refuse it (its policy differs from any configured one)"))
+        problems.append(Problem(source, "no policyName: kubelet would refuse it "
+                                "(its policy differs from any configured one)"))
     refused = len(problems)
     default = _set(s["default"], source, "defaultCpuSet", problems)
     entries: dict = {}

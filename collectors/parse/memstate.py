@@ -16,6 +16,7 @@ from . import gojson as g
 from .checkpoint import json_object
 
 KEYS = ("policyName", "machineState", "entries", "podEntries", "checksum")
+_TABLE = ("total", "systemReserved", "allocatable", "reserved", "free")  # state.MemoryTable's JSON names
 
 
 def _table(v: Any, what: str) -> dict | None:
@@ -24,8 +25,8 @@ def _table(v: Any, what: str) -> dict | None:
         return None
     if not isinstance(v, dict):
         raise g.GoError(f"{what}: cannot unmarshal into state.MemoryTable")
-    f = g.fields(v, ("total", "systemReserved", "allocatable", "reserved", "free"))
-    return {k: g.go_uint(f.get(k), f"{what}.{k}") or 0 for k in ("total", "systemReserved", "allocatable", "reserved", "free")}
+    f = g.fields(v, _TABLE)
+    return {k: g.go_uint(f.get(k), f"{what}.{k}") or 0 for k in _TABLE}
 
 
 def _node(v: Any, what: str) -> dict | None:

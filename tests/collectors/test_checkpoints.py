@@ -197,9 +197,10 @@ def test_a_memory_checkpoint_kubelet_would_reject_is_a_checksum_warning(tmp_path
     """The same treatment as cpu_manager_state: STATE_CHECKSUM_MISMATCH (warning) names the file."""
     import dataclasses
 
+    from helpers import read_sim
+
     from collectors.findings import evaluate
     from collectors.sim.node import NodeSpec
-    from helpers import read_sim
 
     snap = read_sim(NodeSpec(hostname="t", reserved="0,4", init_affinity="0,4"), tmp_path, samples=1).snapshot
     probs: list[Problem] = []
