@@ -28,7 +28,10 @@ def loads(text: str) -> Any:
     """JSON as Go accepts it: NaN and Infinity are not JSON (Python's json would take them)."""
     def no_constant(name: str) -> Any:
         raise ValueError(f"{name} is not JSON")
-    return json.loads(text, parse_constant=no_constant)
+    try:
+        return json.loads(text, parse_constant=no_constant)
+    except RecursionError as err:  # Go stops at 10000 levels; Python's parser at its recursion limit
+        raise ValueError("nested too deeply to be read") from err
 
 
 def fnv1a32(s: str) -> int:

@@ -237,3 +237,13 @@ def test_a_data_field_go_cannot_set_falls_back_to_the_older_versions(extra):
     the file as v3/v2 (state_checkpoint.go: 'not falling back' only when one of them is set)."""
     st, probs = cpu("{" + V2_BODY + f',"checksum":1942532442,{extra}' + "}")
     assert (st.version, st.checksum_ok, st.checksum_as, probs) == (2, True, "CPUManagerCheckpointV3", [])
+
+
+def test_deeply_nested_json_is_refused_not_a_crash():
+    st, probs = cpu("[" * 100_000 + "]" * 100_000)
+    assert st is None and "nested too deeply" in probs[0]
+    data = "[" * 100_000
+    st, probs = cpu(json.dumps({"data": data, "dataChecksum": 1}))
+    assert st is None and "nested too deeply" in probs[0]
+    m, probs = mem('{"policyName":' + "[" * 100_000 + "}")
+    assert m is None and probs
