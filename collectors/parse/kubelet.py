@@ -134,6 +134,10 @@ def parse_kubelet_config(
             problems.append(Problem(src, f"kubelet config is not valid YAML{where}: policy unknown"))
             parsed = False
             continue
+        except RecursionError:  # PyYAML composes nested nodes recursively
+            problems.append(Problem(src, "kubelet config is nested too deeply to be read: policy unknown"))
+            parsed = False
+            continue
         if doc is None:
             continue
         if not isinstance(doc, dict):

@@ -315,3 +315,9 @@ def test_static_without_reserved_cpus_says_kubelet_chooses(tmp_path):
     snap = asyncio.run(snapshot("local", Options(root=str(tmp_path)))).snapshot
     msg = " ".join(p.message for p in snap.problems)
     assert "reservedSystemCPUs is not set: kubelet reserves 1 CPU of its own choosing" in msg
+
+
+def test_kubelet_config_nested_too_deeply_is_a_problem_not_a_crash():
+    probs: list[Problem] = []
+    cfg = parse_kubelet_config("a: " + "[" * 50_000, "/c", [], None, probs)
+    assert cfg.parsed is False and cfg.cpu_manager_policy is None and "nested too deeply" in probs[0].message
