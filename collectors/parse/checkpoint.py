@@ -14,6 +14,7 @@ the content is still shown. Sources: k/k state/checkpoint.go of both managers (V
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -33,9 +34,11 @@ def json_object(text: str, source: str, problems: list[Problem]) -> dict | None:
         return None
     try:
         doc = g.loads(text)
-    except ValueError as err:
-        where = f"{err.msg} (char {err.pos})" if hasattr(err, "msg") and hasattr(err, "pos") else str(err)
-        problems.append(Problem(source, f"not valid JSON: {where}"))
+    except json.JSONDecodeError as err:
+        problems.append(Problem(source, f"not valid JSON: {err.msg} (char {err.pos})"))
+        return None
+    except ValueError as err:  # NaN, nesting too deep, a number too long for int() (4300 digits): no .msg
+        problems.append(Problem(source, f"not a checkpoint kubelet reads: {str(err).partition(':')[0]}"))
         return None
     if not isinstance(doc, dict):
         problems.append(Problem(source, "not a JSON object"))
@@ -99,7 +102,7 @@ def _cpu_struct(obj: dict, pods: bool, v1: bool = False) -> dict:
     return out
 
 
-def _spew_cpu(name: str, s: dict) -> str:
+def spew_cpu(name: str, s: dict) -> str:
     """(*state.<name>){…} with Checksum 0, as dump.ForHash prints it."""
     if "pods" in s:
         ents = g.spew_map(s["entries"], lambda m: g.spew_map(m, g.spew_str))
@@ -121,7 +124,7 @@ def _spew_pod_entry(cpus: tuple[int, ...]) -> str:
 
 def cpu_hashes(s: dict, names: tuple[str, ...]) -> dict[str, int]:
     """{struct name: checksum} for each name kubelet renders this struct under."""
-    return {n: g.fnv1a32(_spew_cpu(n, s)) for n in names}
+    return {n: g.fnv1a32(spew_cpu(n, s)) for n in names}
 
 
 _V3_NAMES = ("CPUManagerCheckpointV3", "CPUManagerCheckpoint")
@@ -192,7 +195,7 @@ def _cpu_legacy(doc: dict, source: str, problems: list[Problem]) -> CpuManagerSt
     computed = ", ".join(f"{n} {h}" for _, _, hs in tries for n, h in hs.items())
     as_v1 = {"policy": s["policy"], "default": s["default"], "entries": s["entries"], "v1": True}
     old = " (it is the v1 rendering: kubelets <= 1.35 accepted it, 1.36+ does not)" \
-        if not s["entries"] and g.fnv1a32(_spew_cpu("CPUManagerCheckpoint", as_v1)) == s["checksum"] else ""
+        if not s["entries"] and g.fnv1a32(spew_cpu("CPUManagerCheckpoint", as_v1)) == s["checksum"] else ""
     problems.append(Problem(source, f"checksum {s['checksum']} does not match the content{old} (computed "
                             f"{computed}); kubelet would refuse it as corrupted; the file may have been edited by hand"))
     return _legacy_state(version, s, doc, source, problems, False, "")

@@ -6,13 +6,12 @@ Go's encoding/json matches keys case-insensitively and ignores unknown ones: so 
 """
 from __future__ import annotations
 
-import json
 
 import yaml
 
 from ..errors import Problem
 from ..model import KubeletConfig
-from .checkpoint import MAX_JSON, _spew_cpu, parse_cpu_manager_state
+from .checkpoint import MAX_JSON, spew_cpu, parse_cpu_manager_state
 from .cpuset import CpusetError, parse_cpuset
 from .gojson import fnv1a32
 from .memstate import parse_memory_manager_state
@@ -179,9 +178,9 @@ def parse_kubelet_config(
 
 def checksum_v2(policy: str, default: str, entries: dict) -> int:
     """k/k state/checkpoint.go: a v2 file's checksum as every kubelet writes it (the legacy struct name)."""
-    return fnv1a32(_spew_cpu("CPUManagerCheckpoint", {"policy": policy, "default": default, "entries": entries}))
+    return fnv1a32(spew_cpu("CPUManagerCheckpoint", {"policy": policy, "default": default, "entries": entries}))
 
 
 def checksum_v1(policy: str, default: str, entries: dict) -> int:
-    return fnv1a32(_spew_cpu("CPUManagerCheckpoint", {"policy": policy, "default": default, "entries": entries,
+    return fnv1a32(spew_cpu("CPUManagerCheckpoint", {"policy": policy, "default": default, "entries": entries,
                                                       "v1": True}))

@@ -110,7 +110,9 @@ def test_corrupt_v4_is_a_mismatch_not_silence():
     ('{"data":"{","dataChecksum":1}', "cannot be decoded"),
     ('{"policyName":5,"defaultCPUSet":"1"}', "cannot unmarshal"),
     ('{"policyName":"static","defaultCPUSet":"1","podEntries":{"p":{"cpuSet":"x"}},"checksum":1.5}', "cannot"),
-    ("{", "not valid JSON"), ('{"policyName":"none","checksum":NaN}', "not valid JSON"),
+    ("{", "not valid JSON"), ('{"policyName":"none","checksum":NaN}', "NaN is not JSON"),
+    # valid JSON Python's int() refuses (4300 digits); Go refuses it too (not a uint64)
+    ('{"policyName":"static","defaultCpuSet":"0-3","checksum":' + "1" * 5000 + "}", "integer string conversion"),
 ])
 def test_what_kubelet_cannot_decode_is_refused(text, said):
     st, probs = cpu(text)
