@@ -29,7 +29,7 @@ def smt_sibling_shared(ctx):
 
 def _sibling_kinds(ctx, sib, live_owner) -> dict:
     """sibling -> its owners (exclusive; live ones preferred) or its role word."""
-    kinds: dict[int, frozenset[tuple[str, str | None]] | str] = {}
+    kinds: dict[int, frozenset | str] = {}
     for s in sib:
         r = ctx.roles.get(s)
         if r is None or r.role == Role.OFFLINE:

@@ -236,9 +236,9 @@ class NodeScreen(ReportScreen):
             held = v.snap.state.pod_level(p.uid) if v.snap.state is not None else frozenset()
             name = f"{p.namespace or '?'}/{p.name or p.uid[:8]}"
             if held and (not q or q.lower() in name.lower()):  # CPUs the pod holds as a whole (podEntries)
-                nodes = sorted({cpu_node.get(x) for x in held if cpu_node.get(x) is not None})
+                held_nodes = sorted({n for x in held if (n := cpu_node.get(x)) is not None})
                 rows.append((v.tags.get(p.uid, "").lower(), name, "(whole pod)", format_cpuset(held),
-                             format_cpuset(nodes)))
+                             format_cpuset(held_nodes)))
         rows.sort(key=lambda r: (len(r[0]), r[0], r[2]))
         if rows == self._pod_rows:
             return  # unchanged: no repaint of the table
