@@ -108,6 +108,24 @@ def parse_flags(argv: list[str]) -> dict:
     return out
 
 
+def _yaml_doc(src: str, text: str, problems: list[Problem]) -> tuple[dict | None, bool]:
+    """(the mapping of one config file or drop-in, or None; whether its text was understood)."""
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        problems.append(Problem(src, f"kubelet config is not valid YAML{where}: policy unknown"))
+        return None, False
+    except RecursionError:  # PyYAML composes nested nodes recursively
+        problems.append(Problem(src, "kubelet config is nested too deeply to be read: policy unknown"))
+        return None, False
+    if doc is None or isinstance(doc, dict):
+        return doc, True
+    problems.append(Problem(src, "kubelet config is not a YAML mapping: policy unknown"))
+    return None, False
+
+
 def parse_kubelet_config(
     config_text: str | None,
     config_path: str | None,
@@ -125,23 +143,9 @@ def parse_kubelet_config(
         docs.append((config_path or "config", config_text))
     docs.extend(sorted(dropins))
     for src, text in docs:
-        try:
-            doc = yaml.safe_load(text)
-        except yaml.YAMLError as err:
-            mark = getattr(err, "problem_mark", None)
-            where = f" at line {mark.line + 1}" if mark else ""
-            problems.append(Problem(src, f"kubelet config is not valid YAML{where}: policy unknown"))
-            parsed = False
-            continue
-        except RecursionError:  # PyYAML composes nested nodes recursively
-            problems.append(Problem(src, "kubelet config is nested too deeply to be read: policy unknown"))
-            parsed = False
-            continue
+        doc, understood = _yaml_doc(src, text, problems)
+        parsed = parsed and understood
         if doc is None:
-            continue
-        if not isinstance(doc, dict):
-            problems.append(Problem(src, "kubelet config is not a YAML mapping: policy unknown"))
-            parsed = False
             continue
         for key, (field, _flag) in _FIELDS.items():
             v = _ci(doc, key)
