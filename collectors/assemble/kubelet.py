@@ -35,6 +35,24 @@ def unreadable_problem(problems: list, frame_unreadable: set, path: str, what: s
         problems.append(Problem(path, f"{what} is not readable by this user (root-only): {fix}", UNREAD))
 
 
+def _config_inputs(static: Frame, root_dir: str, cfg_path: str | None, sprobs: list[Problem]):
+    """-> (the drop-ins to merge, whether the config's policy is unknown): paths from the node that climb
+    out of --root were not read (probe.sh refuses them too); a config or drop-in not read whole is not
+    parsed (its first MiB could say a policy the rest overrides). Each is a problem stated."""
+    ddir = _dropin_dir(static.argv)
+    for what, path in (("--root-dir", root_dir), ("--config", cfg_path), ("--config-dir", ddir)):
+        if path and climbs_out(path):
+            sprobs.append(Problem(path, f"{what} {path!r} refused: not absolute, or it climbs with "
+                                  "'..' (under --root it would lead outside the prefix); nothing was read there"))
+    ddir = None if ddir and climbs_out(ddir) else ddir
+    mine = [p for p in static.files if ddir and p.startswith(ddir.rstrip("/") + "/") and p.endswith(".conf")]
+    cut = [p for p in [cfg_path, *mine] if p in static.truncated]
+    for p in cut:
+        sprobs.append(Problem(p, "kubelet config not read whole (larger than pinscope's read bound): policy unknown"))
+    dropins = [(p, static.files[p]) for p in mine if p not in cut]
+    return dropins, bool(cut) or (cfg_path is not None and climbs_out(cfg_path))
+
+
 def static_parts(static: Frame):
     """(topology, kubelet config, problems) of a static frame (the assembler keeps them per static frame)."""
     sprobs: list[Problem] = []
@@ -43,15 +61,7 @@ def static_parts(static: Frame):
     root_dir = sinfo.get("kubelet-root", "/var/lib/kubelet")
     cfg_path = sinfo.get("kubelet-config") or None
     pid = int(sinfo["kubelet-pid"]) if sinfo.get("kubelet-pid", "").isdigit() else None
-    ddir = _dropin_dir(static.argv)
-    for what, path in (("--root-dir", root_dir), ("--config", cfg_path), ("--config-dir", ddir)):
-        if path and climbs_out(path):  # probe.sh read nothing there
-            sprobs.append(Problem(path, f"{what} {path!r} refused: not absolute, or it climbs with "
-                                  "'..' (under --root it would lead outside the prefix); nothing was read there"))
-    ddir = None if ddir and climbs_out(ddir) else ddir
-    dropins = [(p, t) for p, t in static.files.items()
-               if ddir and p.startswith(ddir.rstrip("/") + "/") and p.endswith(".conf")]
-    refused_cfg = cfg_path is not None and climbs_out(cfg_path)
+    dropins, refused_cfg = _config_inputs(static, root_dir, cfg_path, sprobs)
     if cfg_path and not refused_cfg:
         unreadable_problem(sprobs, static.unreadable, cfg_path, "kubelet config", sudo_refused=sudo_was_refused(static))
         if cfg_path not in static.files and cfg_path not in static.unreadable and cfg_path not in static.refused \

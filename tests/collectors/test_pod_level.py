@@ -167,3 +167,17 @@ def test_pod_level_cpus_held_by_another_pod_are_an_overlap(tmp_path):
     (f,) = [f for f in r.findings if f.code == "EXCLUSIVE_OVERLAP"]
     assert f.cpus == (1,) and f.severity == "critical"
     assert list(f.evidence) == [f"/var/lib/kubelet/cpu_manager_state: entries[{RT}] and podEntries[{WHOLE}] both hold 1"]
+
+
+def test_a_kubelet_config_not_read_whole_is_not_parsed(tmp_path):
+    """Its first MiB could name a policy the rest overrides: the policy is unknown, said so, and the
+    checks that need it are not run on a guess (nothing critical)."""
+    sp = spec(v4())
+    sp.config_text = ("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
+                      "cpuManagerPolicy: none\n" + "# padding\n" * 120_000 + "cpuManagerPolicy: static\n")
+    r = read_sim(sp, tmp_path, samples=1)
+    k = r.snapshot.kubelet
+    assert k.cpu_manager_policy is None and k.parsed is False
+    said = [p.message for p in r.snapshot.problems if p.source == k.config_path]
+    assert any("not read whole" in m for m in said), said
+    assert not [f.code for f in r.findings if f.severity == "critical"]
