@@ -83,8 +83,9 @@ def _cpus_json(snap: NodeSnapshot, rates: Rates | None) -> list[dict]:
             "id": c.id, "online": c.online, "socket": c.socket, "die": c.die, "numa_node": c.numa_node,
             "core": c.core, "siblings": list(c.siblings), "l3": c.l3,
             "role": r.role if r else ("offline" if not c.online else "unassigned"),
+            # a CPU the pod holds as a whole (podEntries): container null and "pod_level": true (absent else)
             "owners": [{"pod_uid": o.pod_uid, "namespace": o.namespace, "pod": o.pod, "container": o.container,
-                        "pod_level": o.pod_level} for o in (r.owners if r else ())],
+                        **({"pod_level": True} if o.pod_level else {})} for o in (r.owners if r else ())],
             "util": _r(rates.util.get(c.id)) if rates else None,
             **_cpu_noise(c.id, rates),
         })

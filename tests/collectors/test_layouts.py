@@ -56,8 +56,7 @@ def test_healthy_layout_reads_right(tmp_path, name):
     assert roles == {0: "reserved", 1: "exclusive", 2: "shared", 3: "shared", 4: "reserved", 5: "exclusive",
                      6: "shared", 7: "shared"}
     owner = o["cpus"][5]["owners"]
-    assert owner == [{"pod_uid": lay.feed_uid, "namespace": "trading", "pod": lay.feed_pod, "container": "feed",
-                     "pod_level": False}]
+    assert owner == [{"pod_uid": lay.feed_uid, "namespace": "trading", "pod": lay.feed_pod, "container": "feed"}]
     crit = [f"{f['code']}: {f['message']}" for f in o["findings"] if f["severity"] == "critical"]
     assert crit == []
     assert [f["code"] for f in o["findings"] if f["severity"] == "warning"] == []

@@ -61,7 +61,7 @@ def test_v4_pod_level_cpus_are_the_pods_everywhere(tmp_path):
     cpus = {c["id"]: c for c in js["cpus"]}
     assert cpus[2]["role"] == "exclusive" and cpus[2]["owners"] == [
         {"pod_uid": WHOLE, "namespace": "prod", "pod": "whole", "container": None, "pod_level": True}]
-    assert cpus[1]["owners"][0]["container"] == "app" and cpus[1]["owners"][0]["pod_level"] is False
+    assert cpus[1]["owners"] == [{"pod_uid": RT, "namespace": "prod", "pod": "rt", "container": "app"}]
     assert js["kubelet"]["state"]["pod_entries"] == {WHOLE: [2, 6]}
     assert {p["name"]: p["pod_cpus"] for p in js["pods"]} == {"rt": None, "whole": [2, 6]}
 
@@ -81,7 +81,7 @@ def test_snapshot_json_cli_shows_the_pod_level_owner(tmp_path):
     out = run_cli("snapshot", "--json", "--samples", "1", "--root", str(tmp_path), "local")
     assert out.returncode == 0, out.stderr
     cpus = {c["id"]: c for c in json.loads(out.stdout)["cpus"]}
-    assert [(o["pod"], o["container"], o["pod_level"]) for o in cpus[6]["owners"]] == [("whole", None, True)]
+    assert [(o["pod"], o["container"], o.get("pod_level")) for o in cpus[6]["owners"]] == [("whole", None, True)]
     assert cpus[3]["role"] == "shared" and cpus[3]["owners"] == []
 
 

@@ -15,8 +15,7 @@ def test_real_pinned_pod_is_exclusive_busy_and_still():
     assert o["cgroup"]["version"] == {"v1": 1, "v2": 2}[pod.kind]
     cpu1 = next(c for c in o["cpus"] if c["id"] == 1)
     assert cpu1["role"] == "exclusive"
-    assert cpu1["owners"] == [{"pod_uid": pod.uid, "namespace": "e2e", "pod": "busy-pod", "container": "busy",
-                              "pod_level": False}]
+    assert cpu1["owners"] == [{"pod_uid": pod.uid, "namespace": "e2e", "pod": "busy-pod", "container": "busy"}]
     assert cpu1["util"] > 0.7
     assert next(c for c in o["cpus"] if c["id"] == 0)["role"] == "reserved"
     (p,) = [p for p in o["pods"] if p["uid"] == pod.uid]
