@@ -283,7 +283,12 @@ find_kubelet() {
   fi
   [ -n "$KCONF" ] || { [ -z "$KPID" ] && KCONF=$KROOT/config.yaml; }
   printf 'Ikubelet-root %s\n' "$KROOT"
+  # --root-dir comes from the node: not absolute, or climbing with "..", it would lead out of $R (--root):
+  # refused (the client says so from the line above) and nothing is read under it
+  case "$KROOT/" in /*/../*|/../*|[!/]*) KROOT=/nonexistent/pinscope-refused-root-dir ;; esac
   [ -n "$KCONF" ] && printf 'Ikubelet-config %s\n' "$KCONF"
+  case "$KCONF/" in /*/../*|/../*|[!/]*) KCONF=/nonexistent/pinscope-refused-config ;; esac  # the same for --config
+  case "$KDROPIN/" in /*/../*|/../*|[!/]*) KDROPIN=/nonexistent/pinscope-refused-config-dir ;; esac
   PODLOGS=/var/log/pods
   cgflag=$CGROOT
   if [ -n "$KCONF" ] && [ -f "$R$KCONF" ] && [ -r "$R$KCONF" ]; then
@@ -305,7 +310,7 @@ find_kubelet() {
       IFS=$NL
       v=${v#\"}; v=${v%\"}
       case $k in
-        podLogsDir:) PODLOGS=$v ;;
+        podLogsDir:) case "$v/" in /*/../*|/../*|[!/]*) ;; *) PODLOGS=$v ;; esac ;;  # as --root-dir
         cgroupRoot:) [ -n "$cgflag" ] || CGROOT=$v ;;
       esac
     done

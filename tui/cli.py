@@ -463,7 +463,7 @@ async def _snapshot_cmd(a, check: bool) -> int:
         for o, _ in results:
             for f in (o or {}).get("findings", []):
                 worst = max(worst, {"critical": 2, "warning": 1}.get(f["severity"], 0))
-                partial = partial or f["code"] == "READ_PARTIAL"
+                partial = partial or f["code"] in ("READ_PARTIAL", "STATE_NOT_READ_WHOLE")
         # a critical fault found is 2 whatever else; a node that could not be read (its line on stderr) makes
         # the check incomplete: 3, not "warnings" nor "read in part"; then warnings 1; a node read only in
         # part is not "ok": 4, and READ_PARTIAL says what could not be read and how (--sudo, root, a group)
@@ -504,8 +504,8 @@ def render_table(o: dict) -> str:
             c = cpus.get(cid)
             if not c:
                 continue
-            own = ", ".join(f"{w['namespace'] or '?'}/{w['pod'] or w['pod_uid'][:8]}/{w['container'] or '?'}"
-                            for w in c["owners"])
+            own = ", ".join(f"{w['namespace'] or '?'}/{w['pod'] or w['pod_uid'][:8]}/"
+                            + ("(whole pod)" if w.get("pod_level") else w["container"] or "?") for w in c["owners"])
             util = f"{c['util'] * 100:5.1f}%" if c["util"] is not None else "     -"
             out.append(f"    cpu{cid:<4} {_glyph(c['role'])} {c['role']:<10} s{_v(c['socket'])} core {_v(c['core'])} "
                        f"sib {format_cpuset(c['siblings']):<8} {util}  {own}")
@@ -513,7 +513,8 @@ def render_table(o: dict) -> str:
     for p in o["pods"]:
         for c in p["containers"]:
             eff = format_cpuset(c["cpus_effective"]) if c["cpus_effective"] is not None else "-"
-            asg = format_cpuset(c["cpuset"]) if c["cpuset"] is not None else "shared"
+            asg = format_cpuset(c["cpuset"]) if c["cpuset"] is not None else (
+                f"pod {format_cpuset(p['pod_cpus'])}" if p.get("pod_cpus") else "shared")
             out.append(f"    {p['namespace'] or '?'}/{p['name'] or p['uid']} {c['name'] or '?'} [{p['qos']}] "
                        f"kubelet {asg} kernel {eff} tasks {len(c['tasks'])}")
     if o["errors"]:

@@ -38,8 +38,10 @@ class Family:
 
 
 CONTRACT: tuple[Family, ...] = (
-    Family("pinscope_cpu_info", "gauge", ("node", "cpu", "socket", "numa_node", "core", "role", "namespace", "pod", "container"),
-           "1 per CPU: its place in the topology, its role and its owner (owner labels empty when it has none)"),
+    Family("pinscope_cpu_info", "gauge", ("node", "cpu", "socket", "numa_node", "core", "role", "namespace", "pod", "container",
+                                          "owner_level"),
+           "1 per CPU: its place in the topology, its role and its owner (owner labels empty when it has none; "
+           "owner_level \"pod\" for a CPU the pod holds as a whole, container empty, \"container\" else)"),
     Family("pinscope_cpus", "gauge", ("node", "role"),
            "CPUs of the node by role (every role present, 0 included)"),
     Family("pinscope_cpu_utilization_ratio", "gauge", ("node", "cpu"),
@@ -51,6 +53,9 @@ CONTRACT: tuple[Family, ...] = (
     Family("pinscope_container_exclusive_cpus", "gauge", CTR,
            "CPUs exclusive to the container (0 in the shared pool); each CPU counts once per pod: an exited init "
            "container's CPUs reused by its pod's running containers count for those (kubelet's cpusToReuse)"),
+    Family("pinscope_pod_exclusive_cpus", "gauge", ("node", "namespace", "pod"),
+           "CPUs kubelet assigned to the pod as a whole (pod-level resources, checkpoint podEntries) that none of "
+           "its containers holds: exclusive to the pod (only pods that have them)"),
     Family("pinscope_container_cpu_cfs_periods", "counter", CTR,
            "CFS enforcement periods that elapsed (cpu.stat nr_periods)"),
     Family("pinscope_container_cpu_cfs_throttled_periods", "counter", CTR,
@@ -153,7 +158,8 @@ def _cpus(out: _Out, node: str, snap, rates, running) -> None:
         out.add("pinscope_cpu_info", {
             "node": node, "cpu": str(r.id), "socket": _s(c and c.socket), "numa_node": _s(c and c.numa_node),
             "core": _s(c and c.core), "role": r.role, "namespace": _s(o and o.namespace), "pod": _s(o and o.pod),
-            "container": _s(o and o.container)}, 1)
+            "container": _s(o and o.container),
+            "owner_level": "" if o is None else ("pod" if o.pod_level else "container")}, 1)
     for role, n in counts.items():
         out.add("pinscope_cpus", {"node": node, "role": role}, n)
     if rates is not None and rates.util:
@@ -169,8 +175,23 @@ def _cpus(out: _Out, node: str, snap, rates, running) -> None:
                                    "cgroup_version": _s(snap.cgroup_version), "roles_from": snap.roles_from}, 1)
 
 
+def _pod_level(out: _Out, node: str, snap) -> None:
+    """Per pod with pod-level CPUs (podEntries) none of its containers holds: how many."""
+    st = snap.state
+    if st is None or st.policy != "static":
+        return
+    names = {p.uid: p for p in snap.pods}
+    for uid in sorted(st.pod_entries):
+        n = len(st.pod_level(uid))
+        if n:
+            p = names.get(uid)
+            out.add("pinscope_pod_exclusive_cpus", {"node": node, "namespace": _s(p and p.namespace),
+                                                    "pod": _s(p and p.name) or uid}, n)
+
+
 def _containers(out: _Out, node: str, snap, rates, exclusive: dict) -> None:
     """Per running container: its exclusive CPUs, the kernel's cgroup counters and pinscope's rates."""
+    _pod_level(out, node, snap)
     seen = set()
     for p, c in snap.containers():
         if c.cgroup is None:

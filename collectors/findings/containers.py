@@ -21,7 +21,13 @@ def cgroup_drift(ctx):
         if eff is None:
             continue
         file = f"{cg.path}/{'cpuset.cpus.effective' if cg.version == 2 else 'cpuset.effective_cpus'}"
-        if c.assigned is not None and eff != c.assigned:
+        pod_set = ctx.st.pod_entries.get(p.uid) if ctx.st is not None else None
+        if c.assigned is None and pod_set:  # pod-level resources: it runs in its pod's CPUs, not the shared pool
+            if not eff <= pod_set and not c.unresolved:
+                yield finding("STATE_CGROUP_DRIFT", f"{who(p, c.name)}: kernel runs it on {fmt(eff)}, outside its "
+                              f"pod's CPUs {fmt(pod_set)}", [f"{sf}: podEntries[{p.uid}] = {fmt(pod_set)}",
+                                                             f"{file} = {fmt(eff)}"], eff - pod_set, p, c.name)
+        elif c.assigned is not None and eff != c.assigned:
             yield finding("STATE_CGROUP_DRIFT", f"{who(p, c.name)}: kernel runs it on {fmt(eff)}, kubelet assigned {fmt(c.assigned)}",
                           [f"{sf}: entries[{p.uid}][{c.name}] = {fmt(c.assigned)}", f"{file} = {fmt(eff)}"],
                           eff ^ c.assigned, p, c.name)
@@ -50,6 +56,9 @@ def guaranteed_not_pinned(ctx):
         if cg.cpus_effective and all(x in ctx.roles and any(o.pod_uid == p.uid and o.container == c.name
                                                             for o in ctx.roles[x].owners) for x in cg.cpus_effective):
             continue
+        pod_set = ctx.st.pod_entries.get(p.uid) if ctx.st is not None else None
+        if pod_set and cg.cpus_effective and cg.cpus_effective <= pod_set:
+            continue  # on its pod's pod-level CPUs (exclusive to the pod), not on the shared pool
         cores = cg.quota_us / cg.period_us
         if abs(cores - round(cores)) < 1e-9 and cores >= 1:
             yield finding("GUARANTEED_NOT_PINNED", f"{who(p, c.name)}: Guaranteed with a {int(round(cores))}-CPU limit, but on the shared pool"

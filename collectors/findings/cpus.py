@@ -35,6 +35,11 @@ def _sibling_kinds(ctx, sib, live_owner) -> dict:
         if r is None or r.role == Role.OFFLINE:
             continue
         if r.role == Role.EXCLUSIVE:
+            pods = ctx.st.pod_entries if ctx.st is not None else {}
+            whole = frozenset((o.pod_uid, None) for o in r.owners if s in pods.get(o.pod_uid, ()))
+            if whole:  # inside a pod's pod-level set: the pod's core, whichever of its containers runs there
+                kinds[s] = whole
+                continue
             own = frozenset((o.pod_uid, o.container) for o in r.owners if (o.pod_uid, o.container) in live_owner)
             kinds[s] = own or frozenset((o.pod_uid, o.container) for o in r.owners)
         else:

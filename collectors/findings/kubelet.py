@@ -48,7 +48,9 @@ def read_partial(ctx):
                               "Drain the node, delete <root-dir>/cpu_manager_state, then restart kubelet (kubelet's own message asks for exactly this)."),
     "STATE_CHECKSUM_MISMATCH": ("warning", "the state file's checksum does not match its content",
                                 "The file may have been edited by hand; kubelet verifies the checksum when it restores the checkpoint."),
-}, reads=("assignment",))
+    "STATE_NOT_READ_WHOLE": ("info", "cpu_manager_state is larger than pinscope reads: it was not read whole, kubelet's assignment is unknown (the file may well be valid)",
+                             "Nothing to do on the node for this alone; the checks that need kubelet's assignment were not run."),
+})
 def state_file(ctx):
     k, st, snap, sf = ctx.k, ctx.st, ctx.snap, ctx.sf
     unread = any(p.source == sf and p.kind == UNREAD for p in snap.problems)  # READ_PARTIAL says that
@@ -57,9 +59,18 @@ def state_file(ctx):
         why = [f"{p.source}: {p.message}" for p in snap.problems if p.source == sf] or [f"{sf}: {snap.state_status}"]
         yield finding("STATE_UNREADABLE", f"cpu_manager_state is {snap.state_status}: kubelet's CPU assignments are unknown",
                       why + [f"policy {k.cpu_manager_policy!r} ({k.sources.get('cpu_manager_policy', 'default')})"])
+    if snap.state_status == "cut":
+        yield finding("STATE_NOT_READ_WHOLE", f"{sf} was not read whole (larger than pinscope's read bound): "
+                      "kubelet's CPU assignments are unknown, not invalid",
+                      [f"{p.source}: {p.message}" for p in snap.problems if p.source == sf])
     if st is not None and st.checksum_ok is False:
         yield finding("STATE_CHECKSUM_MISMATCH", f"{sf}: checksum {st.checksum} does not match the content",
-                      [p.message for p in snap.problems if p.source == sf and "checksum" in p.message])
+                      [p.message for p in snap.problems if p.source == sf and "checksum" in p.message.lower()])
+    mm = snap.memory_state
+    if mm is not None and mm.checksum_ok is False:
+        mf = f"{k.root_dir.rstrip('/')}/memory_manager_state"
+        yield finding("STATE_CHECKSUM_MISMATCH", f"{mf}: checksum {mm.checksum} does not match the content",
+                      [p.message for p in snap.problems if p.source == mf and "checksum" in p.message.lower()])
     if st is not None and k.cpu_manager_policy and st.policy != k.cpu_manager_policy:
         yield finding("STATE_POLICY_MISMATCH",
                       f"state file says policy {st.policy!r}, kubelet is configured with {k.cpu_manager_policy!r}",
@@ -75,17 +86,26 @@ def exclusive_overlap(ctx):
     if ctx.st is None:
         return
     owner_pod: dict[int, str] = {}
-    for uid, ctrs in ctx.st.entries.items():
+    held = {uid: frozenset().union(*ctrs.values()) if ctrs else frozenset() for uid, ctrs in ctx.st.entries.items()}
+    for uid, cs in ctx.st.pod_entries.items():  # a pod's pod-level CPUs are its own too
+        held[uid] = held.get(uid, frozenset()) | cs
+    for uid, cpus in held.items():
         if uid == "":
             continue
-        for c in frozenset().union(*ctrs.values()) if ctrs else frozenset():
+        for c in sorted(cpus):
             other = owner_pod.get(c)
             if other is not None and other != uid:
                 a, b = ctx.pods_by_uid.get(other), ctx.pods_by_uid.get(uid)
                 yield finding("EXCLUSIVE_OVERLAP", f"CPU {c} is exclusive to two pods: "
                               f"{who(a, None) if a else other} and {who(b, None) if b else uid}",
-                              [f"{ctx.sf}: entries[{other}] and entries[{uid}] both hold {c}"], [c], b)
+                              [f"{ctx.sf}: {_where(ctx.st, other, c)} and {_where(ctx.st, uid, c)} both hold {c}"], [c], b)
             owner_pod[c] = uid
+
+
+def _where(st, uid: str, cpu: int) -> str:
+    """Which part of the checkpoint gives `cpu` to pod `uid`: a container's entry, else the pod's own."""
+    ctrs = st.entries.get(uid, {})
+    return f"entries[{uid}]" if any(cpu in cs for cs in ctrs.values()) else f"podEntries[{uid}]"
 
 
 @check({"OFFLINE_ASSIGNED": ("critical", "an offline CPU is in an assignment or in the shared pool",
@@ -110,6 +130,11 @@ def offline_assigned(ctx):
                 yield finding("OFFLINE_ASSIGNED", f"{what(cs)} assigned to {who(p, cname) if p else uid + '/' + cname}",
                               [f"{sf}: entries[{uid}][{cname}] = {fmt(cs)}", f"online = {fmt(online)}"],
                               (cs - online) & known, p, cname)
+    for uid, cs in st.pod_entries.items():
+        if cs - online:
+            p = ctx.pods_by_uid.get(uid)
+            yield finding("OFFLINE_ASSIGNED", f"{what(cs)} assigned to pod {who(p, None) if p else uid} as a whole",
+                          [f"{sf}: podEntries[{uid}] = {fmt(cs)}", f"online = {fmt(online)}"], (cs - online) & known, p)
     off = st.default_cpuset - online
     if off and st.policy == "static":
         yield finding("OFFLINE_ASSIGNED", f"{what(st.default_cpuset)} are in the shared pool",

@@ -63,6 +63,9 @@ CASES = {
                                      PodSpec("gone", cgroup=False, logs=False, containers=[CtrSpec("old", cpus="2,6")])]),
     "STATE_CHECKSUM_MISMATCH": dict(state_text='{"policyName":"static","defaultCpuSet":"0-7","checksum":42}',
                                     pods=[]),
+    # a valid checkpoint larger than pinscope reads (1 MiB): not read whole, never "invalid"
+    "STATE_NOT_READ_WHOLE": dict(state_text='{"policyName":"static","defaultCpuSet":"0,2-4,6-7","pad":"'
+                                 + "x" * (1 << 20) + '","checksum":0}'),
     "KUBELET_NOT_FOUND": dict(kubelet_running=False),
     # v2: systemd did not delegate cpuset to kubepods (the containers then have no cpuset files)
     "CPUSET_NOT_ENABLED": dict(cpuset_delegated=False),
