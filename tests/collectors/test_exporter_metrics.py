@@ -322,12 +322,14 @@ def test_a_state_file_that_becomes_a_fifo_is_gone_from_the_next_read_not_carried
     for rep, s in seen[:2]:
         roles = {x.labels["role"]: x.value for x in s["pinscope_cpus"]}
         assert roles["exclusive"] == 8.0
+        assert [x.labels["roles_from"] for x in s["pinscope_node_info"]] == ["state"]
         assert "STATE_UNREADABLE" not in {x.labels["code"] for x in s["pinscope_finding"]}
     for rep, s in seen[2:]:
         assert "c" not in rep.snapshot.request.split(" ")[0]  # grid reads: the deeper frame is carried
-        # the cgroups' cpusets may still show CPUs exclusive (the kernel's word); kubelet's is gone
+        # the cgroups' cpusets may still show CPUs exclusive (the kernel's word); kubelet's is gone: the
+        # roles now come from the cgroups, never from the old checkpoint
         assert rep.snapshot.state_status == "unreadable"
-        assert not [x for x in s["pinscope_container_exclusive_cpus"] if x.value]
+        assert [x.labels["roles_from"] for x in s["pinscope_node_info"]] == ["cgroups"]
         assert "STATE_UNREADABLE" in {x.labels["code"] for x in s["pinscope_finding"]}
         assert any(p.source == "/var/lib/kubelet/cpu_manager_state" and "fifo" in p.message
                    for p in rep.snapshot.problems)
