@@ -16,6 +16,7 @@ from textual.app import App
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.message import Message
+from textual.widgets import Input
 
 from collectors.collect import Options
 from collectors.fleet import Fleet, NodeTarget
@@ -59,6 +60,9 @@ class PinscopeApp(App):
     TITLE = "pinscope"
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
+        # Textual binds ctrl+c to a "press ctrl+q to quit" notice; in a terminal tool it means quit. A priority
+        # binding, so that it also quits from a modal screen (the help); a selection is still copied (below).
+        Binding("ctrl+c", "interrupt", "Quit (as q)", id="app.interrupt", priority=True),
         Binding("question_mark", "help", "Help", id="app.help"),
         Binding("t", "cycle_theme", "Theme", id="app.theme"),
         Binding("s", "screenshot", "Screenshot", id="app.screenshot"),
@@ -309,6 +313,16 @@ class PinscopeApp(App):
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
+
+    async def action_interrupt(self) -> None:
+        """ctrl+c: copy the selected text when there is some (Textual's meaning of the key), else quit like q."""
+        focused = self.focused
+        selected = focused.selected_text if isinstance(focused, Input) else None
+        selected = selected or self.screen.get_selected_text()
+        if selected:
+            self.copy_to_clipboard(selected)
+        else:
+            await self.action_quit()
 
     def action_cycle_theme(self) -> None:
         i = (ORDER.index(self.theme_key) + 1) % len(ORDER)

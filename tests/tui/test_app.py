@@ -501,3 +501,53 @@ def test_quitting_while_ticks_arrive_fast_is_quiet(tmp_path):
     for i in range(8):  # the race is timing-dependent: several quits, each at another moment of a tick
         rc = run(go(i))  # run_test raises what the app raised (it was NoMatches)
         assert rc == 0 or (i % 2 == 0 and rc is None), rc  # shut down from outside: no exit code of its own
+
+
+@pytest.mark.parametrize("where", ["grid", "filter", "help"])
+def test_ctrl_c_quits_like_q(frozen, where):
+    """Issue 23: ctrl+c showed Textual's "Press ctrl+q to quit" notice; in pinscope it quits, from the grid,
+    from the filter box (nothing selected to copy) and from the help."""
+    async def go():
+        app = FrozenApp(frozen, start="xeon-2s")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            if where == "filter":
+                await pilot.press("slash", "m")
+            elif where == "help":
+                await pilot.press("question_mark")
+                assert isinstance(app.screen, HelpScreen)
+            await pilot.press("ctrl+c")
+            await pilot.pause()
+            assert not app.is_running
+            assert not any("to quit" in str(n.message) for n in app._notifications)
+    run(go())
+
+
+def test_help_lists_ctrl_c(frozen):
+    from tui.screens.help import binding_rows
+
+    async def go():
+        app = FrozenApp(frozen, start="xeon-2s")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            rows = {bid: (keys, desc) for keys, desc, bid in binding_rows(app, app.screen)}
+            assert rows["app.interrupt"][1] == "Quit (as q)" and rows["app.quit"][1] == "Quit"
+            assert "c" in rows["app.interrupt"][0].lower()
+    run(go())
+
+
+def test_ctrl_c_still_copies_a_selection(frozen):
+    async def go():
+        app = FrozenApp(frozen, start="xeon-2s")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            await pilot.press("slash", *"matcher")
+            box = app.screen.query_one("#filter")
+            box.action_select_all()
+            await pilot.press("ctrl+c")
+            await pilot.pause()
+            assert app.is_running and app.clipboard == "matcher"
+            await pilot.press("escape", "ctrl+c")  # the filter cleared: nothing selected, ctrl+c quits
+            await pilot.pause()
+            assert not app.is_running
+    run(go())
