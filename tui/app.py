@@ -91,6 +91,8 @@ class PinscopeApp(App):
         self.started_at = time.monotonic()
         self.first_paint_s: float | None = None
         self._keymap_read = False
+        # `pinscope serve` beyond localhost: a browser session writes no file on the serving machine
+        self.read_only = os.environ.get("PINSCOPE_READ_ONLY") == "1"
 
     @property
     def targets(self) -> list[str]:
@@ -333,7 +335,15 @@ class PinscopeApp(App):
             scr.refresh_view()
         self.notify(f"theme {self.theme_key}", timeout=1.5)
 
+    def _refuse_write(self) -> bool:
+        if self.read_only:
+            self.notify("read-only session: no files are written on the serving machine "
+                        "(pinscope serve --no-read-only allows s and e)", severity="warning", timeout=5)
+        return self.read_only
+
     def action_screenshot(self) -> None:
+        if self._refuse_write():
+            return
         path = self.save_screenshot(path=os.environ.get("PINSCOPE_SCREENSHOTS", "."))
         self.notify(f"saved {path}", timeout=3)
 
@@ -341,6 +351,8 @@ class PinscopeApp(App):
     def action_export(self) -> None:
         from tui.export import export_current
 
+        if self._refuse_write():
+            return
         try:
             paths = export_current(self, os.environ.get("PINSCOPE_SCREENSHOTS", "."))
         except OSError as err:

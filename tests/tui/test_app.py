@@ -551,3 +551,21 @@ def test_ctrl_c_still_copies_a_selection(frozen):
             await pilot.pause()
             assert not app.is_running
     run(go())
+
+
+def test_read_only_session_refuses_s_and_e(frozen, tmp_path, monkeypatch):
+    """`pinscope serve` beyond localhost runs its sessions with PINSCOPE_READ_ONLY=1: `s` and `e` write no
+    file on the serving machine, and say why."""
+    monkeypatch.setenv("PINSCOPE_SCREENSHOTS", str(tmp_path))
+    monkeypatch.setenv("PINSCOPE_READ_ONLY", "1")
+
+    async def go():
+        app = FrozenApp(frozen, start="xeon-2s")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            await pilot.press("s", "e")
+            await pilot.pause()
+            said = [str(n.message) for n in app._notifications]
+            assert len(said) == 2 and all(m.startswith("read-only session") for m in said)
+    run(go())
+    assert list(tmp_path.iterdir()) == []
