@@ -62,7 +62,7 @@ class PinscopeApp(App):
         Binding("q", "quit", "Quit", id="app.quit"),
         # Textual binds ctrl+c to a "press ctrl+q to quit" notice; in a terminal tool it means quit. A priority
         # binding, so that it also quits from a modal screen (the help); a selection is still copied (below).
-        Binding("ctrl+c", "interrupt", "Quit (as q)", id="app.interrupt", priority=True),
+        Binding("ctrl+c", "interrupt", "Quit (as q)", id="app.interrupt", priority=True, show=False),
         Binding("question_mark", "help", "Help", id="app.help"),
         Binding("t", "cycle_theme", "Theme", id="app.theme"),
         Binding("s", "screenshot", "Screenshot", id="app.screenshot"),
