@@ -185,7 +185,7 @@ def guard_middleware(guard: Guard) -> Callable:
                 return refuse(f"a websocket from another origin {_said(origin)} (--allow-origin)",
                               "a websocket from another site is refused (--allow-origin)")
             if not guard.token_matches(request.match_info.get("token")):
-                return refuse("a websocket without the token", "no valid token")
+                return refuse("a websocket without the right token", "no valid token")
             return await handler(request)
         query = request.query.get("token")
         if not guard.token_matches(query if query is not None else request.cookies.get(guard.cookie)):

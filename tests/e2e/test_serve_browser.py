@@ -37,10 +37,11 @@ class Served:
     """`pinscope serve` as a user starts it, in its own process group (so its app sessions go with it).
     Up once it printed the URL to open; `url` is that URL (with its token), `token` the token in it."""
 
-    def __init__(self, *args: str, port: int | None = None, env: dict | None = None) -> None:
+    def __init__(self, *args: str, port: int | None = None, env: dict | None = None, tls=None) -> None:
         self.port = port or free_port()
         self.args = args
         self.env = env
+        self.tls = tls  # an ssl context trusting the server's certificate, for https
         self.lines: list[str] = []
 
     def _read(self) -> None:
@@ -91,8 +92,6 @@ class Served:
                 if self.proc.poll() is not None or time.monotonic() > end:
                     raise
                 time.sleep(0.2)
-
-    tls = None
 
     def __exit__(self, *exc) -> None:
         if self.proc.poll() is None:
@@ -323,17 +322,15 @@ def test_tls_with_certfile_and_keyfile(tmp_path):
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
                     "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
                     "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
-    Served.tls = ssl.create_default_context(cafile=str(cert))
-    try:
-        with Served("--certfile", str(cert), "--keyfile", str(key), "--", "demo") as srv:
-            assert srv.url.startswith(f"https://127.0.0.1:{srv.port}/?token=")
-            assert f'"wss://127.0.0.1:{srv.port}/ws/{srv.token}"' in srv.index
-            status, _, headers = srv.get("/")
-            assert status == 200 and "Secure" in headers["Set-Cookie"]
-            status, first = asyncio.run(handshake(ws_url(srv), tls=Served.tls, Origin=f"https://127.0.0.1:{srv.port}"))
-            assert status == 101 and first
-    finally:
-        Served.tls = None
+    tls = ssl.create_default_context(cafile=str(cert))
+    with Served("--certfile", str(cert), "--keyfile", str(key), "--", "demo", tls=tls) as srv:
+        assert srv.url.startswith(f"https://127.0.0.1:{srv.port}/?token=")
+        assert f'"wss://127.0.0.1:{srv.port}/ws/{srv.token}"' in srv.index
+        status, _, headers = srv.get("/")
+        assert status == 200 and "Secure" in headers["Set-Cookie"]
+        status, first = asyncio.run(handshake(ws_url(srv), tls=tls, Origin=f"https://127.0.0.1:{srv.port}"))
+        assert status == 101 and first
+        assert asyncio.run(handshake(ws_url(srv), tls=tls, Origin=f"http://127.0.0.1:{srv.port}"))[0] == 403
 
 
 def test_read_only_wall_in_the_browser(tmp_path):
@@ -353,8 +350,7 @@ def test_read_only_wall_in_the_browser(tmp_path):
                 await b.type("s")
                 await b.wait_text("read-only", since=mark, timeout=30)
                 await b.type("e")
-                await asyncio.sleep(1.0)
-                await b.type("q")
+                await b.type("q")  # keys are handled in order: the page closes after `e` was refused
                 await b.wait_js("document.body.classList.contains('-closed')", timeout=30)
                 # the same page without the token: the refusal, no terminal, no websocket
                 mark = len(b.received)
