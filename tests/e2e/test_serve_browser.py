@@ -333,6 +333,34 @@ def test_tls_with_certfile_and_keyfile(tmp_path):
         assert asyncio.run(handshake(ws_url(srv), tls=tls, Origin=f"http://127.0.0.1:{srv.port}"))[0] == 403
 
 
+async def foreign_page_opens(b: Browser, url: str, mark: int) -> None:
+    """Chromium on a page served from another port (another origin) opens `url`: the socket never opens
+    and no byte of the app arrives."""
+    from aiohttp import web
+
+    page = ("<html><body><script>document.title = 'trying';"
+            f"const ws = new WebSocket({url!r} + '?width=80&height=24');"
+            "ws.onopen = () => { document.title = 'open'; };"
+            "ws.onclose = () => { if (document.title !== 'open') document.title = 'refused'; };"
+            "</script></body></html>")
+    async def evil(request: web.Request) -> web.Response:
+        return web.Response(text=page, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/", evil)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        await b.goto(f"http://127.0.0.1:{port}/")
+        await b.wait_js("['open', 'refused'].includes(document.title)", timeout=30)
+        assert await b.eval("document.title") == "refused"
+        assert len(b.received) == mark
+    finally:
+        await runner.cleanup()
+
+
 def test_read_only_wall_in_the_browser(tmp_path):
     """Beyond 127.0.0.1 the sessions are read-only by default: `s` in the page writes no file on the serving
     machine and says so. And the page without the token shows no terminal."""
@@ -359,6 +387,9 @@ def test_read_only_wall_in_the_browser(tmp_path):
                 await b.wait_js("document.body.innerText.includes('token')", timeout=30)
                 assert await b.eval("document.getElementById('terminal') === null")
                 assert len(b.received) == mark
+                # a page of another site that knows even the token: Chromium sends its Origin, the server refuses
+                await foreign_page_opens(b, ws_url(srv), mark)
 
         asyncio.run(asyncio.wait_for(drive(), 150))
     assert not shots.exists() or not any(shots.iterdir())
+    assert "a websocket from another origin 'http://127.0.0.1:" in srv.output  # refused for that reason
