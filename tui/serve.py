@@ -167,7 +167,7 @@ def guard_middleware(guard: Guard) -> Callable:
     @web.middleware
     async def check(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]):
         def refuse(why: str, tell: str) -> web.Response:
-            shown = "/ws/…" if request.path.startswith("/ws/") else request.path  # not the token (a right one)
+            shown = "/ws/..." if request.path.startswith("/ws/") else request.path  # not the token (a right one)
             print(f"pinscope serve: refused {request.method} {_said(shown)} from "
                   f"{request.remote}: {why}", file=sys.stderr, flush=True)
             return web.Response(status=403, text=f"pinscope serve: {tell}\n",
