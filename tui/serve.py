@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import ipaddress
+import logging
 import os
 import re
 import secrets
@@ -45,6 +46,8 @@ import textual_serve
 from aiohttp import web
 from aiohttp.web_runner import GracefulExit
 from textual_serve.server import Server, to_int
+
+from collectors.text import display
 
 ROOT = Path(__file__).resolve().parent.parent  # the directory holding the tui and collectors packages
 
@@ -252,6 +255,21 @@ class ServeOptions:
         return f"{self.scheme}://{shown}:{self.port}/?token={token}"
 
 
+class OneLine(logging.Formatter):
+    """aiohttp's and textual-serve's log records as one plain line each, escapes shown: a malformed request
+    is the client's doing, and was a page of traceback with its locals on the operator's terminal.
+    PINSCOPE_DEBUG=1 keeps the traceback."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = record.getMessage()
+        err = record.exc_info[1] if record.exc_info else None
+        if err is not None:
+            text += f": {type(err).__name__}: {' '.join(str(err).split())}"
+            if os.environ.get("PINSCOPE_DEBUG"):
+                text += "\n" + self.formatException(record.exc_info)
+        return f"pinscope serve: {display(text)[:500]}"
+
+
 class TlsError(Exception):
     """The certificate or key cannot be used: said before listening."""
 
@@ -265,6 +283,14 @@ class PinscopeServer(Server):
                          statics_path=Path(textual_serve.__file__).parent / "static", templates_path=templates)
         self.opts, self.guard, self.banner = opts, guard, banner
         self.checker = guard_middleware(guard)
+
+    def initialize_logging(self) -> None:
+        """Warnings and errors, one line each (OneLine); no access log: it would write the token (the URL's
+        query, the websocket's path) into every log kept of this terminal, and refusals have a line of their
+        own."""
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(OneLine())
+        logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
 
     async def _make_app(self) -> web.Application:
         app = await super()._make_app()
@@ -309,7 +335,7 @@ class PinscopeServer(Server):
         loop.add_signal_handler(signal.SIGINT, self.request_exit)
         loop.add_signal_handler(signal.SIGTERM, self.request_exit)
         web.run_app(self._make_app(), host=self.host, port=self.port, ssl_context=tls, handle_signals=False,
-                    loop=loop, print=lambda *args: None)
+                    loop=loop, print=lambda *args: None, access_log=None)
 
 
 def _refusal(args: list[str], opts: ServeOptions) -> str | None:

@@ -278,6 +278,23 @@ def test_the_websocket_wants_the_token_and_its_own_origin(served):
     assert "refused" in srv.output and "evil.example" in srv.output
 
 
+def test_the_log_has_no_token_and_no_traceback(served):
+    """The server's stderr: no access log (it wrote every URL, token and all), and a malformed request from
+    anyone is one escaped line, not a page of traceback with its locals and a raw escape sequence."""
+    srv = served
+    assert srv.get("/")[0] == 200
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as s:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: a\x1b[2J\x1b]0;pwned\x07\r\n\r\n")
+        assert s.recv(100).split(b" ")[1] == b"400"
+    end = time.monotonic() + 20
+    while "Error handling request" not in srv.output and time.monotonic() < end:
+        time.sleep(0.1)
+    line = next(ln for ln in srv.output.splitlines() if "Error handling request" in ln)
+    assert line.startswith("pinscope serve: ") and "\\x1b[2J" in line
+    assert "\x1b" not in srv.output and "\x07" not in srv.output and "Traceback" not in srv.output
+    assert srv.output.count(srv.token) == 1  # the URL printed to open, and nowhere else
+
+
 def test_a_foreign_host_is_refused(served):
     """DNS rebinding: evil.example rebound to 127.0.0.1 sends `Host: evil.example`; it gets neither the page
     (which named its websocket after the Host) nor the websocket."""
