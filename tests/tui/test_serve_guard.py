@@ -4,7 +4,7 @@ import socket
 
 import pytest
 
-from tui.serve import Guard, answer_names, host_name, make_token, origin_of
+from tui.serveguard import Guard, answer_names, host_name, make_token, origin_of
 
 
 def test_host_name_reads_the_host_header():
