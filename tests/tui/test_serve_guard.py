@@ -54,3 +54,20 @@ def test_tokens(monkeypatch):
     for bad in ("short", "has space in it 12345", "x" * 300, "quote'quote'quote'q"):
         with pytest.raises(ValueError):
             make_token(bad)
+
+
+def test_the_server_will_not_start_without_its_guard(tmp_path):
+    """Fail closed: should textual-serve build its app some other way (an upgrade), the guard's absence stops
+    the server at start-up instead of serving unguarded."""
+    import asyncio
+
+    from aiohttp import web
+
+    from tui.serve import PinscopeServer, ServeOptions
+
+    guard = Guard("t" * 20, frozenset({"localhost"}))
+    server = PinscopeServer("true", ServeOptions(), guard, "banner", tmp_path)
+    with pytest.raises(RuntimeError, match="guard is not installed"):
+        asyncio.run(server.on_startup(web.Application()))
+    app = asyncio.run(server._make_app())
+    assert server.checker in app.middlewares and "/ws/{token}" in [r.resource.canonical for r in app.router.routes()]
