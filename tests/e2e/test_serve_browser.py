@@ -68,7 +68,7 @@ class Served:
         self.url = m.group(1)
         q = parse_qs(urlsplit(self.url).query).get("token")
         self.token = q[0] if q else None
-        self.base = f"{urlsplit(self.url).scheme}://127.0.0.1:{self.port}"
+        self.base = f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"  # the server itself (not a proxy)
         self.index = self.get("/")[1]
         return self
 
@@ -310,17 +310,23 @@ def test_a_foreign_host_is_refused(served):
 
 
 def test_allowed_hosts_and_origins_and_a_fixed_token():
-    """--allow-host / --allow-origin widen the defaults; the token comes from PINSCOPE_SERVE_TOKEN."""
+    """--allow-host / --allow-origin widen the defaults, as --public-url does (a TLS-terminating proxy in
+    front: the browser's Origin and maybe its Host are the proxy's); the token comes from
+    PINSCOPE_SERVE_TOKEN."""
     token = "wall-screen-token-0123456789"
-    with Served("--allow-host", "wall.example", "--allow-origin", "https://ops.example", "--", "demo",
+    with Served("--allow-host", "wall.example", "--allow-origin", "https://ops.example",
+                "--public-url", "https://pinscope.example.com/", "--", "demo",
                 env={"PINSCOPE_SERVE_TOKEN": token}) as srv:
-        assert srv.token == token and srv.url == f"http://127.0.0.1:{srv.port}/?token={token}"
-        status, body, _ = srv.get("/", Host=f"wall.example:{srv.port}")
-        assert status == 200 and f'"ws://wall.example:{srv.port}/ws/{token}"' in body
+        assert srv.token == token and srv.url == f"https://pinscope.example.com/?token={token}"
+        assert f'"wss://pinscope.example.com/ws/{token}"' in srv.index  # the page names the proxy's address
+        for host in ("wall.example", "pinscope.example.com"):
+            assert srv.get("/", Host=host)[0] == 200
         assert srv.get("/", Host=f"other.example:{srv.port}")[0] == 403
-        url = ws_url(srv)
+        url = f"ws://127.0.0.1:{srv.port}/ws/{token}"  # where the proxy forwards the browser's websocket
+        assert asyncio.run(handshake(url, Origin="https://pinscope.example.com"))[0] == 101
         assert asyncio.run(handshake(url, Origin="https://ops.example"))[0] == 101
         assert asyncio.run(handshake(url, Origin="http://ops.example"))[0] == 403  # another scheme: another origin
+        assert asyncio.run(handshake(url, Origin="https://evil.example"))[0] == 403
     assert token in srv.output  # printed, as the URL to open
 
 
