@@ -17,6 +17,7 @@ from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.message import Message
 from textual.screen import Screen
+from textual.widgets import Input
 
 from collectors.collect import Options
 from collectors.fleet import Fleet, NodeTarget
@@ -60,6 +61,9 @@ class PinscopeApp(App):
     TITLE = "pinscope"
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
+        # Textual binds ctrl+c to a "press ctrl+q to quit" notice; in a terminal tool it means quit. A priority
+        # binding, so that it also quits from a modal screen (the help); a selection is still copied (below).
+        Binding("ctrl+c", "interrupt", "Quit (as q)", id="app.interrupt", priority=True, show=False),
         Binding("question_mark", "help", "Help", id="app.help"),
         Binding("t", "cycle_theme", "Theme", id="app.theme"),
         Binding("s", "screenshot", "Screenshot", id="app.screenshot"),
@@ -88,6 +92,8 @@ class PinscopeApp(App):
         self.started_at = time.monotonic()
         self.first_paint_s: float | None = None
         self._keymap_read = False
+        # `pinscope serve` beyond localhost: a browser session writes no file on the serving machine
+        self.read_only = os.environ.get("PINSCOPE_READ_ONLY") == "1"
 
     @property
     def targets(self) -> list[str]:
@@ -333,6 +339,16 @@ class PinscopeApp(App):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
 
+    async def action_interrupt(self) -> None:
+        """ctrl+c: copy the selected text when there is some (Textual's meaning of the key), else quit like q."""
+        focused = self.focused
+        selected = focused.selected_text if isinstance(focused, Input) else None
+        selected = selected or self.screen.get_selected_text()
+        if selected:
+            self.copy_to_clipboard(selected)
+        else:
+            await self.action_quit()
+
     def action_cycle_theme(self) -> None:
         i = (ORDER.index(self.theme_key) + 1) % len(ORDER)
         self.theme_key = ORDER[i]
@@ -342,8 +358,17 @@ class PinscopeApp(App):
             scr.refresh_view()
         self.notify(f"theme {self.theme_key}", timeout=1.5)
 
+    def _refuse_write(self) -> bool:
+        if self.read_only:
+            self.notify("read-only session: no files are written on the serving machine "
+                        "(pinscope serve --no-read-only allows s and e)", severity="warning", timeout=5)
+        return self.read_only
+
     def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
-        """Textual's action (same signature), saved in $PINSCOPE_SCREENSHOTS unless a path is given."""
+        """Textual's action (same signature), saved in $PINSCOPE_SCREENSHOTS unless a path is given; refused
+        in a read-only session."""
+        if self._refuse_write():
+            return
         path = self.save_screenshot(filename, path or os.environ.get("PINSCOPE_SCREENSHOTS", "."))
         self.notify(f"saved {path}", timeout=3)
 
@@ -351,6 +376,8 @@ class PinscopeApp(App):
     def action_export(self) -> None:
         from tui.export import export_current
 
+        if self._refuse_write():
+            return
         try:
             paths = export_current(self, os.environ.get("PINSCOPE_SCREENSHOTS", "."))
         except OSError as err:

@@ -157,10 +157,20 @@ def build_parser(cmd: str) -> argparse.ArgumentParser:
     elif cmd == "demo":
         p.add_argument("--theme", default="dark")
     elif cmd == "serve":
-        p.usage = "pinscope serve [--host HOST] [--port PORT] [--public-url URL] -- ARGS..."
+        p.usage = "pinscope serve [--host HOST] [--port PORT] [--public-url URL] [options] -- ARGS..."
         p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
         p.add_argument("--port", type=_port, default=8000, help="default 8000")
         p.add_argument("--public-url", metavar="URL", help="the URL browsers use, when behind a reverse proxy")
+        p.add_argument("--token", help="the token the URL must carry (default: $PINSCOPE_SERVE_TOKEN, else a "
+                       "random one per run, printed); the environment variable keeps it out of `ps`")
+        p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                       help="also answer to this Host name (default: the listen address and the loopback names)")
+        p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                       help="also accept websockets from pages of this origin (https://wall.example:443)")
+        p.add_argument("--read-only", action=argparse.BooleanOptionalAction, default=None,
+                       help="sessions write no files here (s/e refused); the default unless --host is loopback")
+        p.add_argument("--certfile", metavar="PEM", help="serve https with this certificate chain (with --keyfile)")
+        p.add_argument("--keyfile", metavar="PEM", help="the certificate's private key")
         p.add_argument("args", nargs="*", metavar="ARGS", help="pinscope's own arguments: demo, --inventory F, TARGET...")
     elif cmd == "replay":
         p.add_argument("file", metavar="FILE")
@@ -224,9 +234,11 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     try:
         if cmd == "serve":
-            from tui.serve import serve
+            from tui.serve import ServeOptions, serve
 
-            return serve(served or a.args, host=a.host, port=a.port, public=a.public_url)
+            return serve(served or a.args, ServeOptions(
+                a.host, a.port, a.public_url, a.token, tuple(a.allow_host), tuple(a.allow_origin), a.read_only,
+                a.certfile, a.keyfile))
         if cmd in ("snapshot", "check"):
             return asyncio.run(_snapshot_cmd(a, check=cmd == "check"))
         if cmd == "exporter":

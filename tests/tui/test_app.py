@@ -530,3 +530,71 @@ def test_messages_queued_while_the_app_is_shut_down_from_outside_are_quiet(names
         return app.return_code
 
     assert run(go()) is None  # run_test raises what the app raised
+
+
+@pytest.mark.parametrize("where", ["grid", "filter", "help"])
+def test_ctrl_c_quits_like_q(frozen, where, notices):
+    """Issue 23: ctrl+c showed Textual's "Press ctrl+q to quit" notice; in pinscope it quits, from the grid,
+    from the filter box (nothing selected to copy) and from the help."""
+    async def go():
+        app = FrozenApp(frozen, start="xeon-2s")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            if where == "filter":
+                await pilot.press("slash", "m")
+            elif where == "help":
+                await pilot.press("question_mark")
+                assert isinstance(app.screen, HelpScreen)
+            await pilot.press("ctrl+c")
+            await pilot.pause()
+            assert not app.is_running
+            assert not any("to quit" in n for n in notices)
+    run(go())
+
+
+def test_help_lists_ctrl_c(frozen):
+    from tui.screens.help import binding_rows
+
+    async def go():
+        app = FrozenApp(frozen, start="xeon-2s")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            rows = {bid: (keys, desc) for keys, desc, bid in binding_rows(app, app.screen)}
+            assert rows["app.interrupt"][1] == "Quit (as q)" and rows["app.quit"][1] == "Quit"
+            assert "c" in rows["app.interrupt"][0].lower()
+    run(go())
+
+
+def test_ctrl_c_still_copies_a_selection(frozen):
+    async def go():
+        app = FrozenApp(frozen, start="xeon-2s")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            await pilot.press("slash", *"matcher")
+            box = app.screen.query_one("#filter")
+            box.action_select_all()
+            await pilot.press("ctrl+c")
+            await pilot.pause()
+            assert app.is_running and app.clipboard == "matcher"
+            await pilot.press("escape", "ctrl+c")  # the filter cleared: nothing selected, ctrl+c quits
+            await pilot.pause()
+            assert not app.is_running
+    run(go())
+
+
+def test_read_only_session_refuses_s_and_e(frozen, tmp_path, monkeypatch, notices):
+    """`pinscope serve` beyond localhost runs its sessions with PINSCOPE_READ_ONLY=1: `s` and `e` write no
+    file on the serving machine, and say why."""
+    monkeypatch.setenv("PINSCOPE_SCREENSHOTS", str(tmp_path))
+    monkeypatch.setenv("PINSCOPE_READ_ONLY", "1")
+
+    async def go():
+        app = FrozenApp(frozen, start="xeon-2s")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            await pilot.press("s", "e")
+            await pilot.pause()
+            said = notices
+            assert len(said) == 2 and all(m.startswith("read-only session") for m in said)
+    run(go())
+    assert list(tmp_path.iterdir()) == []
