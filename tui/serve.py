@@ -103,11 +103,12 @@ class OneLine(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         text = record.getMessage()
-        err = record.exc_info[1] if record.exc_info else None
-        if err is not None:
+        info = record.exc_info
+        err = info[1] if info else None
+        if info and err is not None:
             text += f": {type(err).__name__}: {' '.join(str(err).split())}"
             if os.environ.get("PINSCOPE_DEBUG"):
-                text += "\n" + self.formatException(record.exc_info)
+                text += "\n" + self.formatException(info)
         return f"pinscope serve: {display(text)[:500]}"
 
 
@@ -144,7 +145,7 @@ class PinscopeServer(Server):
             raise RuntimeError("pinscope serve: the request guard is not installed")
         print(self.banner, file=sys.stderr, flush=True)  # one plain line instead of textual-serve's banner
 
-    async def handle_index(self, request: web.Request) -> web.StreamResponse:  # type: ignore[override]
+    async def handle_index(self, request: web.Request) -> web.StreamResponse:
         # The page names the websocket URL: --public-url, else the address the browser used (the Host was
         # checked by the guard: no rebound name gets here); the token goes in its path, as textual.js
         # appends `?width=…&height=…` to the URL it is given.
