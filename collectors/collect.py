@@ -52,6 +52,7 @@ class Options:
     kube_namespace: str = "pinscope"
     kube_image: str = "busybox:1.36"
     kube_pod_lifetime: int = 3600
+    kube_pod_idle: int = 30  # s: a debug pod whose pinscope died ends this long after its last session
 
 
 FULL = "gcTaiw"
@@ -86,7 +87,7 @@ def make_transport(target: str, opts: Options):
 
         return KubeTransport(target, context=opts.kube_context, kubeconfig=opts.kubeconfig,
                              namespace=opts.kube_namespace, image=opts.kube_image,
-                             lifetime=opts.kube_pod_lifetime)
+                             lifetime=opts.kube_pod_lifetime, idle=opts.kube_pod_idle)
     from .transport.ssh import SSHTransport  # asyncssh only when SSH is used
 
     return SSHTransport(target, root=opts.root, sudo=opts.sudo, identity=opts.identity,

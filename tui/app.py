@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import time
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from textual.app import App, ScreenStackError
@@ -20,6 +20,7 @@ from textual.screen import Screen
 from textual.widgets import Input
 
 from collectors.collect import Options
+from collectors.exitsignals import on_exit_signals
 from collectors.fleet import Fleet, NodeTarget
 from themes import TCSS
 from themes.themes import ORDER, THEMES, theme_name
@@ -94,6 +95,7 @@ class PinscopeApp(App):
         self._keymap_read = False
         # `pinscope serve` beyond localhost: a browser session writes no file on the serving machine
         self.read_only = os.environ.get("PINSCOPE_READ_ONLY") == "1"
+        self._unsignal: Callable[[], None] | None = None  # undoes on_load's exit-signal handlers
 
     @property
     def targets(self) -> list[str]:
@@ -141,6 +143,14 @@ class PinscopeApp(App):
     def get_line_filters(self):
         """Textual's filters, then the net for node bytes (tui/controlfilter.py)."""
         return [*super().get_line_filters(), _DROP_CONTROL]
+
+    def on_load(self) -> None:
+        # SIGTERM, SIGHUP (terminal closed, SSH dropped), SIGINT: quit as `q` does, so on_unmount closes every
+        # node (a node/NAME debug pod is deleted); their default would kill pinscope and leave it running
+        try:
+            self._unsignal = on_exit_signals(lambda sig: self.exit(return_code=128 + sig))
+        except (ValueError, RuntimeError, NotImplementedError):  # not the main thread: signals are not ours
+            self._unsignal = None
 
     def on_mount(self) -> None:
         # Textual calls every class's on_mount along the MRO: a subclass changes what starts by overriding
@@ -222,6 +232,8 @@ class PinscopeApp(App):
         await self.fleet.close()  # every task stops, every connection closes at once
         if self.cleanup:
             self.cleanup()
+        if self._unsignal is not None:
+            self._unsignal()
 
     # ------------------------------------------------------------------ messages
     def on_node_update(self, msg: NodeUpdate) -> None:

@@ -114,6 +114,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="node/NAME: the debug pod's image when no exporter pod runs there (needs sh and awk)")
     p.add_argument("--pod-lifetime", type=_positive(int), default=3600, metavar="S",
                    help="node/NAME: a debug pod's activeDeadlineSeconds (a new one is started after it)")
+    p.add_argument("--pod-idle", type=_positive(int), default=30, metavar="S",
+                   help="node/NAME: a debug pod whose pinscope died (SIGKILL) ends this many seconds after (default 30)")
 
 
 def _kube_api(p: argparse.ArgumentParser) -> None:
@@ -190,7 +192,7 @@ def _opts(a) -> Options:
     return Options(root=a.root, sudo=a.sudo, identity=a.identity, ssh_config=a.ssh_config,
                    known_hosts=a.known_hosts, accept_new_host_key=a.accept_new_host_key,
                    connect_timeout=a.connect_timeout, kube_context=a.context, kubeconfig=a.kubeconfig,
-                   kube_namespace=a.namespace, kube_image=a.image, kube_pod_lifetime=a.pod_lifetime)
+                   kube_namespace=a.namespace, kube_image=a.image, kube_pod_lifetime=a.pod_lifetime, kube_pod_idle=a.pod_idle)
 
 
 def _command_first(argv: list[str]) -> list[str]:
@@ -240,7 +242,11 @@ def main(argv: list[str] | None = None) -> int:
                 a.host, a.port, a.public_url, a.token, tuple(a.allow_host), tuple(a.allow_origin), a.read_only,
                 a.certfile, a.keyfile))
         if cmd in ("snapshot", "check"):
-            return asyncio.run(_snapshot_cmd(a, check=cmd == "check"))
+            from collectors.exitsignals import until_exit_signal
+
+            # SIGTERM/SIGHUP/SIGINT cancel the work: each node closes (a node/NAME debug pod is deleted)
+            rc, sig = asyncio.run(until_exit_signal(_snapshot_cmd(a, check=cmd == "check")))
+            return 128 + sig if sig else rc or 0
         if cmd == "exporter":
             from collectors.exporter.serve import run as run_exporter
 
