@@ -151,8 +151,8 @@ class Context:
         out = set()
         if self.k.config_path in unread and self.k.cpu_manager_policy is None:
             out.add("policy")
-        if (self.sf in unread or self.snap.state_status == "cut") and self.policy != "none":
-            out.add("assignment")  # unreadable, or not read whole (STATE_NOT_READ_WHOLE)
+        if self.sf in unread and self.policy != "none":
+            out.add("assignment")
         return frozenset(out)
 
     @cached_property

@@ -50,7 +50,7 @@ def read_partial(ctx):
                                 "The file may have been edited by hand; kubelet verifies the checksum when it restores the checkpoint."),
     "STATE_NOT_READ_WHOLE": ("info", "cpu_manager_state is larger than pinscope reads: it was not read whole, kubelet's assignment is unknown (the file may well be valid)",
                              "Nothing to do on the node for this alone; the checks that need kubelet's assignment were not run."),
-})
+}, reads=("assignment",))
 def state_file(ctx):
     k, st, snap, sf = ctx.k, ctx.st, ctx.snap, ctx.sf
     unread = any(p.source == sf and p.kind == UNREAD for p in snap.problems)  # READ_PARTIAL says that

@@ -140,7 +140,8 @@ def read_as_user(spec: NodeSpec, root, hide: tuple[str, ...], samples: int = 1):
 
 NOT_RUN_UNREAD = ["EXCLUSIVE_CROSS_NUMA", "EXCLUSIVE_OVERLAP", "GUARANTEED_NOT_PINNED", "MEMS_NOT_LOCAL",
                   "OFFLINE_ASSIGNED", "ORPHAN_STATE_ENTRY", "SHARED_POOL_STARVED", "STATE_CGROUP_DRIFT",
-                  "STATE_CHECKSUM_MISMATCH", "STATE_POLICY_MISMATCH", "STATE_UNREADABLE", "THROTTLED_EXCLUSIVE"]
+                  "STATE_CHECKSUM_MISMATCH", "STATE_NOT_READ_WHOLE", "STATE_POLICY_MISMATCH", "STATE_UNREADABLE",
+                  "THROTTLED_EXCLUSIVE"]
 
 
 @pytest.mark.parametrize("hide", [("/var/lib/kubelet/cpu_manager_state",),
@@ -162,7 +163,7 @@ def test_unread_state_cries_no_wolf(tmp_path, hide):
     assert "GUARANTEED_NOT_PINNED" not in codes(fs, "info")
     (f,) = [f for f in fs if f.code == "READ_PARTIAL"]
     assert f.message.endswith("; checks not run: " + ", ".join(NOT_RUN_UNREAD))
-    assert "not run: STATE_UNREADABLE, STATE_POLICY_MISMATCH, STATE_CHECKSUM_MISMATCH, EXCLUSIVE_OVERLAP, " \
+    assert "not run: STATE_UNREADABLE, STATE_POLICY_MISMATCH, STATE_CHECKSUM_MISMATCH, STATE_NOT_READ_WHOLE, EXCLUSIVE_OVERLAP, " \
            "OFFLINE_ASSIGNED, ORPHAN_STATE_ENTRY, STATE_CGROUP_DRIFT, GUARANTEED_NOT_PINNED, EXCLUSIVE_CROSS_NUMA, MEMS_NOT_LOCAL, " \
            "THROTTLED_EXCLUSIVE, SHARED_POOL_STARVED (they judge by kubelet's CPU assignment (cpu_manager_state))" \
            in f.evidence
