@@ -1,0 +1,117 @@
+"""Devices per NUMA node: kubelet's device-manager checkpoint (parser), the probe's reads, the findings.
+
+Checkpoints are real ones (tests/device_samples.py says where each comes from); their checksums are
+verified as kubelet verifies them (k/k pkg/kubelet/cm/devicemanager/checkpoint/checkpoint.go VerifyChecksum:
+checksum.New(cp.Data), FNV-1a 32 over go-spew %#v with dump.ForHash settings).
+"""
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from collectors.errors import Problem
+from collectors.parse.devices import (device_checkpoint_checksum, parse_device_checkpoint, parse_numa_node,
+                                      parse_nvidia_information)
+
+from device_samples import KIND_TEGRA, NODE2_SPLIT
+
+SRC = "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
+
+
+def _parse(text):
+    probs: list[Problem] = []
+    return parse_device_checkpoint(text, SRC, probs), probs
+
+
+def test_kind_gpu_without_numa_affinity_checksum_as_kubelet_computes_it():
+    cp, probs = _parse(KIND_TEGRA)
+    assert probs == [] and cp.checksum == 3660592824 and cp.checksum_ok is True
+    (a,) = cp.allocations
+    assert (a.pod_uid, a.container, a.resource, a.device, a.numa_node) == (
+        "bf52b2cd-b611-4e79-86b1-280b283185c3", "check", "nvidia.com/gpu", "tegra", None)  # "-1": no NUMA
+    assert cp.registered == (("nvidia.com/gpu", ("tegra",)),)
+
+
+def test_nvidia_uuids_keyed_by_numa_node_checksum_matches():
+    cp, probs = _parse(NODE2_SPLIT)
+    assert probs == [] and cp.checksum_ok is True
+    got = {(a.pod_uid[:8], a.device[:8], a.numa_node) for a in cp.allocations}
+    assert got == {("f21fe02b", "GPU-c1e9", 1), ("9388acc6", "GPU-77a7", 0)}
+    assert len(cp.registered[0][1]) == 3
+
+
+def _sriov(checksum=None):
+    data = {"PodDeviceEntries": [
+        {"PodUID": "0f2b7c1e-5a8d-4e2f-9c3b-1d4e5f6a7b8c", "ContainerName": "dpdk",
+         "ResourceName": "intel.com/intel_sriov_netdevice",
+         "DeviceIDs": {"1": ["0000:af:02.1", "0000:af:02.3"], "-1": ["0000:3b:0a.0"]}, "AllocResp": "EgA="}],
+        "RegisteredDevices": {"intel.com/intel_sriov_netdevice": ["0000:af:02.1", "0000:af:02.3", "0000:3b:0a.0"],
+                              "nvidia.com/gpu": None}}
+    return json.dumps({"Data": data, "Checksum": device_checkpoint_checksum(data) if checksum is None else checksum})
+
+
+def test_sriov_pci_addresses_several_numa_keys_and_a_null_list():
+    cp, probs = _parse(_sriov())
+    assert probs == [] and cp.checksum_ok is True
+    assert [(a.device, a.numa_node) for a in cp.allocations] == [
+        ("0000:3b:0a.0", None), ("0000:af:02.1", 1), ("0000:af:02.3", 1)]  # spew's order: -1 first
+
+
+def test_checksum_mismatch_is_said_and_the_content_still_shown():
+    cp, probs = _parse(_sriov(checksum=12345))
+    assert cp.checksum_ok is False and len(cp.allocations) == 3
+    assert "does not match" in probs[0].message and "kubelet would refuse" in probs[0].message
+
+
+def test_an_edited_device_id_breaks_the_real_checksum():
+    cp, probs = _parse(NODE2_SPLIT.replace("GPU-77a702db", "GPU-77a702dc", 1))
+    assert cp.checksum_ok is False and probs
+
+
+def test_pre_1_20_list_form_is_read_numa_unknown_not_called_corrupt():
+    text = ('{"Data":{"PodDeviceEntries":[{"PodUID":"u","ContainerName":"c","ResourceName":"r",'
+            '"DeviceIDs":["d1","d2"],"AllocResp":""}],"RegisteredDevices":{"r":["d1","d2"]}},"Checksum":7}')
+    cp, probs = _parse(text)
+    assert [(a.device, a.numa_node) for a in cp.allocations] == [("d1", None), ("d2", None)]
+    assert cp.checksum_ok is None and probs == []
+
+
+@pytest.mark.parametrize("text,words", [
+    ("", "not valid JSON"), ('{"Data":', "not valid JSON"), ("[]", "not a JSON object"),
+    ('{"Checksum":1}', "no Data"), ('{"Data":{"PodDeviceEntries":{}}}', "not a list"),
+    ('{"Data":{"PodDeviceEntries":[{"PodUID":1}]}}', "not a string"),
+    ('{"Data":{"PodDeviceEntries":[{"PodUID":"u","ContainerName":"c","ResourceName":"r","DeviceIDs":{"x":["a"]}}]}}',
+     "NUMA node"),
+    ('{"Data":{"PodDeviceEntries":[{"PodUID":"u","ContainerName":"c","ResourceName":"r","AllocResp":"%%%"}]},'
+     '"Checksum":5}', "not base64"),
+    ("[" * 100000 + "]" * 100000, "JSON"),
+    ('{"Data":{},"Checksum":' + "9" * 5000 + "}", "JSON"),
+])
+def test_garbage_is_a_stated_problem_never_a_traceback(text, words):
+    cp, probs = _parse(text)
+    assert any(words in p.message for p in probs), probs
+    assert all(p.source == SRC for p in probs)
+
+
+def test_oversized_checkpoint_is_refused_unread():
+    cp, probs = _parse('{"Data":{"PodDeviceEntries":[]},"x":"' + "a" * (5 * 1024 * 1024) + '"}')
+    assert cp is None and "too large" in probs[0].message
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                    lambda c: st.lists(c, max_size=3) | st.dictionaries(
+                        st.sampled_from(["Data", "PodDeviceEntries", "PodUID", "ContainerName", "ResourceName",
+                                         "DeviceIDs", "AllocResp", "RegisteredDevices", "Checksum", "-1", "0"]),
+                        c, max_size=5), max_leaves=20))
+def test_any_json_shape_never_raises(doc):
+    _parse(json.dumps(doc))
+
+
+def test_numa_node_and_nvidia_information():
+    assert parse_numa_node("1\n") == 1 and parse_numa_node("-1\n") is None and parse_numa_node("x") is None
+    info = ("Model: \t\t NVIDIA A100-SXM4-80GB\nIRQ:   \t\t 190\nGPU UUID: \t GPU-9b341c59-f96b-ba85-c137-78c3652fea65\n"
+            "Video BIOS: \t 92.00.36.00.01\nBus Type: \t PCIe\nDMA Size: \t 47 bits\nBus Location: \t 0000:AF:00.0\n")
+    assert parse_nvidia_information(info) == ("GPU-9b341c59-f96b-ba85-c137-78c3652fea65", "0000:af:00.0")
+    assert parse_nvidia_information("garbage") == (None, None)
