@@ -28,3 +28,33 @@ NODE2_SPLIT = (
     'GiAKDC9kZXYvbnZpZGlhMBIML2Rldi9udmlkaWEwGgJydw=="}],'
     '"RegisteredDevices":{"nvidia.com/gpu":["GPU-77a702db-e37f-3a74-d46d-c5713f66058c",'
     '"GPU-9b341c59-f96b-ba85-c137-78c3652fea65","GPU-c1e9f249-b37b-81c2-a8d9-ba5ca0294841"]}},"Checksum":4148283274}')
+
+GPU_FAR = "GPU-9b341c59-f96b-ba85-c137-78c3652fea65"
+GPU_NEAR = "GPU-77a702db-e37f-3a74-d46d-c5713f66058c"
+ORPHAN_UID = "5d0c3f0e-9a41-4b7e-8f6a-0b1c2d3e4f50"
+
+
+def gpu_node_spec(**kw):
+    """A 2-socket GPU node (intel numbering: NUMA 0 = CPUs 0-3,8-11, NUMA 1 = 4-7,12-15): an inference pod pinned
+    on NUMA 0 whose GPU sits on NUMA 1 (the plugin keyed it -1: only NVIDIA's procfs + sysfs place it), an aligned
+    one, an SR-IOV DPDK pod with a VF on its own node and one the platform cannot place (numa_node -1), and an
+    allocation of a pod no source knows (a pod deleted while kubelet was down)."""
+    from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+
+    base = dict(
+        hostname="gpu-node", sockets=2, cores=4, threads=2, policy="static", reserved="0,8",
+        topology_policy="best-effort",
+        pods=[PodSpec("infer-far", "ml", uid="11111111-2222-4333-8444-555555555555",
+                      containers=[CtrSpec("triton", cpus="1-2,9-10", devices=[("nvidia.com/gpu", GPU_FAR, -1)])]),
+              PodSpec("infer-near", "ml", uid="66666666-7777-4888-9999-aaaaaaaaaaaa",
+                      containers=[CtrSpec("triton", cpus="3,11", devices=[("nvidia.com/gpu", GPU_NEAR, 0)])]),
+              PodSpec("dpdk-fwd", "net", uid="bbbbbbbb-cccc-4ddd-8eee-ffffffffffff",
+                      containers=[CtrSpec("fwd", cpus="4-5,12-13", devices=[
+                          ("intel.com/intel_sriov_netdevice", "0000:af:02.1", 1),
+                          ("intel.com/intel_sriov_netdevice", "0000:3b:0a.2", -1)])])],
+        pci_numa={"0000:af:00.0": 1, "0000:3b:00.0": 0, "0000:af:02.1": 1, "0000:3b:0a.2": -1},
+        nvidia_gpus={GPU_FAR: "0000:af:00.0", GPU_NEAR: "0000:3b:00.0"},
+        orphan_devices=[(ORPHAN_UID, "trainer", "nvidia.com/gpu", "GPU-0a1b2c3d-0000-1111-2222-333344445555", 0)],
+    )
+    base.update(kw)
+    return NodeSpec(**base)

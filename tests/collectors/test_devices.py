@@ -115,3 +115,61 @@ def test_numa_node_and_nvidia_information():
             "Video BIOS: \t 92.00.36.00.01\nBus Type: \t PCIe\nDMA Size: \t 47 bits\nBus Location: \t 0000:AF:00.0\n")
     assert parse_nvidia_information(info) == ("GPU-9b341c59-f96b-ba85-c137-78c3652fea65", "0000:af:00.0")
     assert parse_nvidia_information("garbage") == (None, None)
+
+
+# ----------------------------------------------------------------------------- through the real probe (--root)
+
+def _devices(rep):
+    return {(p.name, c.name): [(d.resource.split("/")[0], d.device, d.numa_node, d.numa_from) for d in c.devices]
+            for p, c in rep.snapshot.containers() if c.devices}
+
+
+def test_probe_reads_checkpoint_sysfs_and_nvidia_procfs_under_root(tmp_path):
+    from device_samples import GPU_FAR, GPU_NEAR, ORPHAN_UID, gpu_node_spec
+    from helpers import read_sim
+
+    rep = read_sim(gpu_node_spec(), tmp_path, samples=1)
+    snap = rep.snapshot
+    assert snap.device_state is not None and snap.device_state.checksum_ok is True
+    assert _devices(rep) == {
+        ("infer-far", "triton"): [("nvidia.com", GPU_FAR, 1, "nvidia")],  # -1 in the checkpoint: procfs + sysfs
+        ("infer-near", "triton"): [("nvidia.com", GPU_NEAR, 0, "nvidia")],
+        ("dpdk-fwd", "fwd"): [("intel.com", "0000:3b:0a.2", None, ""), ("intel.com", "0000:af:02.1", 1, "pci")],
+    }
+    assert [a.pod_uid for a in snap.device_orphans] == [ORPHAN_UID]
+    assert not [p for p in snap.problems if "device" in p.source]
+
+
+def test_probe_states_a_corrupt_checkpoint_and_reads_the_rest(tmp_path):
+    from device_samples import gpu_node_spec
+    from helpers import read_sim
+
+    rep = read_sim(gpu_node_spec(device_text='{"Data":{"PodDeviceEntries":[{"PodUID":'), tmp_path, samples=1)
+    snap = rep.snapshot
+    assert snap.device_state is None and not _devices(rep)
+    probs = [p.message for p in snap.problems if p.source.endswith("kubelet_internal_checkpoint")]
+    assert probs and "not valid JSON" in probs[0]
+    assert len(list(snap.containers())) == 3  # the node is still read
+
+
+def test_probe_cuts_an_oversized_checkpoint_and_says_so(tmp_path):
+    from device_samples import gpu_node_spec
+    from helpers import read_sim
+
+    rep = read_sim(gpu_node_spec(device_text='{"Data":{"x":"' + "A" * (2 * 1024 * 1024) + '"}}'), tmp_path, samples=1)
+    msgs = [p.message for p in rep.snapshot.problems if p.source.endswith("kubelet_internal_checkpoint")]
+    assert any("larger than" in m for m in msgs) and rep.snapshot.device_state is None
+
+
+def test_probe_refuses_a_fifo_checkpoint(tmp_path):
+    import os
+
+    from device_samples import gpu_node_spec
+    from helpers import read_sim
+
+    d = tmp_path / "var/lib/kubelet/device-plugins"
+    d.mkdir(parents=True)
+    os.mkfifo(d / "kubelet_internal_checkpoint")
+    rep = read_sim(gpu_node_spec(orphan_devices=[], pods=[]), tmp_path, samples=1)
+    msgs = [p.message for p in rep.snapshot.problems if p.source.endswith("kubelet_internal_checkpoint")]
+    assert any("fifo" in m for m in msgs)
