@@ -144,8 +144,8 @@ def _container_json(p, c, rates: Rates | None) -> dict:
         "tasks": [_task_json(t, rates.tasks if rates else {}) for t in c.tasks],
         # kubelet's device manager: what it gave this container, on which NUMA node (null: unknown) and how
         # that is known (pci: sysfs numa_node, nvidia: /proc/driver/nvidia + sysfs, checkpoint: the plugin's)
-        "devices": [{"resource": d.resource, "id": d.device, "numa_node": d.numa_node, "numa_from": d.numa_from}
-                    for d in c.devices],
+        "devices": [{"resource": d.resource, "id": d.device, "numa_node": d.numa_node, "numa_from": d.numa_from,
+                     "pci": d.pci} for d in c.devices],
     }
 
 

@@ -185,6 +185,7 @@ class ContainerDevice:
     device: str
     numa_node: int | None  # None: unknown
     numa_from: str  # "pci" (sysfs numa_node), "nvidia" (/proc/driver/nvidia), "checkpoint", or "" (unknown)
+    pci: str | None = None  # the PCI address whose sysfs numa_node placed it (pci, nvidia)
 
 
 class CgroupFiles(NamedTuple):

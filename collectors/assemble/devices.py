@@ -50,7 +50,7 @@ def place(a: DeviceAllocation, pci: dict, gpus: dict) -> ContainerDevice:
         addr, how = gpus[a.device], "nvidia"
     numa = pci.get(addr) if addr is not None else None
     if numa is not None:
-        return ContainerDevice(a.resource, a.device, numa, how)
+        return ContainerDevice(a.resource, a.device, numa, how, addr)
     if a.numa_node is not None:
         return ContainerDevice(a.resource, a.device, a.numa_node, "checkpoint")
     return ContainerDevice(a.resource, a.device, None, "")

@@ -173,3 +173,33 @@ def test_probe_refuses_a_fifo_checkpoint(tmp_path):
     rep = read_sim(gpu_node_spec(orphan_devices=[], pods=[]), tmp_path, samples=1)
     msgs = [p.message for p in rep.snapshot.problems if p.source.endswith("kubelet_internal_checkpoint")]
     assert any("fifo" in m for m in msgs)
+
+
+# ----------------------------------------------------------------------------- findings
+
+def test_gpu_on_the_far_numa_node_is_found_with_evidence_and_the_fix(tmp_path):
+    from device_samples import GPU_FAR, ORPHAN_UID, gpu_node_spec
+    from helpers import read_sim
+
+    rep = read_sim(gpu_node_spec(), tmp_path, samples=1)
+    cross = [f for f in rep.findings if f.code == "DEVICE_CROSS_NUMA"]
+    assert [(f.pod, f.container) for f in cross] == [("infer-far", "triton")]  # near GPU and VFs: silent
+    f = cross[0]
+    assert str(f.severity) == "warning" and GPU_FAR in f.message and "NUMA 1" in f.message
+    assert f.cpus == (1, 2, 9, 10) and "single-numa-node" in f.hint
+    ev = "\n".join(f.evidence)
+    assert "/proc/driver/nvidia/gpus/0000:af:00.0/information" in ev
+    assert "/sys/bus/pci/devices/0000:af:00.0/numa_node = 1" in ev and "topologyManagerPolicy = best-effort" in ev
+    orphan = [f for f in rep.findings if f.code == "DEVICE_CHECKPOINT_ORPHAN"]
+    assert len(orphan) == 1 and ORPHAN_UID in orphan[0].message and str(orphan[0].severity) == "info"
+
+
+def test_aligned_node_and_unplaceable_devices_say_nothing(tmp_path):
+    """Never cry wolf: the far GPU unplaceable (no NVIDIA procfs, the plugin said -1) is unknown, not far."""
+    from device_samples import gpu_node_spec
+    from helpers import read_sim
+
+    rep = read_sim(gpu_node_spec(nvidia_gpus={}, orphan_devices=[]), tmp_path, samples=1)
+    assert not [f for f in rep.findings if f.code.startswith("DEVICE_")]
+    far = next(c for p, c in rep.snapshot.containers() if p.name == "infer-far")
+    assert [(d.numa_node, d.numa_from) for d in far.devices] == [(None, "")]
