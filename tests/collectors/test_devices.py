@@ -203,3 +203,49 @@ def test_aligned_node_and_unplaceable_devices_say_nothing(tmp_path):
     assert not [f for f in rep.findings if f.code.startswith("DEVICE_")]
     far = next(c for p, c in rep.snapshot.containers() if p.name == "infer-far")
     assert [(d.numa_node, d.numa_from) for d in far.devices] == [(None, "")]
+
+
+# ----------------------------------------------------------------------------- exporter
+
+def test_exporter_device_series_bounded_and_promtool_clean(tmp_path):
+    import shutil
+    import subprocess
+
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from collectors.exporter.metrics import LatestReports, NodeState, node_samples
+    from device_samples import GPU_FAR, gpu_node_spec
+    from helpers import need, read_sim
+
+    rep = read_sim(gpu_node_spec(), tmp_path / "n", samples=1)
+    s = node_samples("gpu-node", rep)
+    info = {(x.labels["pod"], x.labels["device"]): x.labels for x in s["pinscope_container_device_info"]}
+    assert info[("infer-far", GPU_FAR)] == {"node": "gpu-node", "namespace": "ml", "pod": "infer-far",
+                                           "container": "triton", "resource": "nvidia.com/gpu", "device": GPU_FAR,
+                                           "numa_node": "1"}
+    assert info[("dpdk-fwd", "0000:3b:0a.2")]["numa_node"] == ""  # unknown, said as such
+    counts = {(x.labels["numa_node"], x.labels["resource"]): x.value for x in s["pinscope_numa_node_devices"]}
+    assert counts == {("0", "nvidia.com/gpu"): 1, ("1", "nvidia.com/gpu"): 1,
+                      ("1", "intel.com/intel_sriov_netdevice"): 1, ("", "intel.com/intel_sriov_netdevice"): 1}
+    store = LatestReports()
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(store)
+    store.put(NodeState("gpu-node", s, True, 0.01, 0.002, 1700000000.0))
+    text = generate_latest(reg).decode()
+    assert 'pinscope_container_device_info{' in text
+    need(shutil.which("promtool") is not None, "promtool (Debian package prometheus)")
+    r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == "" and r.stderr.strip() == "", (r.stdout, r.stderr)
+
+
+def test_exporter_caps_device_series_per_node(tmp_path):
+    from collectors.exporter.metrics import MAX_DEVICE_SERIES, node_samples
+    from collectors.sim.node import CtrSpec, PodSpec
+    from device_samples import gpu_node_spec
+    from helpers import read_sim
+
+    vfs = [("intel.com/sriov", f"0000:af:{i // 8:02x}.{i % 8}", 1) for i in range(MAX_DEVICE_SERIES + 40)]
+    spec = gpu_node_spec(orphan_devices=[], pods=[PodSpec("many", "net", containers=[CtrSpec("x", cpus="4", devices=vfs)])])
+    s = node_samples("n", read_sim(spec, tmp_path / "n", samples=1))
+    assert len(s["pinscope_container_device_info"]) == MAX_DEVICE_SERIES
+    assert [x.value for x in s["pinscope_numa_node_devices"]] == [MAX_DEVICE_SERIES + 40]
