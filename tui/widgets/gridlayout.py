@@ -35,6 +35,7 @@ class Row:
     cells: list[Cell] = field(default_factory=list)  # only "cells" rows have some
     labels: list = field(default_factory=list)  # (x, text): row labels (first CPU id) and L3 tile titles
     width: int = 0
+    numa: int | None = None  # a NUMA subheader's node: the grid adds the devices placed on it
 
 
 def id_width(topology) -> int:
@@ -106,7 +107,7 @@ def build(groups, offline, density: str, width: int, idw: int, tw: int) -> list[
             tiled = len(l3s) > 1
             rows.append(Row("subheader", text=f" NUMA {numa if numa is not None else '?'}  "
                             f"cpus {format_cpuset(cpus)}  ({len(cores)} cores"
-                            + (f", {len(l3s)} L3 caches)" if tiled else ")")))
+                            + (f", {len(l3s)} L3 caches)" if tiled else ")"), numa=numa))
             if tiled:
                 rows += _tiles(l3s, density, width, cw, gap, label_w)
                 continue
