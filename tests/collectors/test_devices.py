@@ -249,3 +249,24 @@ def test_exporter_caps_device_series_per_node(tmp_path):
     s = node_samples("n", read_sim(spec, tmp_path / "n", samples=1))
     assert len(s["pinscope_container_device_info"]) == MAX_DEVICE_SERIES
     assert [x.value for x in s["pinscope_numa_node_devices"]] == [MAX_DEVICE_SERIES + 40]
+
+
+# ----------------------------------------------------------------------------- the demo
+
+def test_check_and_snapshot_name_the_demos_far_gpu():
+    """`pinscope check demo`: the demo's inference node has a planted GPU on the far NUMA node; the JSON has it
+    per container and per NUMA node."""
+    from helpers import run_cli
+
+    r = run_cli("check", "demo")
+    lines = [ln for ln in r.stdout.splitlines() if "DEVICE_CROSS_NUMA" in ln]
+    assert r.returncode == 2 and len(lines) == 1, (r.stdout, r.stderr)  # 2: the trading node's planted criticals
+    assert lines[0].startswith("infer-epyc-64: warning") and "ml/triton-0/triton" in lines[0] and "(NUMA 3)" in lines[0]
+    r = run_cli("snapshot", "--json", "demo")
+    infer = next(o for o in json.loads(r.stdout) if o["node"] == "infer-epyc-64")
+    t0 = next(c for p in infer["pods"] if p["name"] == "triton-0" for c in p["containers"])
+    assert [(d["resource"], d["numa_node"], d["numa_from"], d["pci"]) for d in t0["devices"]] == [
+        ("nvidia.com/gpu", 3, "nvidia", "0000:c1:00.0")]
+    n3 = next(n for n in infer["numa_nodes"] if n["id"] == 3)
+    assert [(d["pod"], d["container"]) for d in n3["devices"]] == [("triton-0", "triton")]
+    assert infer["kubelet"]["device_checkpoint"]["checksum_ok"] is True

@@ -33,3 +33,29 @@ def test_numa_header_and_container_pane_show_devices(tmp_path):
             assert "devices (its CPUs on NUMA 0):" in info
             assert f"nvidia.com/gpu  {GPU_FAR}  NUMA 1 (nvidia procfs)   FAR FROM ITS CPUS" in info
     asyncio.run(go())
+
+
+def test_pinscope_demo_shows_the_far_gpu_on_its_numa_header():
+    """The live demo (real probe on the demo's trees): infer-epyc-64's NUMA 3 header names triton-0's GPU by its
+    pod tag, and the findings include DEVICE_CROSS_NUMA."""
+    from collectors.collect import Options
+    from collectors.sim.demo import DemoCluster
+    from tui.app import PinscopeApp
+
+    async def go():
+        cl = DemoCluster()
+        app = PinscopeApp(cl.targets(), Options(), 0.3, "dark", cleanup=cl.close, start="demo/infer-epyc-64")
+        async with app.run_test(size=(200, 60)) as pilot:
+            v = app.views["demo/infer-epyc-64"]
+            for _ in range(100):
+                await asyncio.sleep(0.1)
+                if v.snap is not None and v.findings:
+                    break
+            assert v.snap is not None, v.message
+            await pilot.pause()
+            g = app.screen.query_one(CoreGrid)
+            tag = next(t for u, t in v.tags.items() if any(p.uid == u and p.name == "triton-0" for p in v.snap.pods))
+            n3 = next(k[-1] for k, r in zip(g._keys(), g.rows) if r.kind == "subheader" and r.numa == 3)
+            assert f"devices: gpu GPU-3f6c2a9e-81\u2026\u2192{tag}" in n3
+            assert any(f.code == "DEVICE_CROSS_NUMA" and f.pod == "triton-0" for f in v.findings)
+    asyncio.run(go())
