@@ -59,3 +59,27 @@ def test_pinscope_demo_shows_the_far_gpu_on_its_numa_header():
             assert f"devices: gpu GPU-3f6c2a9e-81\u2026\u2192{tag}" in n3
             assert any(f.code == "DEVICE_CROSS_NUMA" and f.pod == "triton-0" for f in v.findings)
     asyncio.run(go())
+
+
+def test_a_hostile_device_id_never_reaches_the_terminal_raw(tmp_path):
+    """Device ids come from the node (a plugin names them): escape sequences are shown escaped, never sent."""
+    from collectors.sim.node import CtrSpec, PodSpec
+
+    evil = "\x1b]0;pwned\x07\x1b[2J"
+    spec = gpu_node_spec(orphan_devices=[], pods=[PodSpec("x", "ml", containers=[
+        CtrSpec("c", cpus="1", devices=[("evil.com/dev", evil, 0), ("evil.com/dev", "d\x1b[31m", 0)])])])
+    frozen = {"gpu-node": frozen_samples(spec, tmp_path)}
+
+    async def go():
+        app = FrozenApp(frozen, start="gpu-node")
+        async with app.run_test(size=(200, 60)) as pilot:
+            await pilot.pause()
+            g = app.screen.query_one(CoreGrid)
+            painted = "".join(seg.text for y in range(len(g.rows)) for seg in g._paint(y, 200))
+            assert "devices: dev " in painted and "\x1b" not in painted and "\x07" not in painted
+            g.cursor = 1
+            await pilot.press("enter")
+            await pilot.pause()
+            info = str(app.screen.query_one("#ctr-info").render())
+            assert "evil.com/dev" in info and "\x1b" not in info and "\x07" not in info
+    asyncio.run(go())

@@ -335,7 +335,9 @@ class CoreGrid(ScrollView, can_focus=True):
         stale = self.view is not None and self.view.state != "up" and self.view.snap is not None
         if row.kind not in ("cells", "l3"):
             st = self._style("stale") if stale else self._style("header" if row.kind == "header" else "subheader")
-            line = key[-1] if key is not None and len(key) > self._CTX and isinstance(key[-1], str) else row.text
+            if key is None:
+                key = self._keys()[ry]
+            line = key[-1] if len(key) > self._CTX and isinstance(key[-1], str) else row.text
             return Strip([Segment(line[:width].ljust(width), st)], width)
         label_style = self._style("stale") if stale else self._style("l3" if row.kind == "l3" else "subheader")
         if key is None:
