@@ -27,7 +27,7 @@ def _devices_text(v: NodeView, p, c) -> Text:
     for d in c.devices:
         numa = "NUMA ?" if d.numa_node is None else f"NUMA {d.numa_node}"
         far = bool(nodes) and d.numa_node is not None and d.numa_node not in nodes
-        t.append(display(f"\n  {d.resource}  {d.device}  "))
+        t.append("\n  " + display(f"{d.resource}  {d.device}") + "  ")
         t.append(numa, style="bold red reverse" if far else "bold")
         t.append(f" ({_FROM.get(d.numa_from, d.numa_from)})" + ("   FAR FROM ITS CPUS" if far else ""),
                  style="bold red" if far else "dim")
