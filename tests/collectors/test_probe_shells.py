@@ -205,7 +205,7 @@ def test_devices_read_alike_under_every_shell(tmp_path, kind):
     o = snap_with(toolbox(tmp_path, kind), str(root))
     devs = {(p["name"], c["name"]): c["devices"] for p in o["pods"] for c in p["containers"] if c["devices"]}
     assert devs[("infer-far", "triton")] == [{"resource": "nvidia.com/gpu", "id": GPU_FAR, "numa_node": 1,
-                                              "numa_from": "nvidia"}]
+                                              "numa_from": "nvidia", "pci": "0000:af:00.0"}]
     assert len(devs) == 3 and o["errors"] == []
 
 
