@@ -22,7 +22,7 @@ def checkpoint_path(root_dir: str) -> str:
     return f"{root_dir.rstrip('/')}/device-plugins/kubelet_internal_checkpoint"
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=64)  # one text per node of a fleet; texts up to the probe's 1 MB budget: keep few
 def _parsed(text: str, source: str) -> tuple[DeviceCheckpoint | None, tuple[Problem, ...]]:
     probs: list[Problem] = []
     return parse_device_checkpoint(text, source, probs), tuple(probs)
