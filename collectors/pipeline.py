@@ -67,6 +67,20 @@ class NodeReport:
         return enrich(o, api_pods) if api_pods else o
 
 
+def unread_reason(report: NodeReport) -> str | None:
+    """Why a report that arrived says nothing of the node, else None. A Linux node always has a CPU
+    online: with none known, its /sys (and /proc) were not there to read (--root removed, a mount lost,
+    no permission). Such a report is no reading of the node: `snapshot`/`check` say the node could not be
+    read, the exporter reads 0 (zero CPUs under policy "none" would resolve every alert instead of firing
+    the unreadable one)."""
+    snap = report.snapshot
+    if snap.topology.online or snap.topology.cpus or snap.roles:
+        return None
+    said = [f"{p.source}: {p.message}" for p in snap.problems
+            if p.source in ("probe", "/sys/devices/system/cpu/online", "/proc/stat") and "kubelet" not in p.message]
+    return "nothing of the node could be read (no CPU)" + (": " + "; ".join(said) if said else "")
+
+
 class Pipeline:
     """frames -> NodeReports for one node. Keeps the static, names and deeper frames between ticks, and the
     previous snapshot for rates (reset it with `reset()` after a reconnect: rates never span a gap)."""

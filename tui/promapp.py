@@ -56,7 +56,7 @@ class PromApp(PinscopeApp):
                     have.clear()
                     await asyncio.sleep(0)  # let the screen lay the new rows out before asking what is visible
                     await asyncio.sleep(0.05)
-                on_screen = self.overview.is_mounted and self.screen is self.overview  # not under a node's screen
+                on_screen = self.overview.is_mounted and self.shown_screen() is self.overview  # not under a node's screen
                 names = [n for n in self.overview.wanted() if n not in have] if on_screen else []
                 if names:
                     cpus = await self.source.cpus(names)

@@ -94,7 +94,7 @@ class ReplayApp(PinscopeApp):
         self._status()
 
     def _status(self) -> None:
-        scr = self.screen
+        scr = self.shown_screen()
         if isinstance(scr, ReportScreen):
             scr.refresh_view()
 

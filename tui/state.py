@@ -104,8 +104,9 @@ class NodeView:
             del self.tags[uid]
         used = set(self.tags.values())
         i = 0
+        pod_level = snap.state.pod_entries if snap.state is not None else {}
         for p in snap.pods:
-            if p.uid in self.tags or not any(c.assigned for c in p.containers):
+            if p.uid in self.tags or not (any(c.assigned for c in p.containers) or pod_level.get(p.uid)):
                 continue
             while pod_tag(i) in used:
                 i += 1

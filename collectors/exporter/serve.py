@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING
 from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
 
 from ..collect import Backoff, NodeCollector, Options, live_depth
-from ..errors import PinscopeError
+from ..errors import PinscopeError, ProbeFailed
 from ..fleet import NodeTarget
+from ..pipeline import unread_reason
 from .metrics import LatestReports, NodeState, node_samples
 
 if TYPE_CHECKING:
@@ -88,6 +89,9 @@ async def node_loop(col: NodeCollector, node: str, interval: float, store: Lates
                 await asyncio.wait_for(col.connect(), connect_timeout + 1)
                 connected = True
             report = await col.tick(exporter_depth(col.ticks))
+            why = unread_reason(report)
+            if why is not None:  # the tree is gone: not read, and said so (then reconnect: --root may be back)
+                raise ProbeFailed(why)
             last_ok = report.t
             store.put(NodeState(node, node_samples(node, report), True, time.monotonic() - t0,
                                 cpu.add(report.timings.probe_cpu_total), last_ok))

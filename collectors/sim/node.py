@@ -31,6 +31,7 @@ class CtrSpec:
     quota_cores: float | None = None  # CFS quota; None = unlimited
     throttled: int = 0  # nr_throttled growth per tick
     init: bool = False  # an init container: in the state file, no cgroup left
+    cgroup_left: bool = False  # init: its cgroup is still there, empty (exited, not yet removed by the runtime)
     mems: str | None = None
     id: str = ""  # "": SimNode makes one up
     runq_wait: float = 0.0  # share of wall time each task waits on its run queue (competition)
@@ -77,7 +78,7 @@ class NodeSpec:
     kubelet_running: bool = True
     pods: list[PodSpec] = field(default_factory=list)
     irqs: dict = field(default_factory=dict)  # irq number -> cpulist
-    other_tasks: list = field(default_factory=list)  # (comm, cpu, kthread) tasks outside pods
+    other_tasks: list = field(default_factory=list)  # (comm, cpu, kthread[, cgroup[, busy]]) tasks outside pods
     noise: dict = field(default_factory=dict)  # cpu -> share of its time in softirqs (NET_RX) and IRQs
     steal: dict = field(default_factory=dict)  # cpu -> share of its time stolen by the hypervisor
     numa_miss_per_tick: int = 0
@@ -379,7 +380,7 @@ class SimNode:
             sandbox = "%064x" % self.rng.getrandbits(256)
             sb = CtrSpec("POD", id=sandbox, tasks=1, busy=0.0)
             for c in [sb] + p.containers:
-                if c.init:
+                if c.init and not c.cgroup_left:
                     continue
                 if c is not sb:
                     self._names(p, c)
@@ -387,6 +388,9 @@ class SimNode:
                 d = self.cg_dir(p, c)
                 self._cg(d, p, c, eff)
                 rel = self.cg_rel(p, c)
+                if c.init:
+                    self.w(f"{d}/cgroup.procs", "")  # exited: no process left in it
+                    continue
                 if s.crun_subgroup and s.cgroup == 2 and s.driver == "systemd":
                     d, rel = d + "/container", rel + "/container"
                     self._cg(d, p, c, eff)
@@ -402,7 +406,8 @@ class SimNode:
             self.pid += 1
             if rel is not None:  # None: the process left before its cgroup was read
                 self.w(f"/proc/{self.pid}/cgroup", layout.proc_cgroup(s.cgroup, rel, s.cgroupns_prefix))
-            self.tasks.append([self.pid, self.pid, comm, [cpu], 0.5, None, 0, 0, cpu, kthread])
+            busy = t[4] if len(t) > 4 else 0.5  # the share of a CPU it burns
+            self.tasks.append([self.pid, self.pid, comm, [cpu], busy, None, 0, 0, cpu, kthread])
 
     def _names(self, p: PodSpec, c: CtrSpec) -> None:
         """The log layout (kubelet's absolute symlinks) and kubelet's per-container dir."""

@@ -86,7 +86,8 @@ def write_openmetrics(fleet: list[SimFleetNode], out, timestamps: list[float], s
     fam("pinscope_cpu_info", (
         (_labels("pinscope_cpu_info", node=n.name, cpu=c, socket=0, numa_node=0 if c < n.ncpus // 2 else 1,
                  core=c % (n.ncpus // 2), role=n.roles[c], namespace=(n.owners[c] or ("", "", ""))[0],
-                 pod=(n.owners[c] or ("", "", ""))[1], container=(n.owners[c] or ("", "", ""))[2]), 1)
+                 pod=(n.owners[c] or ("", "", ""))[1], container=(n.owners[c] or ("", "", ""))[2],
+                 owner_level="container" if n.owners[c] else ""), 1)
         for n in up for c in range(n.ncpus)))
     fam("pinscope_cpu_utilization_ratio", (
         (_labels("pinscope_cpu_utilization_ratio", node=n.name, cpu=c),

@@ -166,12 +166,14 @@ class ExecStream:
         except (aiohttp.ClientError, ConnectionError, OSError) as err:
             raise ProbeFailed(f"{self.what}: exec stream lost ({err})") from err
 
-    async def close_stdin(self, wait: float = 2.0) -> None:
-        """Let the probe exit by itself: "q", then EOF on v5 (or the websocket's end on v4)."""
+    async def close_stdin(self, wait: float = 2.0, quit: bool = True) -> None:
+        """Let the probe exit by itself: "q" (only when it is idle: without it, the end of stdin makes the
+        probe's forwarder kill its whole process group), then EOF on v5 (or the websocket's end on v4)."""
         if self.ws is None or self.ws.closed:
             return
         with contextlib.suppress(ProbeFailed):
-            await self.send(STDIN, b"q\n")
+            if quit:
+                await self.send(STDIN, b"q\n")
             if self.protocol == V5:
                 await self.ws.send_bytes(bytes([CLOSE, STDIN]))
         if self._pump is not None:

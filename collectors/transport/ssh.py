@@ -194,9 +194,12 @@ class SSHTransport(FrameStream):
             raise ProbeFailed(f"{self.target}: connection lost ({err})") from err
 
     async def close(self) -> None:
+        """"q" to an idle probe; else only the end of its stdin: the probe's forwarder then kills its whole
+        process group on the node (sshd makes each session one; signals are not forwarded reliably)."""
         with contextlib.suppress(Exception):
             if self.proc is not None:
-                self.proc.stdin.write(b"q\n")
+                if self.idle:
+                    self.proc.stdin.write(b"q\n")
                 self.proc.stdin.write_eof()
         with contextlib.suppress(Exception):
             if self.conn is not None:

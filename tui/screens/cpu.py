@@ -68,7 +68,7 @@ class CpuScreen(DrillScreen):
         if r and r.owners:
             t.append("owners (kubelet's cpu_manager_state):\n")
             for o in r.owners:
-                t.append(display(f"  {o.namespace or '?'}/{o.pod or o.pod_uid}  container {o.container or '?'}  (uid {o.pod_uid})") + "\n")
+                t.append(display(f"  {o.namespace or '?'}/{o.pod or o.pod_uid}  {'held by the pod as a whole (pod-level)' if o.pod_level else f'container {o.container or chr(63)}'}  (uid {o.pod_uid})") + "\n")
         u = v.rates.util.get(self.cpu) if v.rates else None
         t.append(f"load now: {'-' if u is None else f'{u * 100:.1f}%'}")
         nz = v.rates.noise.get(self.cpu) if v.rates else None

@@ -196,12 +196,15 @@ class NodeScreen(ReportScreen):
                 t.append(f"\nbusiest softirqs: {busiest}")
         else:
             t.append("\nshade = load ▁▂▃▄▅▆▇█   ! = finding   letter = pod")
+        if v.snap and any(o.pod_level for r in v.snap.roles for o in r.owners):
+            t.append("\nlower-case letter = CPUs the pod holds as a whole (pod-level resources)")
         if v.snap:
             c = v.snap.role_of(self.query_one(CoreGrid).cursor)
             cpu = v.snap.topology.cpu(c.id) if c else None
             if c and cpu:
                 u = v.rates.util.get(c.id) if v.rates else None
-                who = ", ".join(f"{o.namespace or '?'}/{o.pod or o.pod_uid[:8]}/{o.container or '?'}" for o in c.owners)
+                who = ", ".join(f"{o.namespace or '?'}/{o.pod or o.pod_uid[:8]}/"
+                                + ("(whole pod)" if o.pod_level else o.container or "?") for o in c.owners)
                 t.append(f"\ncpu{c.id}: {c.role}  socket {cpu.socket} NUMA {cpu.numa_node} core {cpu.core} "
                          f"sib {format_cpuset(cpu.siblings)}  load {'-' if u is None else f'{u * 100:.0f}%'}")
                 nz = v.rates.noise.get(c.id) if v.rates else None
@@ -230,6 +233,12 @@ class NodeScreen(ReportScreen):
                 nodes = sorted({n for x in c.assigned if (n := cpu_node.get(x)) is not None})
                 rows.append((v.tags.get(p.uid, ""), f"{p.namespace or '?'}/{p.name or p.uid[:8]}",
                              c.name or "?", format_cpuset(c.assigned), format_cpuset(nodes)))
+            held = v.snap.state.pod_level(p.uid) if v.snap.state is not None else frozenset()
+            name = f"{p.namespace or '?'}/{p.name or p.uid[:8]}"
+            if held and (not q or q.lower() in name.lower()):  # CPUs the pod holds as a whole (podEntries)
+                held_nodes = sorted({n for x in held if (n := cpu_node.get(x)) is not None})
+                rows.append((v.tags.get(p.uid, "").lower(), name, "(whole pod)", format_cpuset(held),
+                             format_cpuset(held_nodes)))
         rows.sort(key=lambda r: (len(r[0]), r[0], r[2]))
         if rows == self._pod_rows:
             return  # unchanged: no repaint of the table

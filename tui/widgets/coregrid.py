@@ -257,6 +257,8 @@ class CoreGrid(ScrollView, can_focus=True):
             per: dict = {}
             for r in snap.roles:
                 tag = tags.get(r.owners[0].pod_uid, "") if r.owners else None
+                if tag and r.owners[0].pod_level:  # held by the pod as a whole: its tag in lower case
+                    tag = tag.lower()
                 per[r.id] = (r.role, util.get(r.id), tag, marks.get(r.id))
             self._frame_for = (token, per)
         return self._frame_for[1]
