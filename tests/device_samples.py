@@ -39,7 +39,7 @@ def gpu_node_spec(**kw):
     on NUMA 0 whose GPU sits on NUMA 1 (the plugin keyed it -1: only NVIDIA's procfs + sysfs place it), an aligned
     one, an SR-IOV DPDK pod with a VF on its own node and one the platform cannot place (numa_node -1), and an
     allocation of a pod no source knows (a pod deleted while kubelet was down)."""
-    from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+    from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
 
     base = dict(
         hostname="gpu-node", sockets=2, cores=4, threads=2, policy="static", reserved="0,8",

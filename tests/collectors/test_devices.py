@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collectors.errors import Problem
-from collectors.parse.devices import (device_checkpoint_checksum, parse_device_checkpoint, parse_numa_node,
+from pinscope.collectors.errors import Problem
+from pinscope.collectors.parse.devices import (device_checkpoint_checksum, parse_device_checkpoint, parse_numa_node,
                                       parse_nvidia_information)
 
 from device_samples import KIND_TEGRA, NODE2_SPLIT
@@ -213,7 +213,7 @@ def test_exporter_device_series_bounded_and_promtool_clean(tmp_path):
 
     from prometheus_client import CollectorRegistry, generate_latest
 
-    from collectors.exporter.metrics import LatestReports, NodeState, node_samples
+    from pinscope.collectors.exporter.metrics import LatestReports, NodeState, node_samples
     from device_samples import GPU_FAR, gpu_node_spec
     from helpers import need, read_sim
 
@@ -239,8 +239,8 @@ def test_exporter_device_series_bounded_and_promtool_clean(tmp_path):
 
 
 def test_exporter_caps_device_series_per_node(tmp_path):
-    from collectors.exporter.metrics import MAX_DEVICE_SERIES, node_samples
-    from collectors.sim.node import CtrSpec, PodSpec
+    from pinscope.collectors.exporter.metrics import MAX_DEVICE_SERIES, node_samples
+    from pinscope.collectors.sim.node import CtrSpec, PodSpec
     from device_samples import gpu_node_spec
     from helpers import read_sim
 

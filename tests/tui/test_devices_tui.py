@@ -4,8 +4,8 @@ import asyncio
 
 from device_samples import GPU_FAR, GPU_NEAR, gpu_node_spec
 from frozen import FrozenApp, frozen_samples
-from tui.screens.container import ContainerScreen
-from tui.widgets.coregrid import CoreGrid
+from pinscope.tui.screens.container import ContainerScreen
+from pinscope.tui.widgets.coregrid import CoreGrid
 
 
 def test_numa_header_and_container_pane_show_devices(tmp_path):
@@ -38,9 +38,9 @@ def test_numa_header_and_container_pane_show_devices(tmp_path):
 def test_pinscope_demo_shows_the_far_gpu_on_its_numa_header():
     """The live demo (real probe on the demo's trees): infer-epyc-64's NUMA 3 header names triton-0's GPU by its
     pod tag, and the findings include DEVICE_CROSS_NUMA."""
-    from collectors.collect import Options
-    from collectors.sim.demo import DemoCluster
-    from tui.app import PinscopeApp
+    from pinscope.collectors.collect import Options
+    from pinscope.collectors.sim.demo import DemoCluster
+    from pinscope.tui.app import PinscopeApp
 
     async def go():
         cl = DemoCluster()
@@ -66,7 +66,7 @@ def test_pinscope_demo_shows_the_far_gpu_on_its_numa_header():
 
 def test_a_hostile_device_id_never_reaches_the_terminal_raw(tmp_path):
     """Device ids come from the node (a plugin names them): escape sequences are shown escaped, never sent."""
-    from collectors.sim.node import CtrSpec, PodSpec
+    from pinscope.collectors.sim.node import CtrSpec, PodSpec
 
     evil = "\x1b]0;pwned\x07\x1b[2J"
     spec = gpu_node_spec(orphan_devices=[], pods=[PodSpec("x", "ml", containers=[

@@ -8,13 +8,13 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Vertical
 from textual.widgets import DataTable, Footer, Input, Static
-from tui.screens.base import ReportScreen
+from pinscope.tui.screens.base import ReportScreen
 
-from collectors.parse.cpuset import format_cpuset
-from collectors.text import display
-from tui.cells import cells
-from tui.state import NodeView
-from tui.widgets.coregrid import NOISE_FULL, CoreGrid
+from pinscope.collectors.parse.cpuset import format_cpuset
+from pinscope.collectors.text import display
+from pinscope.tui.cells import cells
+from pinscope.tui.state import NodeView
+from pinscope.tui.widgets.coregrid import NOISE_FULL, CoreGrid
 
 SEV_MARK = {"critical": "✖ critical", "warning": "▲ warning", "info": "· info"}
 

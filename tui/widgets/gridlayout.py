@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from collectors.parse.cpuset import format_cpuset
+from pinscope.collectors.parse.cpuset import format_cpuset
 
 DENSITIES = ("full", "compact", "cores")
 
