@@ -10,6 +10,7 @@ from collectors.parse.cpuset import format_cpuset
 from collectors.text import display
 from tui.cells import cells
 from tui.elide import elide_path
+from tui.human import amounts
 from tui.screens.drill import DrillScreen
 from tui.state import NodeView
 from tui.widgets.sparkbar import sparkbar
@@ -72,7 +73,7 @@ class ContainerScreen(DrillScreen):
         if ap is not None:
             ac = next((x for x in ap.containers if x.name == c.name), None)
             t.append(display(f"API: owner {ap.owner or '-'}   QoS {ap.qos or '?'}"
-                             + (f"   requests {ac.requests or '-'}   limits {ac.limits or '-'}" if ac else "")) + "\n")
+                             + (f"   requests {amounts(ac.requests)}   limits {amounts(ac.limits)}" if ac else "")) + "\n")
         elif v.api_error:
             t.append(display(f"API: {v.api_error}") + "\n", style="dim")
         eff = cg.cpus_effective if cg else None

@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Static
 from collectors.parse.cpuset import format_cpuset
 from collectors.text import display
 from tui.cells import cells
+from tui.human import value, yes_no
 from tui.screens.drill import DrillScreen
 from tui.state import NodeView
 from tui.widgets.sparkbar import sparkbar
@@ -61,8 +62,9 @@ class CpuScreen(DrillScreen):
         t = Text()
         t.append(f"CPU {self.cpu}: {r.role if r else '?'}\n", style="bold")
         if c:
-            t.append(f"socket {c.socket}  die {c.die}  core {c.core}  NUMA node {c.numa_node}  L3 group {c.l3}\n")
-            t.append(f"SMT siblings {format_cpuset(c.siblings)}  online {c.online}\n")
+            t.append(f"socket {value(c.socket)}  die {value(c.die)}  core {value(c.core)}  NUMA node {value(c.numa_node)}  "
+                     f"L3 group {value(c.l3)}\n")
+            t.append(f"SMT siblings {format_cpuset(c.siblings)}  online {yes_no(c.online)}\n")
         if snap.topology.isolated and self.cpu in snap.topology.isolated:
             t.append("isolcpus: yes (no load balancing)\n")
         if r and r.owners:
