@@ -56,3 +56,29 @@ def test_panes_print_values_as_a_person_reads_them(xeon):
             txt = str(app.screen.query_one("#ctr-info").render())
             assert "requests cpu 4, memory 1Gi   limits cpu 4" in txt, txt
     run(go())
+
+
+def test_pod_tags_follow_the_first_cpu_and_stay_while_the_pod_lives():
+    """512 CPUs, 70 pods listed by the node in uid order: the tags run with the CPUs (shard-00 on CPUs
+    8-11 is A, shard-24 the 25th is AA), and a pod keeps its tag when others come and go."""
+    from dataclasses import replace
+
+    from frozen import frozen_node
+    from nodes import epyc_512
+    from tui.state import NodeView, pod_tag
+
+    rep = frozen_node(epyc_512)
+    v = NodeView("epyc-512")
+    v.apply(rep)
+    by_name = {p.name: v.tags.get(p.uid) for p in rep.snapshot.pods}
+    assert by_name["shard-00"] == "A" and by_name["shard-01"] == "B" and by_name["shard-24"] == "AA"
+    assert by_name["pricer-0"] == pod_tag(62) and by_name["batch-etl"] is None  # not pinned: no tag
+    firsts = sorted((min(x for c in p.containers for x in c.assigned or ()), v.tags[p.uid])
+                    for p in rep.snapshot.pods if p.uid in v.tags)
+    assert [t for _, t in firsts] == [pod_tag(i) for i in range(70)]  # CPU order is tag order
+    # shard-00 leaves; the next tick's pods keep their tags, in whatever order the node lists them
+    gone = next(p for p in rep.snapshot.pods if p.name == "shard-00")
+    pods = tuple(reversed([p for p in rep.snapshot.pods if p is not gone]))
+    v.apply(replace(rep, snapshot=replace(rep.snapshot, pods=pods)))
+    assert {p.name: v.tags.get(p.uid) for p in pods} == {n: t for n, t in by_name.items() if n != "shard-00"}
+    assert gone.uid not in v.tags
