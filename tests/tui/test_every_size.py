@@ -82,3 +82,78 @@ def test_pod_tags_follow_the_first_cpu_and_stay_while_the_pod_lives():
     v.apply(replace(rep, snapshot=replace(rep.snapshot, pods=pods)))
     assert {p.name: v.tags.get(p.uid) for p in pods} == {n: t for n, t in by_name.items() if n != "shard-00"}
     assert gone.uid not in v.tags
+
+
+@pytest.fixture(scope="module")
+def trouble():
+    from frozen import frozen_node
+    from nodes import trouble_16
+
+    return {"edge-16": frozen_node(trouble_16)}
+
+
+def test_findings_wrap_in_the_pane_and_are_whole_in_the_detail_view(trouble):
+    """80x24: the findings pane wraps each message (every word of the critical one on screen, worst
+    first); Enter on it opens its evidence, the drifted container, with the whole message and its hint."""
+    from frozen import screen_lines
+    from tui.screens.node import NodeScreen
+
+    async def go():
+        app = FrozenApp(trouble)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            v = app.views["edge-16"]
+            crit = next(f for f in v.findings if f.code == "STATE_CGROUP_DRIFT")
+            fs = app.screen.query_one("#findings")
+            assert fs.display and fs.region.height >= 3
+            pane = " ".join(screen_lines(app)[fs.region.y:fs.region.bottom])  # (pods beside it, at the left)
+            assert all(word in pane for word in crit.message.split()), pane  # wrapped, not cut
+            await pilot.press("f", "enter")
+            await pilot.pause()
+            assert isinstance(app.screen, ContainerScreen)
+            txt = str(app.screen.query_one("#ctr-info").render())
+            assert f"critical: STATE_CGROUP_DRIFT: {crit.message}" in txt and crit.hint in txt
+            await pilot.press("escape")
+            assert isinstance(app.screen, NodeScreen)
+            await pilot.press("n")
+            txt = str(app.screen.query_one("#node-info").render()).replace("\n", " ")
+            assert all(f"{f.code}: {f.message}" in txt for f in v.findings), txt
+    run(go())
+
+
+def test_enter_opens_the_cpu_pane_from_the_last_report_without_waiting_for_a_frame(trouble):
+    """No new frame comes (frozen data, no workers): the pane is drawn, whole, on the Enter."""
+    async def go():
+        app = FrozenApp(trouble)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await pilot.pause()
+            v = app.views["edge-16"]
+            ticks, generation = v.ticks, v.generation
+            await pilot.press("enter")  # cpu 0, reserved: the CPU pane
+            assert isinstance(app.screen, CpuScreen)
+            await pilot.pause()
+            txt = str(app.screen.query_one("#cpu-info").render())
+            assert "CPU 0: reserved" in txt and "SMT siblings 0,8" in txt and "load now: 6.1%" in txt, txt
+            assert (v.ticks, v.generation) == (ticks, generation)  # drawn from the report it had
+    run(go())
+
+
+def test_the_cursor_line_never_wraps_a_word_onto_a_line_of_its_own():
+    """512 CPUs on a wall: the legend's cursor line is fitted to its column (`load` was wrapped alone)."""
+    from frozen import frozen_node
+    from nodes import trouble_512
+    from tui.widgets.coregrid import CoreGrid
+
+    data = {"epyc-512": frozen_node(trouble_512)}
+
+    async def go():
+        app = FrozenApp(data)
+        async with app.run_test(size=(200, 60)) as pilot:
+            await pilot.pause()
+            app.screen.query_one(CoreGrid).cursor = 511
+            await pilot.pause()
+            legend = app.screen.query_one("#legend")
+            lines = str(legend.render()).split("\n")
+            cursor = next(ln for ln in lines if ln.startswith("cpu511"))
+            assert "load" in cursor and len(cursor) <= legend.content_region.width, lines
+    run(go())

@@ -87,6 +87,11 @@ class ContainerScreen(DrillScreen):
         if mismatch:
             t.append("   MISMATCH", style="bold red")
         t.append("\n")
+        for f in v.findings:  # the findings about this container, whole (the node screen's pane wraps them)
+            if f.pod_uid == p.uid and f.container == c.name:
+                t.append(display(f"{f.severity}: {f.code}: {f.message}") + "\n", style="bold")
+                if f.hint:
+                    t.append(display(f"  {f.hint}") + "\n", style="dim")
         if cg:
             t.append(f"mems {format_cpuset(cg.mems_effective) if cg.mems_effective is not None else '-'}   ")
             quota = f"{cg.quota_us / cg.period_us:.2f} CPUs" if cg.quota_us and cg.period_us else "none (max)"

@@ -83,6 +83,8 @@ class CpuScreen(DrillScreen):
         for f in v.findings:
             if self.cpu in f.cpus:
                 t.append(display(f"{f.severity}: {f.code}: {f.message}") + "\n", style="bold")
+                if f.hint:
+                    t.append(display(f"  {f.hint}") + "\n", style="dim")
         self.query_one("#cpu-info", Static).update(t)
         hist = list(v.util_hist.get(self.cpu, ()))
         self.query_one("#cpu-load", Static).update(

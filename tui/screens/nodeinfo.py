@@ -53,6 +53,12 @@ class NodeInfoScreen(DrillScreen):
             r = v.rates.numa.get(n.id) if v.rates else None
             rate = f"hit {r['numa_hit_per_s']:.0f}/s  miss {r['numa_miss_per_s']:.0f}/s ({r['miss_ratio'] * 100:.1f} %)" if r else "rates need two samples"
             t.append(_d(f"  node {n.id}: cpus {format_cpuset(n.cpus) or '(none: memory only)'}   distances {' '.join(map(str, n.distances))}   {rate}\n"))
+        if v.findings:  # every finding whole, with its hint: the node screen's pane has only room to wrap them
+            t.append("\nfindings\n", style="bold")
+            for f in v.findings:
+                t.append(_d(f"  {f.severity}: {f.code}: {f.message}\n"))
+                if f.hint:
+                    t.append(_d(f"    {f.hint}\n"), style="dim")
         if s.problems:
             t.append("\nwhat could not be read\n", style="bold")
             for p in s.problems:
