@@ -157,3 +157,33 @@ def test_the_cursor_line_never_wraps_a_word_onto_a_line_of_its_own():
             cursor = next(ln for ln in lines if ln.startswith("cpu511"))
             assert "load" in cursor and len(cursor) <= legend.content_region.width, lines
     run(go())
+
+
+def test_a_wall_grows_the_grid_big_cells_numa_nodes_side_by_side():
+    """320x90, 96 CPUs: big cells (id, glyph, pod tag, a load bar), the two NUMA nodes side by side,
+    taller rows, the grid over a good part of the screen; the findings and pods under it. 80x24: not."""
+    from frozen import frozen_node
+    from nodes import trouble_96
+    from tui.widgets.coregrid import CoreGrid, bar
+
+    data = {"trade-96": frozen_node(trouble_96)}
+    assert (bar(None, 5), bar(0.0, 5), bar(1.0, 5), bar(0.5, 5)) == ("     ", "     ", "█████", "██▌  ")
+
+    async def go():
+        app = FrozenApp(data)
+        async with app.run_test(size=(320, 90)) as pilot:
+            await pilot.pause()
+            g = app.screen.query_one(CoreGrid)
+            assert g.density == "wall"
+            titles = [r for r in g.rows if r.kind == "titles"]
+            assert len(titles) == 1 and [t for _, t in titles[0].labels] == [
+                "Socket 0  NUMA 0  cpus 0-23,48-71  (24 cores)", "Socket 1  NUMA 1  cpus 24-47,72-95  (24 cores)"]
+            first = next(r for r in g.rows if r.kind == "cells")
+            text = g._paint(g.rows.index(first), 320).text
+            assert "  2 # A █████" in text  # md-feed-0's busy CPU: its tag and a full bar
+            assert g.rows[g.rows.index(first) + 1].kind == "note"  # taller rows: a blank line between
+            assert g.region.height == len(g.rows) and app.screen.query_one("#findings").region.y >= g.region.bottom
+            await pilot.resize_terminal(80, 24)
+            await pilot.pause()
+            assert g.density != "wall"
+    run(go())

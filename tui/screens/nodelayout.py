@@ -48,7 +48,11 @@ def plan(w: int, h: int, grid_rows: Callable[[int, int], int | None], finding_li
     # stacked: the grid over the whole width, when it fits and leaves the tables their minimum
     flines = finding_lines(w - (side if w >= 120 else w // 2))
     below_min = max(pods_min, min(flines, 4)) + 1  # + the border over the tables
-    rows = grid_rows(w, body - below_min) if body - below_min >= 4 else None
+    # what the tables would like: their lines, up to a third of a big screen (the grid grows into the rest)
+    below_want = max(below_min, min(max(flines, 1 + n_pods + legend_lines(side - 3)), body // 3) + 1)
+    rows = grid_rows(w, body - below_want) if body - below_want >= 4 else None
+    if rows is None and below_want > below_min and body - below_min >= 4:
+        rows = grid_rows(w, body - below_min)
     if rows is not None:
         side = side if w >= 120 else w // 2  # a narrow screen: the pod names need half of it
         below = body - rows - 1

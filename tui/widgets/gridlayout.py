@@ -1,7 +1,8 @@
 """The core grid's layout, as pure functions: topology, tag width and size in, rows of cells out.
 
 Socket -> NUMA node -> L3 cache (only where a NUMA node has several: AMD, one per CCX) -> cores, the SMT
-siblings of a core side by side. Three densities, the most detailed that fits the height is chosen:
+siblings of a core side by side. Four densities, the most detailed that fits the height is chosen:
+"wall" (a big screen: id, glyph, tag and a load bar, NUMA nodes side by side when that takes fewer rows),
 "full" (id, glyph, shade, tag), "compact" (glyph, shade, tag; the first CPU id at the start of a row),
 "cores" (one cell per physical core). Every pod tag is shown whole in every density (two letters from
 the 25th pod on): pods stay distinguishable without colour. The last column of a cell is the finding
@@ -17,7 +18,8 @@ from dataclasses import dataclass, field
 
 from collectors.parse.cpuset import format_cpuset
 
-DENSITIES = ("full", "compact", "cores")
+DENSITIES = ("wall", "full", "compact", "cores")
+BAR = 5  # the load bar of a "wall" cell, in columns
 
 
 @dataclass(slots=True)
@@ -30,7 +32,7 @@ class Cell:
 
 @dataclass(slots=True)
 class Row:
-    kind: str  # "header" | "subheader" | "l3" (tile titles) | "cells" | "note"
+    kind: str  # "header" | "subheader" | "l3" (tile titles) | "titles" (NUMA blocks side by side) | "cells" | "note"
     text: str = ""
     cells: list | None = None
     labels: list = field(default_factory=list)  # (x, text): row labels (first CPU id) and L3 tile titles
@@ -54,7 +56,11 @@ def choose(topology, tw: int, width: int, height: int, forced: str | None = None
     groups, offline = group(topology)
     for density in DENSITIES if forced is None else (forced,):
         rows = build(groups, offline, density, width, idw, tw)
+        if not rows and density == "wall":
+            continue  # too narrow for it
         if len(rows) <= height:
+            if density == "wall" and len(spaced := _spaced(rows)) <= height:
+                rows = spaced  # room to spare: taller rows, legible from across a room
             return density, rows
         if forced is not None:
             return density + ", scrolling", rows
@@ -89,15 +95,19 @@ def group(topology):
 
 def metrics(density: str, idw: int, tw: int) -> tuple[int, int]:
     """(cell width, gap after a core)."""
+    if density == "wall":
+        return idw + 1 + 2 + tw + 1 + BAR + 1, 3  # " 123 # AB ▇▇▇▍ !"
     if density == "full":
         return idw + 1 + 2 + tw + 1, 2  # " 123 #▅AB!"
     return 2 + tw + 1, 1 if density == "compact" else 0  # "#▅AB!"
 
 
 def build(groups, offline, density: str, width: int, idw: int, tw: int) -> list[Row]:
+    if density == "wall":
+        return _wall(groups, offline, width, idw, tw)
     rows: list[Row] = []
     cw, gap = metrics(density, idw, tw)
-    label_w = 0 if density == "full" else idw + 1
+    label_w = 0 if density in ("full", "wall") else idw + 1
     for sock, numas in groups:
         rows.append(Row("header", text=f"Socket {sock if sock is not None else '?'}"))
         for numa, l3s in numas:
@@ -114,6 +124,12 @@ def build(groups, offline, density: str, width: int, idw: int, tw: int) -> list[
             per_row = -(-len(cores) // -(-len(cores) // per_row))  # as many rows, evenly filled
             for i in range(0, len(cores), per_row):
                 rows.append(_cells_row(cores[i:i + per_row], density, cw, gap, 0, label_w))
+    rows += _offline(offline, cw, width, idw)
+    return rows
+
+
+def _offline(offline, cw: int, width: int, idw: int) -> list[Row]:
+    rows: list[Row] = []
     if offline:
         rows.append(Row("header", text="Offline"))
         step = max(cw, 3) + 1
@@ -123,6 +139,59 @@ def build(groups, offline, density: str, width: int, idw: int, tw: int) -> list[
             rows.append(Row("cells", cells=[Cell(c, idw + 1 + j * step, step - 1, (c,)) for j, c in enumerate(chunk)],
                             labels=[(0, f"{chunk[0]:>{idw - 1}}:")], width=idw + 1 + len(chunk) * step))
     return rows
+
+
+def _wall(groups, offline, width: int, idw: int, tw: int) -> list[Row]:
+    """The big-screen layout: every NUMA node a block titled "Socket s  NUMA n  cpus …", its cores in rows;
+    blocks side by side (k per band, k chosen for the fewest rows), a blank row between bands."""
+    cw, gap = metrics("wall", idw, tw)
+    blocks = []
+    if any(len(l3s) > 1 for _, numas in groups for _, l3s in numas):
+        return []  # several L3 caches in a NUMA node (AMD): their tiles say more than bigger cells
+    for sock, numas in groups:
+        for numa, l3s in numas:
+            cores = [core for _, cs in l3s for core in cs]
+            cpus = [c for core in cores for c in core]
+            title = (f"Socket {sock if sock is not None else '?'}  NUMA {numa if numa is not None else '?'}  "
+                     f"cpus {format_cpuset(cpus)}  ({len(cores)} cores)")
+            blocks.append((title, cores))
+    best: list[Row] | None = None
+    for k in range(len(blocks), 0, -1):
+        block_w = (width + 3) // k - 3
+        if not blocks or block_w < _block(blocks[0][1], "wall", cw, gap):
+            continue
+        rows: list[Row] = []
+        for i in range(0, len(blocks), k):
+            band = blocks[i:i + k]
+            if rows:
+                rows.append(Row("note", text=""))
+            rows.append(Row("titles", labels=[(j * (block_w + 3), t[:block_w]) for j, (t, _) in enumerate(band)]))
+            per = [max(1, block_w // _block(cores, "wall", cw, gap)) for _, cores in band]
+            lines = max(-(-len(cores) // n) for (_, cores), n in zip(band, per))
+            for li in range(lines):
+                cells, w = [], 0
+                for j, ((_, cores), n) in enumerate(zip(band, per)):
+                    chunk = cores[li * n:(li + 1) * n]
+                    if chunk:
+                        r = _cells_row(chunk, "wall", cw, gap, j * (block_w + 3), 0)
+                        cells += r.cells
+                        w = r.width
+                rows.append(Row("cells", cells=cells, width=w))
+        if best is None or len(rows) < len(best):
+            best = rows
+    if best is None:  # not one core fits a line: too narrow for a wall
+        return []
+    return best + _offline(offline, cw, width, idw)
+
+
+def _spaced(rows: list[Row]) -> list[Row]:
+    """A blank row after every row of cells."""
+    out: list[Row] = []
+    for r in rows:
+        out.append(r)
+        if r.kind == "cells":
+            out.append(Row("note", text=""))
+    return out
 
 
 def _block(cores, density, cw, gap) -> int:
