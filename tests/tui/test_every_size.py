@@ -187,3 +187,20 @@ def test_a_wall_grows_the_grid_big_cells_numa_nodes_side_by_side():
             await pilot.pause()
             assert g.density != "wall"
     run(go())
+
+
+def test_the_fleet_puts_the_largest_trouble_first():
+    """Two nodes with criticals: the one with more of them comes first, whatever their names."""
+    from dataclasses import replace
+
+    from frozen import frozen_node
+    from nodes import trouble_16
+    from tui.state import NodeView
+    from tui.widgets.fleetmap import order_key
+
+    rep = frozen_node(trouble_16)
+    crit = next(f for f in rep.findings if f.severity == "critical")
+    one, two = NodeView("a-one"), NodeView("b-two")
+    one.apply(rep)
+    two.apply(replace(rep, findings=(*rep.findings, replace(crit, message="another"))))
+    assert sorted([one, two], key=order_key) == [two, one]

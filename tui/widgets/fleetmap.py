@@ -23,9 +23,13 @@ STATE = {"up": "●", "stale": "◐", "down": "○", "connecting": "…"}
 
 
 def order_key(view):
+    """The largest trouble first: the worst severity (or state), then the most critical findings, then
+    the most warnings, then the name."""
     w = view.worst() if view.snap is not None else None
     st = view.state if view.state in ("down", "stale", "connecting") else None
-    return (min(RANK.get(w, 5), RANK.get(st, 5)), view.title)
+    crit = sum(1 for f in view.findings if f.severity == "critical")
+    warn = sum(1 for f in view.findings if f.severity == "warning")
+    return (min(RANK.get(w, 5), RANK.get(st, 5)), -crit, -warn, view.title)
 
 
 class FleetMap(ScrollView, can_focus=True):
