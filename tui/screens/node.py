@@ -4,6 +4,7 @@ Laid out by priority at every size (tui/screens/nodelayout.py says what goes whe
 the worst finding always, then the grid, then the findings, the pods and the legend as room allows."""
 from __future__ import annotations
 
+import textwrap
 import time
 
 from rich.text import Text
@@ -292,7 +293,7 @@ class NodeScreen(ReportScreen):
         else:
             cpus_w = max((len(r[3]) for r in rows), default=4)
             tag_w = max((len(r[0]) for r in rows), default=3)
-            room = max(8, width - cpus_w - max(3, tag_w) - 6)  # each column's padding
+            room = max(8, width - cpus_w - max(3, tag_w) - 8)  # each column's padding, the scrollbar
             shown = [(r[0], elide_middle(f"{r[1].split('/', 1)[-1]}/{r[2]}", room), r[3]) for r in rows]
         if (shown, wide) == self._pod_rows:
             return  # unchanged: no repaint of the table
@@ -453,9 +454,8 @@ class NodeScreen(ReportScreen):
 
 
 def _lines(text: str, width: int) -> int:
-    """How many lines `text` takes in a Static `width` wide (each of its lines wrapped)."""
-    width = max(1, width)
-    return sum(max(1, -(-len(line) // width)) for line in text.split("\n"))
+    """How many lines `text` takes in a Static `width` wide (each of its lines wrapped at words)."""
+    return sum(len(textwrap.wrap(line, max(1, width))) or 1 for line in text.split("\n"))
 
 
 def _busiest_softirqs(rates, n: int = 3) -> str:
