@@ -29,7 +29,7 @@ _PLAIN = Style()
 
 from collectors.model import Role
 from collectors.text import display
-from tui.widgets.gridlayout import BAR, Cell, Row, choose, id_width, tag_width
+from tui.widgets.gridlayout import Cell, Row, choose, id_width, tag_width
 
 SHADES = " ▁▂▃▄▅▆▇█"
 GLYPHS = {str(r): r.glyph for r in Role}
@@ -308,8 +308,9 @@ class CoreGrid(ScrollView, can_focus=True):
         role = role or "unassigned"
         glyph = self.glyphs.get(role, "?")
         if self.density.startswith("wall"):  # the tag, then the load as a bar: read from across a room
-            tw = cell.width - self.idw - 4 - BAR - 1
-            text = f"{cell.cpu:>{self.idw}} {glyph} {(tag or ''):<{tw}} {bar(u, BAR)}"
+            tw = tag_width(self.view.tags) if self.view else 1
+            barw = cell.width - self.idw - 5 - tw  # what the layout left for the bar
+            text = f"{cell.cpu:>{self.idw}} {glyph} {(tag or ''):<{tw}} {bar(u, barw)}"
         else:
             head = f"{cell.cpu:>{self.idw}} {glyph}{shade(u)}" if self.density.startswith("full") else f"{glyph}{shade(u)}"
             # the tag is never cut (pods stay distinguishable in monochrome); the mark takes the last column

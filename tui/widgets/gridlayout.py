@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from collectors.parse.cpuset import format_cpuset
 
 DENSITIES = ("wall", "full", "compact", "cores")
-BAR = 5  # the load bar of a "wall" cell, in columns
+BAR, MAX_BAR = 5, 16  # the load bar of a "wall" cell, in columns: at least, at most
+SIDE_BY_SIDE = 1.25  # NUMA nodes side by side unless stacking them fills clearly more of the screen
 
 
 @dataclass(slots=True)
@@ -55,12 +56,10 @@ def choose(topology, tw: int, width: int, height: int, forced: str | None = None
     idw = id_width(topology)
     groups, offline = group(topology)
     for density in DENSITIES if forced is None else (forced,):
-        rows = build(groups, offline, density, width, idw, tw)
+        rows = build(groups, offline, density, width, idw, tw, height)
         if not rows and density == "wall":
-            continue  # too narrow for it
+            continue  # too narrow or too low for it
         if len(rows) <= height:
-            if density == "wall" and len(spaced := _spaced(rows)) <= height:
-                rows = spaced  # room to spare: taller rows, legible from across a room
             return density, rows
         if forced is not None:
             return density + ", scrolling", rows
@@ -102,9 +101,9 @@ def metrics(density: str, idw: int, tw: int) -> tuple[int, int]:
     return 2 + tw + 1, 1 if density == "compact" else 0  # "#▅AB!"
 
 
-def build(groups, offline, density: str, width: int, idw: int, tw: int) -> list[Row]:
+def build(groups, offline, density: str, width: int, idw: int, tw: int, height: int = 0) -> list[Row]:
     if density == "wall":
-        return _wall(groups, offline, width, idw, tw)
+        return _wall(groups, offline, width, height, idw, tw)
     rows: list[Row] = []
     cw, gap = metrics(density, idw, tw)
     label_w = 0 if density in ("full", "wall") else idw + 1
@@ -141,10 +140,11 @@ def _offline(offline, cw: int, width: int, idw: int) -> list[Row]:
     return rows
 
 
-def _wall(groups, offline, width: int, idw: int, tw: int) -> list[Row]:
-    """The big-screen layout: every NUMA node a block titled "Socket s  NUMA n  cpus …", its cores in rows;
-    blocks side by side (k per band, k chosen for the fewest rows), a blank row between bands."""
-    cw, gap = metrics("wall", idw, tw)
+def _wall(groups, offline, width: int, height: int, idw: int, tw: int) -> list[Row]:
+    """The big-screen layout: every NUMA node a block titled "Socket s  NUMA n  cpus …", its cores in rows
+    with a blank row between (taller rows, legible from across a room); blocks side by side, k per band.
+    Of the arrangements that fit the height, the one that fills the most of the screen (side by side
+    favoured): the fewer cores per line, the wider each cell's load bar (BAR to MAX_BAR columns)."""
     blocks = []
     if any(len(l3s) > 1 for _, numas in groups for _, l3s in numas):
         return []  # several L3 caches in a NUMA node (AMD): their tiles say more than bigger cells
@@ -155,43 +155,48 @@ def _wall(groups, offline, width: int, idw: int, tw: int) -> list[Row]:
             title = (f"Socket {sock if sock is not None else '?'}  NUMA {numa if numa is not None else '?'}  "
                      f"cpus {format_cpuset(cpus)}  ({len(cores)} cores)")
             blocks.append((title, cores))
-    best: list[Row] | None = None
+    if not blocks:
+        return []
+    threads = max(len(c) for _, cs in blocks for c in cs)
+    fixed = idw + 1 + 2 + tw + 1 + 1  # id, glyph, tag, the blanks and the mark: the rest is the bar
+    best: tuple | None = None  # (area filled, k, per line, bar)
     for k in range(len(blocks), 0, -1):
         block_w = (width + 3) // k - 3
-        if not blocks or block_w < _block(blocks[0][1], "wall", cw, gap):
-            continue
-        rows: list[Row] = []
-        for i in range(0, len(blocks), k):
-            band = blocks[i:i + k]
-            if rows:
-                rows.append(Row("note", text=""))
-            rows.append(Row("titles", labels=[(j * (block_w + 3), t[:block_w]) for j, (t, _) in enumerate(band)]))
-            per = [max(1, block_w // _block(cores, "wall", cw, gap)) for _, cores in band]
-            lines = max(-(-len(cores) // n) for (_, cores), n in zip(band, per))
-            for li in range(lines):
-                cells, w = [], 0
-                for j, ((_, cores), n) in enumerate(zip(band, per)):
-                    chunk = cores[li * n:(li + 1) * n]
-                    if chunk:
-                        r = _cells_row(chunk, "wall", cw, gap, j * (block_w + 3), 0)
-                        cells += r.cells
-                        w = r.width
-                rows.append(Row("cells", cells=cells, width=w))
-        if best is None or len(rows) < len(best):
-            best = rows
-    if best is None:  # not one core fits a line: too narrow for a wall
+        bands = -(-len(blocks) // k)
+        most = max(len(cs) for _, cs in blocks)
+        for per in range(min(2, most), most + 1):  # two cores a line at least: a line, not a column
+            bar = min(MAX_BAR, (block_w // per - 3) // threads - fixed)
+            if bar < BAR:
+                break
+            lines = -(-most // per)
+            rows = bands * (1 + 2 * lines) + bands - 1
+            area = rows * min(len(blocks), k) * per * ((fixed + bar) * threads + 3)  # what it fills
+            area *= SIDE_BY_SIDE if k > 1 else 1.0
+            if rows <= height and (best is None or area > best[0]):
+                best = (area, k, per, bar)
+    if best is None:  # not even the widest arrangement fits: one line per band as full as it gets
         return []
-    return best + _offline(offline, cw, width, idw)
-
-
-def _spaced(rows: list[Row]) -> list[Row]:
-    """A blank row after every row of cells."""
-    out: list[Row] = []
-    for r in rows:
-        out.append(r)
-        if r.kind == "cells":
-            out.append(Row("note", text=""))
-    return out
+    _, k, per, barw = best
+    cw = fixed + barw
+    block_w = (width + 3) // k - 3
+    rows: list[Row] = []
+    for i in range(0, len(blocks), k):
+        band = blocks[i:i + k]
+        if rows:
+            rows.append(Row("note", text=""))
+        rows.append(Row("titles", labels=[(j * (block_w + 3), t[:block_w]) for j, (t, _) in enumerate(band)]))
+        lines = max(-(-len(cores) // per) for _, cores in band)
+        for li in range(lines):
+            cells, w = [], 0
+            for j, (_, cores) in enumerate(band):
+                chunk = cores[li * per:(li + 1) * per]
+                if chunk:
+                    r = _cells_row(chunk, "wall", cw, 3, j * (block_w + 3), 0)
+                    cells += r.cells
+                    w = r.width
+            rows.append(Row("cells", cells=cells, width=w))
+            rows.append(Row("note", text=""))
+    return rows + _offline(offline, cw, width, idw)
 
 
 def _block(cores, density, cw, gap) -> int:
