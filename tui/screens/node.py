@@ -4,7 +4,6 @@ Laid out by priority at every size (tui/screens/nodelayout.py says what goes whe
 the worst finding always, then the grid, then the findings, the pods and the legend as room allows."""
 from __future__ import annotations
 
-import textwrap
 import time
 
 from rich.text import Text
@@ -19,34 +18,9 @@ from collectors.text import display
 from tui.cells import cells
 from tui.elide import elide_middle
 from tui.screens import nodelayout as lay
+from tui.screens.nodequery import busiest_softirqs, filter_cpus, matches, matches_one, pod_cpus
 from tui.state import NodeView
 from tui.widgets.coregrid import NOISE_FULL, CoreGrid
-
-SEV_MARK = {"critical": "✖ critical", "warning": "▲ warning", "info": "· info"}
-
-
-def pod_cpus(snap, uid: str) -> frozenset[int]:
-    out: set[int] = set()
-    for p in snap.pods:
-        if p.uid == uid:
-            for c in p.containers:
-                if c.assigned:
-                    out |= c.assigned
-    return frozenset(out)
-
-
-def matches(snap, query: str):
-    """(pod, container) pairs whose namespace, pod or container name contains the query."""
-    q = query.strip().lower()
-    if not q:
-        return []
-    out = []
-    for p in snap.pods:
-        for c in p.containers:
-            hay = f"{p.namespace or ''}/{p.name or p.uid}/{c.name or ''}".lower()
-            if q in hay:
-                out.append((p, c))
-    return out
 
 
 class NodeScreen(ReportScreen):
@@ -127,7 +101,7 @@ class NodeScreen(ReportScreen):
         fs = self.query_one("#findings", DataTable)
         expanded = fs.has_class("visible")
         legend_w = lay.side_width(w) - 3
-        legend_lines = _lines(self._legend_text(legend_w).plain, legend_w)
+        legend_lines = lay.text_lines(self._legend_text(legend_w).plain, legend_w)
         n_pods = len(self._pod_list())
         key = (id(v.snap.topology) if v.snap else None, w, h, max(map(len, v.tags.values()), default=1),
                tuple((f.code, f.message) for f in v.findings), n_pods, expanded, legend_lines, grid.forced)
@@ -141,8 +115,8 @@ class NodeScreen(ReportScreen):
             density, rows = grid.choose(width, height)
             return None if "scrolling" in density else len(rows)
 
-        p = lay.plan(w, h, grid_rows, lambda fw: sum(len(r[-1]) for r in self._finding_rows_at(fw)),
-                     n_pods, lambda lw: _lines(self._legend_text(lw).plain, lw), expanded)
+        p = lay.plan(w, h, grid_rows, lambda fw: sum(len(r[-1]) for r in lay.finding_rows(self.view.findings, fw)),
+                     n_pods, lambda lw: lay.text_lines(self._legend_text(lw).plain, lw), expanded)
         self._plan = p
         main = self.query_one("#main")
         main.set_class(p.stacked, "roomy")
@@ -236,7 +210,7 @@ class NodeScreen(ReportScreen):
         if noise:
             t.append(f"\nshade = kernel noise ▁▂▃▄▅▆▇█ (irq+softirq+steal, full at {NOISE_FULL * 100:.0f} %)"
                      "\n! = finding   letter = pod")
-            busiest = _busiest_softirqs(v.rates)
+            busiest = busiest_softirqs(v.rates)
             if busiest:
                 t.append(f"\nbusiest softirqs: {busiest}")
         else:
@@ -310,25 +284,10 @@ class NodeScreen(ReportScreen):
         if rows:
             table.move_cursor(row=min(row, len(rows) - 1))
 
-    def _finding_rows_at(self, width: int) -> list[tuple]:
-        """The findings pane's rows at this width, the worst first, the message wrapped (never cut):
-        wide, (severity, code, message lines); narrow, (mark, "CODE message" lines)."""
-        out: list[tuple] = []
-        fs = lay.worst_first(self.view.findings)
-        if width >= 100:
-            code_w = max((len(f.code) for f in fs), default=4)
-            room = width - 10 - code_w - 8
-            for f in fs:
-                out.append((SEV_MARK.get(str(f.severity), str(f.severity)), f.code, lay.wrap(display(f.message), room)))
-        else:
-            for f in fs:
-                out.append((lay.MARK.get(str(f.severity), "?"), lay.wrap(display(f"{f.code}  {f.message}"), width - 7)))
-        return out
-
     def _findings(self) -> None:
         table = self.query_one("#findings", DataTable)
         self._shown_findings = lay.worst_first(self.view.findings)
-        rows = self._finding_rows_at(self._plan.findings_width)
+        rows = lay.finding_rows(self.view.findings, self._plan.findings_width)
         if rows == self._finding_rows:
             return
         ncols = len(rows[0]) if rows else 0
@@ -451,41 +410,3 @@ class NodeScreen(ReportScreen):
         shape = [len(ln) for ln in t.plain.split("\n")]
         w.update(t, layout=last is None or shape != last_shape)
         self._painted[w] = (t, shape)
-
-
-def _lines(text: str, width: int) -> int:
-    """How many lines `text` takes in a Static `width` wide (each of its lines wrapped at words)."""
-    return sum(len(textwrap.wrap(line, max(1, width))) or 1 for line in text.split("\n"))
-
-
-def _busiest_softirqs(rates, n: int = 3) -> str:
-    """The CPUs that take the most softirqs per second, with their top kind: "cpu1 NET_RX 3200/s, ..." """
-    if rates is None or not rates.softirqs:
-        return ""
-    per_cpu = sorted(((sum(k.values()), cpu, k) for cpu, k in rates.softirqs.items()), reverse=True)[:n]
-    out = []
-    for total, cpu, kinds in per_cpu:
-        if total <= 0:
-            continue
-        kind, rate = max(kinds.items(), key=lambda kv: kv[1])
-        out.append(f"cpu{cpu} {total:.0f}/s ({kind} {rate:.0f}/s)")
-    return ", ".join(out)
-
-
-def filter_cpus(found) -> set[int]:
-    """The CPUs a filter lights: the exclusive CPUs of the matches; only when none of them is pinned,
-    the CPUs the (shared) matches may run on."""
-    pinned = set()
-    for _, c in found:
-        pinned |= c.assigned or set()
-    if pinned:
-        return pinned
-    out: set[int] = set()
-    for _, c in found:
-        if c.cgroup and c.cgroup.cpus_effective:
-            out |= c.cgroup.cpus_effective
-    return out
-
-
-def matches_one(p, c, q: str) -> bool:
-    return q.strip().lower() in f"{p.namespace or ''}/{p.name or p.uid}/{c.name or ''}".lower()

@@ -21,6 +21,7 @@ from collectors.text import display
 CHROME = 4  # status line, worst finding, help line, footer
 SEV_RANK = {"critical": 0, "warning": 1, "info": 2}
 MARK = {"critical": "✖", "warning": "▲", "info": "·"}
+SEV_MARK = {"critical": "✖ critical", "warning": "▲ warning", "info": "· info"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,3 +119,24 @@ def wrap(text: str, width: int, max_lines: int | None = None) -> list[str]:
         lines = lines[:max_lines]
         lines[-1] = lines[-1][:max(1, width - 1)] + "…"
     return lines
+
+
+def finding_rows(findings: Sequence, width: int) -> list[tuple]:
+    """The findings pane's rows at this width, the worst first, each message escaped and wrapped (never
+    cut): wide, (severity, code, message lines); narrow, (mark, "CODE  message" lines)."""
+    out: list[tuple] = []
+    fs = worst_first(findings)
+    if width >= 100:
+        code_w = max((len(f.code) for f in fs), default=4)
+        room = width - 10 - code_w - 8  # the severity and code columns, each column's padding
+        for f in fs:
+            out.append((SEV_MARK.get(str(f.severity), str(f.severity)), f.code, wrap(display(f.message), room)))
+    else:
+        for f in fs:
+            out.append((MARK.get(str(f.severity), "?"), wrap(display(f"{f.code}  {f.message}"), width - 7)))
+    return out
+
+
+def text_lines(text: str, width: int) -> int:
+    """How many lines `text` takes in a Static `width` wide (each of its lines wrapped at words)."""
+    return sum(len(textwrap.wrap(line, max(1, width))) or 1 for line in text.split("\n"))
