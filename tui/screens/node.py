@@ -103,8 +103,15 @@ class NodeScreen(ReportScreen):
         legend_w = lay.side_width(w) - 3
         legend_lines = lay.text_lines(self._legend_text(legend_w).plain, legend_w)
         n_pods = len(self._pod_list())
+
+        def finding_lines(fw: int) -> int:
+            return sum(len(r[-1]) for r in lay.finding_rows(v.findings, fw))
+
+        # what the plan depends on: the findings' wrapped lines at the widths it may give them, not their
+        # words (a rate in a message changes every tick, its line count seldom)
+        widths = (w, w - lay.side_width(w), w - w // 2)
         key = (id(v.snap.topology) if v.snap else None, w, h, max(map(len, v.tags.values()), default=1),
-               tuple((f.code, f.message) for f in v.findings), n_pods, expanded, legend_lines, grid.forced)
+               tuple(finding_lines(fw) for fw in widths), n_pods, expanded, legend_lines, grid.forced)
         if key == self._arranged_for:
             return
         self._arranged_for = key
@@ -115,8 +122,10 @@ class NodeScreen(ReportScreen):
             density, rows = grid.choose(width, height)
             return None if "scrolling" in density else len(rows)
 
-        p = lay.plan(w, h, grid_rows, lambda fw: sum(len(r[-1]) for r in lay.finding_rows(self.view.findings, fw)),
-                     n_pods, lambda lw: lay.text_lines(self._legend_text(lw).plain, lw), expanded)
+        p = lay.plan(w, h, grid_rows, finding_lines, n_pods,
+                     lambda lw: lay.text_lines(self._legend_text(lw).plain, lw), expanded)
+        if p == self._plan and self.query_one("#main").styles.grid_rows:
+            return  # the same arrangement: no relayout
         self._plan = p
         main = self.query_one("#main")
         main.set_class(p.stacked, "roomy")
