@@ -204,3 +204,34 @@ def test_the_fleet_puts_the_largest_trouble_first():
     one.apply(rep)
     two.apply(replace(rep, findings=(*rep.findings, replace(crit, message="another"))))
     assert sorted([one, two], key=order_key) == [two, one]
+
+
+def test_a_wall_shows_the_fleet_side_by_side_largest_trouble_first():
+    """Three nodes at 320x60: the mini-maps in columns (as many as fit), read left to right from the
+    largest trouble; Enter on the cursor's map opens that node; at 120 columns, one column."""
+    from frozen import frozen_node
+    from nodes import trouble_16, trouble_96, trouble_512
+    from tui.widgets.fleetmap import FleetMap
+
+    data = {"edge-16": frozen_node(trouble_16), "trade-96": frozen_node(trouble_96),
+            "epyc-512": frozen_node(trouble_512)}
+
+    async def go():
+        app = FrozenApp(data)
+        async with app.run_test(size=(320, 60)) as pilot:
+            await pilot.pause()
+            await pilot.pause(0.5)  # the overview repaints a few times a second, not per node
+            fm = app.screen.query_one(FleetMap)
+            assert fm.cols == 2
+            first = fm.render_line(0).text
+            # both criticals-and-warnings nodes first (by name), the 512-CPU node (no warning) after
+            assert [v.target for v in fm.views] == ["edge-16", "trade-96", "epyc-512"]
+            assert first.index("edge-16") < first.index("trade-96") and "✖1" in first
+            await pilot.press("down", "enter")
+            await pilot.pause()
+            assert app.screen.target == "trade-96"
+            await pilot.press("escape")
+            await pilot.resize_terminal(120, 40)
+            await pilot.pause()
+            assert app.screen.query_one(FleetMap).cols == 1
+    run(go())
