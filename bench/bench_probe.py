@@ -240,7 +240,8 @@ def main() -> None:
     f = forks_per_tick(root, "g")
     ft = forks_per_tick(root, "gcTai")
     print(f"  forks per tick: grid {f if f is not None else 'n/a (no strace)'}, deepest request {ft if ft is not None else 'n/a'}"
-          "  (2 at start: the pipeline; 1 more with mawk: asking its version)")
+          "  (3 at start: forwarder | loop | awk; 1 more with mawk: asking its version; on a tree that is not"
+          " the kernel's, as this one, 1 more per frame: the find that checks it)")
 
     static = frames_of(outs["g"])[0]
     cl = client_cost(frames_of(outs["g"])[1:6], static)

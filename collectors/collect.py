@@ -21,14 +21,18 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 import socket
 import time
 from dataclasses import dataclass
 
-from .errors import AuthFailed, HostKeyRejected, PinscopeError, TransportError
+from .errors import AuthFailed, HostKeyRejected, PinscopeError, ProbeFailed, TransportError
 from .frames import Frame
+from .model import Role
+from .parse.cpuset import format_cpuset
 from .pacing import ConnectGate
 from .pipeline import NodeReport, Pipeline
+from .transport.base import FrameStream
 from .transport.local import LocalTransport
 
 
@@ -48,6 +52,7 @@ class Options:
     kube_namespace: str = "pinscope"
     kube_image: str = "busybox:1.36"
     kube_pod_lifetime: int = 3600
+    kube_pod_idle: int = 30  # s: a debug pod whose pinscope died ends this long after its last session
 
 
 FULL = "gcTaiw"
@@ -82,12 +87,25 @@ def make_transport(target: str, opts: Options):
 
         return KubeTransport(target, context=opts.kube_context, kubeconfig=opts.kubeconfig,
                              namespace=opts.kube_namespace, image=opts.kube_image,
-                             lifetime=opts.kube_pod_lifetime)
+                             lifetime=opts.kube_pod_lifetime, idle=opts.kube_pod_idle)
     from .transport.ssh import SSHTransport  # asyncssh only when SSH is used
 
     return SSHTransport(target, root=opts.root, sudo=opts.sudo, identity=opts.identity,
                         ssh_config=opts.ssh_config, known_hosts=opts.known_hosts,
                         accept_new_host_key=opts.accept_new_host_key, connect_timeout=opts.connect_timeout)
+
+
+_CPULIST = re.compile(r"[0-9]+(-[0-9]+)?(,[0-9]+(-[0-9]+)?)*")
+
+
+def confine_to(snap) -> str:
+    """The CPUs the probe should keep to so it adds no jitter where pods are pinned: the reserved CPUs,
+    else the shared pool; "" when neither is known (the probe then runs where the kernel puts it, and the
+    report says nothing it did not try). Digits, commas and dashes only (the probe checks it again)."""
+    reserved = [r.id for r in snap.roles if r.role == Role.RESERVED]
+    cpus = reserved or sorted(snap.shared_pool or ())
+    text = format_cpuset(cpus) if cpus else ""
+    return text if _CPULIST.fullmatch(text) else ""  # "": the probe is told it is not known ("?")
 
 
 class NodeCollector:
@@ -104,6 +122,9 @@ class NodeCollector:
         self.focus: str | None = None  # container id whose everything is read every tick
         self.focus_cpu: int | None = None  # the CPU pane's CPU: its tasks' run-queue wait every tick
         self.recorder = None  # collectors.record.Recorder: every frame appended, compressed
+        # the CPUs the probe is asked to keep to (confine_to), sent once: None before the first report,
+        # "-" once asked
+        self.confine: str | None = None
 
     @property
     def ticks(self) -> int:
@@ -112,6 +133,7 @@ class NodeCollector:
     async def connect(self) -> None:
         await self.transport.connect(self.opts.connect_timeout)
         self.pipeline.reset()
+        self.confine = None  # a new probe: asked again once the first report is in
 
     def _request(self, depth: str) -> str:
         pl = self.pipeline
@@ -124,6 +146,9 @@ class NodeCollector:
             req += " " + self.focus
         elif self.focus_cpu is not None:
             req += ("" if "a" in req else "a") + f" @{self.focus_cpu}"
+        if self.confine is not None and self.confine != "-":  # once: "<letters> <focus or -> <cpulist or ?>"
+            req += ("" if " " in req else " -") + " " + (self.confine or "?")
+            self.confine = "-"  # asked (probe.sh confine)
         return req
 
     async def read(self, depth: str = FULL) -> tuple[Frame, float]:
@@ -138,6 +163,8 @@ class NodeCollector:
         """Read one frame and return its report (rates over the previous tick, or over `window_from`)."""
         frame, took = await self.read(depth)
         report = self.pipeline.feed(frame, read=took, window_from=window_from)
+        if self.confine is None:
+            self.confine = confine_to(report.snapshot)
         if self.pipeline.topology_changed:
             self.pipeline.ticks = 0  # CPUs went on/offline: the next tick re-reads the topology
         return report
@@ -147,20 +174,44 @@ class NodeCollector:
 
 
 async def snapshot(target: str, opts: Options, samples: int = 1, interval: float = 1.0,
-                   depth: str = FULL, name: str | None = None) -> NodeReport:
+                   depth: str = FULL, name: str | None = None, timeout: float | None = None) -> NodeReport:
     """Connect, take `samples` samples `interval` apart, return the last one's report, with rates over
-    the whole window when there were two samples or more."""
+    the whole window when there were two samples or more. `timeout`: seconds for all of it; past it (or
+    past a frame's own deadline) ProbeFailed names the target and the file the probe was at, and closing
+    ends the probe's whole process group on the node."""
     col = NodeCollector(target, opts, name=name)
-    await col.connect()
     try:
-        report = await col.tick(depth)
-        first = (report.snapshot, time.monotonic())
-        for _ in range(max(0, samples - 1)):
-            await asyncio.sleep(interval)
-            report = await col.tick(depth, window_from=first)
-        return report
+        return await asyncio.wait_for(_samples(col, samples, interval, depth), timeout)
+    except asyncio.TimeoutError as err:
+        raise ProbeFailed(_stuck(col, f"no answer within {timeout:g} s")) from err
+    except ProbeFailed as err:
+        raise ProbeFailed(_stuck(col, str(err))) from err
     finally:
         await col.close()
+
+
+async def _samples(col: NodeCollector, samples: int, interval: float, depth: str) -> NodeReport:
+    await col.connect()
+    report = await col.tick(depth)
+    first = (report.snapshot, time.monotonic())
+    for _ in range(max(0, samples - 1)):
+        await asyncio.sleep(interval)
+        report = await col.tick(depth, window_from=first)
+    return report
+
+
+def _stuck(col: NodeCollector, why: str) -> str:
+    """One line: the target, why, and where the probe was (the last file of the frame that did not come)."""
+    tr = col.transport
+    where = tr.stuck_on() if isinstance(tr, FrameStream) and not tr.idle else None
+    if where:
+        if where not in why:
+            why += f"; the probe was reading at {where} (the last file it sent)"
+    elif isinstance(tr, FrameStream) and tr.reader is None:
+        why += " (while connecting)"
+    elif isinstance(tr, FrameStream) and not tr.idle:
+        why += f" (the probe had sent nothing yet of its frame for {tr.pending!r})"
+    return why if why.startswith(f"{col.name}:") or why.startswith(f"{col.target}:") else f"{col.name}: {why}"
 
 
 class Backoff:

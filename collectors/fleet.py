@@ -20,8 +20,8 @@ from .inventory import Target
 from .pacing import ConnectGate
 from .pipeline import NodeReport
 
-OnReport = Callable[[str, NodeReport], None]  # (target name, its report)
-OnState = Callable[[str, str, "str | None"], None]  # (target name, connecting|up|down, message)
+OnReport = Callable[[str, NodeReport], object]  # (target name, its report); what it returns is ignored
+OnState = Callable[[str, str, "str | None"], object]  # (target name, connecting|up|down, message)
 
 
 @dataclass(frozen=True)

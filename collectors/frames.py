@@ -235,7 +235,9 @@ class FrameStore:
             self.names = frame
         older = dict.fromkeys(f for k, f in self.carry.items() if k not in letters)
         carry = tuple(sorted(older, key=_seq))
-        files = {**self._base_files(carry), **frame.files} if carry else frame.files
+        files = _merge(self._base_files(carry), frame) if carry else frame.files
+        if self.static is None:
+            raise ValueError("a frame before any static frame")
         view = View(self.static, frame, self.names, carry, files, self._prev)
         for k in "ctTai":
             if k in letters:
@@ -257,3 +259,31 @@ class FrameStore:
 
 def _seq(f: Frame) -> int:
     return f.seq
+
+
+# What a frame with these letters reads anew every time (probe.sh node_wide and the G and H records): a
+# carried copy of such a file is never served in its place, so a file the tick refused, could not read or
+# no longer found is gone from the report (the tick's own problems say why), not kept from an older frame.
+_GRID_NAMES = frozenset(("cpuset.cpus.effective", "cpuset.effective_cpus", "cpu.stat", "cpu_manager_state",
+                         "numastat", "cpuset.cpus.isolated"))
+_GRID_PATHS = frozenset(("/proc/uptime", "/proc/stat", "/proc/softirqs", "/sys/devices/system/cpu/online"))
+_DETAIL_NAMES = frozenset(("cpuset.cpus", "cpuset.mems.effective", "cpuset.effective_mems", "cpu.max",
+                           "cpu.pressure", "cpu.cfs_quota_us", "cpu.cfs_period_us"))
+
+
+def _owned(path: str, letters: str) -> bool:
+    """Does a frame with these letters read this file itself (so an older copy must not stand in)?"""
+    name = path.rpartition("/")[2]
+    if "g" in letters and (name in _GRID_NAMES or path in _GRID_PATHS):
+        return True
+    return "c" in letters and name in _DETAIL_NAMES
+
+
+def _merge(base: dict, frame: Frame) -> dict:
+    """The carried frames' files under the tick's: without what the tick reads itself or said it could
+    not read (refused, unreadable, too big to read)."""
+    said = frame.unreadable | frame.refused.keys() | frame.truncated.keys()
+    letters = frame.letters
+    out = {p: t for p, t in base.items() if p not in said and not _owned(p, letters)}
+    out.update(frame.files)
+    return out

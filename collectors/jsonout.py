@@ -45,8 +45,11 @@ def _task_runq(t, tr) -> dict:
 
 def to_json(snap: NodeSnapshot, rates: Rates | None = None, findings=()) -> dict:
     topo = snap.topology
+    held = snap.state.pod_entries if snap.state is not None else {}
     pods = [{"uid": p.uid, "namespace": p.namespace, "name": p.name, "qos": p.qos, "cgroup": p.cgroup_path,
-             "sources": list(p.sources), "containers": [_container_json(p, c, rates) for c in p.containers]}
+             "sources": list(p.sources),
+             "pod_cpus": _l(held.get(p.uid)),  # kubelet's pod-level assignment (podEntries), else null
+             "containers": [_container_json(p, c, rates) for c in p.containers]}
             for p in snap.pods]
     return {
         "schema": SCHEMA,
@@ -80,8 +83,9 @@ def _cpus_json(snap: NodeSnapshot, rates: Rates | None) -> list[dict]:
             "id": c.id, "online": c.online, "socket": c.socket, "die": c.die, "numa_node": c.numa_node,
             "core": c.core, "siblings": list(c.siblings), "l3": c.l3,
             "role": r.role if r else ("offline" if not c.online else "unassigned"),
-            "owners": [{"pod_uid": o.pod_uid, "namespace": o.namespace, "pod": o.pod, "container": o.container}
-                       for o in (r.owners if r else ())],
+            # a CPU the pod holds as a whole (podEntries): container null and "pod_level": true (absent else)
+            "owners": [{"pod_uid": o.pod_uid, "namespace": o.namespace, "pod": o.pod, "container": o.container,
+                        **({"pod_level": True} if o.pod_level else {})} for o in (r.owners if r else ())],
             "util": _r(rates.util.get(c.id)) if rates else None,
             **_cpu_noise(c.id, rates),
         })
@@ -147,11 +151,24 @@ def _kubelet_json(snap: NodeSnapshot) -> dict:
         "kube_reserved": dict(k.kube_reserved), "system_reserved": dict(k.system_reserved),
         "sources": dict(k.sources),
         "state_file": snap.state_file,
+        "state_status": snap.state_status,
         "state": None if snap.state is None else {
             "version": snap.state.version, "policy": snap.state.policy,
             "default_cpuset": sorted(snap.state.default_cpuset), "checksum_ok": snap.state.checksum_ok,
+            "checksum_as": snap.state.checksum_as or None,
+            "pod_entries": {uid: sorted(cs) for uid, cs in sorted(snap.state.pod_entries.items())},
         },
+        "memory_state": _memory_json(snap),
     }
+
+
+def _memory_json(snap: NodeSnapshot) -> dict | None:
+    """memory_manager_state: its version, policy and whether its checksum is one kubelet accepts."""
+    m = snap.memory_state
+    if m is None:
+        return None
+    return {"version": m.version, "policy": m.policy, "checksum_ok": m.checksum_ok,
+            "checksum_as": m.checksum_as or None, "pod_entries": sorted(m.pod_entries)}
 
 
 def _name_by_api(p: dict, ap) -> None:

@@ -140,7 +140,16 @@ class CpuManagerState:
     entries: dict
     pod_entries: dict = field(default_factory=dict)
     checksum: int | None = None
-    checksum_ok: bool | None = None  # None: not verifiable (legacy 0, or a version we cannot render)
+    checksum_ok: bool | None = None  # None: not verified (legacy 0, accepted unchecked as kubelet does)
+    checksum_as: str = ""  # what the checksum verified as: the Go struct name, or "data" (v4)
+
+    def pod_level(self, uid: str) -> frozenset[int]:
+        """The CPUs pod `uid` holds as a whole (v3+ podEntries, pod-level resources) that none of its
+        containers holds: exclusive to the pod, owned by no container."""
+        held = self.pod_entries.get(uid)
+        if not held:
+            return frozenset()
+        return held - frozenset().union(*self.entries.get(uid, {}).values())
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +163,11 @@ class MemoryAssignment:
 class MemoryManagerState:
     policy: str
     entries: dict  # pod uid -> container -> tuple[MemoryAssignment]
+    pod_entries: dict = field(default_factory=dict)  # pod uid -> tuple[MemoryAssignment] (pod-level, v2+)
+    version: int = 1
+    checksum: int | None = None
+    checksum_ok: bool | None = None  # as CpuManagerState's
+    checksum_as: str = ""
 
 
 class CgroupFiles(NamedTuple):
@@ -225,6 +239,7 @@ class Owner(NamedTuple):
     namespace: str | None
     pod: str | None
     container: str | None
+    pod_level: bool = False  # held by the pod as a whole (checkpoint v3+ podEntries): container is None
 
 
 class CpuRole(NamedTuple):
@@ -282,7 +297,8 @@ class NodeSnapshot:
     irqs: tuple[Irq, ...] | None = None
     all_tasks: tuple[Task, ...] | None = None  # every task on the node (slow cadence), None if not read
     roles_from: str = "state"  # "state" | "cgroups" (fallback) | "policy-none"
-    state_status: str = "ok"  # ok | missing | unreadable | invalid
+    # ok | missing | unreadable | invalid | cut (larger than the read bound: unknown) | refused (root-dir climbs out)
+    state_status: str = "ok"
     init_allowed: frozenset[int] | None = None  # PID 1's Cpus_allowed_list (systemd CPUAffinity)
     problems: tuple[Problem, ...] = ()
     request: str = ""

@@ -22,10 +22,12 @@ import collections
 import contextlib
 import statistics
 import time
+from collections.abc import Callable
 
 
 class ConnectGate:
-    def __init__(self, slots: int = 16, first=None, max_lag: float = 0.1) -> None:
+    def __init__(self, slots: int = 16, first: Callable[[], str | None] | None = None,
+                 max_lag: float = 0.1) -> None:
         """slots: handshakes at once; first: () -> the name that goes before every other."""
         self.slots = max(1, slots)
         self.first = first or (lambda: None)  # -> the name of the node the user looks at
@@ -116,7 +118,7 @@ class ConnectGate:
     def _grant(self) -> None:
         while self.waiting and self._free(True):
             first = self.first()
-            if first in self.waiting:
+            if first is not None and first in self.waiting:
                 name = first
             elif not self._free():
                 return  # the last slot is the focus's

@@ -67,6 +67,20 @@ class NodeReport:
         return enrich(o, api_pods) if api_pods else o
 
 
+def unread_reason(report: NodeReport) -> str | None:
+    """Why a report that arrived says nothing of the node, else None. A Linux node always has a CPU
+    online: with none known, its /sys (and /proc) were not there to read (--root removed, a mount lost,
+    no permission). Such a report is no reading of the node: `snapshot`/`check` say the node could not be
+    read, the exporter reads 0 (zero CPUs under policy "none" would resolve every alert instead of firing
+    the unreadable one)."""
+    snap = report.snapshot
+    if snap.topology.online or snap.topology.cpus or snap.roles:
+        return None
+    said = [f"{p.source}: {p.message}" for p in snap.problems
+            if p.source in ("probe", "/sys/devices/system/cpu/online", "/proc/stat") and "kubelet" not in p.message]
+    return "nothing of the node could be read (no CPU)" + (": " + "; ".join(said) if said else "")
+
+
 class Pipeline:
     """frames -> NodeReports for one node. Keeps the static, names and deeper frames between ticks, and the
     previous snapshot for rates (reset it with `reset()` after a reconnect: rates never span a gap)."""
@@ -103,14 +117,15 @@ class Pipeline:
         self.ticks += 1
         if self.static is None and "s" not in letters:
             raise ProbeFailed("a frame before any static frame")
-        snap = self.assembler.build(self.frames.add(frame))
+        view = self.frames.add(frame)
+        snap = self.assembler.build(view)
         # a pod or container we could not name when the layout was last listed: list it again next tick
         unnamed = {(p.uid, c.id) for p in snap.pods for c in p.containers if p.name is None or c.name is None}
         if "n" in letters:
             self.unnamed_at_names = unnamed
         self.want_names = bool(unnamed - self.unnamed_at_names)
         online = "/sys/devices/system/cpu/online"
-        self.topology_changed = "s" not in letters and self.static.files.get(online) != frame.files.get(online)
+        self.topology_changed = "s" not in letters and view.static.files.get(online) != frame.files.get(online)
         return snap
 
     def feed(self, frame: Frame, t: float | None = None, read: float | None = None,

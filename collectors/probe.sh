@@ -1,28 +1,52 @@
 # pinscope probe: the only code pinscope runs on a node.
 #
 # Constant POSIX sh (dash, busybox ash, bash), sent as-is over the connection; no Python on the node.
-# Read-only: it writes no file, changes no setting, installs nothing.
+# Read-only: it writes no file, changes no setting, installs nothing (the one exception the client may ask
+# for: the probe's own CPU affinity, see "Requests" and confine).
 #
-# Shape: this shell reads one request per line on stdin ("s", "g", "gt", "gta", "gi", ...; "q" quits),
-# walks the directories with shell globs (builtins, no fork) and hands file paths to ONE long-lived awk
-# process, which reads each file with getline and writes one tagged line per output line:
+# Protocol 2 (each frame says "Iprobe-protocol 2"). Shape: a forwarder reads one request per line on stdin
+# and hands it to this shell's loop, which walks the directories with shell globs (builtins, no fork) and
+# hands file paths to ONE long-lived awk process, which reads each file with getline and writes one tagged
+# line per output line:
 #   B<seq> <request>   frame begins            Z<seq>   frame ends (awk flushes here)
 #   C<dir>             the directory of the F/X/T lines that follow (sent only when it changes)
 #   F<name>            a file follows          L<text>  one line of that file
-#   X<name>            unreadable or missing   T<N> <name>  cut: larger than N bytes
+#   X<name>            unreadable or missing   T<N> <name>  cut: larger than N bytes (no F before it: not read)
 #   H<hex bytes>       content of the current F file as od prints it (kubelet's own files, see rk)
-#   N<kind> <path>     not a regular file (fifo, socket, device, dir, other): refused, never opened
+#   N<kind> <path>     not a regular file (fifo, socket, device, dir, symlink inside a checked tree, other):
+#                      refused, never opened
 #   D<path>            a directory entry seen by a glob
 #   A<arg>  one argv word of the kubelet process   I<key> <value>  a fact   W<text>  a warning
+#   Iprobe-pids <pid>...  the probe's own processes (the client never reports them as tasks)
+#   Iprobe-pgid <pgid>    its process group, when it leads one (what the forwarder kills at the end)
+#   Iprobe-confine <cpulist> | no: <why>   the answer to a confinement request (a W when taskset failed)
 # Paths are printed without the --root prefix, so a fixture tree reads like the node it models.
 # A name may hold any byte but NUL: in every path (shell -> awk -> client) "\" is sent as "\\" and a
 # newline as "\n" (esc), so a name can never split or forge a line; file content is never escaped (its
-# lines are L lines). Only regular files are opened (a FIFO would block, a directory kills mawk), each
-# within a byte budget (cut files are said, with the budget), so one bad file stays that file's problem.
-# So: 2 forks at start (the pipeline; 3 with mawk), 0 per grid tick; under mawk one od for kubelet's state
-# file when it changed and on static and cgroup-detail ticks (rk, rks). No sleep either: the client paces
-# the requests, and when the connection closes stdin ends, the loop ends, awk sees EOF, and nothing is
-# left running.
+# lines are L lines).
+# Every read is bounded in bytes and refuses what is not a regular file (a FIFO blocks, a device or a line
+# without end never ends), whichever file it is:
+#   - /proc and /sys of the node itself (no --root, or a --root whose proc and sys ARE the kernel's, test -ef):
+#     the kernel makes those files; they are regular and their size is the kernel's (a sysfs file is at
+#     most a page, a cgroup file lists what exists). awk reads them with getline, within a byte budget.
+#   - any other tree (a copy, a fixture, a --root that is not the kernel's), its sys and its proc each:
+#     before each frame ONE find lists, of what the frame reads there, what is not a regular file or is
+#     larger than the budget; those are said (N, T) and never opened (precheck). (A file swapped between
+#     that check and the read is the one case left: the client's deadline then ends the probe's whole
+#     process group.)
+#   - kubelet's own files (config, drop-ins, checkpoints): written as one long line, possibly huge when
+#     corrupt: through od, which stops at the budget (-N), after test -f (see rk, rks). The kubelet config's
+#     keys the shell needs are read through dd (one block), the kubelet's argv through tr after test -f.
+# Forks: 3 at start (the forwarder | loop | awk pipeline; 4 with mawk, asked which awk it is), 0 per tick
+# on a node's own /proc and /sys, 1 per tick on any other tree (the find; a second one only when it found
+# something to refuse); od for kubelet's state file when it changed and on static and cgroup-detail ticks
+# (rk, rks); taskset once per connection when the client asks (below). No sleep: the client paces the
+# requests.
+# Nothing is left running: "q" ends the probe in order (the loop ends after the requests before it, awk
+# sees EOF). When stdin ends without "q" (the connection closed, or the client gave up on a frame) the
+# forwarder kills the probe's process group (kill -KILL 0: the loop, awk and whatever either is stuck in),
+# when the probe leads its own group (sshd makes every session one; pinscope starts it as one locally);
+# else the loop ends, awk sees EOF and both exit. So a script that feeds requests ends them with "q".
 # The static topology is read only on "s" (the client asks again when /sys/.../cpu/online changes);
 # scaling_cur_freq is never read (20 ms a read on some CPUs).
 
@@ -41,7 +65,13 @@ export LC_ALL
 NL='
 '
 
+# The helpers below are text (FNS) so that the check of a tree that is not the kernel's (precheck) runs
+# the very same code in the one sh that find starts.
 # esc NAME: E = NAME with "\" -> "\\" and newline -> "\n" (no fork; the loop runs only for such names)
+# pl TAG NAME...: one TAG line per name (one printf for the whole list when no name needs escaping)
+# nonreg PATH: not a regular file: say what it is, never open it (a FIFO blocks, a device may never end)
+FNS='NL="
+"
 esc() {
   E=""
   _s=$1
@@ -56,20 +86,76 @@ esc() {
     _s=${_s#?}
   done
 }
-# pl TAG NAME...: one TAG line per name (one printf for the whole list when no name needs escaping)
 pl() {
   _t=$1
   shift
   case "$*" in
-    *"$NL"*|*\\*) for _x in "$@"; do esc "$_x"; printf '%s%s\n' "$_t" "$E"; done ;;
+    *"$NL"*|*\\*) for _x in "$@"; do esc "$_x"; printf "%s%s\\n" "$_t" "$E"; done ;;
     *) printf "$_t%s\\n" "$@" ;;
   esac
 }
-# not a regular file: say what it is, never open it (a FIFO blocks, a device may never end)
 nonreg() {
   if [ -d "$1" ]; then _k=dir; elif [ -p "$1" ]; then _k=fifo; elif [ -S "$1" ]; then _k=socket
   elif [ -c "$1" ] || [ -b "$1" ]; then _k=device; else _k=other; fi
   pl "N$_k " "$1"
+}
+'
+eval "$FNS"
+# What precheck's find hands its sh: each path it found, said as refused (N) or too big to read (T: the
+# budget awk would cut it at; /proc/interrupts has its own, see rd2)
+CHK=$FNS'for f; do
+  if [ -h "$f" ]; then pl "Nsymlink " "$f"; continue; fi
+  [ -e "$f" ] || continue
+  if [ -f "$f" ]; then
+    case $f in */interrupts) b=8388608 ;; *) b=1048576 ;; esac
+    esc "$f"; printf "T%s %s\\n" "$b" "$E"
+  else nonreg "$f"; fi
+done'
+# OFF: what precheck said this frame (N and T lines, escaped paths); bad PATH: is PATH among them?
+OFF=""
+bad() {
+  [ -n "$OFF" ] || return 1
+  esc "$1"
+  case "$NL$OFF$NL" in *" $E$NL"*) return 0 ;; esac
+  return 1
+}
+# KS=1, KP=1: the tree's sys, proc are the kernel's own (no --root, or a --root that holds them: test -ef
+# compares device and inode, so a fixture cannot pass for them); KT=1: both. What is not is checked before
+# each frame (precheck).
+KS=1 KP=1
+if [ -n "$R" ]; then
+  [ "$R/sys" -ef /sys ] || KS=0
+  [ "$R/proc" -ef /proc ] || KP=0
+fi
+KT=1
+[ "$KS$KP" = 11 ] || KT=0
+# precheck: ONE find over what this frame reads of a tree that is not the kernel's. Physical (-H: only the
+# paths given are followed when they are links, as cgroup v1's cpu -> cpu,cpuacct): a link inside is said
+# as not a regular file, never followed (a link to / would walk the whole disk). Offenders: what is not a
+# regular file, a directory where a file is read, a regular file over 1 MiB (8 MiB: interrupts).
+precheck() {
+  OFF=""
+  [ "$KT" = 1 ] && return 0
+  set --
+  if [ "$KS" = 0 ]; then
+    set -- "$R"/sys/fs/cgroup/* "$R"/sys/devices/system/cpu/online "$R"/sys/devices/system/node/node[0-9]*
+    case $req in *s*) set -- "$@" "$R"/sys/devices/system/cpu "$R"/sys/devices/system/node ;; esac
+  fi
+  if [ "$KP" = 0 ]; then
+    set -- "$@" "$R"/proc/stat "$R"/proc/uptime "$R"/proc/softirqs "$R"/proc/interrupts "$R"/proc/irq
+    case $req in *s*) set -- "$@" "$R"/proc/cmdline "$R"/proc/sys/kernel/hostname "$R"/proc/[0-9]*/comm \
+      "$R"/proc/[0-9]*/status "$R"/proc/[0-9]*/cmdline ;; esac
+    case $req in *a*) set -- "$@" "$R"/proc/[0-9]*/cgroup ;; esac
+    _p=$FOCUS$FCPU
+    case $req in *[tTaw]*) _p=1 ;; esac
+    [ -z "$_p" ] || set -- "$@" "$R"/proc/[0-9]*/task/[0-9]*/s*
+  fi
+  OFF=$(find -H "$@" \( -type f \( -name interrupts -size +8388608c -o ! -name interrupts -size +1048576c \) \
+        -o -type d \( -name 'cpu*.*' -o -name 'cpuset.*' -o -name 'memory.*' -o -name 'cgroup.*' -o -name stat \
+        -o -name sched -o -name status -o -name schedstat -o -name comm -o -name cmdline -o -name cgroup \
+        -o -name numastat -o -name interrupts -o -name '*_list' -o -name online -o -name uptime \
+        -o -name softirqs \) -o ! -type f ! -type d \) -exec sh -c "$CHK" pinscope-check {} + 2>/dev/null)
+  [ -z "$OFF" ] || printf '%s\n' "$OFF"
 }
 
 # One record per line to awk. 'R' asks awk to read a file; everything else is passed through.
@@ -83,10 +169,9 @@ rx() {
 # ask awk to read it anyway, so it is said unreadable (X), not missing
 unseen() { _d=${1%/*}; [ -d "$_d" ] && [ ! -x "$_d" ] && pl R "$1"; }
 # kubelet's own files (config, drop-ins, checkpoints): written as one long line (a 256-CPU checkpoint is
-# ~5 KB) and possibly huge when corrupt. mawk reads a line in time quadratic in its length (50 MB: 6.5 s),
-# so under mawk these go through od, which stops at the budget (-N): one fork per file (the state file, read
-# every grid tick: only when it changed, see rks). busybox awk and gawk read a 50 MB line in ~0.1 s: they
-# read them themselves.
+# ~5 KB) and possibly huge when corrupt (any awk would read such a line whole; mawk in time quadratic in its
+# length): they go through od, which stops at the budget (-N): one fork per file (the state file, read
+# every grid tick: only when it changed, see rks). A node without od (said once) has awk read them.
 KMAX=1048576
 rk() {
   for _f in "$@"; do
@@ -100,7 +185,7 @@ rk() {
     elif [ -e "$_f" ]; then nonreg "$_f"; else unseen "$_f"; fi
   done
 }
-OD=""  # set below when awk is mawk
+OD=""  # od, when the node has one (set below)
 # kubelet's state file, every grid tick: through od only when it changed. Kubelet writes it whole and
 # renames it into place (a new inode), so the shell keeps the file it last read open on fd 8 and compares
 # inodes (test -ef, a builtin: no fork); the same inode sends the hex kept from that read again. Static and
@@ -139,12 +224,12 @@ find_kubelet() {
   KPID=""
   kalt=""
   for d in "$R"/proc/[0-9]*; do
-    [ -r "$d/comm" ] || continue
+    [ -f "$d/comm" ] && [ -r "$d/comm" ] && ! bad "$d/comm" || continue
     c=""
     read -r c < "$d/comm" 2>/dev/null
     [ "$c" = kubelet ] || continue
     u=""
-    if [ -f "$d/status" ]; then
+    if [ -f "$d/status" ] && ! bad "$d/status"; then
       while read -r k v _; do case $k in Uid:) u=$v; break ;; esac; done < "$d/status"
     fi
     if [ -z "$u" ] || [ "$u" = 0 ]; then KPID=${d##*/}; break; fi
@@ -162,8 +247,10 @@ find_kubelet() {
   cgflag=""
   if [ -n "$KPID" ]; then
     printf 'Ikubelet-pid %s\n' "$KPID"
-    # argv is NUL-separated: one tr per static read (not per tick)
-    args=$(tr '\000' '\n' < "$R/proc/$KPID/cmdline" 2>/dev/null)
+    # argv is NUL-separated: one tr per static read (not per tick); a regular file within the budget
+    args=""
+    [ -f "$R/proc/$KPID/cmdline" ] && ! bad "$R/proc/$KPID/cmdline" &&
+      args=$(tr '\000' '\n' < "$R/proc/$KPID/cmdline" 2>/dev/null)
     want=""
     oldifs=$IFS
     IFS='
@@ -196,19 +283,39 @@ find_kubelet() {
   fi
   [ -n "$KCONF" ] || { [ -z "$KPID" ] && KCONF=$KROOT/config.yaml; }
   printf 'Ikubelet-root %s\n' "$KROOT"
+  # --root-dir comes from the node: not absolute, or climbing with "..", it would lead out of $R (--root):
+  # refused (the client says so from the line above) and nothing is read under it
+  case "$KROOT/" in /*/../*|/../*|[!/]*) KROOT=/nonexistent/pinscope-refused-root-dir ;; esac
   [ -n "$KCONF" ] && printf 'Ikubelet-config %s\n' "$KCONF"
+  case "$KCONF/" in /*/../*|/../*|[!/]*) KCONF=/nonexistent/pinscope-refused-config ;; esac  # the same for --config
+  case "$KDROPIN/" in /*/../*|/../*|[!/]*) KDROPIN=/nonexistent/pinscope-refused-config-dir ;; esac
   PODLOGS=/var/log/pods
   cgflag=$CGROOT
   if [ -n "$KCONF" ] && [ -f "$R$KCONF" ] && [ -r "$R$KCONF" ]; then
+    # the keys the shell needs, from the config's first 64 KiB (one dd: a config that is one endless line
+    # is not read whole by the shell's read builtin)
+    cfg=$(dd if="$R$KCONF" bs=65536 count=1 2>/dev/null)
+    oldifs=$IFS
+    IFS=$NL
+    set -f
     n=0
-    while [ $n -lt 1000 ] && read -r k v; do
+    for line in $cfg; do
       n=$((n + 1))
+      [ $n -le 1000 ] || break
+      IFS=" 	"
+      set -- $line
+      k=${1-}
+      [ $# -gt 0 ] && shift
+      v="$*"
+      IFS=$NL
       v=${v#\"}; v=${v%\"}
       case $k in
-        podLogsDir:) PODLOGS=$v ;;
+        podLogsDir:) case "$v/" in /*/../*|/../*|[!/]*) ;; *) PODLOGS=$v ;; esac ;;  # as --root-dir
         cgroupRoot:) [ -n "$cgflag" ] || CGROOT=$v ;;
       esac
-    done < "$R$KCONF"
+    done
+    set +f
+    IFS=$oldifs
   fi
 }
 
@@ -298,7 +405,7 @@ H8=$H$H$H$H$H$H$H$H
 H64=$H8$H8$H8$H8$H8$H8$H8$H8
 
 tasks() {
-  [ -r "$1/cgroup.procs" ] || return 0
+  [ -f "$1/cgroup.procs" ] && [ -r "$1/cgroup.procs" ] && ! bad "$1/cgroup.procs" || return 0
   r "$1/cgroup.procs"
   while read -r pid; do
     set -- "$R/proc/$pid/task"/[0-9]*
@@ -390,16 +497,47 @@ irqs() {
   done
 }
 
-# A request is "<letters> [<container id> | @<cpu>]":
+# Requests. A request is "<letters> [<container id> | @<cpu> | -] [<cpulist> | ?]":
 #   s static  g grid  c cgroup detail  t pod tasks  T pod tasks with status  a every task's stat
 #   w pod tasks with schedstat (run-queue wait)  i IRQs  n names  q quit;  the id (hex only, else
 #   ignored) is the focused container: all of its files and tasks (with schedstat) every time; @<cpu>
 #   is the focused CPU: the every-task scan ("a") adds schedstat for the tasks that last ran there,
-#   and /proc/interrupts is read (its timer and IPI rows).
+#   and /proc/interrupts is read (its timer and IPI rows). The cpulist (digits, commas, dashes; once per
+#   connection) asks the probe to keep to those CPUs (confine); "?" says the client knows none.
+# the probe's processes: this shell and its children (the forwarder, the loop, awk: the kernel lists them
+# in /proc/<pid>/task/<pid>/children, CONFIG_PROC_CHILDREN), else this shell and the loop; awk adds itself
+own_pids() {
+  PIDS=""
+  read -r PIDS </proc/$$/task/$$/children 2>/dev/null
+  if [ -z "$PIDS" ]; then _st=""; read -r _st _ </proc/self/stat 2>/dev/null; PIDS=$_st; fi
+  PIDS="$$ $PIDS"
+}
+# "<letters> <focus> <cpulist>": the client, once it knows the node's reserved CPUs (else its shared pool),
+# asks the probe to keep to them, so it adds no jitter to the CPUs it watches: one taskset per process of
+# the probe (-a: every thread; what they start inherits it), once. Digits, commas and dashes only; "?"
+# when the client knows neither (said as a warning).
+confine() {
+  if [ "$KT" != 1 ]; then
+    printf 'Iprobe-confine %s\n' "no: this tree is not this kernel's (its CPUs are not the ones the probe runs on)"
+    return
+  fi
+  if ! command -v taskset >/dev/null 2>&1; then
+    printf 'W%s\n' "no taskset on this node: the probe runs unconfined (it may run on any CPU, pinned ones too)"
+    return
+  fi
+  for _p in $PIDS; do
+    if ! taskset -a -p -c "$1" "$_p" >/dev/null 2>&1; then
+      printf 'W%s\n' "taskset -a -p -c $1 $_p failed (no permission, or CPUs this node does not offer): the probe runs unconfined"
+      return
+    fi
+  done
+  printf 'Iprobe-confine %s\n' "$1"
+}
 loop() {
+  PIDS=""
   seq=0
   static_done=0
-  while read -r req focus; do
+  while read -r req focus cpus; do
     case $req in q*) break ;; esac
     FCPU=""
     case $focus in @*) FCPU=${focus#@}; focus="" ;; esac
@@ -407,7 +545,16 @@ loop() {
     case $focus in *[!0-9a-f]*) focus="" ;; esac
     FOCUS=$focus
     seq=$((seq + 1))
-    printf 'B%s %s %s\n' "$seq" "$req" "$FOCUS${FCPU:+@$FCPU}"
+    printf 'B%s %s %s\nIprobe-protocol 2\n' "$seq" "$req" "$FOCUS${FCPU:+@$FCPU}"
+    [ -n "$PIDS" ] || own_pids
+    printf 'Iprobe-pids %s\n' "$PIDS"
+    [ -n "$PGL" ] && printf 'Iprobe-pgid %s\n' "$$"
+    case $cpus in
+      ''|*[!0-9,?-]*) ;;
+      \?) [ "$KT" = 1 ] && printf 'W%s\n' "no reserved CPUs and no shared pool known: the probe runs unconfined (it may run on any CPU, pinned ones too)" ;;
+      *) confine "$cpus" ;;
+    esac
+    precheck
     case $req in *s*) static; static_done=1 ;; esac
     [ "$static_done" = 1 ] || { find_kubelet; find_cgroups; static_done=1; }
     GRID=0 DETAIL=0 TASKS=0 STATUS=0
@@ -444,6 +591,9 @@ BEGIN {
   split("cpuset.effective_cpus @cpu.stat", G1, " ")
   split("cpuset.cpus cpuset.effective_mems @cpu.cfs_quota_us @cpu.cfs_period_us", H1, " ")
   split("cpuset.cpus cpuset.effective_mems @cpu.cfs_quota_us @cpu.cfs_period_us @cpu.shares %memory.numa_stat", J1, " ")
+  # awk pid (the kernel /proc: this awk), added to the probe-pids line
+  if ((getline line < "/proc/self/stat") > 0) { split(line, w, " "); mypid = w[1] }
+  close("/proc/self/stat")
 }
 # an escaped path (see esc in the shell) -> the real one, to open it
 function un(p,   o, i, c) {
@@ -467,6 +617,7 @@ function dn(p,   q) {
 # read one file (p escaped): F + L lines, or X. Budget in bytes: cgroup files 64 KiB (a kernel list of
 # ~9000 pids), /proc/interrupts 8 MiB (4096 CPUs), others 1 MiB; a cut file ends with T<budget> <name>
 function rd(p) {
+  if (p in off) return  # the shell said it (N, T) and it is never opened
   dn(p)
   rd2(un(p), dd, bb)
 }
@@ -550,10 +701,11 @@ function cg(dir, names,   i, nm, p, d, line, u) {
     } else if (substr(nm, 1, 1) == "%") {
       nm = substr(nm, 2); p = dir
       if (!sub(/\/sys\/fs\/cgroup\/cpuset\//, "/sys/fs/cgroup/memory/", p)) continue
+      if ((p "/" nm) in off) { rd(p "/" nm); continue }
       if ((getline line < (un(p) "/" nm)) < 0) continue  # no memory hierarchy, or not NUMA: nothing to say
       close(un(p) "/" nm)
       rd(p "/" nm)
-    } else rd2(u "/" nm, d, nm)
+    } else if (!((dir "/" nm) in off)) rd2(u "/" nm, d, nm)
   }
 }
 # a glob that matched nothing stays the literal pattern (a real name may hold "*": only these are dropped)
@@ -585,7 +737,13 @@ function unmatched(p) {
   if (t == "E") { selfcpu(p); next }
   if (t == " ") { print "H" $0; next }
   if (t == "M") { dn(p); print "F" bb; next }
-  if (t == "N") { k = index(p, " "); q = substr(p, k + 1); if (rl && substr(q, 1, rl) == root) q = substr(q, rl + 1); print "N" substr(p, 1, k) q; next }
+  if (t == "N" || t == "T") {
+    # refused (N) or too big to read (T, from the shell: precheck): never opened in this frame
+    k = index(p, " "); q = substr(p, k + 1); off[q] = 1
+    if (rl && substr(q, 1, rl) == root) q = substr(q, rl + 1)
+    print t substr(p, 1, k) q; next
+  }
+  if (t == "I" && substr(p, 1, 11) == "probe-pids ") { print "I" p (index(p " ", " " mypid " ") ? "" : " " mypid); next }
   if (t == "G" || t == "H" || t == "J" || t == "K" || t == "S" || t == "Y" || t == "V") {
     if (unmatched(p)) next
     if (t == "K") { cg(p, K); next }
@@ -601,7 +759,7 @@ function unmatched(p) {
   if (t == "P") next
   if (t == "D" && rl && substr(p, 1, rl) == root) p = substr(p, rl + 1)
   print t p
-  if (t == "B") { cd = ""; split("", podpid); split("", kth) }
+  if (t == "B") { cd = ""; split("", podpid); split("", kth); split("", off) }
   else if (t == "Z") fflush()
 }'
 
@@ -616,10 +774,34 @@ case $(awk -W version 2>&1 </dev/null) in
     l=PPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPPP
     i=0
     while [ $i -lt 128 ]; do PAD="$PAD$l
-"; i=$((i + 1)); done
-    command -v od >/dev/null 2>&1 && OD=od ;;
+"; i=$((i + 1)); done ;;
 esac
+# kubelet's files go through od under every awk: any awk reads a line whole (a corrupt or hostile
+# checkpoint can be one endless line), od stops at its budget
+command -v od >/dev/null 2>&1 && OD=od
 esc "$R"
 PSROOT=$E
 export PSROOT
-loop | awk "$AWK"
+# Does this shell lead its process group (pgrp, field 5 of its stat, after the comm in parentheses)?
+PGL=""
+_st=""
+read -r _st </proc/self/stat 2>/dev/null
+_st=${_st##*) }
+set -f
+# shellcheck disable=SC2086
+set -- $_st
+set +f
+[ "${3-}" = "$$" ] && PGL=1
+# The forwarder: the one reader of stdin, never blocked by what the loop or awk do. "q" is passed on and
+# ends the probe in order. When stdin ends without it (the client closed the connection, or gave up on a
+# frame), it ends the whole probe: kill -KILL 0 is every process of the group (the loop, awk, an od or find
+# in flight, and a read stuck on a file swapped under it), so only when this shell leads its own group;
+# else the loop sees the end and ends by itself.
+forward() {
+  while IFS= read -r _l; do
+    printf '%s\n' "$_l"
+    case $_l in q*) return 0 ;; esac
+  done
+  [ -n "$PGL" ] && kill -KILL 0
+}
+forward | loop | awk "$AWK"

@@ -130,12 +130,14 @@ class PromSource:
         t0 = time.monotonic()
         bad = self._m('severity=~"critical|warning"')
         qs = [
-            # per-node aggregates only: a few series per node (the per-CPU ones are for the nodes on screen)
-            f"sum by (node) (pinscope_cpus{self._m()})",
+            # per-node aggregates only: a few series per node (the per-CPU ones are for the nodes on screen).
+            # Two exporters may report one node (a DaemonSet and a central one, a rollout): the max per node
+            # of what each says, never their sum (the alert rules take the max too)
+            f"sum by (node) (max by (node, role) (pinscope_cpus{self._m()}))",
             f"max by (node) (pinscope_read_success{self._m()})",
             f"max by (node) (pinscope_node_cpu_utilization_ratio{self._m()})",
-            f"sum by (node, severity) (pinscope_findings{self._m()}) > 0",
-            f"count by (node, severity, code) (pinscope_finding{bad})",
+            f"max by (node, severity) (pinscope_findings{self._m()}) > 0",
+            f"count by (node, severity, code) (max by (node, severity, code, namespace, pod, container) (pinscope_finding{bad}))",
         ]
         if self.want_ip:
             qs.append("max by (node, internal_ip) (kube_node_info)")
@@ -189,8 +191,8 @@ class PromSource:
             k = (m.get("node"), m.get("namespace", ""), m.get("pod", ""), m.get("container", ""))
             if marks.get(k) != "critical":
                 marks[k] = m.get("severity")
-        out: dict[str, list] = {n: [] for n in names}
-        for r in info:
+        out: dict[str, dict] = {n: {} for n in names}
+        for r in sorted(info, key=lambda r: sorted(r["metric"].items())):  # two exporters of one node: one CPU each
             m = r["metric"]
             node = m.get("node")
             try:
@@ -200,8 +202,9 @@ class PromSource:
             own = (m.get("namespace", ""), m.get("pod", ""), m.get("container", ""))
             owner = own if any(own) else None
             mark = marks.get((node, *own)) if owner else None
-            out.setdefault(node, []).append(PromCpu(cid, m.get("role", "unassigned"), owner, u.get((node, m.get("cpu"))), mark))
-        return {n: tuple(sorted(v, key=lambda c: c.id)) for n, v in out.items()}
+            out.setdefault(node, {}).setdefault(cid, PromCpu(cid, m.get("role", "unassigned"), owner,
+                                                             u.get((node, m.get("cpu"))), mark))
+        return {n: tuple(v[c] for c in sorted(v)) for n, v in out.items()}
 
 
 def _num(v) -> float | None:

@@ -47,6 +47,7 @@ class Rates:
     ipis: dict = field(default_factory=dict)  # cpu -> {"LOC"|"RES": per second}
     cpu_wait: dict = field(default_factory=dict)  # cpu -> ms/s waited there by the threads read with schedstat
     task_busy: dict = field(default_factory=dict)  # tid -> CPUs used (utime+stime), every-task scan over the window
+    task_first_cpu: dict = field(default_factory=dict)  # tid -> its last CPU at the window's start (same scan)
 
 
 class CpuNoise(NamedTuple):
@@ -87,7 +88,7 @@ def compute(prev: NodeSnapshot, cur: NodeSnapshot, wall_dt: float | None = None,
     if prev.all_tasks:
         for t in prev.all_tasks:
             prev_tasks.setdefault(t.tid, t)
-    trates = {}
+    trates: dict[int, TaskRates] = {}
     crates = {}
     prev_cg = {(p.uid, c.id): c for p, c in prev.containers()}
     for p, c in cur.containers():
@@ -97,7 +98,7 @@ def compute(prev: NodeSnapshot, cur: NodeSnapshot, wall_dt: float | None = None,
     _focus_task_rates(cur, prev_tasks, dt, carry, trates)
     softirqs, ipis = _noise_counts(prev, cur)
     return Rates(dt, util, crates, trates, _numa(prev, cur, dt), noise, softirqs, ipis, _cpu_wait(cur, trates),
-                 _task_busy(prev_tasks, cur, prev, dt, clk_tck))
+                 *_task_busy(prev_tasks, cur, prev, dt, clk_tck, carry))
 
 
 def _cpu_util(prev: NodeSnapshot, cur: NodeSnapshot) -> tuple[dict, dict]:
@@ -232,21 +233,33 @@ def _task_rate(t0, t, dt) -> TaskRates:
                      wait_ms_per_s=wait, run_ms_per_s=run)
 
 
-def _task_busy(prev_tasks: dict, cur: NodeSnapshot, prev: NodeSnapshot, dt: float, clk_tck: int) -> dict:
-    """CPUs each task of the every-task scan used over its own interval: which task ran where (the
-    evidence of run-queue wait). Only when the scan was re-read (a carried scan is the same tuple)."""
+def _task_busy(prev_tasks: dict, cur: NodeSnapshot, prev: NodeSnapshot, dt: float, clk_tck: int,
+               carry: Rates | None = None) -> tuple[dict, dict]:
+    """CPUs each task of the every-task scan used over its own interval, and its last CPU at the start of
+    it: which task ran where (the evidence of run-queue wait and of an intruder's share). Computed when
+    the scan was re-read; between scans (a carried scan is the same tuple) the last window's hold, so the
+    findings on them do not flicker."""
     out: dict = {}
+    first: dict = {}
+    if cur.all_tasks and cur.all_tasks is prev.all_tasks and carry is not None:
+        return carry.task_busy, carry.task_first_cpu
     if not cur.all_tasks or not prev.all_tasks or cur.all_tasks is prev.all_tasks:
-        return out
+        return out, first
+    held, held_first = (carry.task_busy, carry.task_first_cpu) if carry is not None else ({}, {})
     for t in cur.all_tasks:
         t0 = prev_tasks.get(t.tid)
         if t0 is None or t0.pid != t.pid:
+            continue
+        if t.at is not None and t.at == t0.at:  # the same read, carried (the scan is every 10th tick live)
+            if t.tid in held:
+                out[t.tid], first[t.tid] = held[t.tid], held_first.get(t.tid)
             continue
         tdt = (t.at - t0.at) if (t.at is not None and t0.at is not None) else dt
         du = (t.utime + t.stime) - (t0.utime + t0.stime)
         if tdt > 0 and du >= 0:
             out[t.tid] = du / clk_tck / tdt
-    return out
+            first[t.tid] = t0.last_cpu
+    return out, first
 
 
 def _same_read(pc, c) -> bool:

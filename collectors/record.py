@@ -25,7 +25,7 @@ class RecordingError(PinscopeError):
 class Recorder:
     def __init__(self, path: str) -> None:
         try:
-            self.f = open(path, "ab")
+            self.f = open(path, "ab")  # noqa: SIM115 -- open for the recording's life: close() closes it
         except OSError as err:
             raise RecordingError(f"--record {path}: {err.strerror}") from err
         self.path = path
@@ -80,7 +80,7 @@ def open_recording(path: str) -> Recording:
     """Index a recording: every whole record, in file order; stops at the first broken one."""
     rec = Recording(path)
     try:
-        f = open(path, "rb")
+        f = open(path, "rb")  # noqa: SIM115 -- closed by the `with f` below (only open's error is mapped)
     except OSError as err:
         raise RecordingError(f"{path}: {err.strerror}") from err
     with f:

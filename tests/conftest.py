@@ -88,6 +88,24 @@ def pytest_timeout_set_timer(item, settings):
     return True
 
 
+@pytest.fixture
+def notices(monkeypatch) -> list[str]:
+    """Every notice a Textual app raised during the test, in order, kept. `app._notifications` is no record:
+    Textual drops a notice from it once its timeout (5 s by default) has passed on the wall clock, so on a
+    loaded machine a test that started the app slowly found the notice gone before it looked."""
+    from textual.app import App
+
+    said: list[str] = []
+    real = App.notify
+
+    def notify(self, message, *args, **kwargs):
+        said.append(str(message))
+        return real(self, message, *args, **kwargs)
+
+    monkeypatch.setattr(App, "notify", notify)
+    return said
+
+
 @pytest.fixture(autouse=True)
 def _no_test_hangs_forever(request):
     """Last resort when pytest-timeout is absent: every thread's traceback, then the run ends."""

@@ -263,7 +263,7 @@ def host_lock(timeout: float = 120) -> int:
         except BlockingIOError:
             if time.monotonic() > end:
                 os.close(fd)
-                raise TimeoutError(f"{HOST_LOCK}: another test run held it for {timeout:g} s")
+                raise TimeoutError(f"{HOST_LOCK}: another test run held it for {timeout:g} s") from None
             time.sleep(0.2)
 
 

@@ -12,7 +12,9 @@ What it serves (enough for pinscope and for Debian's real `kubectl` to drive it)
 
 Pods "run" as the kubelet would run them: a pod becomes Running shortly after it is created (or waits in
 ErrImagePull for an image the stand-in does not know), ends at activeDeadlineSeconds (DeadlineExceeded),
-and an exec runs the command for real in the pod's container (tests/kube_kubelet.py: a chroot whose
+a container with a `command` runs it for real (when every container's process has ended the pod is
+Succeeded, or Failed if one exited non-zero, as under restartPolicy Never), and an exec runs the command
+for real in the pod's container (tests/kube_kubelet.py: a chroot whose
 hostPath volumes are bind mounts of the node's SIMULATED tree). The exec'd command is never rewritten.
 
 Run by hand (README recipe): `python3 tests/kube_standin.py --sim worker-3 --kubeconfig /tmp/kc`.
@@ -36,7 +38,7 @@ from pathlib import Path
 from aiohttp import WSMsgType, web
 
 import kube_kubelet as kubelet
-from kube_kubelet import available  # noqa: F401  (tests ask the stand-in)
+from kube_kubelet import available  # tests ask the stand-in
 
 V5, V4 = "v5.channel.k8s.io", "v4.channel.k8s.io"
 USER = web.RequestKey("user", tuple)
@@ -101,6 +103,7 @@ class StandIn:
         self.admission = None  # callable(pod dict) -> refusal message or None
         self.pods: dict[tuple[str, str], dict] = {}
         self.execs: dict[tuple[str, str], list] = {}  # pod -> running exec processes
+        self.mains: dict[tuple[str, str], list] = {}  # pod -> its containers' own running processes
         self.used: set[tuple[str, str]] = set()  # (verb, resource) authorized, for the RBAC test
         self.requests: list[tuple[str, str, str]] = []  # (method, path, user)
         self.protocols_seen: list[str | None] = []
@@ -162,7 +165,7 @@ class StandIn:
             return
 
         async def down():
-            for key in list(self.execs):
+            for key in set(self.execs) | set(self.mains):
                 self._kill_execs(key)
             await self.runner.cleanup()
 
@@ -310,6 +313,28 @@ class StandIn:
         deadline = spec.get("activeDeadlineSeconds")
         if deadline:
             self.loop.call_later(float(deadline), self._deadline, pod)
+        if ok and any(c.get("command") for c in spec.get("containers") or []):
+            self.loop.create_task(self._run_containers(pod))
+
+    async def _run_containers(self, pod: dict) -> None:
+        """Each container's own command, as the runtime starts it; the pod ends when they all have."""
+        key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+        node = self.nodes[pod["spec"]["nodeName"]]
+        ctrs = [c for c in pod["spec"]["containers"] if c.get("command")]
+        procs = [await kubelet.exec_in(self.dir, node, pod, c, list(c["command"]) + list(c.get("args") or []),
+                                       main=True) for c in ctrs]
+        self.mains[key] = procs
+        codes = await asyncio.gather(*(p.wait() for p in procs))
+        self.mains.pop(key, None)
+        if self.pods.get(key) is not pod or pod["status"]["phase"] != "Running":
+            return  # deleted, or ended at its deadline
+        for c, rc in zip(ctrs, codes):
+            for cs in pod["status"]["containerStatuses"]:
+                if cs["name"] == c["name"]:
+                    cs.update(ready=False, state={"terminated": {
+                        "exitCode": rc, "reason": "Completed" if rc == 0 else "Error", "finishedAt": now()}})
+        pod["status"]["phase"] = "Succeeded" if not any(codes) else "Failed"
+        self._kill_execs(key)
 
     def _deadline(self, pod: dict) -> None:
         key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
@@ -320,8 +345,13 @@ class StandIn:
         self._kill_execs(key)
 
     def _kill_execs(self, key) -> None:
-        for p in self.execs.pop(key, []):
+        for p in self.execs.pop(key, []) + self.mains.pop(key, []):
             kubelet.signal_exec(p, signal.SIGKILL)
+
+    def running(self, namespace: str, name: str) -> int:
+        """How many processes of the pod (its containers' own and its execs) are still running."""
+        key = (namespace, name)
+        return sum(p.returncode is None for p in self.execs.get(key, []) + self.mains.get(key, []))
 
     def freeze(self, namespace: str, name: str) -> None:
         """A hung node: every exec process of the pod stops (SIGSTOP), its streams stay open and silent."""

@@ -61,7 +61,9 @@ def broken() -> NodeSpec:
 def hostile() -> NodeSpec:
     """Names holding escape sequences, newlines, backslashes, C1 and bidi controls (issue 15), and an
     intruder whose comm is one (any unprivileged user can set 15 bytes with prctl(PR_SET_NAME))."""
+    # PID 1 confined to 0-1 (systemd CPUAffinity=): a task on the exclusive 2-3 is an INTRUDER_TASK at once
     return NodeSpec(hostname="h\x1b[2Jost", sockets=1, cores=4, threads=1, cgroup=2, driver="systemd", reserved="0",
+                    init_affinity="0-1",
                     pods=[PodSpec(HOSTILE["pod"], HOSTILE["ns"], containers=[CtrSpec(HOSTILE["ctr"], cpus="2-3")])],
                     other_tasks=[(HOSTILE["comm"], 2, False)], irqs={"40": "2"})
 

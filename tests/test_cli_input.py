@@ -2,7 +2,6 @@
 and exit 2; --help lists the commands; --version; a closed pipe ends quietly."""
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -51,13 +50,32 @@ def last_line(r) -> str:
     (["local"], "pinscope: the live view needs a terminal (stdin and stdout are not both one); for text use "
                 "'pinscope snapshot' or 'pinscope check', or 'pinscope serve' for a browser"),
 ])
-def test_refused_before_connecting(args, message):
-    t0 = time.monotonic()
-    r = run_cli(*args, timeout=30)
+def test_refused_before_connecting(args, message, tmp_path):
+    log = tmp_path / "reached"
+    r = run_watched(log, *args)
     assert (r.returncode, last_line(r)) == (2, message), r.stdout + r.stderr
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr  # one plain line, not argparse's usage first
     assert r.stdout == "" and "Traceback" not in r.stderr
-    assert time.monotonic() - t0 < 10  # no connection was tried
+    assert log.read_text() == "", log.read_text()  # no connection, no name lookup, no process was tried
+
+
+# what trying a node takes: a name lookup or a connection (SSH, the API), or a process (the local probe)
+REACHING = ("socket.getaddrinfo", "socket.connect", "subprocess.Popen", "os.posix_spawn", "os.exec", "os.fork")
+
+
+def run_watched(log: Path, *args: str) -> subprocess.CompletedProcess:
+    """The CLI, as run_cli runs it, under an audit hook (PEP 578) that writes to `log` every event that
+    reaches out: whether anything was tried is read from what the interpreter did, not from how long it took."""
+    log.write_text("")
+    code = ("import runpy, sys\n"
+            f"def hook(event, args, watch={REACHING!r}):\n"
+            "    if event in watch:\n"
+            f"        with open({str(log)!r}, 'a') as f: f.write(event + ' ' + repr(args)[:200] + '\\n')\n"
+            "sys.addaudithook(hook)\n"
+            "sys.argv[0] = 'pinscope'\n"
+            "runpy.run_module('tui.cli', run_name='__main__', alter_sys=True)\n")
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60,
+                          cwd=REPO)
 
 
 def test_help_lists_the_commands_and_version():
@@ -189,3 +207,30 @@ def test_check_exit_with_one_node_of_several_unreachable(tmp_path):
         r = run_cli("check", "--connect-timeout", "2", "--inventory", str(inv), timeout=60)
         assert r.returncode == want and last_line(r).startswith("pinscope: down: "), (tree, r.returncode, r.stderr)
         assert r.stdout.startswith("good:")
+
+
+def test_the_watch_sees_a_node_tried(tmp_path):
+    """The control for the test above: the same watch on a command that does try a node logs it."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))  # bound, not listening: the connection is refused at once
+        port = s.getsockname()[1]
+        log = tmp_path / "reached"
+        r = run_watched(log, "snapshot", f"root@127.0.0.1:{port}")
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "socket.connect" in log.read_text(), log.read_text()
+
+
+def test_a_tree_without_proc_and_sys_is_not_read_and_says_why(tmp_path):
+    """Issue 22 item 6: a --root that holds no /proc and no /sys (a wrong prefix, a lost mount) gave zero
+    CPUs, policy "none", a CPUSET_NOT_ENABLED warning and exit 1. Nothing of the node was read: `check`
+    exits 3 and `snapshot` 1, each with one line that says why."""
+    (tmp_path / "empty").mkdir()
+    why = (f"pinscope: local: nothing of the node could be read (no CPU): /sys/devices/system/cpu/online: missing, "
+           "and no /sys/devices/system/cpu/cpuN: the CPU topology is unknown (no finding about CPUs is made from it); "
+           f"probe: no {tmp_path / 'empty'}/proc or {tmp_path / 'empty'}/sys here: is --root right?")
+    r = run_cli("check", "--root", str(tmp_path / "empty"), "local", timeout=60)
+    assert r.returncode == 3 and last_line(r).startswith(why) and r.stdout == "", (r.returncode, r.stdout, r.stderr)
+    r = run_cli("snapshot", "--json", "--root", str(tmp_path / "empty"), "local", timeout=60)
+    assert r.returncode == 1 and last_line(r).startswith(why)

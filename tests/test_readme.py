@@ -33,6 +33,35 @@ def test_first_screen_has_both_setup_commands_and_ci_runs_exactly_them():
     assert r.returncode == 0 and r.stdout.splitlines() == [tests, try_it], r.stdout + r.stderr
 
 
+def test_ci_runs_the_type_checker_and_the_linter_the_readme_names():
+    """"Check the code" is a README command like the set-up ones: .ci/run reads it from there and runs it after
+    the tests, in their venv; the test extra installs both tools (the README's test command installs it)."""
+    import tomllib
+
+    block = re.search(r"\*\*Check the code\*\*.*?```sh\n(.*?)\n```", README, re.S)
+    assert block and block.group(1) == ".venv/bin/mypy && .venv/bin/ruff check ."
+    ci = (ROOT / ".ci/run").read_text()
+    assert "check_cmd=$(readme_cmd '**Check the code**')" in ci and 'bash -euo pipefail -c "$check_cmd"' in ci
+    test_extra = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["test"]
+    assert {"mypy", "ruff"} <= {re.split(r"[=<>~ ]", d)[0] for d in test_extra}
+
+
+def test_the_readme_test_command_ends_with_pytests_summary_line():
+    """The README's test command as written (its `python -m pytest`, with pyproject's addopts), on one test:
+    the output ends with pytest's framed summary line, which .ci/run's log then shows (a -q in addopts or in
+    the README shortened it; -qq hides it)."""
+    import sys
+
+    cmd = README.split("**Run the tests**", 1)[1].split("```sh\n", 1)[1].split("\n", 1)[0]
+    pytest_cmd = cmd.rsplit(" && ", 1)[1]
+    assert pytest_cmd == ".venv/bin/python -m pytest"
+    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                        "tests/test_readme.py::test_one_list_of_system_packages"],
+                       cwd=ROOT, capture_output=True, text=True, timeout=100)
+    last = r.stdout.strip().splitlines()[-1]
+    assert r.returncode == 0 and re.fullmatch(r"=+ 1 passed in [0-9.]+s( \([0-9:]+\))? =+", last), r.stdout[-2000:]
+
+
 def test_one_list_of_system_packages():
     """tests/system-packages.sh is the one place; .ci/run has no list of its own."""
     pkgs = (ROOT / "tests/system-packages.sh").read_text()

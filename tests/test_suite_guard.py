@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,17 +15,20 @@ TESTS = Path(__file__).resolve().parent
 
 @pytest.mark.parametrize("workers", [["-n", "0"], ["-n", "2"]], ids=["one-process", "xdist"])
 def test_a_stuck_test_fails_with_where_it_was_and_the_run_finishes(tmp_path, workers):
+    """The stuck test sleeps an hour: the run can only finish because its deadline cut it (said, with where);
+    it never got past its sleep (no marker file), and the next test ran. The 100 s (under the suite's own 120)
+    only guard this test against a hang: how long the run took is not what is checked (a loaded machine is
+    slow)."""
     (tmp_path / "test_stuck.py").write_text(
-        "import time\n\n\ndef test_stuck_here():\n    time.sleep(60)  # the line\n\n\ndef test_after():\n    pass\n")
+        "import time\n\n\ndef test_stuck_here():\n    time.sleep(3600)  # the line\n"
+        "    open('got-past-the-sleep', 'w').close()\n\n\ndef test_after():\n    pass\n")
     env = dict(os.environ, PYTHONPATH=f"{TESTS}{os.pathsep}{TESTS.parent}")
-    t0 = time.monotonic()
     r = subprocess.run([sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cloudcoil", "-o", "timeout=2",
                         "-o", "timeout_method=signal", "-p", "no:cacheprovider", *workers, "test_stuck.py"],
-                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=50)
-    took = time.monotonic() - t0
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=100)
     out = r.stdout + r.stderr
     assert r.returncode == 1, out[-3000:]
     assert "1 failed, 1 passed" in out, out[-3000:]  # the run went on to its summary
     assert "Timeout: test_stuck.py::test_stuck_here ran over 2 s" in out, out[-3000:]
-    assert 'test_stuck.py", line 5, in test_stuck_here' in out and "time.sleep(60)  # the line" in out, out[-3000:]
-    assert took < 40, f"{took:.1f} s"
+    assert 'test_stuck.py", line 5, in test_stuck_here' in out and "time.sleep(3600)  # the line" in out, out[-3000:]
+    assert not (tmp_path / "got-past-the-sleep").exists()  # cut, not waited out

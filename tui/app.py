@@ -9,15 +9,18 @@ from __future__ import annotations
 import os
 import time
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from textual.app import App
+from textual.app import App, ScreenStackError
 from textual.binding import Binding
 from textual.css.query import NoMatches
 from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import Input
 
 from collectors.collect import Options
+from collectors.exitsignals import on_exit_signals
 from collectors.fleet import Fleet, NodeTarget
 from themes import TCSS
 from themes.themes import ORDER, THEMES, theme_name
@@ -59,6 +62,9 @@ class PinscopeApp(App):
     TITLE = "pinscope"
     BINDINGS = [
         Binding("q", "quit", "Quit", id="app.quit"),
+        # Textual binds ctrl+c to a "press ctrl+q to quit" notice; in a terminal tool it means quit. A priority
+        # binding, so that it also quits from a modal screen (the help); a selection is still copied (below).
+        Binding("ctrl+c", "interrupt", "Quit (as q)", id="app.interrupt", priority=True, show=False),
         Binding("question_mark", "help", "Help", id="app.help"),
         Binding("t", "cycle_theme", "Theme", id="app.theme"),
         Binding("s", "screenshot", "Screenshot", id="app.screenshot"),
@@ -87,6 +93,9 @@ class PinscopeApp(App):
         self.started_at = time.monotonic()
         self.first_paint_s: float | None = None
         self._keymap_read = False
+        # `pinscope serve` beyond localhost: a browser session writes no file on the serving machine
+        self.read_only = os.environ.get("PINSCOPE_READ_ONLY") == "1"
+        self._unsignal: Callable[[], None] | None = None  # undoes on_load's exit-signal handlers
 
     @property
     def targets(self) -> list[str]:
@@ -106,8 +115,15 @@ class PinscopeApp(App):
         return self.fleet.targets.get(name)
 
     # a recording sets these (tui/replay.py): where in it we are, and its clock
-    replay_status: str | None = None
-    replay_clock: float | None = None
+    @property
+    def replay_status(self) -> str | None:
+        """Where in a recording we are (ReplayApp); None: live."""
+        return None
+
+    @property
+    def replay_clock(self) -> float | None:
+        """The recorded time shown (ReplayApp); None: live, the wall clock."""
+        return None
 
     def want_detail(self) -> None:
         """A screen shows other nodes now: fetch their detail (live nodes send everything: nothing to do)."""
@@ -128,34 +144,48 @@ class PinscopeApp(App):
         """Textual's filters, then the net for node bytes (tui/controlfilter.py)."""
         return [*super().get_line_filters(), _DROP_CONTROL]
 
+    def on_load(self) -> None:
+        # SIGTERM, SIGHUP (terminal closed, SSH dropped), SIGINT: quit as `q` does, so on_unmount closes every
+        # node (a node/NAME debug pod is deleted); their default would kill pinscope and leave it running
+        try:
+            self._unsignal = on_exit_signals(lambda sig: self.exit(return_code=128 + sig))
+        except (ValueError, RuntimeError, NotImplementedError):  # not the main thread: signals are not ours
+            self._unsignal = None
+
     def on_mount(self) -> None:
+        # Textual calls every class's on_mount along the MRO: a subclass changes what starts by overriding
+        # _start(), never with an on_mount of its own (calling super().on_mount() ran this one twice)
         for t in THEMES.values():
             self.register_theme(t)
         self.theme = theme_name(self.theme_key)
         self._load_keymap()
+        self._start()
+        self.call_after_refresh(self._painted)
+
+    def _start(self) -> None:
+        """The first screen and the long-lived tasks: the nodes' (PromApp: the Prometheus overview's)."""
         _raise_nofile(len(self.targets))
         if len(self.targets) > 1:
             self.push_screen(FleetScreen())
             if self.start in self.views:
                 self.open_node(self.start)
-        else:
+        elif self.current is not None:
             self.push_screen(NodeScreen(self.views[self.current]))
             self.focus_node = self.current
         self.set_interval(max(0.25, self.interval / 2), self._check_stale)
         self.set_interval(0.5, self._refresh_fleet)
         if self.autostart:
-            for t in sorted(self.targets, key=lambda t: t != self.focus_node):  # the node on screen first
-                self.run_worker(self._node_task(t), group="nodes", name=f"node {t}", exit_on_error=False)
+            for target in sorted(self.targets, key=lambda t: t != self.focus_node):  # the node on screen first
+                self.run_worker(self._node_task(target), group="nodes", name=f"node {target}", exit_on_error=False)
         if self.kube is not None:
             self.run_worker(self._kube_task(), name="kubernetes", exit_on_error=False)
-        self.call_after_refresh(self._painted)
 
     def _painted(self) -> None:
         if self.first_paint_s is None:
             self.first_paint_s = time.monotonic() - self.started_at
 
     def _load_keymap(self) -> None:
-        if self._keymap_read:  # once (a subclass's on_mount may run ours twice)
+        if self._keymap_read:  # once
             return
         self._keymap_read = True
         try:
@@ -202,6 +232,8 @@ class PinscopeApp(App):
         await self.fleet.close()  # every task stops, every connection closes at once
         if self.cleanup:
             self.cleanup()
+        if self._unsignal is not None:
+            self._unsignal()
 
     # ------------------------------------------------------------------ messages
     def on_node_update(self, msg: NodeUpdate) -> None:
@@ -217,8 +249,17 @@ class PinscopeApp(App):
             if v.check_stale(self.interval):
                 self._refresh(t)
 
+    def shown_screen(self) -> Screen | None:
+        """The screen on show, or None once Textual has emptied the stack on the way out: shut down from
+        outside (run_test, a closed browser tab) it prunes every screen, then still handles the messages and
+        timers queued meanwhile, and `self.screen` raises ScreenStackError there."""
+        try:
+            return self.screen
+        except ScreenStackError:
+            return None
+
     def _refresh(self, target: str) -> None:
-        scr = self.screen
+        scr = self.shown_screen()
         if isinstance(scr, FleetScreen):
             self._fleet_dirty = True  # many nodes: repaint the overview a few times a second, not per node
         elif isinstance(scr, ReportScreen) and scr.target == target and scr.is_mounted:
@@ -231,7 +272,7 @@ class PinscopeApp(App):
                 pass
 
     def _refresh_fleet(self) -> None:
-        scr = self.screen
+        scr = self.shown_screen()
         if self._fleet_dirty and isinstance(scr, FleetScreen) and scr.is_mounted:
             self._fleet_dirty = False
             try:
@@ -242,11 +283,11 @@ class PinscopeApp(App):
 
     # ------------------------------------------------------------------ navigation (called by screens)
     def open_cpu_or_container(self, target: str, cpu: int) -> None:
-        v = self.views[target]
-        r = v.snap.role_of(cpu) if v.snap else None
-        if r and r.role == "exclusive" and r.owners:
+        snap = self.views[target].snap
+        r = snap.role_of(cpu) if snap else None
+        if snap and r and r.role == "exclusive" and r.owners:
             live_owner = None
-            for p, c in v.snap.containers():
+            for p, c in snap.containers():
                 if any(o.pod_uid == p.uid and o.container == c.name for o in r.owners) and c.cgroup is not None:
                     live_owner = (p, c)
                     break
@@ -286,7 +327,7 @@ class PinscopeApp(App):
         self.fleet.focus_cpu(target, cpu)
 
     def switch_node(self, step: int) -> None:
-        if len(self.targets) < 2:
+        if len(self.targets) < 2 or self.current is None:
             return
         i = (self.targets.index(self.current) + step) % len(self.targets)
         self.current = self.focus_node = self.targets[i]
@@ -310,6 +351,16 @@ class PinscopeApp(App):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
 
+    async def action_interrupt(self) -> None:
+        """ctrl+c: copy the selected text when there is some (Textual's meaning of the key), else quit like q."""
+        focused = self.focused
+        selected = focused.selected_text if isinstance(focused, Input) else None
+        selected = selected or self.screen.get_selected_text()
+        if selected:
+            self.copy_to_clipboard(selected)
+        else:
+            await self.action_quit()
+
     def action_cycle_theme(self) -> None:
         i = (ORDER.index(self.theme_key) + 1) % len(ORDER)
         self.theme_key = ORDER[i]
@@ -319,14 +370,26 @@ class PinscopeApp(App):
             scr.refresh_view()
         self.notify(f"theme {self.theme_key}", timeout=1.5)
 
-    def action_screenshot(self) -> None:
-        path = self.save_screenshot(path=os.environ.get("PINSCOPE_SCREENSHOTS", "."))
+    def _refuse_write(self) -> bool:
+        if self.read_only:
+            self.notify("read-only session: no files are written on the serving machine "
+                        "(pinscope serve --no-read-only allows s and e)", severity="warning", timeout=5)
+        return self.read_only
+
+    def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
+        """Textual's action (same signature), saved in $PINSCOPE_SCREENSHOTS unless a path is given; refused
+        in a read-only session."""
+        if self._refuse_write():
+            return
+        path = self.save_screenshot(filename, path or os.environ.get("PINSCOPE_SCREENSHOTS", "."))
         self.notify(f"saved {path}", timeout=3)
 
 
     def action_export(self) -> None:
         from tui.export import export_current
 
+        if self._refuse_write():
+            return
         try:
             paths = export_current(self, os.environ.get("PINSCOPE_SCREENSHOTS", "."))
         except OSError as err:

@@ -12,12 +12,14 @@ import dataclasses
 import json
 import os
 import sys
+from pathlib import Path
 
 from collectors.collect import Options, snapshot
 from collectors.errors import PinscopeError
 from collectors.findings.jitter import Thresholds, set_thresholds
 from collectors.model import Role
 from collectors.parse.cpuset import format_cpuset
+from collectors.pipeline import unread_reason
 from collectors.targets import target_problem
 from collectors.text import display, display_lines
 
@@ -105,6 +107,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="node/NAME: the debug pod's image when no exporter pod runs there (needs sh and awk)")
     p.add_argument("--pod-lifetime", type=_positive(int), default=3600, metavar="S",
                    help="node/NAME: a debug pod's activeDeadlineSeconds (a new one is started after it)")
+    p.add_argument("--pod-idle", type=_positive(int), default=30, metavar="S",
+                   help="node/NAME: a debug pod whose pinscope died (SIGKILL) ends this many seconds after (default 30)")
 
 
 def _sampling(p: argparse.ArgumentParser) -> None:
@@ -115,6 +119,9 @@ def _sampling(p: argparse.ArgumentParser) -> None:
                    help="RUNQUEUE_WAIT_EXCLUSIVE above this many ms waited per second (default %(default)g)")
     p.add_argument("--noise-pct", type=_non_negative, default=Thresholds().noise_pct, metavar="PCT",
                    help="KERNEL_NOISE_EXCLUSIVE above this %% of an exclusive CPU in irq+softirq+steal (default %(default)g)")
+    p.add_argument("--intruder-pct", type=_non_negative, default=Thresholds().intruder_pct, metavar="PCT",
+                   help="INTRUDER_TASK: a task outside the owning pod that used more than this %% of a CPU over the window, "
+                        "on one exclusive CPU at both ends (default %(default)g)")
 
 
 def _kube_api(p: argparse.ArgumentParser) -> None:
@@ -141,6 +148,9 @@ def build_parser(cmd: str) -> argparse.ArgumentParser:
         _common(p)
         p.add_argument("--json", action="store_true", help="one JSON object (a list with several targets)")
         p.add_argument("--samples", type=_positive(int), default=1, help="samples to take; rates need 2 (default 1)")
+        p.add_argument("--timeout", type=_positive(), default=30.0,
+                       help="seconds for the whole run of one target, connecting and every sample (default 30); "
+                            "a target not done by then is said, with the file its probe was at, as unread")
         p.add_argument("--replay", metavar="FILE", help="read the nodes from a recording instead")
         p.add_argument("--at", metavar="TIME", help="with --replay: ISO time, HH:MM[:SS], epoch or -5m (default: the end)")
     elif cmd == "exporter":
@@ -156,10 +166,20 @@ def build_parser(cmd: str) -> argparse.ArgumentParser:
         _sampling(p)
         p.add_argument("--theme", default="dark")
     elif cmd == "serve":
-        p.usage = "pinscope serve [--host HOST] [--port PORT] [--public-url URL] -- ARGS..."
+        p.usage = "pinscope serve [--host HOST] [--port PORT] [--public-url URL] [options] -- ARGS..."
         p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
         p.add_argument("--port", type=_port, default=8000, help="default 8000")
         p.add_argument("--public-url", metavar="URL", help="the URL browsers use, when behind a reverse proxy")
+        p.add_argument("--token", help="the token the URL must carry (default: $PINSCOPE_SERVE_TOKEN, else a "
+                       "random one per run, printed); the environment variable keeps it out of `ps`")
+        p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                       help="also answer to this Host name (default: the listen address and the loopback names)")
+        p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                       help="also accept websockets from pages of this origin (https://wall.example:443)")
+        p.add_argument("--read-only", action=argparse.BooleanOptionalAction, default=None,
+                       help="sessions write no files here (s/e refused); the default unless --host is loopback")
+        p.add_argument("--certfile", metavar="PEM", help="serve https with this certificate chain (with --keyfile)")
+        p.add_argument("--keyfile", metavar="PEM", help="the certificate's private key")
         p.add_argument("args", nargs="*", metavar="ARGS", help="pinscope's own arguments: demo, --inventory F, TARGET...")
     elif cmd == "replay":
         p.add_argument("file", metavar="FILE")
@@ -179,7 +199,7 @@ def _opts(a) -> Options:
     return Options(root=a.root, sudo=a.sudo, identity=a.identity, ssh_config=a.ssh_config,
                    known_hosts=a.known_hosts, accept_new_host_key=a.accept_new_host_key,
                    connect_timeout=a.connect_timeout, kube_context=a.context, kubeconfig=a.kubeconfig,
-                   kube_namespace=a.namespace, kube_image=a.image, kube_pod_lifetime=a.pod_lifetime)
+                   kube_namespace=a.namespace, kube_image=a.image, kube_pod_lifetime=a.pod_lifetime, kube_pod_idle=a.pod_idle)
 
 
 def _command_first(argv: list[str]) -> list[str]:
@@ -212,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(cmd)
     a = parser.parse_args(argv)
     if getattr(a, "runq_wait_ms", None) is not None:
-        set_thresholds(Thresholds(a.runq_wait_ms, a.noise_pct))
+        set_thresholds(Thresholds(a.runq_wait_ms, a.noise_pct, a.intruder_pct))
     # before anything connects: words that are no target, a theme that does not exist, a TUI without a terminal
     if why := _refusal(cmd, a):
         _err(why)  # one plain line, as every refusal
@@ -223,11 +243,17 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     try:
         if cmd == "serve":
-            from tui.serve import serve
+            from tui.serve import ServeOptions, serve
 
-            return serve(served or a.args, host=a.host, port=a.port, public=a.public_url)
+            return serve(served or a.args, ServeOptions(
+                a.host, a.port, a.public_url, a.token, tuple(a.allow_host), tuple(a.allow_origin), a.read_only,
+                a.certfile, a.keyfile))
         if cmd in ("snapshot", "check"):
-            return asyncio.run(_snapshot_cmd(a, check=cmd == "check"))
+            from collectors.exitsignals import until_exit_signal
+
+            # SIGTERM/SIGHUP/SIGINT cancel the work: each node closes (a node/NAME debug pod is deleted)
+            rc, sig = asyncio.run(until_exit_signal(_snapshot_cmd(a, check=cmd == "check")))
+            return 128 + sig if sig else rc or 0
         if cmd == "exporter":
             from collectors.exporter.serve import run as run_exporter
 
@@ -341,8 +367,8 @@ def _inventory_has(a, word: str) -> bool:
     try:
         from collectors.inventory import load_inventory
 
-        inv, _ = load_inventory(open(a.inventory, encoding="utf-8").read(), a.inventory)
-    except Exception:  # a broken inventory is reported where it is read
+        inv, _ = load_inventory(Path(a.inventory).read_text(encoding="utf-8"), a.inventory)
+    except Exception:  # noqa: BLE001 -- a broken inventory is reported where it is read (_targets)
         return False
     return any(t.name == word for t in inv)
 
@@ -354,7 +380,7 @@ def _targets(a) -> list:
         from collectors.inventory import InventoryError, load_inventory
 
         try:
-            text = open(a.inventory, encoding="utf-8").read()
+            text = Path(a.inventory).read_text(encoding="utf-8")
         except OSError as err:
             raise InventoryError(f"--inventory {a.inventory}: {err.strerror}") from err
         inv, probs = load_inventory(text, a.inventory)
@@ -390,11 +416,15 @@ async def _one(target, a) -> tuple[dict | None, str | None]:
         address = target.address
         opts = dataclasses.replace(opts, root=target.root or opts.root, sudo=target.sudo or opts.sudo)
     try:
-        report = await snapshot(address, opts, samples=max(1, a.samples), interval=a.interval)
+        report = await snapshot(address, opts, samples=max(1, a.samples), interval=a.interval,
+                                timeout=a.timeout)
     except PinscopeError as err:
         if isinstance(target, str) or str(err).startswith(f"{target.name}:"):
             return None, str(err)
         return None, f"{target.name}: {err}"  # an inventory's node is said by its name, as in the JSON
+    why = unread_reason(report)
+    if why is not None:  # nothing of the node was read (its /proc and /sys are not there): not a reading
+        return None, f"{_name(target)}: {why}"
     snap = report.snapshot
     o = report.to_json()
     if not isinstance(target, str):
@@ -421,7 +451,7 @@ def _from_recording(a) -> tuple[list, list]:
     if rec.problem:
         _err(f"pinscope: {a.replay}: {rec.problem}")
     names = [_name(x) for x in _targets(a)] or rec.nodes
-    results = []
+    results: list[tuple[dict | None, str | None]] = []  # (the report's JSON, or why there is none)
     for n in names:
         report = state_at(rec, n, t)
         if report is None:
@@ -458,7 +488,7 @@ async def _snapshot_cmd(a, check: bool) -> int:
         for o, _ in results:
             for f in (o or {}).get("findings", []):
                 worst = max(worst, {"critical": 2, "warning": 1}.get(f["severity"], 0))
-                partial = partial or f["code"] == "READ_PARTIAL"
+                partial = partial or f["code"] in ("READ_PARTIAL", "STATE_NOT_READ_WHOLE")
         # a critical fault found is 2 whatever else; a node that could not be read (its line on stderr) makes
         # the check incomplete: 3, not "warnings" nor "read in part"; then warnings 1; a node read only in
         # part is not "ok": 4, and READ_PARTIAL says what could not be read and how (--sudo, root, a group)
@@ -499,8 +529,8 @@ def render_table(o: dict) -> str:
             c = cpus.get(cid)
             if not c:
                 continue
-            own = ", ".join(f"{w['namespace'] or '?'}/{w['pod'] or w['pod_uid'][:8]}/{w['container'] or '?'}"
-                            for w in c["owners"])
+            own = ", ".join(f"{w['namespace'] or '?'}/{w['pod'] or w['pod_uid'][:8]}/"
+                            + ("(whole pod)" if w.get("pod_level") else w["container"] or "?") for w in c["owners"])
             util = f"{c['util'] * 100:5.1f}%" if c["util"] is not None else "     -"
             out.append(f"    cpu{cid:<4} {_glyph(c['role'])} {c['role']:<10} s{_v(c['socket'])} core {_v(c['core'])} "
                        f"sib {format_cpuset(c['siblings']):<8} {util}  {own}")
@@ -508,7 +538,8 @@ def render_table(o: dict) -> str:
     for p in o["pods"]:
         for c in p["containers"]:
             eff = format_cpuset(c["cpus_effective"]) if c["cpus_effective"] is not None else "-"
-            asg = format_cpuset(c["cpuset"]) if c["cpuset"] is not None else "shared"
+            asg = format_cpuset(c["cpuset"]) if c["cpuset"] is not None else (
+                f"pod {format_cpuset(p['pod_cpus'])}" if p.get("pod_cpus") else "shared")
             out.append(f"    {p['namespace'] or '?'}/{p['name'] or p['uid']} {c['name'] or '?'} [{p['qos']}] "
                        f"kubelet {asg} kernel {eff} tasks {len(c['tasks'])}")
     if o["errors"]:

@@ -1,6 +1,13 @@
 """`e`: the current view as data, beside its SVG. CSV has one row per CPU (node, id, socket, NUMA, L3, role,
 owner, load, finding); JSON holds the same rows per node plus the node's findings and what the view showed.
 
+The CSV is opened in spreadsheets, and its text comes from the node (hostnames, pod and container names):
+a cell starting with `=`, `+`, `-`, `@`, tab or carriage return would be read there as a live formula
+(`=HYPERLINK(...)`). As OWASP's "CSV Injection" page recommends, such a text cell gets a leading `'` (the
+rest of it unchanged) and every text cell is double-quoted. Numbers pinscope wrote itself (CPU ids, socket,
+NUMA, L3, load: Python ints and floats, never text from the node) stay bare numbers, a negative one
+included: a spreadsheet reads `-1` as the number it is. JSON is data, not a sheet: left as it is.
+
 Pure functions of NodeViews (no Textual): the app only picks the views and the file names.
 """
 from __future__ import annotations
@@ -40,12 +47,29 @@ def cpu_rows(view, highlight=frozenset()) -> list[dict]:
     return out
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")  # OWASP's list: what makes a spreadsheet cell a formula
+
+
+def csv_cell(value: object) -> object:
+    """One CSV cell: numbers pinscope computed stay numbers; text (any str, so anything from the node) that
+    a spreadsheet would take for a formula is prefixed with `'`."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (int, float)):
+        return value
+    text = str(value)
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
 def to_csv(rows: list[dict]) -> str:
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    # QUOTE_NONNUMERIC: every text cell in double quotes (quotes inside doubled), numbers bare
+    w = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
     w.writeheader()
     for r in rows:
-        w.writerow({k: "" if r[k] is None else (str(r[k]).lower() if isinstance(r[k], bool) else r[k]) for k in COLUMNS})
+        w.writerow({k: csv_cell(r[k]) for k in COLUMNS})
     return buf.getvalue()
 
 
@@ -74,9 +98,10 @@ def export_current(app, directory: str) -> list[str]:
     scr = app.screen
     target = scr.target if isinstance(scr, ReportScreen) else None
     views = [app.views[target]] if target in app.views else [app.views[t] for t in app.targets]
-    highlights, context = {}, {"screen": type(scr).__name__}
+    highlights: dict[str, frozenset[int]] = {}
+    context = {"screen": type(scr).__name__}
     grid = scr.grid_widget if isinstance(scr, ReportScreen) else None
-    if target in app.views and grid is not None:
+    if target is not None and target in app.views and grid is not None:
         highlights[target] = grid.highlight
         context["density"] = grid.density
     if isinstance(scr, ReportScreen) and scr.filter_text:

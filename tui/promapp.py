@@ -16,7 +16,6 @@ from collectors.collect import Options
 from collectors.errors import PinscopeError
 from collectors.fleet import NodeTarget
 from collectors.promql import PromError, PromSource
-from themes.themes import THEMES, theme_name
 from tui.app import PinscopeApp
 from tui.screens.promfleet import FleetData, FleetDetail, PromFleetScreen, PromState
 from tui.state import NodeView
@@ -33,16 +32,11 @@ class PromApp(PinscopeApp):
         self.live_workers: dict = {}
         self._wake = asyncio.Event()
 
-    def on_mount(self, event) -> None:
-        event.prevent_default()  # not PinscopeApp's: no node tasks at start, the overview comes from Prometheus
-        for t in THEMES.values():
-            self.register_theme(t)
-        self.theme = theme_name(self.theme_key)
-        self._load_keymap()
+    def _start(self) -> None:
+        """Not PinscopeApp's: no node tasks at start, the overview comes from Prometheus."""
         self.push_screen(self.overview)
         self.set_interval(max(0.25, self.interval / 2), self._check_stale)
         self.run_worker(self._poll(), name="prometheus", exit_on_error=False)
-        self.call_after_refresh(self._painted)
 
     def want_detail(self) -> None:
         self._wake.set()
@@ -62,7 +56,7 @@ class PromApp(PinscopeApp):
                     have.clear()
                     await asyncio.sleep(0)  # let the screen lay the new rows out before asking what is visible
                     await asyncio.sleep(0.05)
-                on_screen = self.overview.is_mounted and self.screen is self.overview  # not under a node's screen
+                on_screen = self.overview.is_mounted and self.shown_screen() is self.overview  # not under a node's screen
                 names = [n for n in self.overview.wanted() if n not in have] if on_screen else []
                 if names:
                     cpus = await self.source.cpus(names)

@@ -35,6 +35,9 @@ class ReplayApp(PinscopeApp):
     ]
 
     def __init__(self, rec: Recording, theme: str = "dark", speed: float = 1.0, at: float | None = None) -> None:
+        if rec.start is None or rec.end is None:  # `pinscope replay` says so before it gets here
+            raise ValueError(f"{rec.path}: no whole record to replay")
+        self.first_t, self.last_t = rec.start, rec.end  # the recording's span (s since the epoch)
         nodes = rec.nodes
         super().__init__([NodeTarget(n) for n in nodes], theme=theme, autostart=False,
                          start=nodes[0] if len(nodes) > 1 else None)
@@ -43,12 +46,12 @@ class ReplayApp(PinscopeApp):
         self.paused = False
         self.pos = -1  # index of the last record applied
         self.cols: dict[str, Pipeline] = {}
-        self.t = rec.start
+        self.t = rec.start  # the recorded time shown
         self.at = at
         self._wake = asyncio.Event()
 
-    def on_mount(self) -> None:
-        super().on_mount()
+    def _start(self) -> None:
+        super()._start()
         if self.rec.problem:
             self.notify(display(self.rec.problem), severity="warning", timeout=8, markup=False)
         self.run_worker(self._play(), name="replay", exit_on_error=False)
@@ -61,11 +64,9 @@ class ReplayApp(PinscopeApp):
         return self.t
 
     @property
-    def replay_status(self) -> str:
-        if self.t is None:
-            return "replay: empty"
-        total = (self.rec.end or 0) - (self.rec.start or 0)
-        return (f"replay {clock(self.t)}  [{self.t - self.rec.start:.0f}s of {total:.0f}s]  ×{self.speed:g}"
+    def replay_status(self) -> str | None:
+        total = self.last_t - self.first_t
+        return (f"replay {clock(self.t)}  [{self.t - self.first_t:.0f}s of {total:.0f}s]  ×{self.speed:g}"
                 f"{'  PAUSED' if self.paused else ''}")
 
     def _apply(self, i: int) -> None:
@@ -80,7 +81,7 @@ class ReplayApp(PinscopeApp):
         self.pos, self.t = i, t
 
     def seek_to(self, t: float) -> None:
-        t = max(self.rec.start, min(self.rec.end, t))
+        t = max(self.first_t, min(self.last_t, t))
         self.cols = {}
         last = -1
         for node in self.rec.nodes:
@@ -93,7 +94,7 @@ class ReplayApp(PinscopeApp):
         self._status()
 
     def _status(self) -> None:
-        scr = self.screen
+        scr = self.shown_screen()
         if isinstance(scr, ReportScreen):
             scr.refresh_view()
 
@@ -132,7 +133,7 @@ class ReplayApp(PinscopeApp):
         self._status()
 
     def action_seek(self, s: float) -> None:
-        self.seek_to((self.t or self.rec.start) + s)
+        self.seek_to(self.t + s)
         self._wake.set()
 
     def action_speed(self, f: float) -> None:

@@ -109,8 +109,9 @@ class NodeView:
         for uid in [u for u in self.tags if u not in live]:
             del self.tags[uid]
         first: dict[str, int] = {}  # pod uid -> its lowest pinned CPU (pods pinned to nothing get no tag)
+        pod_level = snap.state.pod_entries if snap.state is not None else {}  # CPUs held by a pod as a whole
         for p in snap.pods:
-            cpus = [x for c in p.containers for x in (c.assigned or ())]
+            cpus = [x for c in p.containers for x in (c.assigned or ())] + sorted(pod_level.get(p.uid, ()))
             if cpus and p.uid not in self.tags:
                 first[p.uid] = min(cpus)
         used = set(self.tags.values())

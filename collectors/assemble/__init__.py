@@ -28,7 +28,10 @@ def _frame_problems(static: Frame, tick: Frame) -> list[Problem]:
     warnings = static.warnings + ([] if tick is static else tick.warnings)
     problems: list[Problem] = [Problem("probe", w) for w in dict.fromkeys(warnings)]
     for p, n in sorted((static.truncated | tick.truncated).items()):
-        problems.append(Problem(p, f"larger than {n} bytes: cut at {n} bytes (the rest was not read)"))
+        if p in tick.files or p in static.files:
+            problems.append(Problem(p, f"larger than {n} bytes: cut at {n} bytes (the rest was not read)"))
+        else:  # said before it was opened (probe.sh precheck): nothing of it was read
+            problems.append(Problem(p, f"larger than {n} bytes: not read"))
     for p, kind in sorted((static.refused | tick.refused).items()):
         problems.append(Problem(p, f"is a {kind}, not a regular file: not opened"))
     for p in sorted(static.nonutf8 | tick.nonutf8):
@@ -69,7 +72,7 @@ def _cpuset_files(static: Frame) -> dict:
 def _static(static: Frame):
     """Everything that depends on the static frame only."""
     topo, kubelet, sprobs = static_parts(static)
-    memory_state, mprobs = memory_manager_state(static.files, kubelet)
+    memory_state, mprobs = memory_manager_state(static.files, kubelet, static.truncated)
     text = static.files.get("/proc/1/status")
     init_allowed = parse_task_status(text).get("allowed") if text else None
     node = (static.files.get("/proc/sys/kernel/hostname") or "").strip()
@@ -119,7 +122,7 @@ class Assembler:
         problems[:0] = sprobs
         info = {**static.info, **tick.info} if tick.info else static.info
         state, state_status, state_file = cpu_manager_state(files, unreadable, kubelet, problems, refused,
-                                                        sudo_was_refused(static))
+                                                        sudo_was_refused(static), static.truncated | tick.truncated)
         problems.extend(mprobs)
         cgv, base, dirset, pods_cg, driver = self._layout.get(
             (tick.dirs, info.get("cgroup-version"), kubelet), _layout, tick, info, kubelet)
@@ -136,7 +139,7 @@ class Assembler:
         return NodeSnapshot(
             node=node or self.target, uptime=parse_uptime(files.get("/proc/uptime")), cgroup_version=cgv,
             cgroup_driver=driver, topology=topo, kubelet=kubelet, state=state,
-            state_file=state_file if (state_file in files or state_file in unreadable) else None,
+            state_file=state_file if (state_file in files or state_file in unreadable or state_status == "cut") else None,
             memory_state=memory_state, pods=pods, roles=roles, shared_pool=shared,
             cpu_times=cpu_times, numastat=_numastat(files, topo),
             irqs=self.irqs.run(tick, carry, max(topo.possible) if topo.possible else None),

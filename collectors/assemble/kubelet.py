@@ -5,11 +5,12 @@ it); the state file changes when pods come and go, not every tick, so each text 
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import lru_cache
 
 from ..errors import UNREAD, Problem
 from ..frames import Frame
-from ..parse.kubelet import parse_cpu_manager_state, parse_kubelet_config, parse_memory_manager_state
+from ..parse.kubelet import climbs_out, parse_cpu_manager_state, parse_kubelet_config, parse_memory_manager_state
 from ..parse.topology import parse_topology
 
 
@@ -34,6 +35,24 @@ def unreadable_problem(problems: list, frame_unreadable: set, path: str, what: s
         problems.append(Problem(path, f"{what} is not readable by this user (root-only): {fix}", UNREAD))
 
 
+def _config_inputs(static: Frame, root_dir: str, cfg_path: str | None, sprobs: list[Problem]):
+    """-> (the drop-ins to merge, whether the config's policy is unknown): paths from the node that climb
+    out of --root were not read (probe.sh refuses them too); a config or drop-in not read whole is not
+    parsed (its first MiB could say a policy the rest overrides). Each is a problem stated."""
+    ddir = _dropin_dir(static.argv)
+    for what, path in (("--root-dir", root_dir), ("--config", cfg_path), ("--config-dir", ddir)):
+        if path and climbs_out(path):
+            sprobs.append(Problem(path, f"{what} {path!r} refused: not absolute, or it climbs with "
+                                  "'..' (under --root it would lead outside the prefix); nothing was read there"))
+    ddir = None if ddir and climbs_out(ddir) else ddir
+    mine = [p for p in static.files if ddir and p.startswith(ddir.rstrip("/") + "/") and p.endswith(".conf")]
+    cut = [p for p in [cfg_path, *mine] if p in static.truncated]
+    for p in cut:
+        sprobs.append(Problem(p, "kubelet config not read whole (larger than pinscope's read bound): policy unknown"))
+    dropins = [(p, static.files[p]) for p in mine if p not in cut]
+    return dropins, bool(cut) or (cfg_path is not None and climbs_out(cfg_path))
+
+
 def static_parts(static: Frame):
     """(topology, kubelet config, problems) of a static frame (the assembler keeps them per static frame)."""
     sprobs: list[Problem] = []
@@ -42,16 +61,17 @@ def static_parts(static: Frame):
     root_dir = sinfo.get("kubelet-root", "/var/lib/kubelet")
     cfg_path = sinfo.get("kubelet-config") or None
     pid = int(sinfo["kubelet-pid"]) if sinfo.get("kubelet-pid", "").isdigit() else None
-    ddir = _dropin_dir(static.argv)
-    dropins = [(p, t) for p, t in static.files.items()
-               if ddir and p.startswith(ddir.rstrip("/") + "/") and p.endswith(".conf")]
-    if cfg_path:
+    dropins, refused_cfg = _config_inputs(static, root_dir, cfg_path, sprobs)
+    if cfg_path and not refused_cfg:
         unreadable_problem(sprobs, static.unreadable, cfg_path, "kubelet config", sudo_refused=sudo_was_refused(static))
         if cfg_path not in static.files and cfg_path not in static.unreadable and cfg_path not in static.refused \
                 and pid is not None:
             sprobs.append(Problem(cfg_path, "kubelet config named by --config is missing"))
-    kubelet = parse_kubelet_config(static.files.get(cfg_path) if cfg_path else None, cfg_path, dropins,
-                                   static.argv, sprobs, pid=pid, root_dir=root_dir)
+    kubelet = parse_kubelet_config(static.files.get(cfg_path) if cfg_path and not refused_cfg else None, cfg_path,
+                                   dropins, static.argv, sprobs, pid=pid, root_dir=root_dir)
+    if (refused_cfg or cfg_path in static.unreadable) and "cpu_manager_policy" not in kubelet.sources:
+        # a config refused, cut, or this user may not read says nothing: the policy is unknown, not "none"
+        kubelet = replace(kubelet, parsed=False, cpu_manager_policy=None)
     return topo, kubelet, tuple(sprobs)
 
 
@@ -66,11 +86,19 @@ def sudo_was_refused(static: Frame) -> bool:
     return any(w.startswith("sudo -n was refused") for w in static.warnings)
 
 
-def cpu_manager_state(files: dict, unreadable: set, kubelet, problems: list, refused=(), sudo_refused=False):
-    """-> (state or None, state_status, state_file path)."""
+def cpu_manager_state(files: dict, unreadable: set, kubelet, problems: list, refused=(), sudo_refused=False,
+                      cut=()):
+    """-> (state or None, state_status, state_file path). A file larger than the probe's read bound was not
+    read whole: "cut", never "invalid" (a valid checkpoint may be that large; its content is unknown)."""
     state_file = f"{kubelet.root_dir.rstrip('/')}/cpu_manager_state"
     state = None
-    if state_file in files:
+    if climbs_out(kubelet.root_dir):  # refused, said by static_parts: nothing was read there
+        state_status = "refused"
+    elif state_file in cut:
+        problems.append(Problem(state_file, "not read whole (larger than pinscope's read bound): kubelet's "
+                                "CPU assignments are unknown; the file itself may be valid"))
+        state_status = "cut"
+    elif state_file in files:
         state, sp = _state_cached(files[state_file], state_file)
         problems.extend(sp)
         state_status = "ok" if state is not None else "invalid"
@@ -82,10 +110,10 @@ def cpu_manager_state(files: dict, unreadable: set, kubelet, problems: list, ref
     return state, state_status, state_file
 
 
-def memory_manager_state(sfiles: dict, kubelet):
-    """-> (memory manager state or None, problems): from the static frame."""
+def memory_manager_state(sfiles: dict, kubelet, cut=()):
+    """-> (memory manager state or None, problems): from the static frame (a file not read whole: unknown)."""
     problems: list[Problem] = []
     mm_file = f"{kubelet.root_dir.rstrip('/')}/memory_manager_state"
-    mm_text = sfiles.get(mm_file)
+    mm_text = sfiles.get(mm_file) if mm_file not in cut and not climbs_out(kubelet.root_dir) else None
     state = parse_memory_manager_state(mm_text, mm_file, problems) if mm_text is not None else None
     return state, tuple(problems)

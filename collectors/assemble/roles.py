@@ -3,7 +3,8 @@
 Roles come from kubelet's view when the state file is readable, else they are inferred from the cgroups
 and the snapshot says so (`roles_from`, and a problem). An entry of one pod that overlaps another entry
 of the same pod is legit (init containers' CPUs are reused by app containers: k/k policy_static.go
-cpusToReuse); every owner is listed.
+cpusToReuse); every owner is listed. A pod's pod-level CPUs (checkpoint v3+ podEntries) that none of its
+containers holds are exclusive to the pod: an owner without a container (`pod_level`).
 """
 from __future__ import annotations
 
@@ -27,6 +28,10 @@ def _owners_from_state(state, pods) -> dict[int, list[Owner]]:
                 o = Owner(uid, ns, pn, cname)
             for c in cs:
                 owners.setdefault(c, []).append(o)
+    for uid in state.pod_entries:  # pod-level resources: the pod's CPUs none of its containers holds
+        ns, pn = names.get(uid, (None, None))
+        for c in state.pod_level(uid):
+            owners.setdefault(c, []).append(Owner(uid, ns, pn, None, pod_level=True))
     return owners
 
 
@@ -76,8 +81,8 @@ class RolesStage:
     result is kept while those hold (and, for roles inferred from cgroups, the containers' cpusets)."""
 
     def __init__(self) -> None:
-        self._key = None
-        self._out = None
+        self._key: tuple | None = None
+        self._out: tuple | None = None
 
     def run(self, topo, kubelet, state, pods, state_file):
         """-> (roles per CPU, the shared pool, where roles came from, problems)."""

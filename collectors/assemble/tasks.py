@@ -18,6 +18,7 @@ def _frame_tasks(fr: Frame):
     """The tasks of one frame (files under /proc/<pid>/task/<tid>/), stamped with its uptime, and with
     their process's cgroup when the frame read it (the every-task scan)."""
     at = parse_uptime(fr.files.get("/proc/uptime"))
+    own = probe_pids(fr)
     parts_by_tid: dict[int, dict] = {}
     cgroups: dict[int, str] = {}
     for p, text in fr.files.items():
@@ -37,7 +38,10 @@ def _frame_tasks(fr: Frame):
             continue
         d = parts_by_tid.get(tid)
         if d is None:
-            d = parts_by_tid[tid] = {"pid": int(parts[2]) if parts[2].isdigit() else 0}
+            pid = int(parts[2]) if parts[2].isdigit() else 0
+            if pid in own:
+                continue  # the probe itself (its shell, forwarder, awk): never a task of the report
+            d = parts_by_tid[tid] = {"pid": pid}
         d[parts[5]] = text
     out: dict[int, Task] = {}
     probs: list[Problem] = []
@@ -59,6 +63,13 @@ def _frame_tasks(fr: Frame):
             if cg is not None:
                 out[tid] = t._replace(cgroup=cg)
     return out, tuple(probs), missing
+
+
+def probe_pids(fr: Frame) -> frozenset[int]:
+    """The probe's own processes, as the frame says them (probe.sh: "Iprobe-pids"). Tasks of these pids
+    are left out of every task list: the intruder scan (findings) and the containers' tasks never show
+    the tool that looks."""
+    return frozenset(int(w) for w in fr.info.get("probe-pids", "").split() if w.isdigit())
 
 
 def tid_of(t: Task) -> int:

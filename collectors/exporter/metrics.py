@@ -38,8 +38,10 @@ class Family:
 
 
 CONTRACT: tuple[Family, ...] = (
-    Family("pinscope_cpu_info", "gauge", ("node", "cpu", "socket", "numa_node", "core", "role", "namespace", "pod", "container"),
-           "1 per CPU: its place in the topology, its role and its owner (owner labels empty when it has none)"),
+    Family("pinscope_cpu_info", "gauge", ("node", "cpu", "socket", "numa_node", "core", "role", "namespace", "pod", "container",
+                                          "owner_level"),
+           "1 per CPU: its place in the topology, its role and its owner (owner labels empty when it has none; "
+           "owner_level \"pod\" for a CPU the pod holds as a whole, container empty, \"container\" else)"),
     Family("pinscope_cpus", "gauge", ("node", "role"),
            "CPUs of the node by role (every role present, 0 included)"),
     Family("pinscope_cpu_utilization_ratio", "gauge", ("node", "cpu"),
@@ -49,7 +51,11 @@ CONTRACT: tuple[Family, ...] = (
     Family("pinscope_node_info", "gauge", ("node", "cpu_manager_policy", "topology_manager_policy", "cgroup_version", "roles_from"),
            "1 per node: kubelet's policies as read on the node, and where the roles came from (state, cgroups or policy-none)"),
     Family("pinscope_container_exclusive_cpus", "gauge", CTR,
-           "CPUs kubelet assigned to the container exclusively (0 in the shared pool)"),
+           "CPUs exclusive to the container (0 in the shared pool); each CPU counts once per pod: an exited init "
+           "container's CPUs reused by its pod's running containers count for those (kubelet's cpusToReuse)"),
+    Family("pinscope_pod_exclusive_cpus", "gauge", ("node", "namespace", "pod"),
+           "CPUs kubelet assigned to the pod as a whole (pod-level resources, checkpoint podEntries) that none of "
+           "its containers holds: exclusive to the pod (only pods that have them)"),
     Family("pinscope_container_cpu_cfs_periods", "counter", CTR,
            "CFS enforcement periods that elapsed (cpu.stat nr_periods)"),
     Family("pinscope_container_cpu_cfs_throttled_periods", "counter", CTR,
@@ -88,13 +94,37 @@ def _s(x) -> str:
     return "" if x is None else str(x)
 
 
-def _owner(snap, owners):
-    """The owner a CPU is labelled with: a running container first (an init container's CPUs are reused
-    by its pod's app containers), then by namespace/pod/container; EXCLUSIVE_OVERLAP names the others."""
+def _running(snap) -> set[tuple[str, str | None]]:
+    """(pod uid, container) of the containers running now: a cgroup with processes in it. An exited init
+    container's cgroup may linger, empty, until the runtime removes it; where no container of a pod lists
+    a process (cgroup.procs not read at this depth), its cgroup is the sign."""
+    out: set[tuple[str, str | None]] = set()
+    for p in snap.pods:
+        live = [c for c in p.containers if c.cgroup is not None]
+        procs_read = any(c.pids for c in live)
+        out.update((p.uid, c.name) for c in live if c.pids or not procs_read)
+    return out
+
+
+def _owner(running, owners):
+    """The owner a CPU is labelled with: a running container first (an exited init container's CPUs are
+    reused by its pod's app containers: kubelet's cpusToReuse, node-files.md §1.1), then by
+    namespace/pod/container; EXCLUSIVE_OVERLAP names the others."""
     if not owners:
         return None
-    running = {(p.uid, c.name) for p, c in snap.containers() if c.cgroup is not None}
     return min(owners, key=lambda o: ((o.pod_uid, o.container) not in running, _s(o.namespace), _s(o.pod), _s(o.container)))
+
+
+def _exclusive_counts(snap, running) -> dict[tuple[str, str | None], int]:
+    """(pod uid, container) -> its exclusive CPUs, each CPU counted once per pod (for the owner it is
+    labelled with among that pod's owners), so a pod's sum is the CPUs it holds."""
+    counts: dict[tuple[str, str | None], int] = {}
+    for r in snap.roles:
+        for uid in dict.fromkeys(o.pod_uid for o in r.owners):
+            o = _owner(running, [x for x in r.owners if x.pod_uid == uid])
+            if o is not None:
+                counts[(uid, o.container)] = counts.get((uid, o.container), 0) + 1
+    return counts
 
 
 class _Out:
@@ -110,24 +140,26 @@ class _Out:
 def node_samples(node: str, report) -> dict[str, list[Sample]]:
     """The samples of one successfully read node, by family name (the read_* self metrics excluded)."""
     out = _Out()
-    _cpus(out, node, report.snapshot, report.rates)
-    _containers(out, node, report.snapshot, report.rates)
+    running = _running(report.snapshot)
+    _cpus(out, node, report.snapshot, report.rates, running)
+    _containers(out, node, report.snapshot, report.rates, _exclusive_counts(report.snapshot, running))
     _findings(out, node, report.findings)
     return out.by
 
 
-def _cpus(out: _Out, node: str, snap, rates) -> None:
+def _cpus(out: _Out, node: str, snap, rates, running) -> None:
     """Per CPU and per node: topology, roles, utilisation, kernel noise, kubelet's policies."""
     topo = {c.id: c for c in snap.topology.cpus}
     counts = dict.fromkeys(ROLES, 0)
     for r in snap.roles:
         c = topo.get(r.id)
-        o = _owner(snap, r.owners)
+        o = _owner(running, r.owners)
         counts[r.role] = counts.get(r.role, 0) + 1
         out.add("pinscope_cpu_info", {
             "node": node, "cpu": str(r.id), "socket": _s(c and c.socket), "numa_node": _s(c and c.numa_node),
             "core": _s(c and c.core), "role": r.role, "namespace": _s(o and o.namespace), "pod": _s(o and o.pod),
-            "container": _s(o and o.container)}, 1)
+            "container": _s(o and o.container),
+            "owner_level": "" if o is None else ("pod" if o.pod_level else "container")}, 1)
     for role, n in counts.items():
         out.add("pinscope_cpus", {"node": node, "role": role}, n)
     if rates is not None and rates.util:
@@ -143,8 +175,23 @@ def _cpus(out: _Out, node: str, snap, rates) -> None:
                                    "cgroup_version": _s(snap.cgroup_version), "roles_from": snap.roles_from}, 1)
 
 
-def _containers(out: _Out, node: str, snap, rates) -> None:
+def _pod_level(out: _Out, node: str, snap) -> None:
+    """Per pod with pod-level CPUs (podEntries) none of its containers holds: how many."""
+    st = snap.state
+    if st is None or st.policy != "static":
+        return
+    names = {p.uid: p for p in snap.pods}
+    for uid in sorted(st.pod_entries):
+        n = len(st.pod_level(uid))
+        if n:
+            p = names.get(uid)
+            out.add("pinscope_pod_exclusive_cpus", {"node": node, "namespace": _s(p and p.namespace),
+                                                    "pod": _s(p and p.name) or uid}, n)
+
+
+def _containers(out: _Out, node: str, snap, rates, exclusive: dict) -> None:
     """Per running container: its exclusive CPUs, the kernel's cgroup counters and pinscope's rates."""
+    _pod_level(out, node, snap)
     seen = set()
     for p, c in snap.containers():
         if c.cgroup is None:
@@ -154,7 +201,7 @@ def _containers(out: _Out, node: str, snap, rates) -> None:
         if key in seen:
             continue  # two cgroups under one name (a restart in progress): the first read wins
         seen.add(key)
-        out.add("pinscope_container_exclusive_cpus", lab, len(c.assigned or ()))
+        out.add("pinscope_container_exclusive_cpus", lab, exclusive.get((p.uid, c.name), 0) if c.name else len(c.assigned or ()))
         cg = c.cgroup
         for fam, v, scale in (("pinscope_container_cpu_cfs_periods", cg.nr_periods, 1),
                               ("pinscope_container_cpu_cfs_throttled_periods", cg.nr_throttled, 1),

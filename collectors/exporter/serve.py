@@ -14,15 +14,21 @@ import os
 import re
 import signal
 import socket
+import stat
 import sys
 import time
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
 
 from ..collect import Backoff, NodeCollector, Options, live_depth
-from ..errors import PinscopeError
+from ..errors import PinscopeError, ProbeFailed
 from ..fleet import NodeTarget
+from ..pipeline import unread_reason
 from .metrics import LatestReports, NodeState, node_samples
+
+if TYPE_CHECKING:
+    from ..sim.demo import DemoCluster
 
 _LISTEN = re.compile(r"^(?:\[(?P<v6>[0-9A-Fa-f:.%a-z]+)\]|(?P<host>[^\s:\[\]]*)):(?P<port>\d{1,5})$")
 
@@ -83,6 +89,9 @@ async def node_loop(col: NodeCollector, node: str, interval: float, store: Lates
                 await asyncio.wait_for(col.connect(), connect_timeout + 1)
                 connected = True
             report = await col.tick(exporter_depth(col.ticks))
+            why = unread_reason(report)
+            if why is not None:  # the tree is gone: not read, and said so (then reconnect: --root may be back)
+                raise ProbeFailed(why)
             last_ok = report.t
             store.put(NodeState(node, node_samples(node, report), True, time.monotonic() - t0,
                                 cpu.add(report.timings.probe_cpu_total), last_ok))
@@ -118,24 +127,28 @@ def _local_name(root: str | None) -> str:
     """The label of a `local` target without --node-name: the host's name (under --root, its /etc/hostname)."""
     if root:
         with contextlib.suppress(OSError):
-            name = open(os.path.join(root, "etc/hostname"), encoding="utf-8").read().strip()
-            if name:
-                return name
+            # the node's file: opened without blocking (a FIFO), read only if regular, bounded, closed
+            fd = os.open(os.path.join(root, "etc/hostname"), os.O_RDONLY | os.O_NONBLOCK)
+            with os.fdopen(fd, "rb") as f:
+                if stat.S_ISREG(os.fstat(fd).st_mode):
+                    name = f.read(256).decode("utf-8", "replace").strip()
+                    if name:
+                        return name
         return "local"
     return socket.gethostname()
 
 
-def plan(targets: list, opts: Options, node_name: str | None = None) -> list[tuple[str, NodeCollector]]:
-    """Targets (strings or inventory Targets; 'demo' for the simulated cluster) -> (node label, collector)."""
+def plan(targets: list, opts: Options, node_name: str | None = None,
+         demo: DemoCluster | None = None) -> list[tuple[str, NodeCollector]]:
+    """Targets (strings or inventory Targets; 'demo' for the simulated cluster `demo`, which the caller
+    made and closes) -> (node label, collector)."""
     out = []
     for t in targets:
         if isinstance(t, str) and t == "demo":
-            from ..sim.demo import DemoCluster
-
-            cluster = DemoCluster()
-            for d in cluster.targets():
+            if demo is None:
+                raise PinscopeError("the demo target needs the demo cluster (see run)")
+            for d in demo.targets():
                 out.append((d.name.split("/", 1)[1], NodeCollector(d.name, opts, transport=d.transport, name=d.name)))
-            out[-1][1]._pinscope_cluster = cluster  # removed with the last collector (see run)
             continue
         if isinstance(t, str):
             label = (node_name or _local_name(opts.root)) if t == "local" else t
@@ -162,8 +175,13 @@ def run(targets: list, opts: Options, listen: str, interval: float = 15.0, node_
     signal.signal(signal.SIGTERM, _interrupt)
     nodes: list = []
     httpd = None
+    demo = None  # the simulated cluster's temporary trees, removed at the end
     try:
-        nodes = plan(targets, opts, node_name)
+        if "demo" in targets:
+            from ..sim.demo import DemoCluster
+
+            demo = DemoCluster()
+        nodes = plan(targets, opts, node_name, demo)
         store = LatestReports()
         registry = CollectorRegistry(auto_describe=False)
         registry.register(store)
@@ -175,7 +193,7 @@ def run(targets: list, opts: Options, listen: str, interval: float = 15.0, node_
             raise ListenError(f"cannot listen on {listen}: {why}") from err
         except UnicodeError as err:
             raise ListenError(f"cannot listen on {listen}: not a host name") from err
-        host, bound = httpd.server_address[:2]
+        host, bound = httpd.socket.getsockname()[:2]  # a str (server_address's type also allows bytes)
         shown = f"[{host}]" if ":" in host else host
         print(f"pinscope exporter: serving http://{shown}:{bound}/metrics for {len(nodes)} node(s), "
               f"reading every {interval:g} s", file=sys.stderr, flush=True)
@@ -184,10 +202,8 @@ def run(targets: list, opts: Options, listen: str, interval: float = 15.0, node_
         if httpd is not None:
             httpd.shutdown()
             httpd.server_close()
-        for _, col in nodes:
-            cluster = getattr(col, "_pinscope_cluster", None)
-            if cluster is not None:
-                cluster.close()
+        if demo is not None:
+            demo.close()
     return 0
 
 

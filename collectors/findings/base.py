@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Callable, Iterable
 
+from ..errors import UNREAD
 from ..model import NodeSnapshot, Role, Severity
 
 SEVERITIES = tuple(Severity)
@@ -49,6 +50,13 @@ class Check:
     codes: tuple[str, ...]
     needs: str  # probe depth letters the check's data comes from ("g" grid, "a" every task, "i" IRQs, "r" rates)
     fn: Callable[["Context"], Iterable[Finding]]
+    reads: tuple[str, ...] = ()  # node inputs (INPUTS) it judges by: not run when one was not read
+
+
+# What a check may judge by that this user may fail to read (a 0600 file without --sudo). A check whose input
+# was not read is not run (READ_PARTIAL names it): its silence or its finding would be a guess.
+INPUTS = {"assignment": "kubelet's CPU assignment (cpu_manager_state)",
+          "policy": "kubelet's CPU manager policy (its config)"}
 
 
 CODES: dict[str, tuple[str, str, str]] = {}  # code -> (severity, meaning, fix), in registration order
@@ -56,8 +64,8 @@ _CODE: dict[str, Code] = {}
 REGISTRY: list[Check] = []
 
 
-def check(codes: dict[str, tuple[str, str, str]], needs: str = "g"):
-    """Register a check. `codes`: code -> (severity, meaning, fix)."""
+def check(codes: dict[str, tuple[str, str, str]], needs: str = "g", reads: tuple[str, ...] = ()):
+    """Register a check. `codes`: code -> (severity, meaning, fix); `reads`: the INPUTS it judges by."""
 
     def deco(fn):
         for code, (sev, meaning, fix) in codes.items():
@@ -65,7 +73,7 @@ def check(codes: dict[str, tuple[str, str, str]], needs: str = "g"):
                 raise ValueError(f"finding code {code} registered twice")
             _CODE[code] = Code(Severity(sev), meaning, fix)
             CODES[code] = (str(Severity(sev)), meaning, fix)
-        REGISTRY.append(Check(fn.__name__, tuple(codes), needs, fn))
+        REGISTRY.append(Check(fn.__name__, tuple(codes), needs, fn, tuple(reads)))
         return fn
 
     return deco
@@ -105,6 +113,25 @@ class Context:
         return {c for c, r in self.roles.items() if r.role == Role.EXCLUSIVE}
 
     @cached_property
+    def owned(self) -> dict[tuple[str, str | None], frozenset[int]]:
+        """(pod uid, container) -> the CPUs the report's roles make exclusive to it (kubelet's assignment,
+        or inferred from the cgroups when that was not read)."""
+        out: dict[tuple[str, str | None], set[int]] = {}
+        for r in self.snap.roles:
+            for o in r.owners:
+                out.setdefault((o.pod_uid, o.container), set()).add(r.id)
+        return {k: frozenset(v) for k, v in out.items()}
+
+    def exclusive_of(self, pod, container) -> frozenset[int] | None:
+        """A container's exclusive CPUs as the report shows them: kubelet's assignment, else (roles
+        inferred from the cgroups) the CPUs the roles give it; None when it has none."""
+        if container.assigned is not None:
+            return container.assigned
+        if self.snap.roles_from != "cgroups":
+            return None
+        return self.owned.get((pod.uid, container.name)) or None
+
+    @cached_property
     def pods_by_uid(self) -> dict:
         return {p.uid: p for p in self.snap.pods}
 
@@ -116,6 +143,29 @@ class Context:
     def policy(self) -> str | None:
         return self.st.policy if self.st is not None else self.k.cpu_manager_policy
 
+    @cached_property
+    def unread(self) -> frozenset[str]:
+        """The INPUTS this user could not read. Under policy none kubelet assigns nothing: the assignment is
+        known (empty) without its file."""
+        unread = {p.source for p in self.snap.problems if p.kind == UNREAD}
+        out = set()
+        if self.k.config_path in unread and self.k.cpu_manager_policy is None:
+            out.add("policy")
+        if self.sf in unread and self.policy != "none":
+            out.add("assignment")
+        return frozenset(out)
+
+    @cached_property
+    def not_run(self) -> dict[str, tuple[str, ...]]:
+        """input -> the codes not run for want of it."""
+        out: dict[str, tuple[str, ...]] = {}
+        for c in REGISTRY:
+            for r in c.reads:
+                if r in self.unread:
+                    out[r] = out.get(r, ()) + tuple(x for x in c.codes if x not in out.get(r, ()))
+                    break
+        return out
+
     def pod_name(self, uid: str) -> str:
         p = self.pods_by_uid.get(uid)
         return (p.name if p else None) or uid[:8]
@@ -126,7 +176,8 @@ def evaluate(snap: NodeSnapshot, rates=None) -> list[Finding]:
     ctx = Context(snap, rates)
     out: list[Finding] = []
     for c in REGISTRY:
-        out.extend(c.fn(ctx))
+        if not ctx.unread.intersection(c.reads):
+            out.extend(c.fn(ctx))
     out.sort(key=lambda f: (f.severity.rank, f.code, f.cpus, f.pod or "", f.container or ""))
     return out
 

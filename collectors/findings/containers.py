@@ -10,7 +10,7 @@ from .base import check, finding, who
 
 
 @check({"STATE_CGROUP_DRIFT": ("critical", "a container's kernel effective cpuset differs from kubelet's assignment (exclusive) or from the shared pool (shared)",
-                               "Something outside kubelet wrote cpuset.cpus. Since 1.22 kubelet does not re-read cgroupfs: the drift stays until the container's desired set changes or kubelet restarts. Find the writer; restart kubelet or the pod to restore.")})
+                               "Something outside kubelet wrote cpuset.cpus. Since 1.22 kubelet does not re-read cgroupfs: the drift stays until the container's desired set changes or kubelet restarts. Find the writer; restart kubelet or the pod to restore.")}, reads=("assignment",))
 def cgroup_drift(ctx):
     snap, sf, shared = ctx.snap, ctx.sf, ctx.snap.shared_pool
     if snap.roles_from == "cgroups":
@@ -21,7 +21,13 @@ def cgroup_drift(ctx):
         if eff is None:
             continue
         file = f"{cg.path}/{'cpuset.cpus.effective' if cg.version == 2 else 'cpuset.effective_cpus'}"
-        if c.assigned is not None and eff != c.assigned:
+        pod_set = ctx.st.pod_entries.get(p.uid) if ctx.st is not None else None
+        if c.assigned is None and pod_set:  # pod-level resources: it runs in its pod's CPUs, not the shared pool
+            if not eff <= pod_set and not c.unresolved:
+                yield finding("STATE_CGROUP_DRIFT", f"{who(p, c.name)}: kernel runs it on {fmt(eff)}, outside its "
+                              f"pod's CPUs {fmt(pod_set)}", [f"{sf}: podEntries[{p.uid}] = {fmt(pod_set)}",
+                                                             f"{file} = {fmt(eff)}"], eff - pod_set, p, c.name)
+        elif c.assigned is not None and eff != c.assigned:
             yield finding("STATE_CGROUP_DRIFT", f"{who(p, c.name)}: kernel runs it on {fmt(eff)}, kubelet assigned {fmt(c.assigned)}",
                           [f"{sf}: entries[{p.uid}][{c.name}] = {fmt(c.assigned)}", f"{file} = {fmt(eff)}"],
                           eff ^ c.assigned, p, c.name)
@@ -37,13 +43,22 @@ def cgroup_drift(ctx):
 
 
 @check({"GUARANTEED_NOT_PINNED": ("warning", "a Guaranteed pod's container with an integer CPU limit runs on the shared pool (info under policy none)",
-                                  "Exclusive CPUs need cpuManagerPolicy: static on the node and an integer CPU request == limit in a Guaranteed pod.")})
+                                  "Exclusive CPUs need cpuManagerPolicy: static on the node and an integer CPU request == limit in a Guaranteed pod.")},
+       reads=("assignment", "policy"))
 def guaranteed_not_pinned(ctx):
+    """Never for a container the report itself shows on CPUs exclusive to it (roles inferred from the
+    cgroups, kubelet's assignment unknown): a finding agrees with what the report shows."""
     policy = ctx.policy
     for p, c in ctx.snap.containers():
         cg = c.cgroup
         if not (p.qos == "Guaranteed" and c.assigned is None and cg and cg.quota_us and cg.period_us) or c.unresolved:
             continue
+        if cg.cpus_effective and all(x in ctx.roles and any(o.pod_uid == p.uid and o.container == c.name
+                                                            for o in ctx.roles[x].owners) for x in cg.cpus_effective):
+            continue
+        pod_set = ctx.st.pod_entries.get(p.uid) if ctx.st is not None else None
+        if pod_set and cg.cpus_effective and cg.cpus_effective <= pod_set:
+            continue  # on its pod's pod-level CPUs (exclusive to the pod), not on the shared pool
         cores = cg.quota_us / cg.period_us
         if abs(cores - round(cores)) < 1e-9 and cores >= 1:
             yield finding("GUARANTEED_NOT_PINNED", f"{who(p, c.name)}: Guaranteed with a {int(round(cores))}-CPU limit, but on the shared pool"
@@ -58,7 +73,7 @@ def guaranteed_not_pinned(ctx):
                              "Use topologyManagerPolicy restricted or single-numa-node (scope pod or container) if the workload must stay on one node; static alone does not align."),
     "MEMS_NOT_LOCAL": ("warning", "a pinned container's memory nodes include nodes its CPUs are not on",
                        "Use memoryManagerPolicy: Static with the topology manager to align memory with CPUs."),
-})
+}, reads=("assignment",))
 def numa_alignment(ctx):
     """MEMS_NOT_LOCAL stays silent when mems are unrestricted under memoryManagerPolicy None: that is the
     default and would fire on every multi-NUMA node."""
@@ -82,7 +97,7 @@ def numa_alignment(ctx):
 
 @check({"THROTTLED_EXCLUSIVE": ("warning", "a container with exclusive CPUs is CFS-throttled",
                                 "Exclusive CPUs should run without a quota (default since 1.33, DisableCPUQuotaWithExclusiveCPUs); on older kubelets raise the limit or disable cpuCFSQuota for the node.")},
-       needs="gcr")
+       needs="gcr", reads=("assignment",))
 def throttled_exclusive(ctx):
     rates = ctx.rates
     for p, c in ctx.snap.containers():

@@ -29,12 +29,17 @@ def smt_sibling_shared(ctx):
 
 def _sibling_kinds(ctx, sib, live_owner) -> dict:
     """sibling -> its owners (exclusive; live ones preferred) or its role word."""
-    kinds = {}
+    kinds: dict[int, frozenset | str] = {}
     for s in sib:
         r = ctx.roles.get(s)
         if r is None or r.role == Role.OFFLINE:
             continue
         if r.role == Role.EXCLUSIVE:
+            pods = ctx.st.pod_entries if ctx.st is not None else {}
+            whole = frozenset((o.pod_uid, None) for o in r.owners if s in pods.get(o.pod_uid, ()))
+            if whole:  # inside a pod's pod-level set: the pod's core, whichever of its containers runs there
+                kinds[s] = whole
+                continue
             own = frozenset((o.pod_uid, o.container) for o in r.owners if (o.pod_uid, o.container) in live_owner)
             kinds[s] = own or frozenset((o.pod_uid, o.container) for o in r.owners)
         else:
@@ -65,7 +70,7 @@ def isolated_in_shared_pool(ctx):
 
 
 @check({"SHARED_POOL_STARVED": ("warning", "the shared pool outside the reserved CPUs is empty or a single CPU",
-                                "Burstable and BestEffort pods (and non-integer Guaranteed ones) all share these CPUs: leave more CPUs unpinned.")})
+                                "Burstable and BestEffort pods (and non-integer Guaranteed ones) all share these CPUs: leave more CPUs unpinned.")}, reads=("assignment",))
 def shared_pool_starved(ctx):
     shared = ctx.snap.shared_pool
     if ctx.policy == "static" and shared is not None:
@@ -75,12 +80,41 @@ def shared_pool_starved(ctx):
                           [f"shared pool = {fmt(shared)}", f"reservedSystemCPUs = {fmt(ctx.k.reserved_cpus or ())}"], left)
 
 
-@check({"SYSTEM_NOT_CONFINED": ("info", "non-pod processes are allowed on exclusive CPUs",
+@check({"SYSTEM_NOT_CONFINED": ("warning", "non-pod processes may run on exclusive CPUs, and tasks outside the owning pods were seen there: listed, one finding per node (info when none was seen)",
                                 "Kubelet does not confine them; systemd CPUAffinity= (or the reserved set with a system cgroup cpuset) can.")},
        needs="gT")
 def system_not_confined(ctx):
+    """The passers-by of tasks.py (outsiders with no evidence of harm) are listed here, once per node: on a
+    node whose PID 1 may run anywhere, the scheduler puts them on every CPU."""
+    from .tasks import outsiders  # imported here: tasks registers its check after this module's
+
     allowed = ctx.snap.init_allowed
     if ctx.exclusive and allowed is not None and allowed & ctx.exclusive:
         over = allowed & ctx.exclusive
-        yield finding("SYSTEM_NOT_CONFINED", f"PID 1 (and so system services) may run on exclusive CPUs {fmt(over)}",
-                      [f"/proc/1/status: Cpus_allowed_list = {fmt(allowed)}"], over)
+        seen = sorted((t for t, ev in outsiders(ctx) if not ev), key=lambda t: (t.last_cpu, t.pid, t.tid))
+        ev = [f"/proc/1/status: Cpus_allowed_list = {fmt(allowed)}"]
+        if not seen:
+            yield finding("SYSTEM_NOT_CONFINED", f"PID 1 (and so system services) may run on exclusive CPUs {fmt(over)}",
+                          ev, over, severity="info")
+            return
+        by_pid: dict[int, list] = {}
+        for t in seen:
+            by_pid.setdefault(t.pid, []).append(t)
+        shown = [_passer(ts) for _, ts in sorted(by_pid.items())[:PASSERS_SHOWN]]
+        ev.append("last ran there: " + ", ".join(shown)
+                  + (f" and {len(by_pid) - PASSERS_SHOWN} more processes" if len(by_pid) > PASSERS_SHOWN else ""))
+        ev.append("not INTRUDER_TASK: none is pinned to exclusive CPUs, took a measured share of one, belongs to "
+                  "another pod, or got there past a confined PID 1")
+        yield finding("SYSTEM_NOT_CONFINED", f"{len(seen)} task(s) of {len(by_pid)} process(es) outside the owning pods last ran on "
+                      f"exclusive CPUs {fmt({t.last_cpu for t in seen})}: PID 1 (and so system services) may run on {fmt(over)}",
+                      ev, {t.last_cpu for t in seen})
+
+
+PASSERS_SHOWN = 50  # processes named in SYSTEM_NOT_CONFINED's evidence (the message counts them all)
+
+
+def _passer(ts) -> str:
+    """One process's tasks seen on exclusive CPUs: `comm (pid N) on CPU 1`, its thread count when several."""
+    t = ts[0]
+    n = f", {len(ts)} threads" if len(ts) > 1 else f", tid {t.tid}"
+    return f"{t.comm} (pid {t.pid}{n}) on CPU {fmt({x.last_cpu for x in ts})}"

@@ -8,6 +8,10 @@ Thresholds (`Thresholds`, set once at start by the CLI: --runq-wait-ms, --noise-
 - KERNEL_NOISE_EXCLUSIVE: irq + softirq + steal took more than `noise_pct` % of an exclusive CPU over the
   window (/proc/stat). Default 5 %. Without CONFIG_IRQ_TIME_ACCOUNTING the kernel samples irq and softirq
   time at the tick, so small shares are coarse; the softirq and IRQ counts in the evidence are exact.
+- INTRUDER_TASK (tasks.py), the measured share: a task outside the owning pod used more than
+  `intruder_pct` % of a CPU over the window (utime + stime of the every-task scan, read at both ends) and
+  was on the same exclusive CPU at both ends of it. Default 10 %: a busy loop sharing the CPU takes ~50 %,
+  an idle daemon or PID 1 well under 1 %.
 Both need a rate (two samples); per-thread run-queue wait needs schedstat, which `snapshot`/`check` read
 for every pod task and the live views for the container or CPU in focus.
 """
@@ -23,6 +27,7 @@ from .base import check, finding, who
 class Thresholds:
     runq_wait_ms: float = 50.0  # ms waited on a run queue per second, per thread (or per container, PSI)
     noise_pct: float = 5.0  # % of an exclusive CPU's time in irq + softirq + steal
+    intruder_pct: float = 10.0  # % of a CPU an outsider used over the window, on one exclusive CPU at both ends
 
 
 _current = Thresholds()
@@ -53,7 +58,8 @@ def runqueue_wait_exclusive(ctx):
     lim = _current.runq_wait_ms
     snap = ctx.snap
     for p, c in snap.containers():
-        if not c.assigned or c.cgroup is None:
+        mine = ctx.exclusive_of(p, c)  # also when kubelet's assignment was not read: the roles inferred
+        if not mine or c.cgroup is None:
             continue
         slow = sorted(((rates.tasks[t.tid].wait_ms_per_s, t) for t in c.tasks
                        if t.tid in rates.tasks and (rates.tasks[t.tid].wait_ms_per_s or 0) > lim),
@@ -71,14 +77,14 @@ def runqueue_wait_exclusive(ctx):
                       + ("-" if tr.run_ms_per_s is None else f"{tr.run_ms_per_s:.0f}") + " ms/s")
         if psi is not None:
             ev.append(f"{c.cgroup.path}/cpu.pressure: some +{psi:.0f} ms/s (time with a thread of it waiting for a CPU)")
-        cpus = {t.last_cpu for _, t in slow if t.last_cpu in c.assigned} or set(c.assigned)
-        ev.extend(_who_else(ctx, p, c, c.assigned))  # its threads may run on any of its CPUs
+        cpus = {t.last_cpu for _, t in slow if t.last_cpu in mine} or set(mine)
+        ev.extend(_who_else(ctx, p, c, mine))  # its threads may run on any of its CPUs
         if slow:
             ms, t = slow[0]
             msg = (f"{who(p, c.name)}: thread {t.comm} ({t.tid}) waited {ms:.0f} ms/s on its run queue on exclusive "
                    f"CPU {t.last_cpu}" + (f" (+{len(slow) - 1} more threads)" if len(slow) > 1 else ""))
         else:
-            msg = f"{who(p, c.name)}: its threads waited {psi:.0f} ms/s for its exclusive CPUs {fmt(c.assigned)} (cpu.pressure)"
+            msg = f"{who(p, c.name)}: its threads waited {psi:.0f} ms/s for its exclusive CPUs {fmt(mine)} (cpu.pressure)"
         ev.append(f"threshold {lim:g} ms/s (--runq-wait-ms)")
         yield finding("RUNQUEUE_WAIT_EXCLUSIVE", msg, ev, cpus, p, c.name)
 
@@ -107,8 +113,8 @@ def _who_else(ctx, p, c, cpus) -> list[str]:
         else:
             out.append(f"no other task was last seen on CPU {fmt(cpus)}")
     runnable = [t for t in c.tasks if t.state == "R"]
-    if len(runnable) > len(c.assigned):
-        out.append(f"{len(runnable)} of its own threads were runnable on {len(c.assigned)} CPUs: they compete with each other")
+    if len(runnable) > len(cpus):
+        out.append(f"{len(runnable)} of its own threads were runnable on {len(cpus)} CPUs: they compete with each other")
     return out
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import UNREAD
 from ..parse.cpuset import format_cpuset as fmt
-from .base import check, finding, who
+from .base import INPUTS, check, finding, who
 
 
 @check({"KUBELET_NOT_FOUND": ("info", "no kubelet process was found: its files were looked for in the default places",
@@ -33,8 +33,12 @@ def read_partial(ctx):
     unread = [p for p in ctx.snap.problems if p.kind == UNREAD]
     if unread:
         fix = unread[0].message.partition("(root-only): ")[2]  # the assembler's fix: --sudo, or why sudo failed
+        skipped = sorted({c for codes in ctx.not_run.values() for c in codes})
         yield finding("READ_PARTIAL", "read only in part: " + ", ".join(sorted({p.source.rsplit("/", 1)[-1] for p in unread}))
-                      + " not readable by this user" + (f"; {fix}" if fix else ""), [f"{p.source}: {p.message}" for p in unread])
+                      + " not readable by this user" + (f"; {fix}" if fix else "")
+                      + (f"; checks not run: {', '.join(skipped)}" if skipped else ""),
+                      [f"{p.source}: {p.message}" for p in unread]
+                      + [f"not run: {', '.join(codes)} (they judge by {INPUTS[i]})" for i, codes in sorted(ctx.not_run.items())])
 
 
 @check({
@@ -44,7 +48,9 @@ def read_partial(ctx):
                               "Drain the node, delete <root-dir>/cpu_manager_state, then restart kubelet (kubelet's own message asks for exactly this)."),
     "STATE_CHECKSUM_MISMATCH": ("warning", "the state file's checksum does not match its content",
                                 "The file may have been edited by hand; kubelet verifies the checksum when it restores the checkpoint."),
-})
+    "STATE_NOT_READ_WHOLE": ("info", "cpu_manager_state is larger than pinscope reads: it was not read whole, kubelet's assignment is unknown (the file may well be valid)",
+                             "Nothing to do on the node for this alone; the checks that need kubelet's assignment were not run."),
+}, reads=("assignment",))
 def state_file(ctx):
     k, st, snap, sf = ctx.k, ctx.st, ctx.snap, ctx.sf
     unread = any(p.source == sf and p.kind == UNREAD for p in snap.problems)  # READ_PARTIAL says that
@@ -53,9 +59,18 @@ def state_file(ctx):
         why = [f"{p.source}: {p.message}" for p in snap.problems if p.source == sf] or [f"{sf}: {snap.state_status}"]
         yield finding("STATE_UNREADABLE", f"cpu_manager_state is {snap.state_status}: kubelet's CPU assignments are unknown",
                       why + [f"policy {k.cpu_manager_policy!r} ({k.sources.get('cpu_manager_policy', 'default')})"])
+    if snap.state_status == "cut":
+        yield finding("STATE_NOT_READ_WHOLE", f"{sf} was not read whole (larger than pinscope's read bound): "
+                      "kubelet's CPU assignments are unknown, not invalid",
+                      [f"{p.source}: {p.message}" for p in snap.problems if p.source == sf])
     if st is not None and st.checksum_ok is False:
         yield finding("STATE_CHECKSUM_MISMATCH", f"{sf}: checksum {st.checksum} does not match the content",
-                      [p.message for p in snap.problems if p.source == sf and "checksum" in p.message])
+                      [p.message for p in snap.problems if p.source == sf and "checksum" in p.message.lower()])
+    mm = snap.memory_state
+    if mm is not None and mm.checksum_ok is False:
+        mf = f"{k.root_dir.rstrip('/')}/memory_manager_state"
+        yield finding("STATE_CHECKSUM_MISMATCH", f"{mf}: checksum {mm.checksum} does not match the content",
+                      [p.message for p in snap.problems if p.source == mf and "checksum" in p.message.lower()])
     if st is not None and k.cpu_manager_policy and st.policy != k.cpu_manager_policy:
         yield finding("STATE_POLICY_MISMATCH",
                       f"state file says policy {st.policy!r}, kubelet is configured with {k.cpu_manager_policy!r}",
@@ -64,28 +79,37 @@ def state_file(ctx):
 
 
 @check({"EXCLUSIVE_OVERLAP": ("critical", "exclusive CPU sets of two different pods intersect",
-                              "The checkpoint is inconsistent: drain the node, delete cpu_manager_state, restart kubelet.")})
+                              "The checkpoint is inconsistent: drain the node, delete cpu_manager_state, restart kubelet.")}, reads=("assignment",))
 def exclusive_overlap(ctx):
     """Within one pod, an init container's CPUs reused by its app containers is legitimate
     (k/k policy_static.go cpusToReuse): only pods are compared."""
     if ctx.st is None:
         return
     owner_pod: dict[int, str] = {}
-    for uid, ctrs in ctx.st.entries.items():
+    held = {uid: frozenset().union(*ctrs.values()) if ctrs else frozenset() for uid, ctrs in ctx.st.entries.items()}
+    for uid, cs in ctx.st.pod_entries.items():  # a pod's pod-level CPUs are its own too
+        held[uid] = held.get(uid, frozenset()) | cs
+    for uid, cpus in held.items():
         if uid == "":
             continue
-        for c in frozenset().union(*ctrs.values()) if ctrs else frozenset():
+        for c in sorted(cpus):
             other = owner_pod.get(c)
             if other is not None and other != uid:
                 a, b = ctx.pods_by_uid.get(other), ctx.pods_by_uid.get(uid)
                 yield finding("EXCLUSIVE_OVERLAP", f"CPU {c} is exclusive to two pods: "
                               f"{who(a, None) if a else other} and {who(b, None) if b else uid}",
-                              [f"{ctx.sf}: entries[{other}] and entries[{uid}] both hold {c}"], [c], b)
+                              [f"{ctx.sf}: {_where(ctx.st, other, c)} and {_where(ctx.st, uid, c)} both hold {c}"], [c], b)
             owner_pod[c] = uid
 
 
+def _where(st, uid: str, cpu: int) -> str:
+    """Which part of the checkpoint gives `cpu` to pod `uid`: a container's entry, else the pod's own."""
+    ctrs = st.entries.get(uid, {})
+    return f"entries[{uid}]" if any(cpu in cs for cs in ctrs.values()) else f"podEntries[{uid}]"
+
+
 @check({"OFFLINE_ASSIGNED": ("critical", "an offline CPU is in an assignment or in the shared pool",
-                             "The CPU manager does not support CPU hot-plug: bring the CPU back online, or drain, delete the state file and restart kubelet.")})
+                             "The CPU manager does not support CPU hot-plug: bring the CPU back online, or drain, delete the state file and restart kubelet.")}, reads=("assignment",))
 def offline_assigned(ctx):
     """Only when the topology is known (no /sys/devices/system/cpu: unknown, not a fault), and a finding
     names only CPUs the node has: CPUs beyond `possible` are said as CPUs it does not have."""
@@ -106,6 +130,11 @@ def offline_assigned(ctx):
                 yield finding("OFFLINE_ASSIGNED", f"{what(cs)} assigned to {who(p, cname) if p else uid + '/' + cname}",
                               [f"{sf}: entries[{uid}][{cname}] = {fmt(cs)}", f"online = {fmt(online)}"],
                               (cs - online) & known, p, cname)
+    for uid, cs in st.pod_entries.items():
+        if cs - online:
+            p = ctx.pods_by_uid.get(uid)
+            yield finding("OFFLINE_ASSIGNED", f"{what(cs)} assigned to pod {who(p, None) if p else uid} as a whole",
+                          [f"{sf}: podEntries[{uid}] = {fmt(cs)}", f"online = {fmt(online)}"], (cs - online) & known, p)
     off = st.default_cpuset - online
     if off and st.policy == "static":
         yield finding("OFFLINE_ASSIGNED", f"{what(st.default_cpuset)} are in the shared pool",
@@ -113,7 +142,7 @@ def offline_assigned(ctx):
 
 
 @check({"ORPHAN_STATE_ENTRY": ("warning", "a state entry names a pod that no source on the node knows (no cgroup, no log directory, no kubelet pods dir)",
-                               "Kubelet normally removes stale entries; a lasting one holds CPUs nobody uses. It clears on kubelet restart.")})
+                               "Kubelet normally removes stale entries; a lasting one holds CPUs nobody uses. It clears on kubelet restart.")}, reads=("assignment",))
 def orphan_state_entry(ctx):
     if ctx.st is None:
         return

@@ -66,8 +66,8 @@ def parse_cpuset(text: str | None, nmax: int | None = None) -> frozenset[int]:
                 raise CpusetError(f"group without range in {text!r}")
             lo = hi = _num(part, nmax, text)
         if stride:
-            used, size = stride
-            out.update(c for c in range(lo, hi + 1) if (c - lo) % size < used)
+            used_n, size_n = stride  # ints (used and size above are their text)
+            out.update(c for c in range(lo, hi + 1) if (c - lo) % size_n < used_n)
         else:
             out.update(range(lo, hi + 1))
     return frozenset(out)

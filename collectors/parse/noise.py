@@ -132,7 +132,7 @@ def parse_ipis(text: str | None, kinds=IPI_KINDS) -> dict[str, dict[int, int]]:
             kind = _IPI_BY_DESC.get(desc)
         else:
             kind = name
-        if kind in kinds and counts:
+        if kind is not None and kind in kinds and counts:
             have = out.setdefault(kind, {})
             for cpu, n in counts.items():
                 have[cpu] = have.get(cpu, 0) + n

@@ -14,6 +14,7 @@ import os
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..parse.cpuset import format_cpuset
 from ..parse.kubelet import checksum_v1, checksum_v2
@@ -30,8 +31,9 @@ class CtrSpec:
     quota_cores: float | None = None  # CFS quota; None = unlimited
     throttled: int = 0  # nr_throttled growth per tick
     init: bool = False  # an init container: in the state file, no cgroup left
+    cgroup_left: bool = False  # init: its cgroup is still there, empty (exited, not yet removed by the runtime)
     mems: str | None = None
-    id: str | None = None
+    id: str = ""  # "": SimNode makes one up
     runq_wait: float = 0.0  # share of wall time each task waits on its run queue (competition)
 
 
@@ -41,7 +43,7 @@ class PodSpec:
     namespace: str = "default"
     qos: str = "Guaranteed"
     containers: list[CtrSpec] = field(default_factory=list)
-    uid: str | None = None
+    uid: str = ""  # "": SimNode makes one up
     logs: bool = True
     cgroup: bool = True
     static: bool = False  # a static pod: its uid is 32 hex digits, no dashes
@@ -74,7 +76,7 @@ class NodeSpec:
     kubelet_running: bool = True
     pods: list[PodSpec] = field(default_factory=list)
     irqs: dict = field(default_factory=dict)  # irq number -> cpulist
-    other_tasks: list = field(default_factory=list)  # (comm, cpu, kthread) tasks outside pods
+    other_tasks: list = field(default_factory=list)  # (comm, cpu, kthread[, cgroup[, busy]]) tasks outside pods
     noise: dict = field(default_factory=dict)  # cpu -> share of its time in softirqs (NET_RX) and IRQs
     steal: dict = field(default_factory=dict)  # cpu -> share of its time stolen by the hypervisor
     numa_miss_per_tick: int = 0
@@ -115,7 +117,7 @@ class SimNode:
         self.spec = spec
         self.root = Path(root)
         self.rng = random.Random(spec.seed)
-        self.t = 0
+        self.t = 0.0  # simulated seconds since start
         self.cpu_busy: dict[int, float] = {}
         self.counters: dict = {}
         self._layout()
@@ -144,13 +146,13 @@ class SimNode:
         self.nnuma = s.sockets * s.numa_per_socket
         for p in s.pods:
             p.uid = p.uid or (layout.static_uid(self.rng) if p.static else _uid(self.rng))
-            for c in p.containers:
-                c.id = c.id or "%064x" % self.rng.getrandbits(256)
+            for ctr in p.containers:
+                ctr.id = ctr.id or "%064x" % self.rng.getrandbits(256)
         exclusive = set()
         for p in s.pods:
-            for c in p.containers:
-                if c.cpus and not c.init:
-                    exclusive |= _cset(c.cpus)
+            for ctr in p.containers:
+                if ctr.cpus and not ctr.init:
+                    exclusive |= _cset(ctr.cpus)
         self.default = self.online - exclusive if s.policy == "static" else set()
         self.pid = 1000
 
@@ -307,7 +309,7 @@ class SimNode:
         policy = s.policy
         if s.state_version == 1:  # before 1.18: entries keyed by container id (CPUManagerCheckpointV1)
             v1 = {c.id: c.cpus for p in s.pods for c in p.containers if c.cpus and not c.init}
-            doc = {"policyName": policy, "defaultCpuSet": default if policy == "static" else ""}
+            doc: dict[str, Any] = {"policyName": policy, "defaultCpuSet": default if policy == "static" else ""}
             if v1 and policy == "static":
                 doc["entries"] = v1
             doc["checksum"] = checksum_v1(doc["policyName"], doc["defaultCpuSet"], doc.get("entries", {}))
@@ -340,7 +342,7 @@ class SimNode:
             sandbox = "%064x" % self.rng.getrandbits(256)
             sb = CtrSpec("POD", id=sandbox, tasks=1, busy=0.0)
             for c in [sb] + p.containers:
-                if c.init:
+                if c.init and not c.cgroup_left:
                     continue
                 if c is not sb:
                     self._names(p, c)
@@ -348,6 +350,9 @@ class SimNode:
                 d = self.cg_dir(p, c)
                 self._cg(d, p, c, eff)
                 rel = self.cg_rel(p, c)
+                if c.init:
+                    self.w(f"{d}/cgroup.procs", "")  # exited: no process left in it
+                    continue
                 if s.crun_subgroup and s.cgroup == 2 and s.driver == "systemd":
                     d, rel = d + "/container", rel + "/container"
                     self._cg(d, p, c, eff)
@@ -363,7 +368,8 @@ class SimNode:
             self.pid += 1
             if rel is not None:  # None: the process left before its cgroup was read
                 self.w(f"/proc/{self.pid}/cgroup", layout.proc_cgroup(s.cgroup, rel, s.cgroupns_prefix))
-            self.tasks.append([self.pid, self.pid, comm, [cpu], 0.5, None, 0, 0, cpu, kthread])
+            busy = t[4] if len(t) > 4 else 0.5  # the share of a CPU it burns
+            self.tasks.append([self.pid, self.pid, comm, [cpu], busy, None, 0, 0, cpu, kthread])
 
     def _names(self, p: PodSpec, c: CtrSpec) -> None:
         """The log layout (kubelet's absolute symlinks) and kubelet's per-container dir."""

@@ -34,7 +34,8 @@ def make_fleet(n: int, seed: int = 11, sizes=SIZES) -> list[SimFleetNode]:
     for i in range(n):
         ncpu = rng.choice(sizes)
         node = SimFleetNode(f"node-{i:05d}", ncpu)
-        roles, owners = ["shared"] * ncpu, [None] * ncpu
+        roles = ["shared"] * ncpu
+        owners: list[tuple[str, str, str] | None] = [None] * ncpu
         roles[0] = roles[ncpu // 2] = "reserved"
         free = [c for c in range(ncpu) if roles[c] == "shared"]
         pods = rng.randint(0, max(1, ncpu // 8))
@@ -85,7 +86,8 @@ def write_openmetrics(fleet: list[SimFleetNode], out, timestamps: list[float], s
     fam("pinscope_cpu_info", (
         (_labels("pinscope_cpu_info", node=n.name, cpu=c, socket=0, numa_node=0 if c < n.ncpus // 2 else 1,
                  core=c % (n.ncpus // 2), role=n.roles[c], namespace=(n.owners[c] or ("", "", ""))[0],
-                 pod=(n.owners[c] or ("", "", ""))[1], container=(n.owners[c] or ("", "", ""))[2]), 1)
+                 pod=(n.owners[c] or ("", "", ""))[1], container=(n.owners[c] or ("", "", ""))[2],
+                 owner_level="container" if n.owners[c] else ""), 1)
         for n in up for c in range(n.ncpus)))
     fam("pinscope_cpu_utilization_ratio", (
         (_labels("pinscope_cpu_utilization_ratio", node=n.name, cpu=c),

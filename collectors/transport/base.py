@@ -9,10 +9,11 @@ from __future__ import annotations
 import asyncio
 import re
 import shlex
+from typing import Protocol
 
 from .. import probe_text
 from ..errors import ProbeFailed
-from ..frames import MAX_FRAME_BYTES, Frame, parse_frame
+from ..frames import MAX_FRAME_BYTES, Frame, parse_frame, unescape
 
 _PAD = re.compile(rb"(?:P[^\n]*\n)*")
 SUDO_REFUSED = "Wsudo -n was refused: root-only files (cpu_manager_state) stay unreadable"
@@ -42,43 +43,104 @@ def stdin_probe_command(root: str | None = None) -> str:
     args = "pinscope-probe"
     if root:
         args += " --root " + shlex.quote(root)
+    # no setsid here: a runtime ends an exec by its process group or cgroup, and a probe that left the
+    # group would outlive it. The probe kills its group on the end of stdin only when it leads one.
     return (f'P=; while IFS= read -r l; do [ "$l" = {shlex.quote(PROBE_END)} ] && break; P="$P$l\n"; done; '
             f'exec sh -c "$P" {args}')
 
 
-class FrameStream:
-    """Request/response over a probe's stdin/stdout. Subclasses provide the streams."""
+class ProbeWriter(Protocol):
+    """The probe's stdin: asyncio's StreamWriter, asyncssh's SSHWriter, the exec stream's _StdinWriter."""
 
-    writer = None  # has write(bytes) (+ drain() for asyncio)
+    def write(self, data: bytes) -> None: ...
+    async def drain(self) -> None: ...
+
+
+class ProbeReader(Protocol):
+    """The probe's stdout: asyncio's StreamReader, asyncssh's SSHReader."""
+
+    async def readuntil(self, separator: bytes) -> bytes: ...
+    async def readline(self) -> bytes: ...
+
+
+class FrameStream:
+    """Request/response over a probe's stdin/stdout. Subclasses provide the streams.
+
+    `idle`: no request is in flight (the last one ended with its frame). Closing an idle probe sends "q"
+    and it ends by itself; closing one that is not (a deadline passed, a read may be stuck on the node)
+    only closes its stdin, and the probe's forwarder then kills the probe's whole process group (probe.sh).
+    `partial`: what arrived of a frame that did not complete (to say what the probe was reading)."""
+
+    writer: ProbeWriter | None = None  # set by the subclass's connect()
     last_raw = b""  # the bytes of the last frame (for --record)
-    reader = None  # has async readline() -> bytes
+    reader: ProbeReader | None = None
+    idle = True
+    partial = b""
+    pending = ""  # the request in flight
+
+    def _streams(self) -> tuple[ProbeReader, ProbeWriter]:
+        if self.reader is None or self.writer is None:
+            raise ProbeFailed("not connected")
+        return self.reader, self.writer
 
     async def _write(self, data: bytes) -> None:
-        self.writer.write(data)
-        drain = getattr(self.writer, "drain", None)
-        if drain is not None:
-            await drain()
+        writer = self._streams()[1]
+        writer.write(data)
+        await writer.drain()
 
     async def request(self, req: str, timeout: float = 10.0) -> Frame:
         """Ask for one frame ('s', 'g', 'gt', 'gta', 'gi', ...) and wait for it, at most `timeout` s."""
         try:
             return await asyncio.wait_for(self._request(req), timeout)
         except asyncio.TimeoutError as err:
-            raise ProbeFailed(f"no frame within {timeout:g} s") from err
+            where = self.stuck_on()
+            raise ProbeFailed(f"no frame within {timeout:g} s" + (f"; the probe was reading at {where} (the last "
+                                                                  "file it sent)" if where else "")) from err
 
     async def _request(self, req: str) -> Frame:
+        self.idle = False
+        self.partial = b""
+        self.pending = req
         await self._write(req.encode() + b"\n")
+        reader = self._streams()[0]
         # one C-level scan for the frame's end ("Z" can only start a line as the Z tag: content lines
         # start with "L"), then the rest of that line; not a Python readline per line
         try:
-            data = await self.reader.readuntil(b"\nZ")
+            data = await reader.readuntil(b"\nZ")
         except asyncio.IncompleteReadError as err:
+            self.partial = err.partial[-65536:]
             raise ProbeFailed("the probe's output ended (connection lost or probe exited)") from err
         except asyncio.LimitOverrunError as err:
             raise ProbeFailed(f"frame larger than {MAX_FRAME_BYTES} bytes") from err
-        tail = await self.reader.readline()
+        tail = await reader.readline()
         if not tail.endswith(b"\n"):
             raise ProbeFailed("the probe's output ended inside a frame")
         # the padding mawk needs (probe.sh) arrives after the previous frame's Z: drop it here
-        self.last_raw = data[_PAD.match(data).end():] + tail
+        pad = _PAD.match(data)  # always matches (it may match nothing)
+        self.last_raw = data[pad.end() if pad else 0:] + tail
+        self.idle = True
         return parse_frame(self.last_raw)
+
+    def stuck_on(self) -> str | None:
+        """The file the probe was at when a frame did not come: the last path that arrived of it (awk
+        writes in blocks, so the probe may be a few files further), None when nothing arrived."""
+        buf = self.partial
+        reader = self.reader
+        if isinstance(reader, asyncio.StreamReader):
+            buf += bytes(getattr(reader, "_buffer", b""))  # what arrived and was not consumed yet
+        return last_path(buf)
+
+
+def last_path(data: bytes) -> str | None:
+    """The last file named in a piece of frame (its C and F/X/T/N lines), unescaped; None if none."""
+    cdir, last = "", None
+    for raw in data.decode("utf-8", "replace").split("\n"):
+        tag, rest = raw[:1], raw[1:]
+        if tag == "C":
+            cdir = rest
+        elif tag in ("F", "X", "M"):
+            last = rest if rest.startswith("/") else f"{cdir}/{rest}"
+        elif tag in ("T", "N"):
+            _, _, name = rest.partition(" ")
+            last = name if name.startswith("/") else f"{cdir}/{name}"
+    return unescape(last) if last is not None else None

@@ -2,13 +2,24 @@
 
 If a pinscope exporter pod (deploy/, label app.kubernetes.io/name=pinscope-exporter, in --namespace) runs
 on the node, the probe is exec'd in it, with --root at the path where that pod mounts the host's "/".
-Otherwise a short-lived debug pod is created on the node the way `kubectl debug node/NAME
---profile=sysadmin` makes one (kubectl/pkg/cmd/debug: generateNodeDebugPod + the sysadmin profile): pinned
-by spec.nodeName, host PID (and host network, so it needs no pod IP from the CNI), every taint tolerated,
-privileged; unlike kubectl's, the host's "/" is mounted READ-ONLY at /host, the service account token is
-not mounted, and the pod carries pinscope's labels and activeDeadlineSeconds, so a crash leaves nothing
-running for long (`pinscope gc` lists and deletes leftovers). The probe runs with --root /host over the
+Otherwise a short-lived debug pod is created on the node, pinned by spec.nodeName with every taint
+tolerated, like `kubectl debug node/NAME` (kubectl/pkg/cmd/debug: generateNodeDebugPod) but with the least
+the probe needs, as the exporter DaemonSet runs: host PID (the node's tasks), the host's "/" mounted
+READ-ONLY at /host, uid 0 (kubelet's cpu_manager_state is 0600 root: read as its owner, no capability),
+every capability dropped, no privilege escalation, seccomp RuntimeDefault, a read-only root filesystem;
+NOT privileged and NOT on the host network (the pod needs no address: the API server reaches it through
+the kubelet). No service account token, pinscope's labels. The probe runs with --root /host over the
 exec stream (kubeexec.py); on close stdin is closed so the probe exits, and the debug pod is deleted.
+
+A pinscope that dies without closing (SIGKILL, OOM, a lost laptop) cannot delete its pod, so the pod ends
+by itself: its container is not `sleep`, but a watchdog (WATCHDOG) that exits once no exec session has
+been alive for `idle` seconds. Each session writes its pid (the probe's: the exec keeps it) to a file in
+a small in-memory emptyDir, the watchdog checks /proc/<pid> every 2 s. A dead pinscope's TCP connection
+ends, the API server ends the exec, the probe reads EOF on stdin and exits, and `idle` seconds later the
+container exits: the pod is Succeeded and nothing runs on the node (the object stays for `pinscope gc`).
+activeDeadlineSeconds (`lifetime`) stays as the hard upper bound; it is no heartbeat because the API
+lets a running pod's activeDeadlineSeconds only be lowered, never raised (pod update validation), so
+it cannot be renewed while in use: shortly before it, a running pinscope starts a fresh pod.
 
 REST calls go through the `kubernetes` client (in a thread, each with a deadline); every refusal is one
 plain line naming the verb and resource (collectors.kube.call). The frames are the same as over SSH.
@@ -24,6 +35,7 @@ import secrets
 import socket
 import string
 import time
+from typing import TYPE_CHECKING
 
 from .. import probe_text
 from ..errors import ProbeFailed, Unreachable
@@ -31,13 +43,31 @@ from ..kube import KubeError, NotFound, call, load_config
 from .base import PROBE_END, FrameStream, stdin_probe_command
 from .kubeexec import ExecStream, exec_url
 
+if TYPE_CHECKING:  # imported when connecting (the package is slow to import)
+    from kubernetes.client import Configuration, CoreV1Api
+
 PROBE_LABELS = {"app.kubernetes.io/name": "pinscope-probe", "app.kubernetes.io/managed-by": "pinscope"}
 PROBE_SELECTOR = ",".join(f"{k}={v}" for k, v in PROBE_LABELS.items())
 EXPORTER_SELECTOR = "app.kubernetes.io/name=pinscope-exporter"
 DEFAULT_IMAGE = "busybox:1.36"  # has sh and awk (the probe needs nothing else)
 DEFAULT_NAMESPACE = "pinscope"
-DEFAULT_LIFETIME = 3600  # s: activeDeadlineSeconds of a debug pod (and how long its container sleeps)
+DEFAULT_LIFETIME = 3600  # s: activeDeadlineSeconds of a debug pod (and the watchdog's own bound)
+DEFAULT_IDLE = 30  # s without a live exec session before a debug pod's container exits by itself
 HOST_MOUNT = "/host"
+RUN_DIR = "/run/pinscope"  # the debug pod's in-memory emptyDir: the session file, nothing else
+SESSION_FILE = RUN_DIR + "/session"
+# The debug pod's container: wait while an exec session lives, exit after $1 s without one (or at $2 s).
+# Constant text; the pid is checked to be digits before it is used. A reused pid only keeps the pod up
+# until activeDeadlineSeconds, as before. One `sleep` every 2 s is all it costs the node.
+WATCHDOG = (
+    'idle=0; up=0; '
+    'while [ "$up" -lt "$2" ]; do '
+    'sleep 2; up=$((up + 2)); '
+    'p=; read -r p 2>/dev/null <' + SESSION_FILE + '; '
+    'case $p in ""|*[!0-9]*) idle=$((idle + 2)) ;; '
+    '*) if [ -d "/proc/$p" ]; then idle=0; else idle=$((idle + 2)); fi ;; esac; '
+    '[ "$idle" -lt "$1" ] || exit 0; '
+    'done')
 # waiting reasons that will not resolve by waiting longer (kubelet: images.ErrImagePull and friends)
 _HOPELESS = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
              "CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
@@ -59,8 +89,9 @@ def valid_node_name(name: str) -> bool:
     return len(name) <= 253 and _DNS_SUBDOMAIN.fullmatch(name) is not None
 
 
-def debug_pod(node: str, image: str = DEFAULT_IMAGE, lifetime: int = DEFAULT_LIFETIME) -> dict:
-    """The debug pod's manifest (see the module docstring for how it differs from kubectl's)."""
+def debug_pod(node: str, image: str = DEFAULT_IMAGE, lifetime: int = DEFAULT_LIFETIME,
+              idle: int = DEFAULT_IDLE) -> dict:
+    """The debug pod's manifest (see the module docstring for what it may do and why)."""
     suffix = "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(5))
     return {
         "apiVersion": "v1", "kind": "Pod",
@@ -71,26 +102,36 @@ def debug_pod(node: str, image: str = DEFAULT_IMAGE, lifetime: int = DEFAULT_LIF
         },
         "spec": {
             "nodeName": node,
-            "hostPID": True,
-            "hostNetwork": True,  # no pod IP needed: starts even where the CNI has none left
+            "hostPID": True,  # the node's tasks (/host/proc), their pids matching the cgroups' cgroup.procs
             "restartPolicy": "Never",
             "activeDeadlineSeconds": int(lifetime),
             "terminationGracePeriodSeconds": 0,
             "automountServiceAccountToken": False,
             "enableServiceLinks": False,
             "tolerations": [{"operator": "Exists"}],
-            "volumes": [{"name": "host-root", "hostPath": {"path": "/"}}],
+            "securityContext": {"runAsUser": 0, "runAsGroup": 0, "runAsNonRoot": False,
+                                "seccompProfile": {"type": "RuntimeDefault"}},
+            "volumes": [{"name": "host-root", "hostPath": {"path": "/", "type": "Directory"}},
+                        {"name": "run", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}],
             "containers": [{
                 "name": "probe",
                 "image": image,
                 "imagePullPolicy": "IfNotPresent",
-                "command": ["sleep", str(int(lifetime))],
-                "securityContext": {"privileged": True},
-                "volumeMounts": [{"name": "host-root", "mountPath": HOST_MOUNT, "readOnly": True}],
+                "command": ["sh", "-c", WATCHDOG, "pinscope-watchdog", str(int(idle)), str(int(lifetime))],
+                "securityContext": {"privileged": False, "allowPrivilegeEscalation": False,
+                                    "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}},
+                "volumeMounts": [{"name": "host-root", "mountPath": HOST_MOUNT, "readOnly": True},
+                                 {"name": "run", "mountPath": RUN_DIR}],
                 "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "128Mi"}},
             }],
         },
     }
+
+
+def session_command(root: str) -> str:
+    """The exec'd command in our debug pod: the session's pid for the watchdog, then the probe (which
+    keeps that pid: the stdin reader execs it)."""
+    return f"echo $$ >{SESSION_FILE}; " + stdin_probe_command(root)
 
 
 def _started_by() -> str:
@@ -126,15 +167,15 @@ class KubeTransport(FrameStream):
     def __init__(self, target: str, *, context: str | None = None, kubeconfig: str | None = None,
                  namespace: str = DEFAULT_NAMESPACE, image: str = DEFAULT_IMAGE,
                  lifetime: int = DEFAULT_LIFETIME, start_timeout: float = 120.0,
-                 use_exporter: bool = True) -> None:
+                 use_exporter: bool = True, idle: int = DEFAULT_IDLE) -> None:
         self.target = self.name = target
         self.node = node_name(target) or target
         self.context, self.kubeconfig = context, kubeconfig
-        self.namespace, self.image, self.lifetime = namespace, image, int(lifetime)
+        self.namespace, self.image, self.lifetime, self.pod_idle = namespace, image, int(lifetime), int(idle)
         self.start_timeout = start_timeout
         self.use_exporter = use_exporter
-        self.api = None
-        self.cfg = None
+        self.api: CoreV1Api | None = None
+        self.cfg: Configuration | None = None
         self.pod: str | None = None  # the pod we exec in
         self.owned = False  # True for our debug pod: deleted on close
         self.deadline = 0.0  # monotonic time at which the debug pod's activeDeadlineSeconds ends
@@ -142,6 +183,11 @@ class KubeTransport(FrameStream):
         self.via = ""  # "exporter pod X" / "debug pod X": said in errors and shown by the CLI
 
     # ------------------------------------------------------------------ the API, in a thread, with deadlines
+    def _core(self) -> CoreV1Api:
+        if self.api is None:  # made by connect() before anything asks the API
+            raise Unreachable(f"{self.target}: not connected to the Kubernetes API")
+        return self.api
+
     async def _call(self, fn, verb: str, resource: str, in_ns: str | None = None, timeout: float = 10.0, **kw):
         try:
             return await asyncio.wait_for(
@@ -175,7 +221,7 @@ class KubeTransport(FrameStream):
 
     async def _pick_pod(self, timeout: float) -> tuple[str, str]:
         if self.use_exporter:
-            doc = await self._call(self.api.list_namespaced_pod, "list", "pods", self.namespace, timeout,
+            doc = await self._call(self._core().list_namespaced_pod, "list", "pods", self.namespace, timeout,
                                    namespace=self.namespace, label_selector=EXPORTER_SELECTOR,
                                    field_selector=f"spec.nodeName={self.node}")
             for pod in doc.get("items") or []:
@@ -184,9 +230,9 @@ class KubeTransport(FrameStream):
                     self.pod, self.owned = pod["metadata"]["name"], False
                     self.via = f"exporter pod {self.namespace}/{self.pod}"
                     return where
-        manifest = debug_pod(self.node, self.image, self.lifetime)
+        manifest = debug_pod(self.node, self.image, self.lifetime, self.pod_idle)
         try:
-            created = await self._call(self.api.create_namespaced_pod, "create", "pods", self.namespace, timeout,
+            created = await self._call(self._core().create_namespaced_pod, "create", "pods", self.namespace, timeout,
                                        namespace=self.namespace, body=manifest,
                                        # kubernetes 37's generated client sends no Content-Type for a dict
                                        # body (it goes out as application/octet-stream: a 415 from a real
@@ -209,7 +255,7 @@ class KubeTransport(FrameStream):
         why = "Pending"
         pause = 0.1  # a pod on a node with the image already there runs within a second or two
         while time.monotonic() < end:
-            pod = await self._call(self.api.read_namespaced_pod, "get", "pods", self.namespace, timeout,
+            pod = await self._call(self._core().read_namespaced_pod, "get", "pods", self.namespace, timeout,
                                    namespace=self.namespace, name=self.pod)
             if _running(pod):
                 return
@@ -229,8 +275,11 @@ class KubeTransport(FrameStream):
         raise Unreachable(f"{self.target}: {self.via} not running after {self.start_timeout:g} s ({why})")
 
     async def _exec(self, container: str, root: str, timeout: float) -> None:
+        if self.pod is None:  # _pick_pod() named it
+            raise ProbeFailed(f"{self.target}: no pod to exec in")
         self.stream = ExecStream(self.cfg, f"{self.target}: {self.via}", self.namespace)
-        url = exec_url(self.cfg, self.namespace, self.pod, container, ["sh", "-c", stdin_probe_command(root)])
+        command = session_command(root) if self.owned else stdin_probe_command(root)
+        url = exec_url(self.cfg, self.namespace, self.pod, container, ["sh", "-c", command])
         await self.stream.open(url, timeout)
         self.reader, self.writer = self.stream.reader, self.stream.writer
         await self._write((probe_text().rstrip("\n") + "\n" + PROBE_END + "\n").encode())
@@ -248,12 +297,12 @@ class KubeTransport(FrameStream):
 
     async def close(self) -> None:
         """Close stdin so the probe exits (in the exporter's pod it must), then delete our debug pod. Quick:
-        the app gives every node 2 s to close; a pod left behind ends at its activeDeadlineSeconds."""
+        the app gives every node 2 s to close; a pod left behind ends `idle` s later (its watchdog)."""
         stream, self.stream = self.stream, None
         pod, owned, self.pod, self.owned = self.pod, self.owned, None, False
         if stream is not None:
             with contextlib.suppress(Exception):
-                await stream.close_stdin(0.2 if owned else 1.0)
+                await stream.close_stdin(0.2 if owned else 1.0, quit=self.idle)
         if pod and owned and self.api is not None:
             with contextlib.suppress(KubeError, Unreachable):
                 await self._call(self.api.delete_namespaced_pod, "delete", "pods", self.namespace, 1.5,

@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import json
 import ssl
+from typing import Any
 from urllib.parse import quote, urlencode
 
 import aiohttp
@@ -88,7 +89,7 @@ class ExecStream:
             url = "ws:" + url[5:]
         tls = ssl_context(self.cfg) if url.startswith("wss:") else None
         self.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None, sock_connect=timeout))
-        kw = {}
+        kw: dict[str, Any] = {}  # ws_connect's keywords, only those this configuration sets
         if tls is not None:
             kw["ssl"] = tls
             if getattr(self.cfg, "tls_server_name", None):
@@ -96,7 +97,7 @@ class ExecStream:
         if getattr(self.cfg, "proxy", None):
             kw["proxy"] = self.cfg.proxy
         try:
-            self.ws = await asyncio.wait_for(self.session.ws_connect(
+            self.ws = ws = await asyncio.wait_for(self.session.ws_connect(
                 url, protocols=(V5, V4), headers=auth_headers(self.cfg), heartbeat=15.0,
                 max_msg_size=MAX_FRAME_BYTES, **kw), timeout)
         except aiohttp.WSServerHandshakeError as err:
@@ -111,7 +112,7 @@ class ExecStream:
         except (aiohttp.ClientError, OSError) as err:
             await self.aclose()
             raise Unreachable(f"{self.what}: {err}") from err
-        self.protocol = self.ws.protocol
+        self.protocol = ws.protocol
         if self.protocol not in (V5, V4):
             await self.aclose()
             raise TransportError(f"{self.what}: the API offered no channel protocol we speak "
@@ -121,6 +122,8 @@ class ExecStream:
     async def _read(self) -> None:
         """Demultiplex: stdout to the reader, stderr kept (its tail names a failure), the Status kept."""
         try:
+            if self.ws is None:  # open() failed: nothing will come
+                return
             async for msg in self.ws:
                 if msg.type is aiohttp.WSMsgType.BINARY:
                     data = msg.data
@@ -163,12 +166,14 @@ class ExecStream:
         except (aiohttp.ClientError, ConnectionError, OSError) as err:
             raise ProbeFailed(f"{self.what}: exec stream lost ({err})") from err
 
-    async def close_stdin(self, wait: float = 2.0) -> None:
-        """Let the probe exit by itself: "q", then EOF on v5 (or the websocket's end on v4)."""
+    async def close_stdin(self, wait: float = 2.0, quit: bool = True) -> None:
+        """Let the probe exit by itself: "q" (only when it is idle: without it, the end of stdin makes the
+        probe's forwarder kill its whole process group), then EOF on v5 (or the websocket's end on v4)."""
         if self.ws is None or self.ws.closed:
             return
         with contextlib.suppress(ProbeFailed):
-            await self.send(STDIN, b"q\n")
+            if quit:
+                await self.send(STDIN, b"q\n")
             if self.protocol == V5:
                 await self.ws.send_bytes(bytes([CLOSE, STDIN]))
         if self._pump is not None:

@@ -64,7 +64,7 @@ class SSHTransport(FrameStream):
         self.connect_timeout = connect_timeout
         self.keepalive = keepalive
         self.conn: asyncssh.SSHClientConnection | None = None
-        self.proc = None
+        self.proc: asyncssh.SSHClientProcess[bytes] | None = None
         self.slow_factor = 1.0  # see _open
 
     def _options(self) -> dict:
@@ -142,9 +142,12 @@ class SSHTransport(FrameStream):
                 raise Unreachable(f"{self.target}: no answer within {t:g} s (host down, or packets dropped)")
             try:
                 self.conn = await asyncio.wait_for(task, max(0.1, budget - (time.monotonic() - t0)))
-                self.proc = await asyncio.wait_for(
+                # encoding=None: bytes (create_process's AnyStr is not inferred from it)
+                proc: asyncssh.SSHClientProcess[bytes] = await asyncio.wait_for(
                     self.conn.create_process(probe_command(self.root, self.sudo), encoding=None),
                     max(0.1, budget - (time.monotonic() - t0)))
+                self.proc = proc
+                self.reader, self.writer = proc.stdout, proc.stdin
             except (asyncio.TimeoutError, TimeoutError) as err:
                 self.slow_factor = min(4.0, self.slow_factor * 2)
                 raise Unreachable(f"{self.target}: connected, but no answer within {budget:g} s from sshd"
@@ -183,7 +186,6 @@ class SSHTransport(FrameStream):
             raise Unreachable(f"{self.target}: {why}") from err
         except asyncssh.Error as err:
             raise TransportError(f"{self.target}: ssh: {err.reason or err}") from err
-        self.reader, self.writer = self.proc.stdout, self.proc.stdin
 
     async def _request(self, req: str):
         try:
@@ -192,9 +194,12 @@ class SSHTransport(FrameStream):
             raise ProbeFailed(f"{self.target}: connection lost ({err})") from err
 
     async def close(self) -> None:
+        """"q" to an idle probe; else only the end of its stdin: the probe's forwarder then kills its whole
+        process group on the node (sshd makes each session one; signals are not forwarded reliably)."""
         with contextlib.suppress(Exception):
             if self.proc is not None:
-                self.proc.stdin.write(b"q\n")
+                if self.idle:
+                    self.proc.stdin.write(b"q\n")
                 self.proc.stdin.write_eof()
         with contextlib.suppress(Exception):
             if self.conn is not None:

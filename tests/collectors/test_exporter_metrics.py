@@ -39,6 +39,24 @@ def test_cpu_info_one_series_per_cpu_with_the_running_owner(tmp_path):
     assert s["pinscope_container_migrations_per_second"]
 
 
+@pytest.mark.parametrize("init_name", ["0-setup", "zz-setup"])
+def test_an_exited_init_containers_reused_cpus_are_the_app_containers(tmp_path, init_name):
+    """Issue 22 item 6: the init container exited, its empty cgroup still there (the runtime has not
+    removed it), its CPUs 1,5 reused by the app (kubelet's cpusToReuse, node-files.md §1.1). Every CPU is
+    labelled with the app, whatever the names sort as, and the pod holds 6 CPUs, not 8."""
+    from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+
+    spec = NodeSpec(hostname="t", sockets=1, cores=4, threads=2, reserved="0,4", init_affinity="0,4", pods=[
+        PodSpec("rt", "prod", containers=[CtrSpec(init_name, cpus="1,5", init=True, cgroup_left=True),
+                                          CtrSpec("app", cpus="1-3,5-7")])])
+    s = node_samples("t", read_sim(spec, tmp_path / "n", samples=1))
+    info = {int(x.labels["cpu"]): (x.labels["role"], x.labels["pod"], x.labels["container"]) for x in s["pinscope_cpu_info"]}
+    assert info == {0: ("reserved", "", ""), 4: ("reserved", "", ""),
+                    **{c: ("exclusive", "rt", "app") for c in (1, 2, 3, 5, 6, 7)}}
+    ex = {(x.labels["pod"], x.labels["container"]): x.value for x in s["pinscope_container_exclusive_cpus"]}
+    assert ex == {("rt", "app"): 6, ("rt", init_name): 0}
+
+
 def test_first_read_has_no_rates_and_counters_only_where_the_kernel_counts(tmp_path):
     rep = read_sim(offline_isolated(), tmp_path / "n", samples=1)
     s = node_samples("edge", rep)
@@ -217,3 +235,102 @@ def test_runqueue_wait_is_the_threads_wait_in_seconds_per_second(tmp_path):
     s = node_samples("w", read_sim(spec, tmp_path / "n"))
     waits = {x.labels["container"]: x.value for x in s["pinscope_container_runqueue_wait_seconds_per_second"]}
     assert waits["feed"] == pytest.approx(0.2, rel=0.05) and waits["api"] == 0
+
+
+@pytest.mark.parametrize("how", ["root removed", "proc and sys gone"])
+def test_a_node_whose_tree_vanished_reads_0_and_says_why(tmp_path, how, capsys):
+    """Issue 22 item 6: the exporter's real loop over a --root tree; the tree goes away (the directory
+    removed, or /proc and /sys no longer there). read_success turns 0 with the node's other series gone
+    (so the unreadable alert fires, the critical ones do not silently resolve), and stderr says why."""
+    import asyncio
+    import shutil
+
+    from collectors.collect import NodeCollector, Options
+    from collectors.exporter.serve import node_loop
+    from collectors.sim.node import SimNode
+    from collectors.transport.local import LocalTransport
+
+    root = tmp_path / "n"
+    SimNode(dual_socket_intel(), root).write()
+    store = LatestReports()
+    seen: list[tuple[bool, int]] = []
+
+    async def go():
+        stop = asyncio.Event()
+        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
+        task = asyncio.create_task(node_loop(col, "xeon", 0.01, store, stop, 5.0))
+        for _ in range(2000):  # reads, not seconds: each step waits for the loop to publish
+            await asyncio.sleep(0.005)
+            st = store.get("xeon")
+            if st is None:
+                continue
+            if not seen or seen[-1] != (st.success, len(st.samples.get("pinscope_cpu_info", ()))):
+                seen.append((st.success, len(st.samples.get("pinscope_cpu_info", ()))))
+            if len(seen) == 1 and st.success and (root / "sys").exists():
+                if how == "root removed":
+                    shutil.rmtree(root)
+                else:
+                    shutil.rmtree(root / "proc")
+                    shutil.rmtree(root / "sys")
+            if not st.success:
+                break
+        stop.set()
+        await task
+
+    asyncio.run(go())
+    assert seen[0] == (True, 48) and seen[-1] == (False, 0), seen
+    assert all(n == 48 for ok, n in seen if ok), seen  # never "read" with zero CPUs
+    st = store.get("xeon")
+    assert st.samples == {} and self_samples(st)["pinscope_read_success"][0].value == 0.0
+    err = capsys.readouterr().err
+    assert st.error.startswith("nothing of the node could be read (no CPU): /sys/devices/system/cpu/online: missing")
+    assert f"pinscope exporter: xeon: {st.error}\n" in err
+
+
+def test_a_state_file_that_becomes_a_fifo_is_gone_from_the_next_read_not_carried(tmp_path):
+    """Issue 22 item 5: the deeper frames carried between reads kept the old checkpoint after the file
+    became a FIFO (exclusive CPUs and no STATE_UNREADABLE for the next 9 reads). The read that finds the
+    FIFO drops it: no exclusive CPU from it, the finding fires, the file is named as refused."""
+    import asyncio
+    import os
+
+    from collectors.collect import NodeCollector, Options
+    from collectors.exporter.serve import exporter_depth
+    from collectors.sim.node import SimNode
+    from collectors.transport.local import LocalTransport
+
+    root = tmp_path / "n"
+    SimNode(dual_socket_intel(), root).write()
+    state = root / "var/lib/kubelet/cpu_manager_state"
+
+    async def go():
+        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
+        await col.connect()
+        try:
+            out = []
+            for i in range(4):
+                if i == 2:
+                    state.unlink()
+                    os.mkfifo(state)
+                rep = await col.tick(exporter_depth(col.ticks))
+                out.append((rep, node_samples("xeon", rep)))
+            return out
+        finally:
+            await col.close()
+
+    seen = asyncio.run(asyncio.wait_for(go(), 60))
+    for rep, s in seen[:2]:
+        roles = {x.labels["role"]: x.value for x in s["pinscope_cpus"]}
+        assert roles["exclusive"] == 8.0
+        assert [x.labels["roles_from"] for x in s["pinscope_node_info"]] == ["state"]
+        assert "STATE_UNREADABLE" not in {x.labels["code"] for x in s["pinscope_finding"]}
+    for rep, s in seen[2:]:
+        assert "c" not in rep.snapshot.request.split(" ")[0]  # grid reads: the deeper frame is carried
+        # the cgroups' cpusets may still show CPUs exclusive (the kernel's word); kubelet's is gone: the
+        # roles now come from the cgroups, never from the old checkpoint
+        assert rep.snapshot.state_status == "unreadable"
+        assert [x.labels["roles_from"] for x in s["pinscope_node_info"]] == ["cgroups"]
+        assert "STATE_UNREADABLE" in {x.labels["code"] for x in s["pinscope_finding"]}
+        assert any(p.source == "/var/lib/kubelet/cpu_manager_state" and "fifo" in p.message
+                   for p in rep.snapshot.problems)
+        assert rep.snapshot.state is None

@@ -63,6 +63,9 @@ CASES = {
                                      PodSpec("gone", cgroup=False, logs=False, containers=[CtrSpec("old", cpus="2,6")])]),
     "STATE_CHECKSUM_MISMATCH": dict(state_text='{"policyName":"static","defaultCpuSet":"0-7","checksum":42}',
                                     pods=[]),
+    # a valid checkpoint larger than pinscope reads (1 MiB): not read whole, never "invalid"
+    "STATE_NOT_READ_WHOLE": dict(state_text='{"policyName":"static","defaultCpuSet":"0,2-4,6-7","pad":"'
+                                 + "x" * (1 << 20) + '","checksum":0}'),
     "KUBELET_NOT_FOUND": dict(kubelet_running=False),
     # v2: systemd did not delegate cpuset to kubepods (the containers then have no cpuset files)
     "CPUSET_NOT_ENABLED": dict(cpuset_delegated=False),
@@ -98,8 +101,137 @@ def test_read_partial_is_not_a_fault(tmp_path):
     fs = evaluate(unread, None)
     (f,) = [f for f in fs if f.code == "READ_PARTIAL"]
     assert f.severity == "info"
-    assert f.message == f"read only in part: config.yaml, cpu_manager_state not readable by this user; {fix}"
+    assert f.message == (f"read only in part: config.yaml, cpu_manager_state not readable by this user; {fix}; "
+                         "checks not run: " + ", ".join(NOT_RUN_UNREAD))
     assert codes(fs) == []
+
+
+def read_as_user(spec: NodeSpec, root, hide: tuple[str, ...], samples: int = 1):
+    """`spec` read through the real probe and pipeline (`samples` times, a simulated second apart), the
+    files `hide` (node paths) said unreadable by the probe, as they are for a user without --sudo
+    (cpu_manager_state is 0600)."""
+    import asyncio
+    import dataclasses
+
+    from collectors.collect import NodeCollector, Options
+    from collectors.sim.node import SimNode
+    from collectors.transport.local import LocalTransport
+
+    sim = SimNode(spec, root).write()
+
+    async def go():
+        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
+        await col.connect()
+        try:
+            for i in range(samples):
+                if i:
+                    sim.tick(1.0)
+                frame, _ = await col.read()
+                gone = set(hide) & (frame.files.keys() | frame.unreadable)
+                frame = dataclasses.replace(frame, files={k: v for k, v in frame.files.items() if k not in gone},
+                                            unreadable=frame.unreadable | gone)
+                report = col.pipeline.feed(frame)
+            return report
+        finally:
+            await col.close()
+
+    return asyncio.run(go())
+
+
+NOT_RUN_UNREAD = ["EXCLUSIVE_CROSS_NUMA", "EXCLUSIVE_OVERLAP", "GUARANTEED_NOT_PINNED", "MEMS_NOT_LOCAL",
+                  "OFFLINE_ASSIGNED", "ORPHAN_STATE_ENTRY", "SHARED_POOL_STARVED", "STATE_CGROUP_DRIFT",
+                  "STATE_CHECKSUM_MISMATCH", "STATE_NOT_READ_WHOLE", "STATE_POLICY_MISMATCH", "STATE_UNREADABLE",
+                  "THROTTLED_EXCLUSIVE"]
+
+
+@pytest.mark.parametrize("hide", [("/var/lib/kubelet/cpu_manager_state",),
+                                  ("/var/lib/kubelet/cpu_manager_state", "/var/lib/kubelet/config.yaml")])
+def test_unread_state_cries_no_wolf(tmp_path, hide):
+    """Issue 22 item 1: without --sudo, a pinned Guaranteed container (CFS quota kept: kubelet < 1.33) was
+    called GUARANTEED_NOT_PINNED while the same report showed its CPUs exclusive to it. The checks that
+    judge by kubelet's assignment are not run; READ_PARTIAL names them; nothing above info is left."""
+    spec = base(pods=[PodSpec("rt", "prod", containers=[CtrSpec("app", cpus="1,5", quota_cores=2)]),
+                      PodSpec("web", "prod", qos="Burstable", containers=[CtrSpec("a")])], init_affinity="0,4")
+    r = read_as_user(spec, tmp_path, hide)
+    snap, fs = r.snapshot, list(r.findings)
+    assert snap.roles_from == "cgroups" and snap.state_status == "unreadable"
+    reserved = "shared" if len(hide) == 2 else "reserved"  # reservedSystemCPUs is in the config
+    assert {c.id: str(c.role) for c in snap.roles} == {0: reserved, 4: reserved, 1: "exclusive", 5: "exclusive",
+                                                       2: "shared", 3: "shared", 6: "shared", 7: "shared"}
+    assert [(o.pod, o.container) for o in dict((c.id, c) for c in snap.roles)[1].owners] == [("rt", "app")]
+    assert codes(fs) == [], [f"{f.code}: {f.message}" for f in fs]
+    assert "GUARANTEED_NOT_PINNED" not in codes(fs, "info")
+    (f,) = [f for f in fs if f.code == "READ_PARTIAL"]
+    assert f.message.endswith("; checks not run: " + ", ".join(NOT_RUN_UNREAD))
+    assert "not run: STATE_UNREADABLE, STATE_POLICY_MISMATCH, STATE_CHECKSUM_MISMATCH, STATE_NOT_READ_WHOLE, EXCLUSIVE_OVERLAP, " \
+           "OFFLINE_ASSIGNED, ORPHAN_STATE_ENTRY, STATE_CGROUP_DRIFT, GUARANTEED_NOT_PINNED, EXCLUSIVE_CROSS_NUMA, MEMS_NOT_LOCAL, " \
+           "THROTTLED_EXCLUSIVE, SHARED_POOL_STARVED (they judge by kubelet's CPU assignment (cpu_manager_state))" \
+           in f.evidence
+    if len(hide) == 2:  # an unread config is an unknown policy, never kubelet's default "none"
+        assert snap.kubelet.cpu_manager_policy is None and snap.roles_from == "cgroups"
+
+
+def test_unread_state_still_finds_runqueue_wait_on_the_cpus_the_report_shows(tmp_path):
+    """Without kubelet's assignment the roles are inferred from the cgroups; the run-queue wait on the
+    container the report shows pinned is still found (it judges by what the report shows)."""
+    spec = base(pods=[PodSpec("rt", "prod", containers=[CtrSpec("app", cpus="1,5", runq_wait=0.2, tasks=1)]),
+                      PodSpec("web", "prod", qos="Burstable", containers=[CtrSpec("a")])], init_affinity="0,4")
+    r = read_as_user(spec, tmp_path, ("/var/lib/kubelet/cpu_manager_state",), samples=2)
+    assert r.snapshot.roles_from == "cgroups"
+    (f,) = [f for f in r.findings if f.code == "RUNQUEUE_WAIT_EXCLUSIVE"]
+    assert (f.pod, f.container) == ("rt", "app") and set(f.cpus) <= {1, 5} and "waited 200 ms/s" in f.message
+
+
+def test_unread_state_under_policy_none_still_says_guaranteed_not_pinned(tmp_path):
+    """Under policy none kubelet assigns nothing: the state file is not needed to know it (info)."""
+    spec = base(policy="none", reserved=None, pods=[PodSpec("big", containers=[CtrSpec("java", quota_cores=2)])])
+    r = read_as_user(spec, tmp_path, ("/var/lib/kubelet/cpu_manager_state",))
+    (g,) = [f for f in r.findings if f.code == "GUARANTEED_NOT_PINNED"]
+    assert g.severity == "info" and g.message == "default/big/java: Guaranteed with a 2-CPU limit, but on the shared pool (policy none)"
+    (f,) = [f for f in r.findings if f.code == "READ_PARTIAL"]
+    assert "checks not run" not in f.message
+
+
+def test_guaranteed_not_pinned_agrees_with_the_roles_shown(tmp_path):
+    """Static, the state file missing (STATE_UNREADABLE, roles inferred from the cgroups): a container the
+    report shows on CPUs exclusive to it is not also called unpinned."""
+    spec = base(pods=[PodSpec("rt", "prod", containers=[CtrSpec("app", cpus="1,5", quota_cores=2)]),
+                      PodSpec("web", "prod", qos="Burstable", containers=[CtrSpec("a")])], init_affinity="0,4")
+    sf = tmp_path / "var/lib/kubelet/cpu_manager_state"
+    from collectors.sim.node import SimNode
+    SimNode(spec, tmp_path).write()
+    sf.unlink()
+    r = read_sim_written(tmp_path)
+    assert r.snapshot.roles_from == "cgroups" and r.snapshot.state_status == "missing"
+    assert codes(r.findings) == ["STATE_UNREADABLE"], [f"{f.code}: {f.message}" for f in r.findings]
+
+
+def read_sim_written(root):
+    import asyncio
+
+    from collectors.collect import NodeCollector, Options
+    from collectors.transport.local import LocalTransport
+
+    async def go():
+        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
+        await col.connect()
+        try:
+            return await col.tick()
+        finally:
+            await col.close()
+
+    return asyncio.run(go())
+
+
+def test_guaranteed_not_pinned_counts_a_one_cpu_limit(tmp_path):
+    """Issue 22 item 8 (mutant `cores >= 1` -> `> 1`): a Guaranteed container with a 1-CPU limit on the
+    shared pool is named; half a CPU is not (only integer limits get exclusive CPUs)."""
+    spec = base(pods=[PodSpec("rt", "prod", containers=[CtrSpec("app", cpus="1,5")]),
+                      PodSpec("one", "prod", containers=[CtrSpec("a", quota_cores=1)]),
+                      PodSpec("half", "prod", containers=[CtrSpec("b", quota_cores=0.5)])], init_affinity="0,4")
+    snap, fs = run(tmp_path, spec)
+    got = [(f.severity, f.pod, f.container, f.message, f.cpus) for f in fs if f.code == "GUARANTEED_NOT_PINNED"]
+    assert got == [("warning", "one", "a", "prod/one/a: Guaranteed with a 1-CPU limit, but on the shared pool", (0, 2, 3, 4, 6, 7))]
 
 
 @pytest.mark.parametrize("code", sorted(CASES))
@@ -168,3 +300,137 @@ LEGIT = {
 def test_legit_is_silent(tmp_path, case):
     snap, fs = run(tmp_path, base(**LEGIT[case], init_affinity="0,4"), samples=2)
     assert codes(fs, "info") == [], [f"{f.code}: {f.message}" for f in fs]
+
+
+@pytest.mark.parametrize("order", ["pinned first", "shared first"])
+def test_inferred_owners_tie_break_takes_the_largest_set_as_the_pool(tmp_path, order):
+    """Issue 22 item 8 (the owner tie-break in assemble/roles.py). kubelet's assignment unread, every pod
+    Guaranteed: the pinned container's cpuset and the pool (a fractional sidecar's) are each seen once.
+    On the tie the larger set is the shared pool, whichever is met first; the pinned one owns its CPUs."""
+    ctrs = [CtrSpec("app", cpus="1,5", quota_cores=2), CtrSpec("side", quota_cores=0.5)]
+    spec = base(pods=[PodSpec("rt", "prod", containers=ctrs if order == "pinned first" else ctrs[::-1])],
+                init_affinity="0,4")
+    r = read_as_user(spec, tmp_path, ("/var/lib/kubelet/cpu_manager_state",))
+    snap = r.snapshot
+    assert snap.roles_from == "cgroups" and snap.shared_pool == frozenset({0, 2, 3, 4, 6, 7})
+    got = {c.id: (str(c.role), tuple((o.pod, o.container) for o in c.owners)) for c in snap.roles}
+    assert got == {0: ("reserved", ()), 4: ("reserved", ()), 1: ("exclusive", (("rt", "app"),)),
+                   5: ("exclusive", (("rt", "app"),)), 2: ("shared", ()), 3: ("shared", ()), 6: ("shared", ()),
+                   7: ("shared", ())}
+    assert codes(r.findings) == []
+
+
+# ------------------------------------------------------------------ intruders: evidence, not presence (issue 22 item 9)
+
+def test_passers_by_on_an_unconfined_node_are_one_warning_never_critical(tmp_path):
+    """PID 1 may run anywhere (no CPUAffinity=): tasks outside the pods that merely last ran on exclusive
+    CPUs, using next to nothing, are listed in one SYSTEM_NOT_CONFINED warning; no INTRUDER_TASK."""
+    spec = base(other_tasks=[("sshd", 1, False, "/system.slice/ssh.service", 0.0),
+                             ("python3", 5, False, "/user.slice/user-0.slice/session-1.scope", 0.02)])
+    for samples in (1, 2):
+        snap, fs = run(tmp_path / str(samples), spec, samples=samples)
+        assert "INTRUDER_TASK" not in codes(fs, "info"), [f.message for f in fs]
+        (w,) = [f for f in fs if f.code == "SYSTEM_NOT_CONFINED"]
+        assert w.severity == "warning" and w.cpus == (1, 5)
+        assert w.message == ("2 task(s) of 2 process(es) outside the owning pods last ran on exclusive CPUs 1,5: "
+                             "PID 1 (and so system services) may run on 1,5")
+        (seen,) = [e for e in w.evidence if e.startswith("last ran there: ")]
+        assert "sshd (pid " in seen and ") on CPU 1" in seen and "python3 (pid " in seen and ") on CPU 5" in seen
+        assert codes(fs) == ["SYSTEM_NOT_CONFINED"]
+
+
+def test_a_measured_share_of_an_exclusive_cpu_is_critical(tmp_path):
+    """Two samples: a task burning half a CPU on CPU 1 at both ends of the window is an INTRUDER_TASK
+    (critical), with the share in the evidence; an idle one beside it stays a passer-by."""
+    spec = base(other_tasks=[("backup.sh", 1, False, "/system.slice/backup.service", 0.5),
+                             ("sshd", 5, False, "/system.slice/ssh.service", 0.0)])
+    snap, fs = run(tmp_path, spec, samples=2)
+    (i,) = [f for f in fs if f.code == "INTRUDER_TASK"]
+    assert i.severity == "critical" and i.cpus == (1,) and i.message.startswith("backup.sh (pid ")
+    assert any(" % of a CPU over " in e and "on exclusive CPU 1 at both ends (threshold 10 %)" in e for e in i.evidence), i.evidence
+    (w,) = [f for f in fs if f.code == "SYSTEM_NOT_CONFINED"]
+    assert w.severity == "warning" and w.cpus == (5,) and "sshd (pid " in " ".join(w.evidence)
+    assert "backup.sh" not in " ".join(w.evidence)
+    # one sample: no window, no share measured: a passer-by
+    snap, fs = run(tmp_path / "one", spec, samples=1)
+    assert "INTRUDER_TASK" not in codes(fs, "info")
+
+
+def test_pinned_to_exclusive_cpus_is_critical_without_a_window(tmp_path):
+    """Cpus_allowed_list inside the exclusive CPUs (someone ran it under taskset -c 1): critical on one
+    sample. The probe's every-task scan sends no status today; a task's allowed list, when known, counts."""
+    import dataclasses
+
+    spec = base(other_tasks=[("stress", 1, False, "/user.slice/user-0.slice/session-1.scope", 0.0)])
+    snap, fs = run(tmp_path, spec)
+    assert "INTRUDER_TASK" not in codes(fs, "info")
+    tasks = tuple(t._replace(allowed=frozenset({1})) if t.comm == "stress" else t for t in snap.all_tasks)
+    fs = evaluate(dataclasses.replace(snap, all_tasks=tasks), None)
+    (i,) = [f for f in fs if f.code == "INTRUDER_TASK"]
+    assert any("Cpus_allowed_list = 1, exclusive CPUs only: pinned there" in e for e in i.evidence)
+    assert not [f for f in fs if f.code == "SYSTEM_NOT_CONFINED" and f.severity == "warning"]
+    # allowed on a shared CPU too: the scheduler's choice, not a pin
+    tasks = tuple(t._replace(allowed=frozenset({1, 2})) if t.comm == "stress" else t for t in snap.all_tasks)
+    fs = evaluate(dataclasses.replace(snap, all_tasks=tasks), None)
+    assert "INTRUDER_TASK" not in codes(fs, "info")
+
+
+def test_a_moving_busy_task_is_no_intruder(tmp_path):
+    """Busy, but on another CPU at the window's start: it may have spent the window anywhere."""
+    import dataclasses
+
+    spec = base(other_tasks=[("make", 1, False, "/user.slice/user-0.slice/session-1.scope", 0.9)])
+    r = read_sim(spec, tmp_path, 2)
+    (t,) = [t for t in r.snapshot.all_tasks if t.comm == "make"]
+    assert r.rates.task_first_cpu[t.tid] == 1 and r.rates.task_busy[t.tid] > 0.5
+    assert "INTRUDER_TASK" in codes(r.findings)
+    moved = dataclasses.replace(r.rates, task_first_cpu={**r.rates.task_first_cpu, t.tid: 2})
+    fs = evaluate(r.snapshot, moved)
+    assert "INTRUDER_TASK" not in codes(fs, "info")
+    assert [f.severity for f in fs if f.code == "SYSTEM_NOT_CONFINED"] == ["warning"]
+
+
+def test_the_intruder_share_threshold_is_configurable(tmp_path):
+    """--intruder-pct: half a CPU is an intruder at the default 10 %, not above 80 %; the CLI knows the flag."""
+    from collectors.findings.jitter import Thresholds, set_thresholds, thresholds
+    from tui.cli import build_parser
+
+    spec = base(other_tasks=[("backup.sh", 1, False, "/system.slice/backup.service", 0.5)])
+    old = thresholds()
+    try:
+        set_thresholds(Thresholds(intruder_pct=80))
+        snap, fs = run(tmp_path / "a", spec, samples=2)
+        assert "INTRUDER_TASK" not in codes(fs, "info") and "SYSTEM_NOT_CONFINED" in codes(fs)
+    finally:
+        set_thresholds(old)
+    snap, fs = run(tmp_path / "b", spec, samples=2)
+    assert "INTRUDER_TASK" in codes(fs)
+    assert build_parser("check").parse_args(["--intruder-pct", "25", "local"]).intruder_pct == 25
+
+
+def test_a_measured_intruder_holds_between_task_scans(tmp_path):
+    """Live, the every-task scan comes every 10th tick: the share measured over the last two scans holds
+    on the ticks between (an INTRUDER_TASK does not flicker with the scan cadence)."""
+    import asyncio
+
+    from collectors.collect import NodeCollector, Options
+    from collectors.sim.node import SimNode
+    from collectors.transport.local import LocalTransport
+
+    sim = SimNode(base(other_tasks=[("backup.sh", 1, False, "/system.slice/backup.service", 0.5)]), tmp_path).write()
+
+    async def go():
+        col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
+        await col.connect()
+        try:
+            got = []
+            for depth in ("gcTaiw", "gcTaiw", "g", "g", "gc"):
+                r = await col.tick(depth)
+                got.append([f.code for f in r.findings if f.severity == "critical"])
+                sim.tick(1.0)
+            return got
+        finally:
+            await col.close()
+
+    got = asyncio.run(go())
+    assert got == [[], ["INTRUDER_TASK"], ["INTRUDER_TASK"], ["INTRUDER_TASK"], ["INTRUDER_TASK"]], got

@@ -73,12 +73,12 @@ def test_two_nodes_collected_through_the_real_probe_then_closed(tmp_path):
         tasks = [asyncio.create_task(f.run_node(n, lambda name, r: reports[name].append(r),
                                                 lambda name, st, msg: states.append((name, st))))
                  for n in f.names]
-        for _ in range(200):
+        for _ in range(1200):  # a hang guard (60 s): a loaded machine ticks late
             if all(len(r) >= 11 for r in reports.values()):
                 break
             await asyncio.sleep(0.05)
-        await asyncio.wait_for(f.close(), 5)
-        await asyncio.wait_for(asyncio.gather(*tasks), 5)  # close() stops every node's task
+        await asyncio.wait_for(f.close(), 30)
+        await asyncio.wait_for(asyncio.gather(*tasks), 30)  # close() stops every node's task
         return f, reports, states
 
     f, reports, states = asyncio.run(go())
@@ -129,3 +129,47 @@ def test_the_exporter_merges_an_inventory_nodes_options_as_the_tui_does():
     assert (out["b"].opts.root, out["b"].opts.sudo) == ("/other", False)
     for t in (Target("a", "ops@10.0.0.5", sudo=True), Target("b", "local", root="/other")):
         assert NodeTarget.of(t, opts).options == out[t.name].opts  # one rule, NodeTarget.of
+
+
+def test_the_exporter_removes_the_demo_trees_when_its_targets_are_refused(tmp_path):
+    """`pinscope exporter demo demo`: the targets would share labels, refused before serving (exit 1); the
+    demo cluster's temporary trees are removed all the same (they were left in $TMPDIR: mypy found the
+    cluster hung on a collector from outside, where a refused plan never handed it back)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    r = subprocess.run([sys.executable, "-m", "tui.cli", "exporter", "demo", "demo", "--listen", "127.0.0.1:0"],
+                       capture_output=True, text=True, timeout=60, env={**os.environ, "TMPDIR": str(tmp_path)},
+                       cwd=Path(__file__).resolve().parents[2])
+    assert r.returncode == 1 and "two targets would be labelled" in r.stderr, r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_the_exporter_reads_a_nodes_hostname_file_bounded_and_never_blocks_on_a_fifo(tmp_path):
+    """`pinscope exporter local --root R` labels the node from R/etc/hostname (a node's file): a FIFO there
+    hung the exporter's start (open() waits for a writer), a long file was read whole."""
+    import os
+    import threading
+
+    from collectors.exporter.serve import _local_name
+
+    (tmp_path / "etc").mkdir()
+    hostname = tmp_path / "etc" / "hostname"
+    hostname.write_text("worker-7\n")
+    assert _local_name(str(tmp_path)) == "worker-7"
+    hostname.write_text("w" * 10_000)
+    assert _local_name(str(tmp_path)) == "w" * 256
+    hostname.unlink()
+    os.mkfifo(hostname)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(_local_name(str(tmp_path))), daemon=True)
+    reader.start()
+    reader.join(10)
+    try:
+        assert got == ["local"]
+    finally:
+        if reader.is_alive():  # blocked in open(): a writer lets it go
+            os.close(os.open(hostname, os.O_WRONLY | os.O_NONBLOCK))
+            reader.join(5)

@@ -46,6 +46,7 @@ def test_any_name_survives_and_no_text_output_holds_a_control_byte(n):
     root = Path(tempfile.mkdtemp(prefix="pinscope-prop-"))
     try:
         spec = NodeSpec(hostname="prop", sockets=1, cores=4, threads=1, cgroup=2, driver="systemd", reserved="0",
+                        init_affinity="0-1",  # a confined node: the task on CPU 2 is an intruder at once
                         pods=[PodSpec(n["pod"], n["ns"], containers=[CtrSpec(n["ctr"], cpus="2-3")])],
                         other_tasks=[(n["comm"], 2, False)], irqs={"40": "2"})
         sim = SimNode(spec, root).write()

@@ -50,3 +50,22 @@ def test_incremental_equals_one_shot(tmp_path, shape):
             await tr.close()
 
     asyncio.run(go())
+
+
+def test_a_grid_file_the_tick_no_longer_gives_is_not_served_from_a_carried_frame():
+    """Issue 22 item 5: carried (deeper) frames are merged under the tick; a file the tick reads itself
+    and lost (gone, refused, unreadable) must not come back from them."""
+    from collectors.frames import FrameStore, parse_frame
+
+    cg = "/sys/fs/cgroup/kubepods.slice/x.scope"
+    full = parse_frame(("B1 sgcTai\nF/var/lib/kubelet/cpu_manager_state\nL{}\nF/proc/stat\nLcpu0 1 2 3\n"
+                        f"F{cg}/cpu.stat\nLusage_usec 1\nF{cg}/cpu.max\nLmax 100000\nZ1\n").encode())
+    gone = parse_frame(("B2 g\nNfifo /var/lib/kubelet/cpu_manager_state\nF/proc/stat\nLcpu0 2 3 4\nZ2\n").encode())
+    store = FrameStore()
+    store.add(full)
+    view = store.add(gone)
+    assert view.carry == (full,)
+    assert "/var/lib/kubelet/cpu_manager_state" not in view.files  # refused now: not the old text
+    assert f"{cg}/cpu.stat" not in view.files  # the grid reads it every tick: lost, not carried
+    assert view.files[f"{cg}/cpu.max"] == "max 100000\n"  # cgroup detail: carried until the next "c"
+    assert view.files["/proc/stat"] == "cpu0 2 3 4\n"

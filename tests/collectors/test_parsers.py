@@ -128,8 +128,11 @@ def test_state_checksums_match_kubernetes_vectors():
     v1 = '{"policyName":"static","defaultCPUSet":"7-9","entries":{"containerID1":"4-6","containerID2":"1-3"},"checksum":2026311253}'
     s1 = parse_cpu_manager_state(v1, "s", probs)
     assert s1.version == 1 and s1.checksum_ok and s1.entries[""]["containerID1"] == {4, 5, 6}
+    # kubelet 1.36+ refuses a v2-shaped file carrying the v1 hash ("Fail to restore checkpoint from checkpoint
+    # with v1 checksum", k/k state_checkpoint_test.go): a mismatch, said with why
+    probs = []
     s0 = parse_cpu_manager_state('{"policyName":"none","defaultCPUSet":"1-3","checksum":1694838852}', "s", probs)
-    assert s0.checksum_ok and probs == []
+    assert s0.checksum_ok is False and "v1 rendering" in probs[0].message
 
 
 def test_state_bad_checksum_is_a_warning_not_a_failure():
@@ -140,9 +143,10 @@ def test_state_bad_checksum_is_a_warning_not_a_failure():
 
 def test_state_v3_and_v4():
     probs = []
-    v3 = '{"policyName":"static","defaultCpuSet":"0,10","entries":{},"podEntries":{"u1":{"cpuSet":"7-9"}},"checksum":0}'
+    v3 = ('{"policyName":"static","defaultCPUSet":"1-2","entries":{"pod1":{"container1":"5-6","container2":"3-4"}},'
+          '"podEntries":{"pod2":{"cpuSet":"7-9"}},"checksum":766259872}')  # k/k state_checkpoint_test.go
     s = parse_cpu_manager_state(v3, "s", probs)
-    assert s.version == 3 and s.pod_entries == {"u1": {7, 8, 9}}
+    assert s.version == 3 and s.pod_entries == {"pod2": {7, 8, 9}} and probs == []
     data = json.dumps({"policyName": "static", "defaultCpuSet": "0-1", "entries": {"u": {"c": "2-3"}}})
     v4 = json.dumps({"policyName": "static", "defaultCpuSet": "0-1", "checksum": 0, "data": data,
                      "dataChecksum": fnv1a32("(string)" + data)})
@@ -158,6 +162,9 @@ def test_state_v3_and_v4():
     ("[]", "not a JSON object"), ('{"defaultCpuSet":"0"}', "no policyName"), ("", "not valid JSON"),
     ('{"policyName":"static","defaultCpuSet":"3-1"}', "reversed"),
     ('{"policyName":"static","defaultCpuSet":"0","entries":{"u":{"c":"x"}}}', "entry u/c"),
+    # valid JSON that json.loads refuses with a plain ValueError (Python's int digit limit): it crashed
+    # snapshot/check ("internal error: AttributeError: 'ValueError' object has no attribute 'msg'")
+    ('{"policyName":"static","defaultCpuSet":"0-3","checksum":' + "1" * 5000 + "}", "integer string conversion"),
 ])
 def test_state_garbage(text, needle):
     probs = []
@@ -311,3 +318,20 @@ def test_static_without_reserved_cpus_says_kubelet_chooses(tmp_path):
     snap = asyncio.run(snapshot("local", Options(root=str(tmp_path)))).snapshot
     msg = " ".join(p.message for p in snap.problems)
     assert "reservedSystemCPUs is not set: kubelet reserves 1 CPU of its own choosing" in msg
+
+
+def test_the_last_file_of_a_frame_that_did_not_end_is_named():
+    """What snapshot/check say when their deadline passes: the last file the probe sent (escaped names
+    unescaped), from the part of the frame that came."""
+    from collectors.transport.base import last_path
+
+    assert last_path(b"B4 g\nC/sys/fs/cgroup/a\\nb.scope\nFcpu.stat\nLusage_usec 1\nC/proc\nFstat\nLcpu 1\n") == "/proc/stat"
+    assert last_path(b"B4 g\nC/sys/fs/cgroup/a\\nb.scope\nFcpu.stat\nLx\n") == "/sys/fs/cgroup/a\nb.scope/cpu.stat"
+    assert last_path(b"B4 g\nNfifo /var/lib/kubelet/cpu_manager_state\n") == "/var/lib/kubelet/cpu_manager_state"
+    assert last_path(b"B4 g\n") is None
+
+
+def test_kubelet_config_nested_too_deeply_is_a_problem_not_a_crash():
+    probs: list[Problem] = []
+    cfg = parse_kubelet_config("a: " + "[" * 50_000, "/c", [], None, probs)
+    assert cfg.parsed is False and cfg.cpu_manager_policy is None and "nested too deeply" in probs[0].message

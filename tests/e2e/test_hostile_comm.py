@@ -36,14 +36,14 @@ def test_an_intruder_named_with_escapes_is_reported_and_shown_escaped(tmp_path):
         p = hostile_intruder(pod, 1)
         assert open(f"/proc/{p.pid}/comm", "rb").read() == COMM.encode() + b"\n"
         time.sleep(0.3)
-        r = run_cli("check", "local")
+        r = run_cli("check", "--samples", "2", "--interval", "0.5", "local")  # its share of CPU 1: the evidence
         assert r.returncode == 2, r.stderr
         lines = [ln for ln in r.stdout.splitlines() if "INTRUDER_TASK" in ln and f"(pid {p.pid}," in ln]
         assert lines and SHOWN + f" (pid {p.pid}, tid {p.pid}) last ran on CPU 1" in lines[0]
         assert "\x1b" not in r.stdout and "\x07" not in r.stdout
 
         session = f"pinscope-hostile-{uuid.uuid4().hex[:8]}"
-        cmd = f"cd {REPO} && TERM=xterm-256color {sys.executable} -m tui.cli local; sleep 30"
+        cmd = f"cd {REPO} && TERM=xterm-256color {sys.executable} -m tui.cli --interval 0.5 local; sleep 30"
         tmux("new-session", "-d", "-s", session, "-x", "220", "-y", "60", cmd)
         try:
             wait_for(session, "live", 30)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -25,6 +26,7 @@ from collectors.collect import NodeCollector, Options, live
 from collectors.frames import parse_frame
 from collectors.sim.node import SimNode
 from collectors.transport.base import PROBE_END, stdin_probe_command
+from collectors.transport import kube as kube_transport
 from collectors.transport.kube import PROBE_LABELS, KubeTransport, debug_pod
 from collectors.transport.local import LocalTransport
 from helpers import need, run_cli
@@ -140,12 +142,42 @@ def test_the_debug_pod_is_what_the_issue_asks(api):
     assert spec["nodeName"] == NODE and spec["hostPID"] is True and spec["activeDeadlineSeconds"] == 600
     assert spec["tolerations"] == [{"operator": "Exists"}] and spec["automountServiceAccountToken"] is False
     (c,) = spec["containers"]
-    assert c["image"] == "busybox:1.36" and c["command"] == ["sleep", "600"]
-    assert c["volumeMounts"] == [{"name": "host-root", "mountPath": "/host", "readOnly": True}]
-    assert spec["volumes"] == [{"name": "host-root", "hostPath": {"path": "/"}}]
+    assert c["image"] == "busybox:1.36" and c["command"][:3] == ["sh", "-c", kube_transport.WATCHDOG]
+    assert c["command"][3:] == ["pinscope-watchdog", "30", "600"]  # idle s, then the lifetime
+    assert c["volumeMounts"] == [{"name": "host-root", "mountPath": "/host", "readOnly": True},
+                                 {"name": "run", "mountPath": "/run/pinscope"}]
+    assert spec["volumes"] == [{"name": "host-root", "hostPath": {"path": "/", "type": "Directory"}},
+                               {"name": "run", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}]
     assert pod["metadata"]["labels"] == PROBE_LABELS
     for v in ("1.25.0", "1.32.0", latest_version()):
         kubernetes_validate.validate(debug_pod(NODE), v, strict=True)
+
+
+def test_the_debug_pod_has_the_least_the_probe_needs(api):
+    """Not privileged, not on the host network (main made it both); uid 0 with every capability dropped,
+    no privilege escalation, seccomp RuntimeDefault, a read-only root. The stand-in enforces the read-only
+    root and mounts, and the probe still reads the whole node through it (cpu_manager_state included)."""
+    async def go():
+        t = KubeTransport(f"node/{NODE}", kubeconfig=api.kc)
+        await t.connect()
+        try:
+            pod = json.loads(json.dumps(api.pods[("pinscope", t.pod)]))
+            return pod, await t.request("sg")
+        finally:
+            await t.close()
+
+    pod, frame = asyncio.run(go())
+    spec = pod["spec"]
+    (c,) = spec["containers"]
+    text = json.dumps(pod)
+    assert "hostNetwork" not in spec and '"privileged": true' not in text and "hostIPC" not in spec
+    assert spec["securityContext"] == {"runAsUser": 0, "runAsGroup": 0, "runAsNonRoot": False,
+                                       "seccompProfile": {"type": "RuntimeDefault"}}
+    assert c["securityContext"] == {"privileged": False, "allowPrivilegeEscalation": False,
+                                    "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}}
+    assert "add" not in c["securityContext"]["capabilities"]
+    assert frame.complete and "/proc/stat" in frame.files
+    assert any(p.endswith("cpu_manager_state") for p in frame.files), sorted(frame.files)[:20]
 
 
 def test_the_exporter_pod_is_used_when_it_runs_on_the_node(api, sim):
@@ -164,7 +196,9 @@ def test_the_exporter_pod_is_used_when_it_runs_on_the_node(api, sim):
     snap = asyncio.run(go())
     assert any(c.name == "engine" for p in snap.pods for c in p.containers)
     assert ("pinscope", "pinscope-exporter-xeon-") in api.pods  # the exporter's pod is left alone
-    time.sleep(0.3)
+    end = time.monotonic() + 30  # a hang guard: the probe ends when its stdin closes
+    while any(api.execs.values()) and time.monotonic() < end:
+        time.sleep(0.1)
     assert not any(api.execs.values())  # and the probe in it has exited (stdin closed)
 
 
@@ -183,7 +217,9 @@ def test_v4_only_api_server(sim, tmp_path):
         proto, f = asyncio.run(go())
         assert proto == V4 and f.complete and "/proc/stat" in f.files
         assert srv.protocols_seen == [V4]
-        time.sleep(0.3)
+        end = time.monotonic() + 30  # a hang guard: the probe ends when its stdin closes
+        while (any(srv.execs.values()) or probe_pods(srv)) and time.monotonic() < end:
+            time.sleep(0.1)
         assert not any(srv.execs.values()) and probe_pods(srv) == []
     finally:
         srv.stop()
@@ -222,9 +258,8 @@ def test_refusals_are_one_plain_line(sim, tmp_path, capsys):
         srv.namespaces.add("pinscope")
         line = run("b")
         assert "refused" in line and "create pods/exec in namespace pinscope" in line, line
-        srv.admission = lambda pod: ('violates PodSecurity "baseline:latest": host namespaces (hostNetwork=true, '
-                                     'hostPID=true), privileged (container "probe" must not set '
-                                     'securityContext.privileged=true)')
+        srv.admission = lambda pod: ('violates PodSecurity "baseline:latest": host namespaces (hostPID=true), '
+                                     'hostPath volumes (volume "host-root")')
         line = run("c")
         assert "refused create pods in namespace pinscope" in line and "violates PodSecurity" in line, line
         srv.admission = None
@@ -352,36 +387,134 @@ def test_debug_pod_lifetime_rotates(api):
     assert probe_pods(api) == []
 
 
-def test_killed_pinscope_leaves_a_pod_that_gc_and_the_deadline_remove(api, tmp_path):
-    p = subprocess.Popen([sys.executable, "-m", "tui.cli", "snapshot", f"node/{NODE}", "--kubeconfig", api.kc,
-                          "--samples", "60", "--pod-lifetime", "6"], cwd=ROOT,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def _pinscope(kc: str, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "tui.cli", "snapshot", f"node/{NODE}", "--kubeconfig", kc,
+                             *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def _wait(cond, what: str, tries: int = 600, pause: float = 0.1) -> None:
+    for _ in range(tries):
+        if cond():
+            return
+        time.sleep(pause)
+    raise AssertionError(f"never happened: {what}")
+
+
+def _gone(pid: int) -> bool:
+    """The process has ended (reaped, or a zombie its parent has not reaped yet)."""
     try:
-        for _ in range(200):
-            time.sleep(0.1)
-            if any(m == "GET" and "/exec?" in path for m, path, _ in api.requests):
-                break
+        return "zombie" in Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+
+
+def _exec_seen(srv: StandIn) -> bool:
+    return any(m == "GET" and "/exec?" in path for m, path, _ in srv.requests)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=["TERM", "HUP", "INT"])
+def test_a_signal_ends_pinscope_and_deletes_its_debug_pod(api, sig):
+    """kill, a closed terminal or a dropped SSH session (SIGHUP), Ctrl-C: pinscope ends as it ends by
+    itself, deleting the debug pod (main died of the signal and left the pod running)."""
+    p = _pinscope(api.kc, "--samples", "600", "--interval", "0.5")
+    try:
+        _wait(lambda: _exec_seen(api) and len(probe_pods(api)) == 1, "the probe running in a debug pod")
+        (pod,) = probe_pods(api)
+        p.send_signal(sig)
+        rc = p.wait(30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert rc == 128 + sig, (rc, p.stderr.read() if p.stderr else "")
+    assert ("DELETE", f"/api/v1/namespaces/pinscope/pods/{pod}") in [(m, path.split("?")[0]) for m, path, _ in api.requests]
+    assert probe_pods(api) == [] and api.running("pinscope", pod) == 0
+
+
+def test_sigterm_while_the_pod_starts_deletes_it(sim, tmp_path):
+    """The signal comes while pinscope still waits for its pod to run (a slow image pull): deleted too."""
+    srv, kc = standin(sim, tmp_path, start_delay=60.0)  # Pending for as long as the test runs
+    try:
+        p = _pinscope(kc)
+        try:
+            _wait(lambda: len(probe_pods(srv)) == 1, "the debug pod created")
+            (pod,) = probe_pods(srv)
+            assert srv.pods[("pinscope", pod)]["status"]["phase"] == "Pending"
+            p.send_signal(signal.SIGTERM)
+            assert p.wait(30) == 128 + signal.SIGTERM
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        assert probe_pods(srv) == [] and not _exec_seen(srv)
+    finally:
+        srv.stop()
+
+
+def test_killed_pinscope_leaves_a_pod_that_ends_by_itself_and_gc_removes(api, tmp_path):
+    """SIGKILL cannot be caught: the exec stream ends with the process, the probe reads EOF and exits, and
+    the pod's watchdog exits --pod-idle s later (main's pod slept until its activeDeadlineSeconds, an hour
+    by default). Nothing runs; `pinscope gc` lists the pod and deletes the object."""
+    p = _pinscope(api.kc, "--samples", "600", "--interval", "0.5", "--pod-idle", "4", "--pod-lifetime", "600")
+    try:
+        _wait(lambda: _exec_seen(api) and len(probe_pods(api)) == 1, "the probe running in a debug pod")
         time.sleep(0.3)
     finally:
         p.send_signal(signal.SIGKILL)
         p.wait()
     (left,) = probe_pods(api)
+    pod = api.pods[("pinscope", left)]
+    assert pod["status"]["phase"] == "Running"  # nobody deleted it: pinscope had no chance
+    _wait(lambda: pod["status"]["phase"] != "Running", "the debug pod ending by itself", tries=600)
+    assert pod["status"]["phase"] == "Succeeded" and "reason" not in pod["status"]  # the watchdog, not the deadline
+    (cs,) = pod["status"]["containerStatuses"]
+    assert cs["state"]["terminated"]["exitCode"] == 0
+    assert api.running("pinscope", left) == 0  # no process of it left on the node
     r = run_cli("gc", "--dry-run", "--kubeconfig", api.kc)
-    assert r.returncode == 0 and f"pinscope/{left}  node {NODE}  " in r.stdout, r.stdout
-    assert "  Running  " in r.stdout or "  DeadlineExceeded  " in r.stdout  # a slow machine: 6 s may be up
+    assert r.returncode == 0 and f"pinscope/{left}  node {NODE}  Succeeded  " in r.stdout, r.stdout
     assert "started by" in r.stdout and "deleted" not in r.stdout
-    assert probe_pods(api) == [left]
-    # the deadline alone ends it (the stand-in does what the kubelet does at activeDeadlineSeconds)
-    for _ in range(100):
-        time.sleep(0.1)
-        if api.pods[("pinscope", left)]["status"]["phase"] == "Failed":
-            break
-    assert api.pods[("pinscope", left)]["status"]["reason"] == "DeadlineExceeded"
     r = run_cli("gc", "--kubeconfig", api.kc)
-    assert r.returncode == 0 and "DeadlineExceeded" in r.stdout and "deleted" in r.stdout, r.stdout
+    assert r.returncode == 0 and "deleted" in r.stdout, r.stdout
     assert probe_pods(api) == []
     r = run_cli("gc", "--kubeconfig", api.kc)
     assert r.stdout.strip() == "no pinscope debug pods in namespace pinscope"
+
+
+def test_the_deadline_still_bounds_a_pod_in_use(api):
+    """activeDeadlineSeconds stays the hard bound (the kubelet kills the pod at it, session or not)."""
+    async def go():
+        t = KubeTransport(f"node/{NODE}", kubeconfig=api.kc, lifetime=3, idle=60)
+        await t.connect()
+        try:
+            pod = api.pods[("pinscope", t.pod)]
+            for _ in range(100):
+                await asyncio.sleep(0.1)
+                if pod["status"]["phase"] != "Running":
+                    break
+            return pod
+        finally:
+            await t.close()
+
+    pod = asyncio.run(go())
+    assert pod["status"]["reason"] == "DeadlineExceeded"
+
+
+def test_the_watchdog_waits_while_a_session_lives(api):
+    """The other half of the watchdog: with a session open, the pod outlives --pod-idle many times over."""
+    async def go():
+        t = KubeTransport(f"node/{NODE}", kubeconfig=api.kc, idle=1)
+        await t.connect()
+        try:
+            pod = api.pods[("pinscope", t.pod)]
+            for _ in range(8):  # four idle periods and more (the watchdog looks every 2 s)
+                await asyncio.sleep(1.0)
+                assert pod["status"]["phase"] == "Running"
+                assert (await t.request("g")).complete
+            return pod
+        finally:
+            await t.close()
+
+    asyncio.run(go())
 
 
 def test_kube_via_api_reaches_every_discovered_node(sim, tmp_path):
@@ -466,7 +599,12 @@ def test_kubectl_reads_the_stand_in(api, sim):
                     input=stdin)
         assert r.returncode == 0, r.stderr  # exited by itself once kubectl closed stdin
         theirs = parse_frame(r.stdout.encode())
-        assert theirs.complete and theirs.files == ours.files and theirs.info == ours.info
+        own = ("probe-pids", "probe-pgid", "probe_cpu")  # each probe says its own processes and its own CPU time
+
+        def info(f):
+            return {k: v for k, v in f.info.items() if k not in own}
+        assert theirs.complete and theirs.files == ours.files and info(theirs) == info(ours)
+        assert "probe_cpu" in ours.info  # the pod's /proc is the host's (hostPID): the probe reads its cost
         assert api.protocols_seen[-1] == V5
 
         r = kubectl(api.kc, "exec", "-n", "pinscope", t.pod, "--", "sh", "-c", "exit 3")
@@ -533,3 +671,30 @@ def test_the_tui_over_node_name_draws_the_grid_and_q_deletes_the_pod(api):
         assert probe_pods(api) == []
 
     asyncio.run(go())
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "terminal closed"])
+def test_the_tui_under_tmux_deletes_its_pod_on_sigterm_and_when_its_terminal_closes(api, how):
+    """The live view in a real terminal (tmux): `kill <pid>`, or the terminal going away (tmux kills the
+    pane: SIGHUP, as a closed terminal window or a dropped SSH session) ends pinscope as `q` does, and the
+    debug pod is deleted (main died of either signal and left the pod running)."""
+    import uuid
+
+    need(shutil.which("tmux") is not None, "tmux not installed (apt-get install tmux)")
+    session = f"pinscope-kube-{uuid.uuid4().hex[:8]}"
+    cmd = f"cd {ROOT} && TERM=xterm-256color exec {sys.executable} -m tui.cli node/{NODE} --kubeconfig {api.kc}"
+    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "48", cmd], check=True)
+    try:
+        pid = int(subprocess.run(["tmux", "display-message", "-p", "-t", session, "#{pane_pid}"],
+                                 capture_output=True, text=True, check=True).stdout)
+        _wait(lambda: _exec_seen(api) and len(probe_pods(api)) == 1, "the probe running in a debug pod")
+        (pod,) = probe_pods(api)
+        if how == "SIGTERM":
+            os.kill(pid, signal.SIGTERM)
+        else:
+            subprocess.run(["tmux", "kill-session", "-t", session], check=True)
+        _wait(lambda: _gone(pid), "pinscope's end")
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+    assert ("DELETE", f"/api/v1/namespaces/pinscope/pods/{pod}") in [(m, p.split("?")[0]) for m, p, _ in api.requests]
+    assert probe_pods(api) == [] and api.running("pinscope", pod) == 0

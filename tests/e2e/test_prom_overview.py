@@ -223,3 +223,35 @@ def test_how_enter_reaches_a_node():
     assert app("{name}.dc1:2222", "ops").address_of("w-3") == "ops@w-3.dc1:2222"
     assert app("node/{name}", "ops").address_of("w-3") == "node/w-3"  # the Kubernetes API: no SSH user
     assert app("local", "ops").address_of("w-3") == "local"
+
+
+def test_two_exporters_of_one_node_count_it_once(tmp_path):
+    """Issue 22 item 6: two exporters report the same node (a DaemonSet and a central exporter, or a
+    rollout's old and new pod), scraped by a real Prometheus. The overview takes the max per node, as the
+    alert rules do: its CPUs, finding counts, codes and per-CPU map are those of one exporter, not twice."""
+    from collectors.sim.node import SimNode
+    from promserver import Exporter
+
+    need(have_prometheus(), "prometheus and promtool (Debian package prometheus)")
+    root = tmp_path / "twin"
+    SimNode(NodeSpec(hostname="twin", sockets=1, cores=4, threads=2, reserved="0,4", init_affinity="0,4",
+                     pods=[PodSpec("rt", "prod", containers=[CtrSpec("app", cpus="1,5", effective="1-2,5-6")])],
+                     irqs={41: "1"}), root).write()  # a drift (critical), an IRQ on CPU 1 (warning)
+    args = ("--interval", "1", "--root", str(root), "--node-name", "twin", "local")
+    with Exporter(*args) as a, Exporter(*args) as b:
+        jobs = [{"job_name": f"pinscope-{i}", "static_configs": [{"targets": [e.addr]}]} for i, e in enumerate((a, b))]
+        with Prometheus(scrape_configs=jobs) as prom:
+            prom.wait_for('count(pinscope_findings{node="twin",severity="critical"})', 2.0)
+            one = {r["metric"]["severity"]: int(float(r["value"][1]))
+                   for r in prom.query('pinscope_findings{node="twin",job="pinscope-0"}')}
+            assert one["critical"] == 1 and one["warning"] == 1, one
+            src = PromSource(prom.url, timeout=20)
+            fleet = asyncio.run(src.fleet())
+            twin = fleet["twin"]
+            assert twin.ncpus == 8 and twin.read_ok is True
+            assert twin.findings == {s: n for s, n in one.items() if n}, twin.findings
+            assert twin.codes == (("critical", "STATE_CGROUP_DRIFT"), ("warning", "IRQ_ON_EXCLUSIVE"))
+            cpus = asyncio.run(src.cpus(["twin"]))["twin"]
+            assert [c.id for c in cpus] == list(range(8))
+            assert {c.id: c.role for c in cpus if c.role == "exclusive"} == {1: "exclusive", 5: "exclusive"}
+            assert cpus[1].owner == ("prod", "rt", "app") and cpus[1].mark == "critical"

@@ -9,7 +9,6 @@ import socket
 import subprocess
 import time
 import threading
-from pathlib import Path
 
 import pytest
 import yaml

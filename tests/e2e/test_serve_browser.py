@@ -9,11 +9,15 @@ import os
 import shutil
 import signal
 import socket
+import re
 import subprocess
 import sys
+import threading
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -30,26 +34,63 @@ def free_port() -> int:
 
 
 class Served:
-    """`pinscope serve` as a user starts it, in its own process group (so its app sessions go with it)."""
+    """`pinscope serve` as a user starts it, in its own process group (so its app sessions go with it).
+    Up once it printed the URL to open; `url` is that URL (with its token), `token` the token in it."""
 
-    def __init__(self, *args: str, port: int | None = None) -> None:
+    def __init__(self, *args: str, port: int | None = None, env: dict | None = None, tls=None) -> None:
         self.port = port or free_port()
         self.args = args
+        self.env = env
+        self.tls = tls  # an ssl context trusting the server's certificate, for https
+        self.lines: list[str] = []
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
 
     def __enter__(self) -> "Served":
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tui.cli", "serve", "--port", str(self.port), *self.args], cwd=REPO,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
+            env={**os.environ, **(self.env or {})})
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        end = time.monotonic() + 30
+        while not (m := re.search(r"open (https?://\S+)", self.output)):
+            if self.proc.poll() is not None or time.monotonic() > end:
+                self.__exit__()
+                raise AssertionError(f"pinscope serve did not come up:\n{self.output}")
+            time.sleep(0.1)
+        self.url = m.group(1)
+        q = parse_qs(urlsplit(self.url).query).get("token")
+        self.token = q[0] if q else None
+        self.base = f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}"  # the server itself (not a proxy)
+        self.index = self.get("/")[1]
+        return self
+
+    def page(self, path: str = "/") -> str:
+        """`path` with this run's token added."""
+        if self.token is None:
+            return path
+        return f"{path}{'&' if '?' in path else '?'}token={self.token}"
+
+    def get(self, path: str, with_token: bool = True, **headers: str) -> tuple[int, str, dict]:
+        """GET from the server: (status, body, headers); a refusal is a status, not an exception."""
+        req = urllib.request.Request(self.base + (self.page(path) if with_token else path), headers=headers)
         end = time.monotonic() + 30
         while True:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/", timeout=2) as r:
-                    self.index = r.read().decode()
-                    return self
+                with urllib.request.urlopen(req, timeout=5, context=self.tls) as r:
+                    return r.status, r.read().decode(), dict(r.headers)
+            except urllib.error.HTTPError as err:
+                return err.code, err.read().decode(), dict(err.headers)
             except OSError:
                 if self.proc.poll() is not None or time.monotonic() > end:
-                    self.__exit__()
-                    raise AssertionError(f"pinscope serve did not come up:\n{self.output}")
+                    raise
                 time.sleep(0.2)
 
     def __exit__(self, *exc) -> None:
@@ -60,18 +101,18 @@ class Served:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(5)
-        self.output = self.proc.stdout.read()
+        self.reader.join(5)
 
 
 def test_serve_demo_in_headless_chromium(tmp_path):
     shots = Path(os.environ.get("PINSCOPE_KEEP_SHOTS", tmp_path))
     need(shutil.which(CHROMIUM) is not None or Path(CHROMIUM).exists(), "chromium not installed (apt-get install chromium)")
     with Served("--", "demo") as srv:
-        assert f"ws://127.0.0.1:{srv.port}/ws" in srv.index
+        assert srv.token and f'"ws://127.0.0.1:{srv.port}/ws/{srv.token}"' in srv.index
 
         async def drive():
             async with Browser() as b:
-                await b.goto(f"http://127.0.0.1:{srv.port}/")
+                await b.goto(srv.url)  # the URL as printed, token and all
                 # the app's first screen reaches the page: the status line and the core grid of the first node
                 text = await b.wait_text("live", "Socket 0", "NUMA 0", "density", timeout=60)
                 assert "demo-xeon" in text or "xeon" in text
@@ -94,21 +135,23 @@ def test_serve_demo_in_headless_chromium(tmp_path):
                 await b.wait_js("document.body.classList.contains('-closed')", timeout=30)
 
         asyncio.run(asyncio.wait_for(drive(), 150))
-    assert "pinscope serve: open http://127.0.0.1:" in srv.output
-    assert "NO AUTHENTICATION" not in srv.output
+    assert f"pinscope serve: open http://127.0.0.1:{srv.port}/?token={srv.token}" in srv.output
+    assert "without TLS" not in srv.output and "read-only" not in srv.output.split("open")[1].split("\n")[1]
 
 
 def test_serve_elsewhere_warns_plainly(tmp_path):
-    from tui.serve import NO_AUTH, is_loopback
+    from tui.serve import NO_TLS, is_loopback
 
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("10.0.0.5") and not is_loopback("pinscope.example")
     with Served("--host", "0.0.0.0", "--", "demo") as srv:
         # the page names the address the browser came by, not the wildcard it listens on
-        assert f"ws://127.0.0.1:{srv.port}/ws" in srv.index
-    assert "NO AUTHENTICATION" in srv.output
+        assert f'"ws://127.0.0.1:{srv.port}/ws/{srv.token}"' in srv.index
+        # the URL printed names this machine, which a wildcard listener answers to
+        assert urlsplit(srv.url).hostname == socket.gethostname()
+    assert "without TLS" in srv.output and "read-only sessions" in srv.output
     assert "proxy_pass http://127.0.0.1:" in srv.output and "ssh -L" in srv.output
-    assert NO_AUTH.splitlines()[0].split("{")[0] in srv.output
+    assert NO_TLS.splitlines()[0].split("{")[0] in srv.output
 
 
 def test_serve_page_loads_nothing_from_elsewhere():
@@ -121,7 +164,7 @@ def test_serve_page_loads_nothing_from_elsewhere():
         assert not re.search(r"(src|href)=\"https?://(?!127\.0\.0\.1)", srv.index), srv.index[:1500]
         fonts = re.findall(r'url\("([^"]+\.ttf)"\)', srv.index)
         assert fonts, srv.index[:1500]
-        for url in fonts:
+        for url in fonts:  # fetched without the token: textual-serve's static files hold nothing of ours
             with urllib.request.urlopen(url if url.startswith("http") else f"http://127.0.0.1:{srv.port}{url}",
                                         timeout=10) as r:
                 assert r.status == 200 and len(r.read()) > 10000
@@ -160,3 +203,216 @@ def test_serve_usage_errors():
         s.listen()
         r = run_cli("serve", "--port", str(s.getsockname()[1]), "--", "demo", timeout=30)
     assert r.returncode == 1 and "cannot listen on 127.0.0.1:" in r.stderr and "Traceback" not in r.stderr
+    r = run_cli("serve", "--port", str(free_port()), "--certfile", "README.md", "--keyfile", "README.md", "--", "demo",
+                timeout=30)
+    assert r.returncode == 2 and "--certfile/--keyfile: not a certificate and its key in PEM" in r.stderr
+    assert "Traceback" not in r.stderr and "open http" not in r.stderr
+    r = run_cli("serve", "--certfile", "README.md", "--", "demo")
+    assert r.returncode == 2 and "--certfile and --keyfile go together" in r.stderr
+    r = run_cli("serve", "--allow-origin", "evil.example", "--", "demo")
+    assert r.returncode == 2 and "--allow-origin 'evil.example': give an origin" in r.stderr
+
+
+# ---------------------------------------------------------------- issue 23: who may drive the wall
+
+def ws_url(srv: Served) -> str:
+    """The websocket URL the page names (the page textual.js reads it from)."""
+    m = re.search(r'data-session-websocket-url="([^"]+)"', srv.index)
+    assert m, srv.index[:1500]
+    return m.group(1)
+
+
+async def handshake(url: str, tls=None, **headers: str) -> tuple[int, bytes]:
+    """Open the app's websocket as a browser would (`?width=…&height=…` appended, as textual.js does):
+    (101, the first bytes the app sent) or (the HTTP status it was refused with, b"")."""
+    import aiohttp
+
+    async with aiohttp.ClientSession() as session:
+        try:
+            async with session.ws_connect(f"{url}?width=100&height=30", headers=headers, ssl=tls or True) as ws:
+                first = await asyncio.wait_for(ws.receive(), 60)
+                return 101, first.data if isinstance(first.data, bytes) else b""
+        except aiohttp.WSServerHandshakeError as err:
+            return err.status, b""
+
+
+@pytest.fixture(scope="module")
+def served():
+    with Served("--", "demo") as srv:
+        yield srv
+
+
+def test_the_page_wants_the_token(served):
+    srv = served
+    status, body, _ = srv.get("/", with_token=False)
+    assert status == 403 and "token" in body and "data-session-websocket-url" not in body
+    assert srv.token and len(srv.token) >= 16 and re.fullmatch(r"[A-Za-z0-9_-]+", srv.token)
+    assert srv.token not in body
+    status, body, _ = srv.get(f"/?token={srv.token[:-1]}x", with_token=False)
+    assert status == 403 and srv.token not in body
+    status, body, headers = srv.get("/")
+    assert status == 200 and "data-session-websocket-url" in body
+    cookie = headers["Set-Cookie"]
+    assert cookie.startswith(f"pinscope-serve-{srv.port}={srv.token};") and "HttpOnly" in cookie
+    assert "SameSite=Strict" in cookie and headers["Cache-Control"] == "no-store"
+    # after the first visit the cookie is enough (a reload, the page's Restart button); a wrong one is not
+    assert srv.get("/", with_token=False, Cookie=f"pinscope-serve-{srv.port}={srv.token}")[0] == 200
+    assert srv.get("/", with_token=False, Cookie=f"pinscope-serve-{srv.port}=x{srv.token}")[0] == 403
+
+
+def test_the_websocket_wants_the_token_and_its_own_origin(served):
+    srv = served
+    url = ws_url(srv)
+    own = f"http://127.0.0.1:{srv.port}"
+    # a page of another site opens the websocket (browsers send its Origin): refused before the 101
+    assert asyncio.run(handshake(url, Origin="http://evil.example")) == (403, b"")
+    assert asyncio.run(handshake(url, Origin=f"http://127.0.0.1:{srv.port + 1}")) == (403, b"")  # another port
+    assert asyncio.run(handshake(url, Origin="null")) == (403, b"")  # a sandboxed frame, a file
+    # without the token, or with a wrong one, even from the page's own origin
+    bare = url.rsplit("/", 1)[0] if srv.token else url
+    assert asyncio.run(handshake(bare, Origin=own)) == (403, b"")
+    assert asyncio.run(handshake(f"{bare}/{'x' * 32}", Origin=own)) == (403, b"")
+    # the page's own websocket: the app answers
+    status, first = asyncio.run(handshake(url, Origin=own))
+    assert status == 101 and first
+    assert "refused" in srv.output and "evil.example" in srv.output
+
+
+def test_the_log_has_no_token_and_no_traceback(served):
+    """The server's stderr: no access log (it wrote every URL, token and all), and a malformed request from
+    anyone is one escaped line, not a page of traceback with its locals and a raw escape sequence."""
+    srv = served
+    assert srv.get("/")[0] == 200
+    with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as s:
+        s.sendall(b"GET / HTTP/1.1\r\nHost: a\x1b[2J\x1b]0;pwned\x07\r\n\r\n")
+        assert s.recv(100).split(b" ")[1] == b"400"
+    end = time.monotonic() + 20
+    while "Error handling request" not in srv.output and time.monotonic() < end:
+        time.sleep(0.1)
+    line = next(ln for ln in srv.output.splitlines() if "Error handling request" in ln)
+    assert line.startswith("pinscope serve: ") and "\\x1b[2J" in line
+    assert "\x1b" not in srv.output and "\x07" not in srv.output and "Traceback" not in srv.output
+    assert srv.output.count(srv.token) == 1  # the URL printed to open, and nowhere else
+
+
+def test_a_foreign_host_is_refused(served):
+    """DNS rebinding: evil.example rebound to 127.0.0.1 sends `Host: evil.example`; it gets neither the page
+    (which named its websocket after the Host) nor the websocket."""
+    srv = served
+    status, body, _ = srv.get("/", Host=f"evil.example:{srv.port}")
+    assert status == 403 and "ws://evil.example" not in body
+    url = ws_url(srv)
+    assert asyncio.run(handshake(url, Host=f"evil.example:{srv.port}",
+                                 Origin=f"http://evil.example:{srv.port}")) == (403, b"")
+    for name in ("localhost", "127.0.0.1"):
+        status, body, _ = srv.get("/", Host=f"{name}:{srv.port}")
+        assert status == 200 and f"ws://{name}:{srv.port}/ws/" in body
+
+
+def test_allowed_hosts_and_origins_and_a_fixed_token():
+    """--allow-host / --allow-origin widen the defaults, as --public-url does (a TLS-terminating proxy in
+    front: the browser's Origin and maybe its Host are the proxy's); the token comes from
+    PINSCOPE_SERVE_TOKEN."""
+    token = "wall-screen-token-0123456789"
+    with Served("--allow-host", "wall.example", "--allow-origin", "https://ops.example",
+                "--public-url", "https://pinscope.example.com/", "--", "demo",
+                env={"PINSCOPE_SERVE_TOKEN": token}) as srv:
+        assert srv.token == token and srv.url == f"https://pinscope.example.com/?token={token}"
+        assert f'"wss://pinscope.example.com/ws/{token}"' in srv.index  # the page names the proxy's address
+        for host in ("wall.example", "pinscope.example.com"):
+            assert srv.get("/", Host=host)[0] == 200
+        assert srv.get("/", Host=f"other.example:{srv.port}")[0] == 403
+        url = f"ws://127.0.0.1:{srv.port}/ws/{token}"  # where the proxy forwards the browser's websocket
+        assert asyncio.run(handshake(url, Origin="https://pinscope.example.com"))[0] == 101
+        assert asyncio.run(handshake(url, Origin="https://ops.example"))[0] == 101
+        assert asyncio.run(handshake(url, Origin="http://ops.example"))[0] == 403  # another scheme: another origin
+        assert asyncio.run(handshake(url, Origin="https://evil.example"))[0] == 403
+    assert token in srv.output  # printed, as the URL to open
+
+
+def test_a_token_too_weak_is_refused():
+    from helpers import run_cli
+
+    r = run_cli("serve", "--port", str(free_port()), "--token", "short", "--", "demo", timeout=20)
+    assert r.returncode == 2 and r.stderr.startswith("pinscope serve: --token: a token is 16 to 256") and "open" not in r.stderr
+
+
+def test_tls_with_certfile_and_keyfile(tmp_path):
+    import ssl
+
+    need(shutil.which("openssl") is not None, "openssl not installed")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    tls = ssl.create_default_context(cafile=str(cert))
+    with Served("--certfile", str(cert), "--keyfile", str(key), "--", "demo", tls=tls) as srv:
+        assert srv.url.startswith(f"https://127.0.0.1:{srv.port}/?token=")
+        assert f'"wss://127.0.0.1:{srv.port}/ws/{srv.token}"' in srv.index
+        status, _, headers = srv.get("/")
+        assert status == 200 and "Secure" in headers["Set-Cookie"]
+        status, first = asyncio.run(handshake(ws_url(srv), tls=tls, Origin=f"https://127.0.0.1:{srv.port}"))
+        assert status == 101 and first
+        assert asyncio.run(handshake(ws_url(srv), tls=tls, Origin=f"http://127.0.0.1:{srv.port}"))[0] == 403
+
+
+async def foreign_page_opens(b: Browser, url: str, mark: int) -> None:
+    """Chromium on a page served from another port (another origin) opens `url`: the socket never opens
+    and no byte of the app arrives."""
+    from aiohttp import web
+
+    page = ("<html><body><script>document.title = 'trying';"
+            f"const ws = new WebSocket({url!r} + '?width=80&height=24');"
+            "ws.onopen = () => { document.title = 'open'; };"
+            "ws.onclose = () => { if (document.title !== 'open') document.title = 'refused'; };"
+            "</script></body></html>")
+    async def evil(request: web.Request) -> web.Response:
+        return web.Response(text=page, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/", evil)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        await b.goto(f"http://127.0.0.1:{port}/")
+        await b.wait_js("['open', 'refused'].includes(document.title)", timeout=30)
+        assert await b.eval("document.title") == "refused"
+        assert len(b.received) == mark
+    finally:
+        await runner.cleanup()
+
+
+def test_read_only_wall_in_the_browser(tmp_path):
+    """Beyond 127.0.0.1 the sessions are read-only by default: `s` in the page writes no file on the serving
+    machine and says so. And the page without the token shows no terminal."""
+    need(shutil.which(CHROMIUM) is not None or Path(CHROMIUM).exists(), "chromium not installed (apt-get install chromium)")
+    shots = tmp_path / "shots"
+    with Served("--host", "0.0.0.0", "--", "demo", env={"PINSCOPE_SCREENSHOTS": str(shots)}) as srv:
+
+        async def drive():
+            async with Browser(width=1200, height=800) as b:
+                await b.goto(srv.base + srv.page("/"))
+                await b.wait_text("live", "Socket 0", timeout=60)
+                await b.wait_js("document.body.classList.contains('-first-byte')")
+                mark = len(b.received)
+                await b.eval("document.querySelector('.xterm-helper-textarea').focus()")
+                await b.type("s")
+                await b.wait_text("read-only", since=mark, timeout=30)
+                await b.type("e")
+                await b.type("q")  # keys are handled in order: the page closes after `e` was refused
+                await b.wait_js("document.body.classList.contains('-closed')", timeout=30)
+                # the same page without the token: the refusal, no terminal, no websocket
+                mark = len(b.received)
+                await b.send("Network.clearBrowserCookies")
+                await b.goto(f"http://127.0.0.1:{srv.port}/")
+                await b.wait_js("document.body.innerText.includes('token')", timeout=30)
+                assert await b.eval("document.getElementById('terminal') === null")
+                assert len(b.received) == mark
+                # a page of another site that knows even the token: Chromium sends its Origin, the server refuses
+                await foreign_page_opens(b, ws_url(srv), mark)
+
+        asyncio.run(asyncio.wait_for(drive(), 150))
+    assert not shots.exists() or not any(shots.iterdir())
+    assert "a websocket from another origin 'http://127.0.0.1:" in srv.output  # refused for that reason

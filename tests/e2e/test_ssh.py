@@ -38,7 +38,7 @@ def test_ssh_snapshot_equals_local(server, node_root):
     assert loc.returncode == 0 and rem.returncode == 0, rem.stderr
     a, b = json.loads(loc.stdout), json.loads(rem.stdout)
     assert a == b
-    end = time.monotonic() + 5  # the probe exits when its channel closes: give sshd a moment
+    end = time.monotonic() + 30  # the probe exits when its channel closes: give sshd a moment (a hang guard)
     while server.probes() and time.monotonic() < end:
         time.sleep(0.05)
     assert server.probes() == [], "a probe outlived its connection"
@@ -73,20 +73,29 @@ def test_accept_new_host_key_records_it_then_refuses_a_changed_one(server, node_
     assert r.returncode != 0 and "does not match" in r.stderr
 
 
-def test_dead_port_fails_fast_and_silent_port_in_bounded_time(server):
+def test_dead_port_fails_at_once_and_silent_port_on_its_connect_timeout(server):
+    """A refused port is one plain line, exit 1; a port that accepts and never speaks SSH is given up by the
+    connect timeout, once: counted in connections the port saw, not timed (run_cli's deadline only guards
+    against a hang)."""
     dead = sshd_mod.free_port()
-    t0 = time.time()
     r = run_cli("snapshot", *server.args(), f"root@127.0.0.1:{dead}")
-    assert r.returncode == 1 and "Traceback" not in r.stderr and time.time() - t0 < 10
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1, r.stderr
     # a port that accepts but never speaks SSH: the connect timeout bounds it
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        s.listen(5)
-        t0 = time.time()
+        s.listen(16)  # the kernel completes the handshakes; nobody answers
         r = run_cli("snapshot", "--connect-timeout", "2", *server.args(), f"root@127.0.0.1:{s.getsockname()[1]}")
-        took = time.time() - t0
-    assert r.returncode == 1 and "no answer within 2 s" in r.stderr
-    assert took < 8
+        s.setblocking(False)
+        tried = 0
+        while True:
+            try:
+                s.accept()[0].close()
+            except BlockingIOError:
+                break
+            tried += 1
+    assert r.returncode == 1 and "no answer within 2 s" in r.stderr, r.stderr
+    assert tried == 1  # one attempt, given up on its timeout, not retried
 
 
 def test_sshd_killed_mid_stream_is_reported_and_reconnected(tmp_path, node_root):
@@ -114,7 +123,7 @@ def test_sshd_killed_mid_stream_is_reported_and_reconnected(tmp_path, node_root)
         await srv.astart()
         await until(lambda: len(snaps) > n + 1 and states[-1][0] == "up", 30)
         stop.set()
-        await asyncio.wait_for(task, 5)
+        await asyncio.wait_for(task, 20)  # stop is seen within a tick: 20 s only guards a hang
 
     try:
         asyncio.run(asyncio.wait_for(scenario(), 90))
@@ -178,3 +187,28 @@ def test_every_ssh_error_class_is_its_kind_and_one_plain_line(server, node_root,
     finally:
         if listener is not None:
             listener.close()
+
+
+def test_a_fifo_and_a_1gb_line_over_ssh_are_refused_and_a_stuck_probe_ends_whole(server, tmp_path):
+    """Issue 22 item 4 over a real sshd: the FIFO and the endless line are said, never opened, and the
+    probe reads far less than that file; a probe whose awk is stuck in a read is ended whole on the node
+    when the run's deadline passes (SSH does not forward signals: the probe's forwarder sees its stdin end
+    and kills its process group)."""
+    from probe_procs import StopAwk, fifo_and_endless_line, gone
+
+    root = tmp_path / "node"
+    fifo, big, link, _ = fifo_and_endless_line(root)
+    r = run_cli("snapshot", "--json", "--root", str(root), *server.args(), server.target)
+    assert r.returncode == 0, r.stderr
+    errs = {(e["source"], e["message"]) for e in json.loads(r.stdout)["errors"]}
+    assert (fifo, "is a fifo, not a regular file: not opened") in errs
+    assert (big, "larger than 1048576 bytes: not read") in errs
+    assert (link, "is a symlink, not a regular file: not opened") in errs
+    assert gone(root) == []
+    with StopAwk(root) as stop:
+        r = run_cli("snapshot", "--timeout", "3", "--samples", "2", "--root", str(root), *server.args(),
+                    server.target)
+    assert stop.stopped and r.returncode == 1, r.stderr
+    (line,) = r.stderr.splitlines()
+    assert line.startswith(f"pinscope: {server.target}: ") and "no answer within 3 s" in line, line
+    assert gone(root) == [], "the probe outlived its connection"

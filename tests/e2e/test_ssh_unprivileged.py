@@ -36,7 +36,9 @@ def test_unreadable_state_file_is_reported_not_fatal(user, tmp_path):
     need(ok, why)
     root = Path(tempfile.mkdtemp(prefix="pinscope-node-"))
     try:
-        SimNode(dual_socket_intel(), root).write()
+        spec = dual_socket_intel()
+        spec.pods[0].containers[0].quota_cores = 4  # md-feed-0/feed: pinned to 1-2,25-26, CFS quota kept (kubelet < 1.33)
+        SimNode(spec, root).write()
         for d, _, files in os.walk(root):
             os.chmod(d, 0o755)
             for f in files:
@@ -65,9 +67,18 @@ def test_unreadable_state_file_is_reported_not_fatal(user, tmp_path):
             # not a fault of the node: the node was read in part, said as such (check exits 4, not 2)
             codes = {f["code"] for f in o["findings"]}
             assert "READ_PARTIAL" in codes and "STATE_UNREADABLE" not in codes
+            # issue 22 item 1: the report shows feed's kernel cpuset exclusive to it; no finding says otherwise
+            feed = {c["id"]: (c["role"], tuple((w["pod"], w["container"]) for w in c["owners"])) for c in o["cpus"]}
+            assert {feed[x] for x in (1, 2, 25, 26)} == {("exclusive", (("md-feed-0", "feed"),))}
+            assert [f["code"] for f in o["findings"] if f["severity"] != "info"] == []
+            assert "GUARANTEED_NOT_PINNED" not in codes
+            (rp,) = [f for f in o["findings"] if f["code"] == "READ_PARTIAL"]
+            assert "checks not run: " in rp["message"] and "GUARANTEED_NOT_PINNED" in rp["message"]
             r = run_cli("check", "--root", str(root), *srv.args(), target)
             assert r.returncode == 4, r.stdout + r.stderr
             assert "READ_PARTIAL" in r.stdout and "cpu_manager_state not readable by this user; run with --sudo" in r.stdout
+            assert "GUARANTEED_NOT_PINNED" in r.stdout.split("checks not run: ", 1)[1]  # named as not run, only there
+            assert "warning  GUARANTEED_NOT_PINNED" not in r.stdout
             r = run_cli("snapshot", "--json", "--sudo", "--root", str(root), *srv.args(), target)
             assert r.returncode == 0, r.stderr
             o = json.loads(r.stdout)

@@ -44,8 +44,8 @@ class FrozenApp(PinscopeApp):
         if self.stale_checks:
             super()._check_stale()
 
-    def on_mount(self) -> None:
-        super().on_mount()
+    def _start(self) -> None:
+        super()._start()
         for t, report in self.frozen.items():
             self.post_message(NodeUpdate(t, report))
 

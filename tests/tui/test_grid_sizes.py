@@ -145,7 +145,7 @@ def test_container_pane_paths_keep_their_file_names_at_80_columns(xeon):
             await pilot.pause()
             await pilot.press("slash", *"matcher", "enter", "enter")
             files = ""
-            for _ in range(50):  # a loaded machine: give the pane its first render
+            for _ in range(600):  # a loaded machine: give the pane its first render (a 30 s hang guard)
                 await pilot.pause(0.05)
                 if app.screen.query("#ctr-files") and "cpuset" in (files := str(app.screen.query_one("#ctr-files").render())):
                     break

@@ -121,7 +121,7 @@ def test_a_node_screen_draws_the_view_it_was_given(tmp_path):
     assert NodeScreen(v).view is v and NodeScreen(v).target == "w-1"
     assert CpuScreen(v, 3).view is v and CpuScreen(v, 3).cpu == 3
     with pytest.raises(LookupError):
-        FleetScreen().view
+        FleetScreen().view  # noqa: B018 -- reading the property is the test
 
 
 @pytest.mark.parametrize("code, hits", [("self.app.views['a']\n", ["views"]), ("self.app.notify('x')\n", []),

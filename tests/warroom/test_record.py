@@ -100,7 +100,7 @@ def test_recording_keys_nodes_by_their_names_not_addresses(tmp_path):
         recorder = Recorder(str(rec_path))
         app = PinscopeApp(entries, interval=0.2, recorder=recorder)
         async with app.run_test(size=(120, 30)) as pilot:
-            for _ in range(50):
+            for _ in range(600):  # a hang guard (60 s): a loaded machine ticks late
                 await asyncio.sleep(0.1)
                 if all(v.ticks >= 3 for v in app.views.values()):
                     break
@@ -141,11 +141,13 @@ def test_replay_tui_steps_seeks_and_plays(tmp_path):
     async def go():
         app = ReplayApp(rec, speed=32)
         async with app.run_test(size=(160, 50)) as pilot:
-            for _ in range(100):
+            for _ in range(1200):  # a hang guard (60 s)
                 await asyncio.sleep(0.05)
                 if app.pos == 7:
                     break
             assert app.pos == 7  # played to the end
+            # one node screen: the app's on_mount ran twice (ReplayApp's called it, then Textual did)
+            assert [type(s).__name__ for s in app.screen_stack] == ["Screen", "NodeScreen"]
             v = app.views["xeon"]
             status = str(app.screen.query_one("#status").render())
             assert v.snap.node == "xeon-2s" and "replay" in status

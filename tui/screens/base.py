@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from collectors.findings import Finding
     from collectors.fleet import NodeTarget
     from tui.state import NodeView
+    from tui.widgets.coregrid import CoreGrid
 
 
 class Navigator(Protocol):
@@ -73,7 +74,6 @@ class ReportScreen(Screen):
     the app calls `refresh_view()` when that node's data or the theme changed."""
 
     target: str | None = None
-    grid_widget = None  # the core grid, on the screens that have one
     filter_text = ""  # what the user filters by, on the screens that filter
 
     def __init__(self, view: NodeView | None = None) -> None:
@@ -88,6 +88,11 @@ class ReportScreen(Screen):
         if self._view is None:
             raise LookupError(f"{type(self).__name__} draws every node, not one")
         return self._view
+
+    @property
+    def grid_widget(self) -> CoreGrid | None:
+        """The core grid, on the screens that have one."""
+        return None
 
     @property
     def nav(self) -> Navigator:

@@ -37,14 +37,14 @@ class ContainerScreen(DrillScreen):
         self.query_one("#ctr-tasks", DataTable).add_columns(
             "tid", "comm", "last CPU", "allowed", "wait ms/s", "on-CPU ms/s", "migr/s", "vol/s", "invol/s",
             "migrations (60)")
-        self.nav.set_focus_container(self.target, self.cid)
-        super().on_mount()
+        self.nav.set_focus_container(self.view.target, self.cid)
+        # DrillScreen.on_mount runs next: Textual calls every class's on_mount along the MRO
 
     def on_resize(self) -> None:
         self.render_body()
 
     def on_unmount(self) -> None:
-        self.nav.set_focus_container(self.target, None)
+        self.nav.set_focus_container(self.view.target, None)
 
     def _find(self):
         snap = self.view.snap

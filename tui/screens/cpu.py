@@ -46,11 +46,11 @@ class CpuScreen(DrillScreen):
         self.query_one("#cpu-tasks", DataTable).add_columns("tid", "pid", "comm", "state", "owner", "wait ms/s",
                                                             "on-CPU ms/s")
         self.query_one("#cpu-softirqs", DataTable).add_columns("kind", "per second", "since boot")
-        self.nav.set_focus_cpu(self.target, self.cpu)
-        super().on_mount()
+        self.nav.set_focus_cpu(self.view.target, self.cpu)
+        # DrillScreen.on_mount runs next: Textual calls every class's on_mount along the MRO
 
     def on_unmount(self) -> None:
-        self.nav.set_focus_cpu(self.target, None)
+        self.nav.set_focus_cpu(self.view.target, None)
 
     def render_body(self) -> None:
         v = self.view
@@ -70,7 +70,7 @@ class CpuScreen(DrillScreen):
         if r and r.owners:
             t.append("owners (kubelet's cpu_manager_state):\n")
             for o in r.owners:
-                t.append(display(f"  {o.namespace or '?'}/{o.pod or o.pod_uid}  container {o.container or '?'}  (uid {o.pod_uid})") + "\n")
+                t.append(display(f"  {o.namespace or '?'}/{o.pod or o.pod_uid}  {'held by the pod as a whole (pod-level)' if o.pod_level else f'container {o.container or chr(63)}'}  (uid {o.pod_uid})") + "\n")
         u = v.rates.util.get(self.cpu) if v.rates else None
         t.append(f"load now: {'-' if u is None else f'{u * 100:.1f}%'}")
         nz = v.rates.noise.get(self.cpu) if v.rates else None

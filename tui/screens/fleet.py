@@ -41,7 +41,7 @@ class FleetScreen(ReportScreen):
         self.query_one(FleetMap).focus()
         self.refresh_view()
 
-    def visible(self):
+    def visible_views(self) -> list:  # not `visible`: that is Textual's DOMNode.visible property
         out = []
         for t in self.nav.targets:
             v = self.nav.views[t]
@@ -53,7 +53,7 @@ class FleetScreen(ReportScreen):
         return out
 
     def refresh_view(self) -> None:
-        views = self.visible()
+        views = self.visible_views()
         self.query_one(FleetMap).set_views(views)
         allv = list(self.nav.views.values())
         n = {s: sum(1 for v in allv if v.state == s) for s in ("up", "stale", "down", "connecting")}

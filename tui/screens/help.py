@@ -12,7 +12,7 @@ from textual.widgets import Static
 def binding_rows(app, screen) -> list[tuple[str, str, str]]:
     """(keys, description, id) for every binding with a description, from the app, the screen below
     the help and the widgets of that screen: the help is never a hand-kept copy."""
-    seen = {}
+    seen: dict[str, tuple[str, str, str]] = {}
     sources = [app, screen]
     sources += list(screen.walk_children()) if screen is not None else []
     for src in sources:

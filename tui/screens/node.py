@@ -38,7 +38,7 @@ class NodeScreen(ReportScreen):
     def __init__(self, view: NodeView) -> None:
         super().__init__(view)
         self.filter_text = ""
-        self._arranged_for = None  # the layout key the panes were last arranged for
+        self._arranged_for: tuple | None = None  # the layout key the panes were last arranged for
         # what the pods and findings tables show (redrawn when it changes), and what their rows stand for
         self._pod_rows: tuple | None = None
         self._pod_keys: list[tuple] = []  # (pod uid, container id, container name) per pods row
@@ -176,7 +176,7 @@ class NodeScreen(ReportScreen):
         rs = self.nav.replay_status  # a recording is not live: say where in it we are
         state = {"up": rs or "live", "stale": f"STALE {age:.0f}s", "down": f"DOWN ({v.message})",
                  "connecting": "connecting"}.get(v.state, v.state)
-        idx = self.nav.targets.index(self.target) + 1
+        idx = self.nav.targets.index(self.view.target) + 1
         where = f"[{idx}/{len(self.nav.targets)}]" if len(self.nav.targets) > 1 else ""
         counts = f"✖{n['critical']} ▲{n['warning']}"
         head = display(f"{where}  {state}").strip()
@@ -224,12 +224,15 @@ class NodeScreen(ReportScreen):
                 t.append(f"\nbusiest softirqs: {busiest}")
         else:
             t.append("\nshade = load ▁▂▃▄▅▆▇█   ! = finding   letter = pod")
+        if v.snap and any(o.pod_level for r in v.snap.roles for o in r.owners):
+            t.append("\nlower-case letter = CPUs the pod holds as a whole (pod-level resources)")
         if v.snap:
             c = v.snap.role_of(grid.cursor)
             cpu = v.snap.topology.cpu(c.id) if c else None
             if c and cpu:
                 u = v.rates.util.get(c.id) if v.rates else None
-                who = ", ".join(f"{o.namespace or '?'}/{o.pod or o.pod_uid[:8]}/{o.container or '?'}" for o in c.owners)
+                who = ", ".join(f"{o.namespace or '?'}/{o.pod or o.pod_uid[:8]}/"
+                                + ("(whole pod)" if o.pod_level else o.container or "?") for o in c.owners)
                 # the cursor's line, part by part as they fit: it never wraps a word onto a line of its own
                 t.append("\n" + lay.fit([f"cpu{c.id}: {c.role}", f"load {'-' if u is None else f'{u * 100:.0f}%'}",
                                          f"socket {cpu.socket} NUMA {cpu.numa_node} core {cpu.core}",
@@ -258,9 +261,15 @@ class NodeScreen(ReportScreen):
             for c in p.containers:
                 if not c.assigned or (q and not matches_one(p, c, q)):
                     continue
-                nodes = sorted({cpu_node.get(x) for x in c.assigned if cpu_node.get(x) is not None})
+                nodes = sorted({n for x in c.assigned if (n := cpu_node.get(x)) is not None})
                 rows.append((v.tags.get(p.uid, ""), f"{p.namespace or '?'}/{p.name or p.uid[:8]}",
                              c.name or "?", format_cpuset(c.assigned), format_cpuset(nodes), p.uid, c.id))
+            held = v.snap.state.pod_level(p.uid) if v.snap.state is not None else frozenset()
+            name = f"{p.namespace or '?'}/{p.name or p.uid[:8]}"
+            if held and (not q or q.lower() in name.lower()):  # CPUs the pod holds as a whole (podEntries)
+                held_nodes = sorted({n for x in held if (n := cpu_node.get(x)) is not None})
+                rows.append((v.tags.get(p.uid, "").lower(), name, "(whole pod)", format_cpuset(held),
+                             format_cpuset(held_nodes), p.uid, None))
         rows.sort(key=lambda r: (len(r[0]), r[0], r[2]))
         return rows
 
@@ -324,7 +333,7 @@ class NodeScreen(ReportScreen):
         self._status()
 
     def on_core_grid_selected(self, event: CoreGrid.Selected) -> None:
-        self.nav.open_cpu_or_container(self.target, event.cpu)
+        self.nav.open_cpu_or_container(self.view.target, event.cpu)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         if event.data_table.id == "findings":
@@ -334,10 +343,12 @@ class NodeScreen(ReportScreen):
         v = self.view
         shown = self._shown_findings
         if event.data_table.id == "findings" and shown and event.cursor_row < len(shown):
-            self.nav.open_finding(self.target, shown[event.cursor_row])
+            self.nav.open_finding(v.target, shown[event.cursor_row])
         elif event.data_table.id == "pods" and event.cursor_row < len(self._pod_keys):
             uid, cid, name = self._pod_keys[event.cursor_row]
-            self.nav.open_container(self.target, uid, cid, None if name == "?" else name)
+            if cid is None:
+                return  # a pod's pod-level CPUs: no container to open
+            self.nav.open_container(v.target, uid, cid, None if name == "?" else name)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.filter_text = event.value
@@ -393,7 +404,7 @@ class NodeScreen(ReportScreen):
         self.query_one(CoreGrid).set_highlight(self._highlight())
 
     def action_cpu(self) -> None:
-        self.nav.open_cpu(self.target, self.query_one(CoreGrid).cursor)
+        self.nav.open_cpu(self.view.target, self.query_one(CoreGrid).cursor)
 
     def action_toggle_shade(self) -> None:
         """The grid's shade: load, or kernel noise (irq + softirq + steal share of each CPU)."""
@@ -401,7 +412,7 @@ class NodeScreen(ReportScreen):
         self.refresh_view()
 
     def action_node_info(self) -> None:
-        self.nav.open_node_info(self.target)
+        self.nav.open_node_info(self.view.target)
 
     def action_next_node(self) -> None:
         self.nav.switch_node(+1)

@@ -45,6 +45,10 @@ class NodeInfoScreen(DrillScreen):
         if st:
             ok = {True: "ok", False: "MISMATCH", None: "not checked"}[st.checksum_ok]
             t.append(_d(f"  version {value(st.version)}   policy {value(st.policy)}   defaultCpuSet {format_cpuset(st.default_cpuset) or '-'}   checksum {ok}\n"))
+            names = {p.uid: f"{p.namespace or '?'}/{p.name or p.uid}" for p in s.pods}
+            for uid, cs in sorted(st.pod_entries.items()):  # pod-level resources: CPUs held by the pod as a whole
+                t.append(_d(f"  pod-level {names.get(uid, uid)}: {format_cpuset(cs) or '-'}"
+                            f" ({format_cpuset(st.pod_level(uid)) or 'none'} held by no container of it)\n"))
         t.append(_d(f"  roles from: {s.roles_from}   shared pool {format_cpuset(s.shared_pool) if s.shared_pool is not None else '-'}\n"))
         t.append(_d(f"\ncgroup v{s.cgroup_version}  driver {s.cgroup_driver or 'unknown'}\n"), style="bold")
         t.append(_d(f"isolated {format_cpuset(s.topology.isolated) or '-'}   nohz_full {format_cpuset(s.topology.nohz_full) or '-'}\n"))

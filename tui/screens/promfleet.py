@@ -67,7 +67,8 @@ class PromFleetScreen(ReportScreen):
         self.url, self.selector = url, selector
         self.rows: dict[str, PromRow] = {}
         self.filter_text = ""
-        self.state, self.message = "connecting", None
+        self.state = "connecting"
+        self.message: str | None = None
         self.last_ok: float | None = None  # monotonic time of the last good refresh
         self.query_s = 0.0
         self.shown: list[str] = []

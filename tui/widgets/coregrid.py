@@ -24,12 +24,13 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-# every segment carries a Style: Textual's monochrome filter (NO_COLOR) fails on a None style
-_PLAIN = Style()
-
 from collectors.model import Role
 from collectors.text import display
+from tui.state import NodeView
 from tui.widgets.gridlayout import Cell, Row, choose, id_width, tag_width
+
+# every segment carries a Style: Textual's monochrome filter (NO_COLOR) fails on a None style
+_PLAIN = Style()
 
 SHADES = " ▁▂▃▄▅▆▇█"
 GLYPHS = {str(r): r.glyph for r in Role}
@@ -96,14 +97,14 @@ class CoreGrid(ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.view = None
+        self.view: NodeView | None = None
         self.highlight: frozenset[int] = frozenset()
         self.glyphs = GLYPHS
         self.density = "full"
         self.shade_mode = "load"  # or "noise": see set_shade
         self.forced: str | None = None  # a density chosen by use_density(), else the best that fits
         self.idw = 4  # width of a CPU id column (set by the layout)
-        self._layout_for = None  # the (view shape, size, density) the rows were laid out for
+        self._layout_for: tuple | None = None  # the (view shape, size, density) the rows were laid out for
         self._sticky: tuple[int, int] | None = None  # (cursor, column x) of the last move up or down
         self.rows: list[Row] = []
         self.pos: dict[int, tuple[int, int]] = {}  # cpu -> (row index, cell index)
@@ -214,9 +215,12 @@ class CoreGrid(ScrollView, can_focus=True):
         """The most detailed layout that fits width x height: (density, rows); "…, scrolling" if none does.
         Changes nothing but the id width (a property of the topology): the screen asks it too, to decide
         how many rows the grid needs on a large terminal."""
-        topo = self.view.snap.topology
+        v = self.view
+        if v is None or v.snap is None:  # callers ask once the node's topology came
+            raise LookupError("no topology yet: nothing to lay out")
+        topo = v.snap.topology
         self.idw = id_width(topo)
-        return choose(topo, tag_width(self.view.tags), width, height, self.forced)
+        return choose(topo, tag_width(v.tags), width, height, self.forced)
 
     def use_density(self, density: str | None) -> None:
         """Force a density ("full", "compact", "cores") even if it scrolls; None chooses by size again."""
@@ -254,6 +258,8 @@ class CoreGrid(ScrollView, can_focus=True):
         """What every cell of this view needs, worked out once per view and shade (not per painted row):
         cpu -> (role, load or noise share, pod tag or None when no pod owns it, worst finding severity)."""
         v = self.view
+        if v is None or v.snap is None:
+            return {}
         token = (v.generation, id(v), self.shade_mode)
         if self._frame_for[0] != token:
             snap = v.snap
@@ -263,6 +269,8 @@ class CoreGrid(ScrollView, can_focus=True):
             per: dict = {}
             for r in snap.roles:
                 tag = tags.get(r.owners[0].pod_uid, "") if r.owners else None
+                if tag and r.owners[0].pod_level:  # held by the pod as a whole: its tag in lower case
+                    tag = tag.lower()
                 per[r.id] = (r.role, util.get(r.id), tag, marks.get(r.id))
             self._frame_for = (token, per)
         return self._frame_for[1]
@@ -282,7 +290,7 @@ class CoreGrid(ScrollView, can_focus=True):
         ctx = (width, self.density, self.has_focus, stale, self._style_gen)
         per = self._frame() if v is not None and v.snap is not None else {}
         cursor, highlight = self.cursor, self.highlight
-        keys = []
+        keys: list[tuple] = []
         for ry, row in enumerate(self.rows):
             if not row.cells:
                 keys.append((ry, *ctx, row.kind, row.text))
@@ -344,7 +352,7 @@ class CoreGrid(ScrollView, can_focus=True):
             if ix > x:
                 segs.append(Segment(" " * (ix - x), _PLAIN))
                 x = ix
-            parts = [(text, label_style)] if cell is None else self._cell(next(cell_keys), stale)
+            parts = [(text or "", label_style)] if cell is None else self._cell(next(cell_keys), stale)
             for t, style in parts:
                 segs.append(Segment(t, style))
                 x += len(t)

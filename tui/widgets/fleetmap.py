@@ -13,11 +13,11 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-# every segment carries a Style: Textual's monochrome filter (NO_COLOR) fails on a None style
-_PLAIN = Style()
-
 from collectors.text import display
 from tui.widgets.coregrid import GLYPHS
+
+# every segment carries a Style: Textual's monochrome filter (NO_COLOR) fails on a None style
+_PLAIN = Style()
 
 RANK = {"critical": 0, "warning": 1, "down": 2, "stale": 3, "connecting": 4, None: 5, "info": 5}
 STATE = {"up": "●", "stale": "◐", "down": "○", "connecting": "…"}
@@ -61,7 +61,7 @@ class FleetMap(ScrollView, can_focus=True):
         self._cache: dict = {}
         self._styles: dict = {}
         self.moved = False
-        self._shape = None  # the order, CPU counts and size the rows were made for
+        self._shape: tuple | None = None  # the order, CPU counts and size the rows were made for
 
     def set_views(self, views) -> None:
         # the cursor stays on its node while the list re-sorts, once the user has moved it; until

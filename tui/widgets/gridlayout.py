@@ -35,7 +35,7 @@ class Cell:
 class Row:
     kind: str  # "header" | "subheader" | "l3" (tile titles) | "titles" (NUMA blocks side by side) | "cells" | "note"
     text: str = ""
-    cells: list | None = None
+    cells: list[Cell] = field(default_factory=list)  # only "cells" rows have some
     labels: list = field(default_factory=list)  # (x, text): row labels (first CPU id) and L3 tile titles
     width: int = 0
 

@@ -39,8 +39,8 @@ class PromRow:
 
     def rank(self) -> int:
         if self.node.read_ok is False:
-            return min(RANK["unreadable"], RANK.get(self.node.worst(), 5))
-        return RANK.get(self.node.worst(), 5)
+            return min(RANK["unreadable"], RANK.get(self.node.worst() or "", 5))
+        return RANK.get(self.node.worst() or "", 5)  # worst(): None without findings
 
 
 def order_key(row: PromRow):

@@ -1,0 +1,105 @@
+"""pinscope's Grafana dashboard, built with Grafana's typed SDK (grafana-foundation-sdk, a test extra only)
+and written to deploy/grafana/pinscope.json. Regenerate after a change, and commit both:
+
+    .venv/bin/python deploy/grafana/generate.py          # writes deploy/grafana/pinscope.json
+    .venv/bin/python deploy/grafana/generate.py --check  # exit 1 if the committed JSON differs
+
+Every panel is per node ($node, from pinscope_node_info) and reads only the metrics of the README's
+contract. tests/deploy/test_grafana.py checks that regenerating gives the committed file, and runs every
+query through a real Prometheus scraping pinscope's exporter (each must return data).
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from grafana_foundation_sdk.builders import bargauge, dashboard, heatmap, prometheus, stat, statetimeline, timeseries
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models.dashboard import DataSourceRef, VariableRefresh
+
+OUT = Path(__file__).with_name("pinscope.json")
+DS = DataSourceRef(type_val="prometheus", uid="${datasource}")
+N = 'node=~"$node"'
+
+
+def q(expr: str, legend: str = "", ref: str = "A") -> prometheus.Dataquery:
+    return prometheus.Dataquery().expr(expr).legend_format(legend or "__auto").ref_id(ref).datasource(DS)
+
+
+def panels() -> list:
+    """(builder, height, width) in reading order: the node at a glance, the CPU map, pods, findings,
+    jitter, and the probe's own cost."""
+    return [
+        (stat.Panel().title("CPUs by role").unit("none")
+         .with_target(q(f"sum by (role) (pinscope_cpus{{{N}}})", "{{role}}")), 5, 12),
+        (stat.Panel().title("Findings by severity").unit("none")
+         .with_target(q(f"sum by (severity) (pinscope_findings{{{N}}})", "{{severity}}")), 5, 12),
+        # the CPU map: one row per CPU, its role over time (the value is the role's state, named by mapping)
+        (statetimeline.Panel().title("CPU map: role of each CPU")
+         .description("1 per CPU and role; a CPU whose role changes shows the change in time")
+         .with_target(q(f"max by (cpu, role) (pinscope_cpu_info{{{N}}})", "cpu {{cpu}} {{role}}")), 12, 12),
+        (heatmap.Panel().title("CPU load by CPU")
+         .description("busy share of each CPU over the exporter's read window (/proc/stat)")
+         .with_target(q(f"max by (cpu) (pinscope_cpu_utilization_ratio{{{N}}})", "{{cpu}}")), 12, 12),
+        (bargauge.Panel().title("Exclusive CPUs per pod").unit("none")
+         .with_target(q(f"sum by (namespace, pod) (pinscope_container_exclusive_cpus{{{N}}})",
+                        "{{namespace}}/{{pod}}")), 8, 12),
+        (timeseries.Panel().title("Findings over time, by severity").unit("none")
+         .with_target(q(f"sum by (severity) (pinscope_findings{{{N}}})", "{{severity}}")), 8, 12),
+        (timeseries.Panel().title("Run-queue wait of pinned containers").unit("s")
+         .description("seconds per second a pinned container's tasks waited to run (jitter)")
+         .with_target(q(f"max by (node, namespace, pod, container) (pinscope_container_runqueue_wait_seconds_per_second{{{N}}})"
+                        f" and on (node, namespace, pod, container) pinscope_container_exclusive_cpus{{{N}}} > 0",
+                        "{{namespace}}/{{pod}}/{{container}}")), 8, 12),
+        (timeseries.Panel().title("Kernel noise on exclusive CPUs").unit("percentunit")
+         .description("irq + softirq + steal share of each exclusive CPU")
+         .with_target(q(f"max by (cpu) (pinscope_cpu_noise_ratio{{{N}}}"
+                        f" and on (node, cpu) pinscope_cpu_info{{{N},role=\"exclusive\"}})", "cpu {{cpu}}")), 8, 12),
+        (timeseries.Panel().title("CFS throttling of pinned containers").unit("s")
+         .with_target(q(f"sum by (namespace, pod, container) (rate(pinscope_container_cpu_cfs_throttled_seconds_total{{{N}}}[$__rate_interval]))",
+                        "{{namespace}}/{{pod}}/{{container}}")), 8, 12),
+        (timeseries.Panel().title("pinscope's own cost on the node").unit("s")
+         .description("CPU seconds per second the probe used, and how long one read took")
+         .with_target(q(f"sum by (node) (rate(pinscope_probe_cpu_seconds_total{{{N}}}[$__rate_interval]))",
+                        "{{node}} probe CPU")
+                      )
+         .with_target(q(f"max by (node) (pinscope_read_duration_seconds{{{N}}})", "{{node}} read", "B")), 8, 12),
+    ]
+
+
+def build() -> dict:
+    d = (dashboard.Dashboard("pinscope: CPU pinning by node")
+         .uid("pinscope-nodes")
+         .description("Core-by-core CPU pinning on Kubernetes nodes, from pinscope's exporter (deploy/)")
+         .tags(["pinscope", "kubernetes", "cpu"])
+         .refresh("30s")
+         .time("now-6h", "now")
+         .timezone("browser")
+         .with_variable(dashboard.DatasourceVariable("datasource").label("Prometheus").type("prometheus"))
+         .with_variable(dashboard.QueryVariable("node").label("Node").datasource(DS)
+                        .query("label_values(pinscope_node_info, node)")
+                        .refresh(VariableRefresh.ON_TIME_RANGE_CHANGED)
+                        .multi(True).include_all(True)))
+    for p, h, w in panels():
+        d = d.with_panel(p.datasource(DS).height(h).span(w))
+    return json.loads(json.dumps(d.build(), cls=JSONEncoder))
+
+
+def render() -> str:
+    return json.dumps(build(), indent=2, sort_keys=True) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    text = render()
+    if "--check" in argv:
+        if OUT.read_text() != text:
+            print(f"{OUT} is not what generate.py builds: run it and commit the result", file=sys.stderr)
+            return 1
+        return 0
+    OUT.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
