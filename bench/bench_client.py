@@ -26,12 +26,12 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]
 
 from bigspec import big_node  # noqa: E402
 
-from collectors.assemble import Assembler  # noqa: E402
-from collectors.collect import NodeCollector, Options, live_depth  # noqa: E402
-from collectors.frames import parse_frame  # noqa: E402
-from collectors.pipeline import Pipeline  # noqa: E402
-from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode  # noqa: E402
-from collectors.transport.local import LocalTransport  # noqa: E402
+from pinscope.collectors.assemble import Assembler  # noqa: E402
+from pinscope.collectors.collect import NodeCollector, Options, live_depth  # noqa: E402
+from pinscope.collectors.frames import parse_frame  # noqa: E402
+from pinscope.collectors.pipeline import Pipeline  # noqa: E402
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode  # noqa: E402
+from pinscope.collectors.transport.local import LocalTransport  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 WARM, N = (10, 20) if QUICK else (30, 60)

@@ -31,7 +31,7 @@ sys.path[:0] = [str(HERE.parent), str(HERE), str(HERE.parent / "tests")]
 
 from bigspec import big_node  # noqa: E402
 
-from collectors.sim.node import SimNode  # noqa: E402
+from pinscope.collectors.sim.node import SimNode  # noqa: E402
 from promserver import _kill_group, _readline, free_port  # noqa: E402
 
 QUICK = "--quick" in sys.argv
@@ -87,7 +87,7 @@ def wait_metrics(url: str, pattern: str, deadline: float = 60) -> None:
 
 
 def start_pinscope(root: str, interval: float) -> tuple[subprocess.Popen, str]:
-    p = subprocess.Popen([sys.executable, "-m", "tui.cli", "exporter", "--listen", "127.0.0.1:0", "--root", root,
+    p = subprocess.Popen([sys.executable, "-m", "pinscope.tui.cli", "exporter", "--listen", "127.0.0.1:0", "--root", root,
                           "--node-name", "bench-96", "--interval", str(interval), "local"],
                          cwd=HERE.parent, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                          start_new_session=True)

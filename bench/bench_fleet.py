@@ -27,11 +27,11 @@ sys.path[:0] = [str(HERE.parent), str(HERE), str(HERE.parent / "tests")]
 
 import sshd as sshd_mod  # noqa: E402
 
-from collectors.collect import NodeCollector, Options  # noqa: E402
-from collectors.fleet import NodeTarget  # noqa: E402
-from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode  # noqa: E402
-from collectors.transport.base import probe_command  # noqa: E402
-from tui.app import PinscopeApp  # noqa: E402
+from pinscope.collectors.collect import NodeCollector, Options  # noqa: E402
+from pinscope.collectors.fleet import NodeTarget  # noqa: E402
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode  # noqa: E402
+from pinscope.collectors.transport.base import probe_command  # noqa: E402
+from pinscope.tui.app import PinscopeApp  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 
@@ -100,7 +100,7 @@ def node_cpu(srv) -> float:
 async def setup_cost(srv, roots, k: int = 24) -> float:
     """Node-side CPU seconds of ONE set-up (TCP, SSH handshake, login, session, the probe's first frame
     at the overview's first depth), measured alone: k set-ups, two at a time, nothing else ticking."""
-    from collectors.collect import overview_depth
+    from pinscope.collectors.collect import overview_depth
 
     cols = [NodeCollector(srv.target, Options(root=roots[i % len(roots)], identity=str(srv.userkey),
                                               known_hosts=str(srv.known_hosts), ssh_config=str(srv.ssh_config),

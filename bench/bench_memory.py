@@ -27,9 +27,9 @@ sys.path[:0] = [str(HERE.parent), str(HERE), str(HERE.parent / "tests")]
 
 import psutil  # noqa: E402
 
-from collectors.collect import Options  # noqa: E402
-from collectors.fleet import NodeTarget  # noqa: E402
-from tui.app import PinscopeApp  # noqa: E402
+from pinscope.collectors.collect import Options  # noqa: E402
+from pinscope.collectors.fleet import NodeTarget  # noqa: E402
+from pinscope.tui.app import PinscopeApp  # noqa: E402
 
 
 def arg(name: str, default: float) -> float:
@@ -43,7 +43,7 @@ CHURNER = textwrap.dedent(f"""
     from pathlib import Path
     sys.argv = ["bench_soak"]
     sys.path[:0] = [{str(HERE.parent)!r}, {str(HERE)!r}, {str(HERE.parent / "tests")!r}]
-    from collectors.sim.node import SimNode
+    from pinscope.collectors.sim.node import SimNode
     import bench_soak
     root = Path(sys.stdin.readline().strip())
     sim = SimNode(bench_soak.spec(0), root).write()

@@ -24,8 +24,8 @@ sys.path[:0] = [str(HERE.parent), str(HERE), str(HERE.parent / "tests")]
 from bench_probe import child_cpu  # noqa: E402
 from bigspec import big_node  # noqa: E402
 
-from collectors.sim.node import SimNode  # noqa: E402
-from collectors.transport.base import probe_text  # noqa: E402
+from pinscope.collectors.sim.node import SimNode  # noqa: E402
+from pinscope.collectors.transport.base import probe_text  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 ROUNDS = 5 if QUICK else 15

@@ -30,11 +30,11 @@ sys.path[:0] = [str(HERE.parent), str(HERE), str(HERE.parent / "tests")]
 
 from bigspec import big_node  # noqa: E402
 
-from collectors.collect import live_depth  # noqa: E402
-from collectors.frames import parse_frame  # noqa: E402
-from collectors.assemble import assemble  # noqa: E402
-from collectors.sim.node import SimNode  # noqa: E402
-from collectors.transport.base import probe_command  # noqa: E402
+from pinscope.collectors.collect import live_depth  # noqa: E402
+from pinscope.collectors.frames import parse_frame  # noqa: E402
+from pinscope.collectors.assemble import assemble  # noqa: E402
+from pinscope.collectors.sim.node import SimNode  # noqa: E402
+from pinscope.collectors.transport.base import probe_command  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 N = 20 if QUICK else 60
@@ -92,8 +92,8 @@ def client_cost(frames: list[bytes], static: bytes, reps: int = 30) -> float:
 async def client_live(root: str, n: int) -> tuple[float, float]:
     """The client as the TUI runs it: the real collector at the live cadence (deeper frames carried
     between ticks), CPU of this process only (the probe's is the node's). -> (per tick, grid-only tick)."""
-    from collectors.collect import NodeCollector, Options
-    from collectors.transport.local import LocalTransport
+    from pinscope.collectors.collect import NodeCollector, Options
+    from pinscope.collectors.transport.local import LocalTransport
 
     col = NodeCollector("local", Options(root=root), LocalTransport(root))
     await col.connect()
@@ -161,7 +161,7 @@ async def ssh_costs(root: str, n: int) -> dict | None:
             run_node = (server_cpu() - s0) / n
             # persistent channel: one probe, one frame per request
             proc = await conn.create_process(probe_command(root), encoding=None)
-            from collectors.transport.base import FrameStream
+            from pinscope.collectors.transport.base import FrameStream
 
             fs = FrameStream()
             fs.reader, fs.writer = proc.stdout, proc.stdin

@@ -27,7 +27,7 @@ import psutil
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE), str(HERE.parent / "tests")]
 
-from collectors.sim.promfleet import make_fleet  # noqa: E402
+from pinscope.collectors.sim.promfleet import make_fleet  # noqa: E402
 from promserver import Prometheus, backfill, have_prometheus  # noqa: E402
 
 QUICK = "--quick" in sys.argv
@@ -76,7 +76,7 @@ def main() -> int:
           f"backfilled in {time.monotonic() - t0:.0f} s\n")
     prom = Prometheus(storage=os.path.join(tmp, "data"), lookback="1h").start()
     try:
-        cmd = f"exec {sys.executable} -m tui.cli --prometheus {prom.url}"
+        cmd = f"exec {sys.executable} -m pinscope.tui.cli --prometheus {prom.url}"
         tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "50", "-c", str(HERE.parent), cmd)
         pid = int(tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
         end = time.monotonic() + 120

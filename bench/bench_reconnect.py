@@ -19,8 +19,8 @@ sys.path[:0] = [str(HERE.parent), str(HERE), str(HERE.parent / "tests")]
 import psutil  # noqa: E402
 import sshd as sshd_mod  # noqa: E402
 
-from collectors.collect import NodeCollector, Options, live_depth  # noqa: E402
-from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode  # noqa: E402
+from pinscope.collectors.collect import NodeCollector, Options, live_depth  # noqa: E402
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode  # noqa: E402
 
 ROUNDS = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 600
 

@@ -27,10 +27,10 @@ sys.path[:0] = [str(HERE.parent), str(HERE), str(HERE.parent / "tests")]
 import psutil  # noqa: E402
 import sshd as sshd_mod  # noqa: E402
 
-from collectors.collect import Options  # noqa: E402
-from collectors.fleet import NodeTarget  # noqa: E402
-from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode  # noqa: E402
-from tui.app import PinscopeApp  # noqa: E402
+from pinscope.collectors.collect import Options  # noqa: E402
+from pinscope.collectors.fleet import NodeTarget  # noqa: E402
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode  # noqa: E402
+from pinscope.tui.app import PinscopeApp  # noqa: E402
 
 
 def arg(name: str, default: float) -> float:

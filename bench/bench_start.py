@@ -30,12 +30,12 @@ sys.path[:0] = [str(REPO), str(HERE)]
 
 from bigspec import big_node  # noqa: E402
 
-from collectors.sim.node import SimNode  # noqa: E402
+from pinscope.collectors.sim.node import SimNode  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 RUNS = 5 if QUICK else 15
 SOCK = f"pinscope-bench-start-{os.getpid()}"
-NAIVE = "import kubernetes, runpy, sys; sys.argv[0] = 'pinscope'; runpy.run_module('tui.cli', run_name='__main__')"
+NAIVE = "import kubernetes, runpy, sys; sys.argv[0] = 'pinscope'; runpy.run_module('pinscope.tui.cli', run_name='__main__')"
 
 
 def tmux(*args: str) -> str:
@@ -72,9 +72,9 @@ def main() -> None:
     sides = [
         ("floor: the interpreter printing the markers", [py, "-c", f"print({' '.join(root_markers)!r}); "
                                                          "import time; time.sleep(60)"], root_markers),
-        ("pinscope --root TREE local (96 CPUs)", [py, "-m", "tui.cli", "--root", root, "local"], root_markers),
+        ("pinscope --root TREE local (96 CPUs)", [py, "-m", "pinscope.tui.cli", "--root", root, "local"], root_markers),
         ("  naive: the Kubernetes client imported at start", [py, "-c", NAIVE, "--root", root, "local"], root_markers),
-        ("pinscope demo", [py, "-m", "tui.cli", "demo"], demo_markers),
+        ("pinscope demo", [py, "-m", "pinscope.tui.cli", "demo"], demo_markers),
         ("  naive: the Kubernetes client imported at start", [py, "-c", NAIVE, "demo"], demo_markers),
     ]
     tmux("-f", "/dev/null", "new-session", "-d", "-s", "bench", "-x", "200", "-y", "60")

@@ -25,13 +25,13 @@ from textual.app import App  # noqa: E402
 from textual.containers import Grid  # noqa: E402
 from textual.widgets import DataTable, Static  # noqa: E402
 
-from collectors.collect import Options  # noqa: E402
-from collectors.fleet import NodeTarget  # noqa: E402
-from collectors.sim.node import CtrSpec, NodeSpec, PodSpec  # noqa: E402
-from collectors.transport.local import LocalTransport  # noqa: E402
+from pinscope.collectors.collect import Options  # noqa: E402
+from pinscope.collectors.fleet import NodeTarget  # noqa: E402
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec  # noqa: E402
+from pinscope.collectors.transport.local import LocalTransport  # noqa: E402
 from frozen import FrozenApp, frozen_samples  # noqa: E402
-from tui.app import PinscopeApp  # noqa: E402
-from tui.widgets.coregrid import CoreGrid  # noqa: E402
+from pinscope.tui.app import PinscopeApp  # noqa: E402
+from pinscope.tui.widgets.coregrid import CoreGrid  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 SIZE = (200, 60)
@@ -52,7 +52,7 @@ def _bumped(view, bump: float):
     """A copy of a NodeView whose every CPU's load is bumped by `bump` (as the naive sides do)."""
     from dataclasses import replace
 
-    from tui.state import NodeView
+    from pinscope.tui.state import NodeView
 
     rep = view.report
     util = {c: (u + bump) % 1.0 for c, u in rep.rates.util.items()}
@@ -155,9 +155,9 @@ def live_reports(spec, n: int) -> list:
     live cadence (the reports a node screen gets, one a second): bench_client's frames through a Pipeline."""
     import bench_client
 
-    from collectors.collect import live_depth
-    from collectors.frames import parse_frame
-    from collectors.pipeline import Pipeline
+    from pinscope.collectors.collect import live_depth
+    from pinscope.collectors.frames import parse_frame
+    from pinscope.collectors.pipeline import Pipeline
 
     pl = Pipeline("bench")
     return [pl.feed(parse_frame(raw)) for raw in bench_client.record(spec, live_depth)][-n:]
@@ -167,7 +167,7 @@ async def screen_refresh(reports: list) -> dict:
     """The node screen as the app runs it: each new report posted (NodeUpdate: the view applies it, the
     screen refreshes grid, status, legend, pods and findings) and Textual's cycle run (pilot.pause: layout,
     render, write). CPU per report, and the same cycle with no report (the floor)."""
-    from tui.app import NodeUpdate
+    from pinscope.tui.app import NodeUpdate
 
     app = FrozenApp({"bench": reports[0]})
     async with app.run_test(size=SIZE) as pilot:
@@ -210,7 +210,7 @@ TICKER = """
 import sys, time
 sys.path[:0] = {paths!r}
 import bigspec, bench_client
-from collectors.sim.node import SimNode
+from pinscope.collectors.sim.node import SimNode
 sim = SimNode(getattr({mod}, {fn!r})(), {root!r}).write()
 print("ready", flush=True)
 while True:

@@ -1,5 +1,5 @@
 """The benchmark node: 96 CPUs (2 sockets x 24 cores x 2 threads), 100 containers, 500 tasks."""
-from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
 
 
 def big_node(hostname: str = "bench-96", seed: int = 7) -> NodeSpec:

@@ -17,9 +17,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parent / "tests"))  # the 512-CPU node's shape, the DevTools client
 
-from collectors.collect import Options  # noqa: E402
-from collectors.sim.demo import DemoCluster  # noqa: E402
-from tui.app import PinscopeApp  # noqa: E402
+from pinscope.collectors.collect import Options  # noqa: E402
+from pinscope.collectors.sim.demo import DemoCluster  # noqa: E402
+from pinscope.tui.app import PinscopeApp  # noqa: E402
 
 SIZE = (160, 48)
 ONLY = set(sys.argv[1:])
@@ -84,7 +84,7 @@ async def large() -> None:
     2 x 128-core EPYC (512 CPUs, 16 L3 caches per NUMA node, 70 pinned pods) at 200x60."""
     from nodes import epyc_512
 
-    from collectors.sim.demo import demo_specs
+    from pinscope.collectors.sim.demo import demo_specs
 
     for name, specs, size in (("laptop-80x24", demo_specs()[:1], (80, 24)),
                               ("warroom-200x60", demo_specs()[:1], (200, 60)),
@@ -126,7 +126,7 @@ def browser() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    srv = subprocess.Popen([sys.executable, "-m", "tui.cli", "serve", "--port", str(port), "--", "demo"],
+    srv = subprocess.Popen([sys.executable, "-m", "pinscope.tui.cli", "serve", "--port", str(port), "--", "demo"],
                            cwd=HERE.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         for _ in range(150):
@@ -160,9 +160,9 @@ async def prometheus() -> None:
 
     from promserver import Prometheus, backfill, have_prometheus
 
-    from collectors.promql import PromSource
-    from collectors.sim.promfleet import make_fleet
-    from tui.promapp import PromApp
+    from pinscope.collectors.promql import PromSource
+    from pinscope.collectors.sim.promfleet import make_fleet
+    from pinscope.tui.promapp import PromApp
 
     if not wanted("prom-fleet"):
         return

@@ -17,7 +17,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from collectors.parse.kubelet import checksum_v2
+from pinscope.collectors.parse.kubelet import checksum_v2
 
 CI = os.environ.get("CI") == "true"
 
@@ -60,7 +60,7 @@ def stop(proc: subprocess.Popen, timeout: float = 10.0, sig: int = signal.SIGKIL
 
 
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tui.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "pinscope.tui.cli", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=Path(__file__).resolve().parent.parent)
 
 
@@ -272,9 +272,9 @@ def read_sim(spec, root, samples: int = 2):
     counters advanced one node-second in between. -> the last NodeReport (rates over the two samples)."""
     import asyncio
 
-    from collectors.collect import NodeCollector, Options
-    from collectors.sim.node import SimNode
-    from collectors.transport.local import LocalTransport
+    from pinscope.collectors.collect import NodeCollector, Options
+    from pinscope.collectors.sim.node import SimNode
+    from pinscope.collectors.transport.local import LocalTransport
 
     sim = SimNode(spec, root).write()
 

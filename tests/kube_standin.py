@@ -515,8 +515,8 @@ def main() -> int:
     import sys
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from collectors.sim.node import NodeSpec, SimNode
-    from collectors.sim.demo import demo_specs
+    from pinscope.collectors.sim.node import NodeSpec, SimNode
+    from pinscope.collectors.sim.demo import demo_specs
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sim", action="append", default=[], metavar="NAME",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
 
 FEED_UID = "6f1f6f4e-0b1a-4f59-9a3c-2f0f3b7c1a01"
 API_UID = "6f1f6f4e-0b1a-4f59-9a3c-2f0f3b7c1a02"

@@ -2,7 +2,7 @@
 
 Each builds a tree with collectors.sim.node and is read through the real probe (--root) in the tests.
 """
-from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
 
 
 def dual_socket_intel() -> NodeSpec:

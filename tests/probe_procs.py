@@ -3,7 +3,7 @@ environment, what they read (rchar), and a probe made to hang in a read (its awk
 import os
 import time
 
-from collectors.sim.node import SimNode
+from pinscope.collectors.sim.node import SimNode
 
 
 def probe_procs(root) -> list[int]:

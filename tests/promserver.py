@@ -143,7 +143,7 @@ class Prometheus:
 
 
 class Exporter:
-    """`python -m tui.cli exporter --listen 127.0.0.1:0 ...`; the bound port comes from its first line."""
+    """`python -m pinscope.tui.cli exporter --listen 127.0.0.1:0 ...`; the bound port comes from its first line."""
 
     def __init__(self, *args: str, env: dict | None = None) -> None:
         self.args = args
@@ -153,7 +153,7 @@ class Exporter:
         self.lines: list[str] = []
 
     def start(self, deadline: float = 60) -> "Exporter":
-        self.proc = subprocess.Popen([sys.executable, "-m", "tui.cli", "exporter", "--listen", "127.0.0.1:0", *self.args],
+        self.proc = subprocess.Popen([sys.executable, "-m", "pinscope.tui.cli", "exporter", "--listen", "127.0.0.1:0", *self.args],
                                      cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                      stdin=subprocess.DEVNULL, start_new_session=True, env=self.env)
         line = _readline(self.proc, deadline)
@@ -228,7 +228,7 @@ def backfill(fleet, data_dir, at: float | None = None, timeout: float = 300) -> 
     """Write `fleet` (collectors.sim.promfleet) as OpenMetrics and turn it into TSDB blocks in data_dir
     with `promtool tsdb create-blocks-from openmetrics`. One sample per series, `at` (default 5 minutes
     ago): query it with Prometheus(lookback="1h"). Returns the timestamp written."""
-    from collectors.sim.promfleet import write_openmetrics
+    from pinscope.collectors.sim.promfleet import write_openmetrics
 
     at = time.time() - 300 if at is None else at
     src = Path(data_dir).parent / "fleet.om"

@@ -73,7 +73,7 @@ def run_watched(log: Path, *args: str) -> subprocess.CompletedProcess:
             f"        with open({str(log)!r}, 'a') as f: f.write(event + ' ' + repr(args)[:200] + '\\n')\n"
             "sys.addaudithook(hook)\n"
             "sys.argv[0] = 'pinscope'\n"
-            "runpy.run_module('tui.cli', run_name='__main__', alter_sys=True)\n")
+            "runpy.run_module('pinscope.tui.cli', run_name='__main__', alter_sys=True)\n")
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60,
                           cwd=REPO)
 
@@ -97,11 +97,11 @@ def test_inventory_names_are_targets(tmp_path):
 
 
 def test_a_closed_pipe_ends_quietly(tmp_path):
-    from collectors.sim.node import SimNode
+    from pinscope.collectors.sim.node import SimNode
     from nodes import dual_socket_intel
 
     SimNode(dual_socket_intel(), tmp_path).write()
-    p = subprocess.Popen([sys.executable, "-m", "tui.cli", "snapshot", "--root", str(tmp_path), "local"],
+    p = subprocess.Popen([sys.executable, "-m", "pinscope.tui.cli", "snapshot", "--root", str(tmp_path), "local"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO)
     p.stdout.close()  # `| head -0`: gone before the first line (a short output would fit the pipe's buffer)
     err = p.stderr.read().decode()
@@ -111,7 +111,7 @@ def test_a_closed_pipe_ends_quietly(tmp_path):
 def test_an_inventory_host_the_resolver_refuses_is_that_node_down_not_the_run(tmp_path):
     """bad..host in an inventory (not checked as a command-line word) made the resolver's idna codec raise
     UnicodeError: 'internal error' and no output for the nodes that were read; the TUI kept it 'waiting'."""
-    from collectors.sim.node import SimNode
+    from pinscope.collectors.sim.node import SimNode
     from nodes import dual_socket_intel
 
     SimNode(dual_socket_intel(), tmp_path / "n").write()
@@ -128,7 +128,7 @@ def test_inventory_names_are_used_everywhere(tmp_path):
     the read node's hostname, the error line its address, the error object the inventory's name)."""
     import json
 
-    from collectors.sim.node import SimNode
+    from pinscope.collectors.sim.node import SimNode
     from nodes import dual_socket_intel
 
     SimNode(dual_socket_intel(), tmp_path / "n").write()
@@ -148,7 +148,7 @@ def test_options_before_the_command_word(tmp_path):
     """The README's `pinscope --root /host local` (or snapshot/check), written as users write it with the
     command after the shared options, was refused: "'check' is not a command or a target; did you mean the
     command 'check'?"."""
-    from collectors.sim.node import SimNode
+    from pinscope.collectors.sim.node import SimNode
     from nodes import dual_socket_intel
 
     SimNode(dual_socket_intel(), tmp_path).write()
@@ -165,7 +165,7 @@ def test_options_before_the_command_word(tmp_path):
 def test_snapshot_text_lists_offline_cpus_and_an_unknown_policy(tmp_path):
     """Offline CPUs belong to no NUMA node in sysfs: the text table grouped by NUMA node dropped them (the
     JSON had them); a policy that could not be read printed as 'policy None'."""
-    from collectors.sim.node import SimNode
+    from pinscope.collectors.sim.node import SimNode
     from nodes import broken, offline_isolated
 
     SimNode(offline_isolated(), tmp_path / "a").write()
@@ -193,7 +193,7 @@ def test_check_that_reads_nothing_exits_3_not_the_warnings_code(tmp_path):
 def test_check_exit_with_one_node_of_several_unreachable(tmp_path):
     """One node down among several exited 4 ('read only in part', meant for files this user may not read),
     and warnings beside a down node exited 1: a down node is 3, unless a critical was found (2)."""
-    from collectors.sim.node import SimNode
+    from pinscope.collectors.sim.node import SimNode
     from nodes import broken, dual_socket_intel
 
     SimNode(dual_socket_intel(), tmp_path / "n").write()

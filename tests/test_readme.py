@@ -3,7 +3,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from collectors.findings import CODES
+from pinscope.collectors.findings import CODES
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -75,7 +75,7 @@ def test_one_list_of_system_packages():
 def test_metrics_table_is_the_exporters_contract():
     """Every metric the exporter can serve is in the README's table with its type, labels and meaning, and
     the table has no metric the exporter does not serve."""
-    from collectors.exporter.metrics import CONTRACT
+    from pinscope.collectors.exporter.metrics import CONTRACT
 
     rows = [ln for ln in README.splitlines() if ln.startswith("| `pinscope_")]
     for f in CONTRACT:

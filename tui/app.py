@@ -19,21 +19,21 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Input
 
-from collectors.collect import Options
-from collectors.exitsignals import on_exit_signals
-from collectors.fleet import Fleet, NodeTarget
-from themes import TCSS
-from themes.themes import ORDER, THEMES, theme_name
-from collectors.text import display
-from tui.screens.container import ContainerScreen
-from tui.screens.cpu import CpuScreen
-from tui.screens.fleet import FleetScreen
-from tui.screens.help import HelpScreen
-from tui.screens.base import ReportScreen
-from tui.screens.node import NodeScreen
-from tui.screens.nodeinfo import NodeInfoScreen
-from tui.controlfilter import DropControlCharacters
-from tui.state import NodeView
+from pinscope.collectors.collect import Options
+from pinscope.collectors.exitsignals import on_exit_signals
+from pinscope.collectors.fleet import Fleet, NodeTarget
+from pinscope.themes import TCSS
+from pinscope.themes.themes import ORDER, THEMES, theme_name
+from pinscope.collectors.text import display
+from pinscope.tui.screens.container import ContainerScreen
+from pinscope.tui.screens.cpu import CpuScreen
+from pinscope.tui.screens.fleet import FleetScreen
+from pinscope.tui.screens.help import HelpScreen
+from pinscope.tui.screens.base import ReportScreen
+from pinscope.tui.screens.node import NodeScreen
+from pinscope.tui.screens.nodeinfo import NodeInfoScreen
+from pinscope.tui.controlfilter import DropControlCharacters
+from pinscope.tui.state import NodeView
 
 _DROP_CONTROL = DropControlCharacters()
 
@@ -194,7 +194,7 @@ class PinscopeApp(App):
             self.notify(display(f"keymap {KEYMAP} ignored: {err}"), severity="warning", markup=False)
             return
         keymap = {str(k): str(v) for k, v in data.items() if isinstance(v, str)}
-        from tui.keymap import unknown_ids_line
+        from pinscope.tui.keymap import unknown_ids_line
 
         if line := unknown_ids_line(keymap, KEYMAP):  # a misspelt id is said, not silently ignored
             self.notify(display(line), severity="warning", markup=False)
@@ -386,7 +386,7 @@ class PinscopeApp(App):
 
 
     def action_export(self) -> None:
-        from tui.export import export_current
+        from pinscope.tui.export import export_current
 
         if self._refuse_write():
             return
@@ -414,7 +414,7 @@ def _raise_nofile(nodes: int) -> None:
 def run_live(targets: list, opts: Options, interval: float = 1.0, theme: str = "dark", record: str | None = None,
              kube=None) -> int:
     """targets: strings ('local', [user@]host[:port], node/NAME) or inventory Targets."""
-    from collectors.record import Recorder
+    from pinscope.collectors.record import Recorder
 
     recorder = Recorder(record) if record else None
     app = PinscopeApp([NodeTarget.of(t, opts) for t in targets], opts, interval, theme, recorder=recorder, kube=kube)
@@ -427,7 +427,7 @@ def run_live(targets: list, opts: Options, interval: float = 1.0, theme: str = "
 
 
 def run_demo(theme: str = "dark", interval: float = 1.0) -> int:
-    from collectors.sim.demo import DemoCluster
+    from pinscope.collectors.sim.demo import DemoCluster
 
     cluster = DemoCluster(write=False)  # each tree written in a thread when its node first connects
     targets = cluster.targets()

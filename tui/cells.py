@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from collectors.text import display
+from pinscope.collectors.text import display
 
 
 def cell(value) -> Text:

@@ -14,14 +14,14 @@ import os
 import sys
 from pathlib import Path
 
-from collectors.collect import Options, snapshot
-from collectors.errors import PinscopeError
-from collectors.findings.jitter import Thresholds, set_thresholds
-from collectors.model import Role
-from collectors.parse.cpuset import format_cpuset
-from collectors.pipeline import unread_reason
-from collectors.targets import target_problem
-from collectors.text import display, display_lines
+from pinscope.collectors.collect import Options, snapshot
+from pinscope.collectors.errors import PinscopeError
+from pinscope.collectors.findings.jitter import Thresholds, set_thresholds
+from pinscope.collectors.model import Role
+from pinscope.collectors.parse.cpuset import format_cpuset
+from pinscope.collectors.pipeline import unread_reason
+from pinscope.collectors.targets import target_problem
+from pinscope.collectors.text import display, display_lines
 
 COMMANDS = ("snapshot", "check", "demo", "replay", "serve", "exporter", "gc")
 COMMAND_HELP = """commands:
@@ -243,32 +243,32 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     try:
         if cmd == "serve":
-            from tui.serve import ServeOptions, serve
+            from pinscope.tui.serve import ServeOptions, serve
 
             return serve(served or a.args, ServeOptions(
                 a.host, a.port, a.public_url, a.token, tuple(a.allow_host), tuple(a.allow_origin), a.read_only,
                 a.certfile, a.keyfile))
         if cmd in ("snapshot", "check"):
-            from collectors.exitsignals import until_exit_signal
+            from pinscope.collectors.exitsignals import until_exit_signal
 
             # SIGTERM/SIGHUP/SIGINT cancel the work: each node closes (a node/NAME debug pod is deleted)
             rc, sig = asyncio.run(until_exit_signal(_snapshot_cmd(a, check=cmd == "check")))
             return 128 + sig if sig else rc or 0
         if cmd == "exporter":
-            from collectors.exporter.serve import run as run_exporter
+            from pinscope.collectors.exporter.serve import run as run_exporter
 
             return run_exporter(_targets(a), _opts(a), a.listen, a.interval, a.node_name)
         if cmd == "gc":
-            from collectors.transport.kube import gc
+            from pinscope.collectors.transport.kube import gc
 
             return gc(a.context, a.kubeconfig, a.namespace, dry_run=a.dry_run)
         if cmd == "demo":
-            from tui.app import run_demo
+            from pinscope.tui.app import run_demo
 
             return run_demo(theme=a.theme, interval=a.interval)
         if cmd == "replay":
-            from collectors.record import at_time, open_recording
-            from tui.replay import ReplayApp
+            from pinscope.collectors.record import at_time, open_recording
+            from pinscope.tui.replay import ReplayApp
 
             rec = open_recording(a.file)
             if not rec.index:
@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
             app.run()
             return app.return_code or 0
         if getattr(a, "prometheus", None):
-            from tui.promapp import run_prometheus
+            from pinscope.tui.promapp import run_prometheus
 
             return run_prometheus(a.prometheus, a.selector, _opts(a), a.interval, max(5.0, a.interval), a.theme,
                                   a.host_template, a.kube_user)
@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
             build_parser("").print_usage(sys.stderr)
             _err("pinscope: give a TARGET ('local', [user@]host[:port] or node/NAME), --inventory or --kube, or try 'pinscope demo'")
             return 2
-        from tui.app import run_live
+        from pinscope.tui.app import run_live
 
         return run_live(targets, _opts(a), interval=a.interval, theme=a.theme, record=a.record, kube=_kube(a))
     except KeyboardInterrupt:
@@ -316,19 +316,19 @@ def _refusal(cmd: str, a, terminal: bool = True) -> str | None:
         if why and not _inventory_has(a, word):
             return f"pinscope: {why}"
     if tui and getattr(a, "theme", None) is not None:
-        from themes.themes import THEMES
+        from pinscope.themes.themes import THEMES
 
         if a.theme not in THEMES:
             return f"pinscope: no theme {a.theme!r}; the themes are {', '.join(sorted(THEMES))}"
     if getattr(a, "prometheus", None):  # a URL or selector that cannot work, said before anything starts
-        from collectors.promql import PromError, PromSource
+        from pinscope.collectors.promql import PromError, PromSource
 
         try:
             PromSource(a.prometheus, a.selector)
         except PromError as err:
             return f"pinscope: {err}"
     if cmd == "exporter":  # a malformed --listen is a usage error (a port in use is found when it binds: 1)
-        from collectors.exporter.serve import ListenError, parse_listen
+        from pinscope.collectors.exporter.serve import ListenError, parse_listen
 
         try:
             parse_listen(a.listen)
@@ -365,7 +365,7 @@ def _inventory_has(a, word: str) -> bool:
     if not getattr(a, "inventory", None):
         return False
     try:
-        from collectors.inventory import load_inventory
+        from pinscope.collectors.inventory import load_inventory
 
         inv, _ = load_inventory(Path(a.inventory).read_text(encoding="utf-8"), a.inventory)
     except Exception:  # noqa: BLE001 -- a broken inventory is reported where it is read (_targets)
@@ -377,7 +377,7 @@ def _targets(a) -> list:
     """Command-line targets (strings), then the inventory's (Targets, with their own root/sudo)."""
     out: list = list(a.targets or [])
     if getattr(a, "inventory", None):
-        from collectors.inventory import InventoryError, load_inventory
+        from pinscope.collectors.inventory import InventoryError, load_inventory
 
         try:
             text = Path(a.inventory).read_text(encoding="utf-8")
@@ -388,7 +388,7 @@ def _targets(a) -> list:
             _err(f"pinscope: {p.source}: {p.message}")
         out += inv
     if getattr(a, "kube", False):
-        from collectors.kube import discover
+        from pinscope.collectors.kube import discover
 
         found = discover(a.context, a.selector, a.host_template, a.kube_user, a.kubeconfig)
         if a.via == "api":
@@ -430,11 +430,11 @@ async def _one(target, a) -> tuple[dict | None, str | None]:
     if not isinstance(target, str):
         o["node"] = target.name  # the inventory's (or --kube's) name, not the node's hostname: one name everywhere
     if _kube(a):
-        from collectors.kube import KubeError, node_pods
-        from collectors.jsonout import enrich
+        from pinscope.collectors.kube import KubeError, node_pods
+        from pinscope.collectors.jsonout import enrich
 
         try:
-            from collectors.transport.kube import node_name
+            from pinscope.collectors.transport.kube import node_name
 
             name = _name(target) if not isinstance(target, str) else node_name(target) or snap.node
             enrich(o, await asyncio.to_thread(node_pods, name, a.context, a.kubeconfig))
@@ -444,7 +444,7 @@ async def _one(target, a) -> tuple[dict | None, str | None]:
 
 
 def _from_recording(a) -> tuple[list, list]:
-    from collectors.record import at_time, open_recording, state_at
+    from pinscope.collectors.record import at_time, open_recording, state_at
 
     rec = open_recording(a.replay)
     t = at_time(rec, a.at)

@@ -13,7 +13,7 @@ from rich.segment import Segment
 from textual.color import Color
 from textual.filter import LineFilter
 
-from collectors.text import CONTROL
+from pinscope.collectors.text import CONTROL
 
 
 class DropControlCharacters(LineFilter):

@@ -93,7 +93,7 @@ def export_current(app, directory: str) -> list[str]:
     import os
     import re
 
-    from tui.screens.base import ReportScreen
+    from pinscope.tui.screens.base import ReportScreen
 
     scr = app.screen
     target = scr.target if isinstance(scr, ReportScreen) else None

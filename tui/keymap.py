@@ -10,9 +10,9 @@ from textual.binding import Binding
 
 def known_binding_ids() -> set[str]:
     """Every `id=` of a Binding in pinscope's own classes (app, screens, widgets, replay, Prometheus view)."""
-    import tui
-    for mod in pkgutil.walk_packages(tui.__path__, "tui."):
-        if mod.name in ("tui.cli",):
+    import pinscope.tui
+    for mod in pkgutil.walk_packages(pinscope.tui.__path__, "pinscope.tui."):
+        if mod.name in ("pinscope.tui.cli",):
             continue
         try:
             importlib.import_module(mod.name)
@@ -20,7 +20,7 @@ def known_binding_ids() -> set[str]:
             continue
     ids: set[str] = set()
     for name, module in list(sys.modules.items()):
-        if not name.startswith("tui.") or module is None:
+        if not name.startswith("pinscope.tui.") or module is None:
             continue
         for obj in vars(module).values():
             if isinstance(obj, type) and obj.__module__ == name:

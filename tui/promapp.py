@@ -12,13 +12,13 @@ import asyncio
 import contextlib
 import time
 
-from collectors.collect import Options
-from collectors.errors import PinscopeError
-from collectors.fleet import NodeTarget
-from collectors.promql import PromError, PromSource
-from tui.app import PinscopeApp
-from tui.screens.promfleet import FleetData, FleetDetail, PromFleetScreen, PromState
-from tui.state import NodeView
+from pinscope.collectors.collect import Options
+from pinscope.collectors.errors import PinscopeError
+from pinscope.collectors.fleet import NodeTarget
+from pinscope.collectors.promql import PromError, PromSource
+from pinscope.tui.app import PinscopeApp
+from pinscope.tui.screens.promfleet import FleetData, FleetDetail, PromFleetScreen, PromState
+from pinscope.tui.state import NodeView
 
 
 class PromApp(PinscopeApp):

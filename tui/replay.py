@@ -10,12 +10,12 @@ import datetime as dt
 
 from textual.binding import Binding
 
-from collectors.fleet import NodeTarget
-from collectors.pipeline import Pipeline
-from collectors.record import Recording, restore
-from collectors.text import display
-from tui.app import NodeUpdate, PinscopeApp
-from tui.screens.base import ReportScreen
+from pinscope.collectors.fleet import NodeTarget
+from pinscope.collectors.pipeline import Pipeline
+from pinscope.collectors.record import Recording, restore
+from pinscope.collectors.text import display
+from pinscope.tui.app import NodeUpdate, PinscopeApp
+from pinscope.tui.screens.base import ReportScreen
 
 
 def clock(t: float) -> str:

@@ -30,8 +30,8 @@ from aiohttp import web
 from aiohttp.web_runner import GracefulExit
 from textual_serve.server import Server, to_int
 
-from collectors.text import display
-from tui.serveguard import TOKEN_ENV, WILDCARDS, Guard, answer_names, guard_middleware, is_loopback, make_token, origin_of
+from pinscope.collectors.text import display
+from pinscope.tui.serveguard import TOKEN_ENV, WILDCARDS, Guard, answer_names, guard_middleware, is_loopback, make_token, origin_of
 
 ROOT = Path(__file__).resolve().parent.parent  # the directory holding the tui and collectors packages
 
@@ -49,7 +49,7 @@ pinscope serve: listening on {host}:{port} without TLS: the token and every scre
 
 def app_command(args: list[str]) -> str:
     """The shell command textual-serve runs for each browser session: this Python, this pinscope."""
-    return shlex.join([sys.executable, "-m", "tui.cli", *args])
+    return shlex.join([sys.executable, "-m", "pinscope.tui.cli", *args])
 
 
 def offline_templates(into: Path) -> Path:
@@ -214,7 +214,7 @@ def serve(args: list[str], opts: ServeOptions = ServeOptions()) -> int:
     read_only = opts.read_only if opts.read_only is not None else not is_loopback(opts.host)
     if not is_loopback(opts.host) and not opts.certfile:
         print(NO_TLS.format(host=opts.host, port=opts.port), file=sys.stderr)
-    # the sessions run `python -m tui.cli`: make this checkout importable for them (installed or not)
+    # the sessions run `python -m pinscope.tui.cli`: make this checkout importable for them (installed or not)
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     os.environ[READ_ONLY_ENV] = "1" if read_only else "0"
     os.environ.pop(TOKEN_ENV, None)  # the sessions need not know it

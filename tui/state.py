@@ -8,10 +8,10 @@ import time
 from collections import deque
 from dataclasses import dataclass, field, replace
 
-from collectors.findings import Finding, worst
-from collectors.model import NodeSnapshot
-from collectors.pipeline import NodeReport
-from collectors.rates import ContainerRates, Rates
+from pinscope.collectors.findings import Finding, worst
+from pinscope.collectors.model import NodeSnapshot
+from pinscope.collectors.pipeline import NodeReport
+from pinscope.collectors.rates import ContainerRates, Rates
 
 HISTORY = 60
 NODE_WIDE = frozenset({"NUMA_MISS_HIGH", "SAMPLES_NEEDED", "KUBELET_NOT_FOUND"})

@@ -8,11 +8,11 @@ import dataclasses
 
 import pytest
 
-from collectors.collect import NodeCollector, Options
-from collectors.findings import evaluate
-from collectors.rates import compute
-from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
-from collectors.transport.local import LocalTransport
+from pinscope.collectors.collect import NodeCollector, Options
+from pinscope.collectors.findings import evaluate
+from pinscope.collectors.rates import compute
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
+from pinscope.collectors.transport.local import LocalTransport
 from helpers import read_sim
 
 

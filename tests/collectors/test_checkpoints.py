@@ -15,8 +15,8 @@ import json
 
 import pytest
 
-from collectors.errors import Problem
-from collectors.parse.kubelet import parse_cpu_manager_state, parse_memory_manager_state
+from pinscope.collectors.errors import Problem
+from pinscope.collectors.parse.kubelet import parse_cpu_manager_state, parse_memory_manager_state
 
 V2_BODY = '"policyName":"static","defaultCPUSet":"7-9","entries":{"pod":{"container1":"4-6","container2":"1-3"}}'
 V3_BODY = ('"policyName":"static","defaultCPUSet":"1-2","entries":{"pod1":{"container1":"5-6","container2":"3-4"}},'
@@ -201,8 +201,8 @@ def test_a_memory_checkpoint_kubelet_would_reject_is_a_checksum_warning(tmp_path
 
     from helpers import read_sim
 
-    from collectors.findings import evaluate
-    from collectors.sim.node import NodeSpec
+    from pinscope.collectors.findings import evaluate
+    from pinscope.collectors.sim.node import NodeSpec
 
     snap = read_sim(NodeSpec(hostname="t", reserved="0,4", init_affinity="0,4"), tmp_path, samples=1).snapshot
     probs: list[Problem] = []
@@ -222,7 +222,7 @@ def test_a_memory_checkpoint_kubelet_would_reject_is_a_checksum_warning(tmp_path
      "entry pod/container2"),
 ])
 def test_cpusets_kubelet_cannot_parse_are_refused(data, said):
-    from collectors.parse.kubelet import fnv1a32
+    from pinscope.collectors.parse.kubelet import fnv1a32
 
     st, probs = cpu(json.dumps({"data": data, "dataChecksum": fnv1a32("(string)" + data)}))
     assert st is None and any(m.startswith(said) for m in probs) and "refuses it" in probs[-1]

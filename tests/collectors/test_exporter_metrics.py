@@ -6,8 +6,8 @@ import threading
 
 from prometheus_client import CollectorRegistry, generate_latest
 
-from collectors.exporter.metrics import CONTRACT, LatestReports, NodeState, node_samples, self_samples
-from collectors.exporter.serve import ListenError, parse_listen
+from pinscope.collectors.exporter.metrics import CONTRACT, LatestReports, NodeState, node_samples, self_samples
+from pinscope.collectors.exporter.serve import ListenError, parse_listen
 from helpers import read_sim
 from nodes import broken, dual_socket_intel, offline_isolated
 
@@ -44,7 +44,7 @@ def test_an_exited_init_containers_reused_cpus_are_the_app_containers(tmp_path, 
     """Issue 22 item 6: the init container exited, its empty cgroup still there (the runtime has not
     removed it), its CPUs 1,5 reused by the app (kubelet's cpusToReuse, node-files.md §1.1). Every CPU is
     labelled with the app, whatever the names sort as, and the pod holds 6 CPUs, not 8."""
-    from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+    from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
 
     spec = NodeSpec(hostname="t", sockets=1, cores=4, threads=2, reserved="0,4", init_affinity="0,4", pods=[
         PodSpec("rt", "prod", containers=[CtrSpec(init_name, cpus="1,5", init=True, cgroup_left=True),
@@ -125,7 +125,7 @@ def test_listen_malformed(text):
 def test_probe_cpu_is_a_counter_across_reconnects():
     """Each probe says its total since it started; the exporter's counter adds the steps, and a new probe
     (after a reconnect) counts from 0 again: the counter never goes back."""
-    from collectors.exporter.serve import ProbeCpu
+    from pinscope.collectors.exporter.serve import ProbeCpu
 
     c = ProbeCpu()
     assert c.add(None) is None  # nothing said yet: no series
@@ -137,8 +137,8 @@ def test_probe_cpu_is_a_counter_across_reconnects():
 
 
 def test_the_probes_cpu_line_is_read_or_refused():
-    from collectors.frames import parse_frame
-    from collectors.pipeline import _probe_cpu
+    from pinscope.collectors.frames import parse_frame
+    from pinscope.collectors.pipeline import _probe_cpu
 
     fr = parse_frame(b"B1 g\nIprobe_cpu 0.001751883 schedstat\nZ1\n")
     assert _probe_cpu(fr.info.get("probe_cpu")) == (0.001751883, "schedstat")
@@ -168,7 +168,7 @@ def test_jitter_measures_per_cpu_and_per_container(tmp_path):
 def test_node_samples_come_from_stages_of_at_most_60_lines():
     import inspect
 
-    from collectors.exporter import metrics
+    from pinscope.collectors.exporter import metrics
 
     for name, fn in inspect.getmembers(metrics, inspect.isfunction):
         if fn.__module__ == metrics.__name__:
@@ -177,8 +177,8 @@ def test_node_samples_come_from_stages_of_at_most_60_lines():
 
 def test_the_exporters_task_scan_reads_schedstat():
     """The run-queue wait needs each pod task's schedstat ("w"), read with the task scan and only then."""
-    from collectors.collect import live_depth
-    from collectors.exporter.serve import exporter_depth
+    from pinscope.collectors.collect import live_depth
+    from pinscope.collectors.exporter.serve import exporter_depth
 
     for tick in range(31):
         d = exporter_depth(tick)
@@ -192,10 +192,10 @@ def test_container_rates_hold_between_the_exporters_task_scans(tmp_path):
     tasks are read again."""
     import asyncio
 
-    from collectors.collect import NodeCollector, Options
-    from collectors.exporter.serve import exporter_depth
-    from collectors.sim.node import SimNode
-    from collectors.transport.local import LocalTransport
+    from pinscope.collectors.collect import NodeCollector, Options
+    from pinscope.collectors.exporter.serve import exporter_depth
+    from pinscope.collectors.sim.node import SimNode
+    from pinscope.collectors.transport.local import LocalTransport
 
     root = tmp_path / "n"
     sim = SimNode(dual_socket_intel(), root).write()
@@ -227,7 +227,7 @@ def test_container_rates_hold_between_the_exporters_task_scans(tmp_path):
 
 def test_runqueue_wait_is_the_threads_wait_in_seconds_per_second(tmp_path):
     """A container whose 2 threads each wait 10 % of the time on a run queue: 0.2 s waited per second."""
-    from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+    from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
 
     spec = NodeSpec(hostname="w", sockets=1, cores=4, threads=1, reserved="0", pods=[
         PodSpec("feed-0", "trading", containers=[CtrSpec("feed", cpus="2-3", tasks=2, runq_wait=0.1)]),
@@ -245,10 +245,10 @@ def test_a_node_whose_tree_vanished_reads_0_and_says_why(tmp_path, how, capsys):
     import asyncio
     import shutil
 
-    from collectors.collect import NodeCollector, Options
-    from collectors.exporter.serve import node_loop
-    from collectors.sim.node import SimNode
-    from collectors.transport.local import LocalTransport
+    from pinscope.collectors.collect import NodeCollector, Options
+    from pinscope.collectors.exporter.serve import node_loop
+    from pinscope.collectors.sim.node import SimNode
+    from pinscope.collectors.transport.local import LocalTransport
 
     root = tmp_path / "n"
     SimNode(dual_socket_intel(), root).write()
@@ -294,10 +294,10 @@ def test_a_state_file_that_becomes_a_fifo_is_gone_from_the_next_read_not_carried
     import asyncio
     import os
 
-    from collectors.collect import NodeCollector, Options
-    from collectors.exporter.serve import exporter_depth
-    from collectors.sim.node import SimNode
-    from collectors.transport.local import LocalTransport
+    from pinscope.collectors.collect import NodeCollector, Options
+    from pinscope.collectors.exporter.serve import exporter_depth
+    from pinscope.collectors.sim.node import SimNode
+    from pinscope.collectors.transport.local import LocalTransport
 
     root = tmp_path / "n"
     SimNode(dual_socket_intel(), root).write()

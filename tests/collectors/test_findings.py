@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from collectors.findings import CODES, evaluate
-from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+from pinscope.collectors.findings import CODES, evaluate
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
 from helpers import read_sim
 
 ALWAYS_INFO = {"SAMPLES_NEEDED", "SYSTEM_NOT_CONFINED"}
@@ -89,7 +89,7 @@ def test_read_partial_is_not_a_fault(tmp_path):
     STATE_UNREADABLE or KUBELET_CONFIG_UNREADABLE (the node is not at fault, the view is)."""
     import dataclasses
 
-    from collectors.errors import UNREAD, Problem
+    from pinscope.collectors.errors import UNREAD, Problem
 
     snap, _ = run(tmp_path, base())
     sf = snap.state_file
@@ -113,9 +113,9 @@ def read_as_user(spec: NodeSpec, root, hide: tuple[str, ...], samples: int = 1):
     import asyncio
     import dataclasses
 
-    from collectors.collect import NodeCollector, Options
-    from collectors.sim.node import SimNode
-    from collectors.transport.local import LocalTransport
+    from pinscope.collectors.collect import NodeCollector, Options
+    from pinscope.collectors.sim.node import SimNode
+    from pinscope.collectors.transport.local import LocalTransport
 
     sim = SimNode(spec, root).write()
 
@@ -198,7 +198,7 @@ def test_guaranteed_not_pinned_agrees_with_the_roles_shown(tmp_path):
     spec = base(pods=[PodSpec("rt", "prod", containers=[CtrSpec("app", cpus="1,5", quota_cores=2)]),
                       PodSpec("web", "prod", qos="Burstable", containers=[CtrSpec("a")])], init_affinity="0,4")
     sf = tmp_path / "var/lib/kubelet/cpu_manager_state"
-    from collectors.sim.node import SimNode
+    from pinscope.collectors.sim.node import SimNode
     SimNode(spec, tmp_path).write()
     sf.unlink()
     r = read_sim_written(tmp_path)
@@ -209,8 +209,8 @@ def test_guaranteed_not_pinned_agrees_with_the_roles_shown(tmp_path):
 def read_sim_written(root):
     import asyncio
 
-    from collectors.collect import NodeCollector, Options
-    from collectors.transport.local import LocalTransport
+    from pinscope.collectors.collect import NodeCollector, Options
+    from pinscope.collectors.transport.local import LocalTransport
 
     async def go():
         col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
@@ -392,8 +392,8 @@ def test_a_moving_busy_task_is_no_intruder(tmp_path):
 
 def test_the_intruder_share_threshold_is_configurable(tmp_path):
     """--intruder-pct: half a CPU is an intruder at the default 10 %, not above 80 %; the CLI knows the flag."""
-    from collectors.findings.jitter import Thresholds, set_thresholds, thresholds
-    from tui.cli import build_parser
+    from pinscope.collectors.findings.jitter import Thresholds, set_thresholds, thresholds
+    from pinscope.tui.cli import build_parser
 
     spec = base(other_tasks=[("backup.sh", 1, False, "/system.slice/backup.service", 0.5)])
     old = thresholds()
@@ -413,9 +413,9 @@ def test_a_measured_intruder_holds_between_task_scans(tmp_path):
     on the ticks between (an INTRUDER_TASK does not flicker with the scan cadence)."""
     import asyncio
 
-    from collectors.collect import NodeCollector, Options
-    from collectors.sim.node import SimNode
-    from collectors.transport.local import LocalTransport
+    from pinscope.collectors.collect import NodeCollector, Options
+    from pinscope.collectors.sim.node import SimNode
+    from pinscope.collectors.transport.local import LocalTransport
 
     sim = SimNode(base(other_tasks=[("backup.sh", 1, False, "/system.slice/backup.service", 0.5)]), tmp_path).write()
 

@@ -2,12 +2,12 @@
 through the real probe on simulated trees, without any UI."""
 import asyncio
 
-from collectors.collect import Options, live_depth, overview_depth
-from collectors.fleet import Fleet, NodeTarget
-from collectors.inventory import Target
-from collectors.pacing import ConnectGate
-from collectors.sim.node import SimNode
-from collectors.transport.local import LocalTransport
+from pinscope.collectors.collect import Options, live_depth, overview_depth
+from pinscope.collectors.fleet import Fleet, NodeTarget
+from pinscope.collectors.inventory import Target
+from pinscope.collectors.pacing import ConnectGate
+from pinscope.collectors.sim.node import SimNode
+from pinscope.collectors.transport.local import LocalTransport
 from nodes import dual_socket_intel, policy_none
 
 
@@ -120,7 +120,7 @@ def test_closing_a_node_closes_the_connection_it_had_when_asked(tmp_path):
 
 
 def test_the_exporter_merges_an_inventory_nodes_options_as_the_tui_does():
-    from collectors.exporter.serve import plan
+    from pinscope.collectors.exporter.serve import plan
 
     opts = Options(root="/host", identity="/k")
     out = dict(plan([Target("a", "ops@10.0.0.5", sudo=True), Target("b", "local", root="/other")], opts))
@@ -140,7 +140,7 @@ def test_the_exporter_removes_the_demo_trees_when_its_targets_are_refused(tmp_pa
     import sys
     from pathlib import Path
 
-    r = subprocess.run([sys.executable, "-m", "tui.cli", "exporter", "demo", "demo", "--listen", "127.0.0.1:0"],
+    r = subprocess.run([sys.executable, "-m", "pinscope.tui.cli", "exporter", "demo", "demo", "--listen", "127.0.0.1:0"],
                        capture_output=True, text=True, timeout=60, env={**os.environ, "TMPDIR": str(tmp_path)},
                        cwd=Path(__file__).resolve().parents[2])
     assert r.returncode == 1 and "two targets would be labelled" in r.stderr, r.stderr
@@ -153,7 +153,7 @@ def test_the_exporter_reads_a_nodes_hostname_file_bounded_and_never_blocks_on_a_
     import os
     import threading
 
-    from collectors.exporter.serve import _local_name
+    from pinscope.collectors.exporter.serve import _local_name
 
     (tmp_path / "etc").mkdir()
     hostname = tmp_path / "etc" / "hostname"

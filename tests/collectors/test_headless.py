@@ -4,14 +4,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import collectors
+import pinscope.collectors
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_collectors_import_no_ui():
-    mods = [m.name for m in pkgutil.walk_packages(collectors.__path__, "collectors.")]
-    assert "collectors.transport.ssh" in mods and "collectors.assemble" in mods
+    mods = [m.name for m in pkgutil.walk_packages(pinscope.collectors.__path__, "pinscope.collectors.")]
+    assert "pinscope.collectors.transport.ssh" in mods and "pinscope.collectors.assemble" in mods
     code = ("import importlib, sys\n"
             f"for m in {mods!r}: importlib.import_module(m)\n"
             "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich', 'tui', 'themes'))\n"

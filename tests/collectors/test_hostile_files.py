@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from collectors.collect import NodeCollector, Options, snapshot
-from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
-from collectors.transport.local import LocalTransport
-from collectors.text import CONTROL, display
+from pinscope.collectors.collect import NodeCollector, Options, snapshot
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
+from pinscope.collectors.transport.local import LocalTransport
+from pinscope.collectors.text import CONTROL, display
 from helpers import need
 from nodes import HOSTILE, hostile
 from probe_procs import StopAwk, fifo_and_endless_line, gone, probe_procs, rchar
@@ -255,7 +255,7 @@ def test_no_cpu_topology_is_unknown_not_a_fault_and_empty_proc_stat_is_said(tmp_
 
 
 def test_a_default_cpuset_beyond_the_node_names_only_cpus_it_has(tmp_path):
-    from collectors.parse.kubelet import checksum_v2
+    from pinscope.collectors.parse.kubelet import checksum_v2
     from nodes import dual_socket_intel
 
     root = tmp_path / "node"

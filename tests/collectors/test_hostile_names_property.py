@@ -12,10 +12,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from collectors.collect import Options, snapshot
-from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
-from collectors.text import CONTROL
-from tui.cli import render_check, render_table
+from pinscope.collectors.collect import Options, snapshot
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
+from pinscope.collectors.text import CONTROL
+from pinscope.tui.cli import render_check, render_table
 
 # a file name: any character but '/' and NUL; '_' separates namespace, pod and uid in kubelet's log layout
 # (Kubernetes names cannot hold it), so it is left out of those three

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from collectors.assemble import Assembler
-from collectors.collect import live_depth
-from collectors.frames import FrameStore
-from collectors.sim.node import SimNode
-from collectors.transport.local import LocalTransport
+from pinscope.collectors.assemble import Assembler
+from pinscope.collectors.collect import live_depth
+from pinscope.collectors.frames import FrameStore
+from pinscope.collectors.sim.node import SimNode
+from pinscope.collectors.transport.local import LocalTransport
 from nodes import SHAPES
 
 
@@ -55,7 +55,7 @@ def test_incremental_equals_one_shot(tmp_path, shape):
 def test_a_grid_file_the_tick_no_longer_gives_is_not_served_from_a_carried_frame():
     """Issue 22 item 5: carried (deeper) frames are merged under the tick; a file the tick reads itself
     and lost (gone, refused, unreadable) must not come back from them."""
-    from collectors.frames import FrameStore, parse_frame
+    from pinscope.collectors.frames import FrameStore, parse_frame
 
     cg = "/sys/fs/cgroup/kubepods.slice/x.scope"
     full = parse_frame(("B1 sgcTai\nF/var/lib/kubelet/cpu_manager_state\nL{}\nF/proc/stat\nLcpu0 1 2 3\n"

@@ -5,10 +5,10 @@ import asyncio
 
 import pytest
 
-from collectors.collect import NodeCollector, Options
-from collectors.jsonout import to_json
-from collectors.sim.node import SimNode
-from collectors.transport.local import LocalTransport
+from pinscope.collectors.collect import NodeCollector, Options
+from pinscope.collectors.jsonout import to_json
+from pinscope.collectors.sim.node import SimNode
+from pinscope.collectors.transport.local import LocalTransport
 from helpers import run_cli
 from layouts import AGENT_ID, API_ID, FEED_ID, LAYOUTS, SHARED
 
@@ -131,8 +131,8 @@ def test_task_scan_reads_the_cgroup_only_of_processes_not_placed_yet(tmp_path):
     other processes, and never of kernel threads (most processes of a real node)."""
     import subprocess
 
-    from collectors.frames import parse_frame
-    from collectors.transport.base import probe_command
+    from pinscope.collectors.frames import parse_frame
+    from pinscope.collectors.transport.base import probe_command
 
     lay = LAYOUTS["containerd_systemd_v2"]("intruder")
     lay.spec.other_tasks += [("kworker/5:1", 5, True)]
@@ -174,8 +174,8 @@ def test_a_leaf_no_node_source_names_is_unresolved_then_named_by_the_api(tmp_pat
     """No /var/log/containers link, no log dir, no kubelet pods dir: the feed leaf is kept, unresolved (an
     info note, no critical guess), kubelet's entry for "feed" listed apart; --kube's containerStatuses
     (containerd://<id>) names it and joins the entry."""
-    from collectors.jsonout import enrich
-    from collectors.kube import ApiPod, container_ids
+    from pinscope.collectors.jsonout import enrich
+    from pinscope.collectors.kube import ApiPod, container_ids
     from layouts import FEED_UID
 
     lay = LAYOUTS["containerd_systemd_v2"]()

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from collectors.collect import Options, snapshot
-from collectors.sim.node import SimNode
+from pinscope.collectors.collect import Options, snapshot
+from pinscope.collectors.sim.node import SimNode
 from nodes import SHAPES
 
 GOLDEN = Path(__file__).resolve().parent.parent / "golden"
@@ -231,7 +231,7 @@ def test_broken_node_is_partial_not_fatal(tmp_path):
 def test_a_simulated_thread_never_runs_more_than_all_of_one_cpu(tmp_path):
     """The simulator wobbles each thread's share by up to +-20 %: a thread that burns a whole CPU showed
     1060 ms on CPU per second (106 % of the one CPU it can run on). Clamped: at most dt per tick."""
-    from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+    from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
 
     spec = NodeSpec(hostname="spin", sockets=1, cores=4, threads=1, policy="static", reserved="0", cgroup=2,
                     driver="systemd", pods=[PodSpec("spin", "default", containers=[CtrSpec("app", cpus="1-2", tasks=2,

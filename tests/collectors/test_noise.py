@@ -2,13 +2,13 @@
 and the probe's depth (schedstat only for the container or CPU in focus, or with "w")."""
 import asyncio
 
-from collectors.collect import NodeCollector, Options
-from collectors.model import KernelNoise
-from collectors.parse.noise import SchedStat, parse_ipis, parse_sched_wait, parse_schedstat, parse_softirqs
-from collectors.parse.procfs import parse_proc_stat
-from collectors.rates import compute
-from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
-from collectors.transport.local import LocalTransport
+from pinscope.collectors.collect import NodeCollector, Options
+from pinscope.collectors.model import KernelNoise
+from pinscope.collectors.parse.noise import SchedStat, parse_ipis, parse_sched_wait, parse_schedstat, parse_softirqs
+from pinscope.collectors.parse.procfs import parse_proc_stat
+from pinscope.collectors.rates import compute
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
+from pinscope.collectors.transport.local import LocalTransport
 
 # ----------------------------------------------------------------------------- schedstat
 
@@ -289,7 +289,7 @@ def test_kernel_noise_names_the_softirq_kind_and_the_irq(tmp_path):
 
 
 def test_thresholds_are_configurable(tmp_path):
-    from collectors.findings.jitter import Thresholds, set_thresholds, thresholds
+    from pinscope.collectors.findings.jitter import Thresholds, set_thresholds, thresholds
 
     old = thresholds()
     try:

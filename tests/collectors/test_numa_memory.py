@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from helpers import read_sim
 
-from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
 
 
 def node(flags: list[str]) -> NodeSpec:

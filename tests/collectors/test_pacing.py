@@ -9,9 +9,9 @@ import pytest
 
 from fakeclock import run_virtual
 
-from collectors.collect import Backoff
-from collectors.errors import AuthFailed, HostKeyRejected, ProbeFailed, Unreachable
-from collectors.pacing import ConnectGate
+from pinscope.collectors.collect import Backoff
+from pinscope.collectors.errors import AuthFailed, HostKeyRejected, ProbeFailed, Unreachable
+from pinscope.collectors.pacing import ConnectGate
 
 
 def test_at_most_slots_at_once_and_the_node_on_screen_first():

@@ -5,16 +5,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collectors.errors import Problem
-from collectors.frames import parse_frame
-from collectors.assemble import assemble
-from collectors.parse.cgroup import container_id_of, parse_cgroup_dir, pod_uid_of, qos_of
-from collectors.parse.cpuset import CpusetError, format_cpuset, parse_cpuset, parse_hexmask
-from collectors.parse.kubelet import (checksum_v2, fnv1a32, parse_cpu_manager_state, parse_flags,
+from pinscope.collectors.errors import Problem
+from pinscope.collectors.frames import parse_frame
+from pinscope.collectors.assemble import assemble
+from pinscope.collectors.parse.cgroup import container_id_of, parse_cgroup_dir, pod_uid_of, qos_of
+from pinscope.collectors.parse.cpuset import CpusetError, format_cpuset, parse_cpuset, parse_hexmask
+from pinscope.collectors.parse.kubelet import (checksum_v2, fnv1a32, parse_cpu_manager_state, parse_flags,
                                       parse_kubelet_config, parse_memory_manager_state)
-from collectors.parse.podlogs import parse_pod_logs
-from collectors.parse.procfs import parse_interrupts, parse_proc_stat, parse_task_sched, parse_task_stat
-from collectors.parse.topology import parse_topology
+from pinscope.collectors.parse.podlogs import parse_pod_logs
+from pinscope.collectors.parse.procfs import parse_interrupts, parse_proc_stat, parse_task_sched, parse_task_stat
+from pinscope.collectors.parse.topology import parse_topology
 
 # ----------------------------------------------------------------------------- cpusets
 
@@ -183,7 +183,7 @@ def test_memory_manager_state():
     ('{"policyName":"Static","entries":{"u', "not valid JSON"), ("[]", "not a JSON object"),
     (None, "too large to be a checkpoint")], ids=["truncated", "array", "huge"])
 def test_memory_manager_state_refuses_what_the_cpu_checkpoint_refuses(text, said):
-    from collectors.parse.kubelet import MAX_JSON
+    from pinscope.collectors.parse.kubelet import MAX_JSON
 
     text = text if text is not None else '{"policyName":"' + "x" * MAX_JSON + '"}'
     probs: list[Problem] = []
@@ -311,8 +311,8 @@ def test_assemble_from_garbage_frame_does_not_crash():
 def test_static_without_reserved_cpus_says_kubelet_chooses(tmp_path):
     import asyncio
 
-    from collectors.collect import Options, snapshot
-    from collectors.sim.node import NodeSpec, SimNode
+    from pinscope.collectors.collect import Options, snapshot
+    from pinscope.collectors.sim.node import NodeSpec, SimNode
 
     SimNode(NodeSpec(reserved=None), tmp_path).write()  # systemReserved cpu: 500m
     snap = asyncio.run(snapshot("local", Options(root=str(tmp_path)))).snapshot
@@ -323,7 +323,7 @@ def test_static_without_reserved_cpus_says_kubelet_chooses(tmp_path):
 def test_the_last_file_of_a_frame_that_did_not_end_is_named():
     """What snapshot/check say when their deadline passes: the last file the probe sent (escaped names
     unescaped), from the part of the frame that came."""
-    from collectors.transport.base import last_path
+    from pinscope.collectors.transport.base import last_path
 
     assert last_path(b"B4 g\nC/sys/fs/cgroup/a\\nb.scope\nFcpu.stat\nLusage_usec 1\nC/proc\nFstat\nLcpu 1\n") == "/proc/stat"
     assert last_path(b"B4 g\nC/sys/fs/cgroup/a\\nb.scope\nFcpu.stat\nLx\n") == "/sys/fs/cgroup/a\nb.scope/cpu.stat"

@@ -9,11 +9,11 @@ import json
 
 from helpers import read_sim, run_cli
 
-from collectors.exporter.metrics import node_samples
-from collectors.findings import evaluate
-from collectors.jsonout import to_json
-from collectors.parse.kubelet import fnv1a32
-from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+from pinscope.collectors.exporter.metrics import node_samples
+from pinscope.collectors.findings import evaluate
+from pinscope.collectors.jsonout import to_json
+from pinscope.collectors.parse.kubelet import fnv1a32
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
 
 RT = "11111111-2222-3333-4444-555555555555"
 WHOLE = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"
@@ -75,7 +75,7 @@ def test_v4_pod_level_cpus_are_the_pods_everywhere(tmp_path):
 
 
 def test_snapshot_json_cli_shows_the_pod_level_owner(tmp_path):
-    from collectors.sim.node import SimNode
+    from pinscope.collectors.sim.node import SimNode
 
     SimNode(spec(v4()), tmp_path).write()
     out = run_cli("snapshot", "--json", "--samples", "1", "--root", str(tmp_path), "local")
@@ -96,7 +96,7 @@ def test_corrupt_v4_is_a_checksum_warning(tmp_path):
 def big_valid_checkpoint() -> str:
     """A valid v2 checkpoint over 1 MiB (pinscope's bound for kubelet's files): kubelet ignores the
     unknown key, and the checksum (over the known fields) is the one kubelet writes."""
-    from collectors.parse.kubelet import checksum_v2
+    from pinscope.collectors.parse.kubelet import checksum_v2
 
     entries = {RT: {"app": "1,5"}}
     return json.dumps({"policyName": "static", "defaultCpuSet": "0,2-4,6-7", "entries": entries,
@@ -143,7 +143,7 @@ def test_root_dir_and_pod_logs_dir_that_climb_out_of_root_are_refused(tmp_path):
     # the probe itself read nothing there (the client's refusal alone would not keep the node's files in)
     import asyncio
 
-    from collectors.transport.local import LocalTransport
+    from pinscope.collectors.transport.local import LocalTransport
 
     async def frames():
         tr = LocalTransport(str(root))

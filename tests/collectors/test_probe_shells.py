@@ -9,10 +9,10 @@ import shutil
 import pytest
 
 
-from collectors.collect import NodeCollector, Options
-from collectors.jsonout import to_json
-from collectors.sim.node import SimNode
-from collectors.transport.local import LocalTransport
+from pinscope.collectors.collect import NodeCollector, Options
+from pinscope.collectors.jsonout import to_json
+from pinscope.collectors.sim.node import SimNode
+from pinscope.collectors.transport.local import LocalTransport
 from helpers import need
 from nodes import dual_socket_intel
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
 from helpers import need
 from promserver import Exporter, Prometheus, have_prometheus
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import yaml
 
-from collectors.sim.node import SimNode
+from pinscope.collectors.sim.node import SimNode
 from helpers import need
 from nodes import dual_socket_intel
 

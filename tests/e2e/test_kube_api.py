@@ -21,14 +21,14 @@ import pytest
 import yaml
 
 import kube_standin
-from collectors import probe_text
-from collectors.collect import NodeCollector, Options, live
-from collectors.frames import parse_frame
-from collectors.sim.node import SimNode
-from collectors.transport.base import PROBE_END, stdin_probe_command
-from collectors.transport import kube as kube_transport
-from collectors.transport.kube import PROBE_LABELS, KubeTransport, debug_pod
-from collectors.transport.local import LocalTransport
+from pinscope.collectors import probe_text
+from pinscope.collectors.collect import NodeCollector, Options, live
+from pinscope.collectors.frames import parse_frame
+from pinscope.collectors.sim.node import SimNode
+from pinscope.collectors.transport.base import PROBE_END, stdin_probe_command
+from pinscope.collectors.transport import kube as kube_transport
+from pinscope.collectors.transport.kube import PROBE_LABELS, KubeTransport, debug_pod
+from pinscope.collectors.transport.local import LocalTransport
 from helpers import need, run_cli
 from kube_standin import V4, V5, StandIn
 from nodes import dual_socket_intel
@@ -228,7 +228,7 @@ def test_v4_only_api_server(sim, tmp_path):
 def test_refusals_are_one_plain_line(sim, tmp_path, capsys):
     """Each refusal is one line on stderr and exit 1. The first case runs the real CLI process; the rest
     call its main() in this process (the same code, without paying the kubernetes import each time)."""
-    from tui.cli import main
+    from pinscope.tui.cli import main
 
     no_create = [(("get", "list"), ("nodes",), None), (("get", "list"), ("pods",), "pinscope")]
     no_exec = no_create + [(("create", "delete"), ("pods",), "pinscope")]
@@ -388,7 +388,7 @@ def test_debug_pod_lifetime_rotates(api):
 
 
 def _pinscope(kc: str, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "tui.cli", "snapshot", f"node/{NODE}", "--kubeconfig", kc,
+    return subprocess.Popen([sys.executable, "-m", "pinscope.tui.cli", "snapshot", f"node/{NODE}", "--kubeconfig", kc,
                              *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
@@ -653,8 +653,8 @@ def test_the_kubernetes_clients_own_websocket_reads_the_stand_in(sim, tmp_path, 
 def test_the_tui_over_node_name_draws_the_grid_and_q_deletes_the_pod(api):
     """`pinscope node/NAME` as the app runs it: the node's grid arrives through a debug pod, pod names
     come from the API too, and q (the app's exit) deletes the pod."""
-    from collectors.fleet import NodeTarget
-    from tui.app import PinscopeApp
+    from pinscope.collectors.fleet import NodeTarget
+    from pinscope.tui.app import PinscopeApp
 
     async def go():
         app = PinscopeApp([NodeTarget(f"node/{NODE}")], Options(kubeconfig=api.kc), interval=0.3,
@@ -682,7 +682,7 @@ def test_the_tui_under_tmux_deletes_its_pod_on_sigterm_and_when_its_terminal_clo
 
     need(shutil.which("tmux") is not None, "tmux not installed (apt-get install tmux)")
     session = f"pinscope-kube-{uuid.uuid4().hex[:8]}"
-    cmd = f"cd {ROOT} && TERM=xterm-256color exec {sys.executable} -m tui.cli node/{NODE} --kubeconfig {api.kc}"
+    cmd = f"cd {ROOT} && TERM=xterm-256color exec {sys.executable} -m pinscope.tui.cli node/{NODE} --kubeconfig {api.kc}"
     subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "48", cmd], check=True)
     try:
         pid = int(subprocess.run(["tmux", "display-message", "-p", "-t", session, "#{pane_pid}"],

@@ -6,7 +6,7 @@ import json
 import pytest
 
 import sshd as sshd_mod
-from collectors.sim.node import SimNode
+from pinscope.collectors.sim.node import SimNode
 from helpers import need, run_cli
 from layouts import LAYOUTS
 

@@ -6,9 +6,9 @@ import asyncio
 import os
 import shutil
 
-from collectors.collect import NodeCollector, Options
-from collectors.frames import parse_frame
-from collectors.transport.local import LocalTransport
+from pinscope.collectors.collect import NodeCollector, Options
+from pinscope.collectors.frames import parse_frame
+from pinscope.collectors.transport.local import LocalTransport
 from helpers import need
 from probe_procs import probe_procs
 

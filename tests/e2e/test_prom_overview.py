@@ -13,10 +13,10 @@ import time
 
 import pytest
 
-from collectors.collect import Options
-from collectors.promql import PromError, PromSource, matchers
-from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
-from collectors.sim.promfleet import make_fleet
+from pinscope.collectors.collect import Options
+from pinscope.collectors.promql import PromError, PromSource, matchers
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
+from pinscope.collectors.sim.promfleet import make_fleet
 from helpers import need
 from promserver import Prometheus, backfill, free_port, have_prometheus
 
@@ -35,7 +35,7 @@ def fleet_prom(tmp_path_factory):
 
 
 def _app(url, **kw):
-    from tui.promapp import PromApp
+    from pinscope.tui.promapp import PromApp
 
     return PromApp(PromSource(url, kw.pop("selector", None), timeout=kw.pop("timeout", 20)), **kw)
 
@@ -67,7 +67,7 @@ def test_overview_of_5000_nodes_matches_the_truth_and_maps_only_what_is_on_scree
                 if t.read_ok:
                     assert rows[name].node.ncpus == t.ncpus
             # worst first: every critical node, by name, then the warnings
-            from tui.widgets.promfleetmap import PromFleetMap
+            from pinscope.tui.widgets.promfleetmap import PromFleetMap
 
             fm = app.screen.query_one(PromFleetMap)
             top = [v.target for v in fm.views[:len(crit)]]
@@ -122,7 +122,7 @@ def test_enter_opens_a_node_live_through_the_usual_transport_and_esc_returns(fle
                      pods=[PodSpec("feed", "trading", containers=[CtrSpec("feed", cpus="2-3")])]), tmp_path / "n").write()
 
     async def go():
-        from tui.screens.node import NodeScreen
+        from pinscope.tui.screens.node import NodeScreen
 
         app = _app(prom.url, opts=Options(root=str(tmp_path / "n")), host_template="local")
         async with app.run_test(size=(200, 50)) as pilot:
@@ -208,9 +208,9 @@ def test_cli_prometheus_with_a_bad_url_is_one_line():
 
 
 def test_how_enter_reaches_a_node():
-    from collectors.promql import PromNode
-    from tui.promapp import PromApp
-    from tui.widgets.promfleetmap import PromRow
+    from pinscope.collectors.promql import PromNode
+    from pinscope.tui.promapp import PromApp
+    from pinscope.tui.widgets.promfleetmap import PromRow
 
     def app(template, user=None, ip=None):
         a = PromApp(PromSource("http://127.0.0.1:1"), host_template=template, user=user)
@@ -229,7 +229,7 @@ def test_two_exporters_of_one_node_count_it_once(tmp_path):
     """Issue 22 item 6: two exporters report the same node (a DaemonSet and a central exporter, or a
     rollout's old and new pod), scraped by a real Prometheus. The overview takes the max per node, as the
     alert rules do: its CPUs, finding counts, codes and per-CPU map are those of one exporter, not twice."""
-    from collectors.sim.node import SimNode
+    from pinscope.collectors.sim.node import SimNode
     from promserver import Exporter
 
     need(have_prometheus(), "prometheus and promtool (Debian package prometheus)")

@@ -13,7 +13,7 @@ import threading
 import pytest
 import yaml
 
-from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
 from helpers import need, run_cli
 from promserver import PROMTOOL, Exporter, Prometheus, have_prometheus, rules_file
 

@@ -53,7 +53,7 @@ def test_readme_prometheus_session_works_as_written(tmp_path):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     shim = bindir / "pinscope"
-    shim.write_text(f"#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m tui.cli \"$@\"\n")
+    shim.write_text(f"#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m pinscope.tui.cli \"$@\"\n")
     shim.chmod(0o755)
     (tmp_path / "recipe.sh").write_text(script + "\n")
     sock = f"pinscope-readme-{uuid.uuid4().hex[:8]}"
@@ -86,6 +86,6 @@ def _ours(*ports):
     out = []
     for p in psutil.process_iter(["cmdline"]):
         cmd = " ".join(p.info["cmdline"] or ())
-        if any(m in cmd for m in marks) and ("tui.cli" in cmd or "prometheus" in cmd):
+        if any(m in cmd for m in marks) and ("pinscope.tui.cli" in cmd or "prometheus" in cmd):
             out.append(p)
     return out

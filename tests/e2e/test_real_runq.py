@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from collectors.collect import NodeCollector, Options
+from pinscope.collectors.collect import NodeCollector, Options
 from helpers import RealPod, need, run_cli, stop
 
 

@@ -54,7 +54,7 @@ class Served:
 
     def __enter__(self) -> "Served":
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tui.cli", "serve", "--port", str(self.port), *self.args], cwd=REPO,
+            [sys.executable, "-m", "pinscope.tui.cli", "serve", "--port", str(self.port), *self.args], cwd=REPO,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
             env={**os.environ, **(self.env or {})})
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -140,7 +140,7 @@ def test_serve_demo_in_headless_chromium(tmp_path):
 
 
 def test_serve_elsewhere_warns_plainly(tmp_path):
-    from tui.serve import NO_TLS, is_loopback
+    from pinscope.tui.serve import NO_TLS, is_loopback
 
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("10.0.0.5") and not is_loopback("pinscope.example")

@@ -8,8 +8,8 @@ import time
 import pytest
 
 import sshd as sshd_mod
-from collectors.collect import NodeCollector, Options, live
-from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
+from pinscope.collectors.collect import NodeCollector, Options, live
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
 from helpers import need, run_cli
 
 
@@ -138,8 +138,8 @@ def test_sshd_killed_mid_stream_is_reported_and_reconnected(tmp_path, node_root)
 def test_every_ssh_error_class_is_its_kind_and_one_plain_line(server, node_root, tmp_path, case):
     """Each way an SSH node can fail: the transport raises its kind (errors.py), the CLI prints one line
     naming the target and the reason, exit 1, no traceback."""
-    from collectors.errors import AuthFailed, HostKeyRejected, Unreachable
-    from collectors.transport.ssh import SSHTransport
+    from pinscope.collectors.errors import AuthFailed, HostKeyRejected, Unreachable
+    from pinscope.collectors.transport.ssh import SSHTransport
 
     args = dict(identity=str(server.userkey), known_hosts=str(server.known_hosts), ssh_config=str(server.ssh_config),
                 connect_timeout=3)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import sshd as sshd_mod
-from collectors.sim.node import SimNode
+from pinscope.collectors.sim.node import SimNode
 from helpers import need, run_cli
 from nodes import dual_socket_intel
 

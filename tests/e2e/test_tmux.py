@@ -6,7 +6,7 @@ import time
 import uuid
 from pathlib import Path
 
-from collectors.sim.node import SimNode
+from pinscope.collectors.sim.node import SimNode
 from helpers import need
 from nodes import dual_socket_intel
 
@@ -38,7 +38,7 @@ def test_filter_enter_enter_shows_the_containers_cgroup_files(tmp_path):
     SimNode(dual_socket_intel(), root).write()
     done = tmp_path / "exit"
     session = f"pinscope-{uuid.uuid4().hex[:8]}"
-    cmd = (f"cd {REPO} && TERM=xterm-256color {sys.executable} -m tui.cli --root {root} local; "
+    cmd = (f"cd {REPO} && TERM=xterm-256color {sys.executable} -m pinscope.tui.cli --root {root} local; "
            f"echo $? > {done}; sleep 60")
     tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "60", cmd)
     try:
@@ -79,7 +79,7 @@ def test_80x24_the_critical_count_on_the_first_line_and_enter_opens_the_pane_bef
     root = tmp_path / "node"
     SimNode(trouble_16(), root).write()
     session = f"pinscope-{uuid.uuid4().hex[:8]}"
-    cmd = f"cd {REPO} && TERM=xterm-256color {sys.executable} -m tui.cli --interval 60 --root {root} local; sleep 60"
+    cmd = f"cd {REPO} && TERM=xterm-256color {sys.executable} -m pinscope.tui.cli --interval 60 --root {root} local; sleep 60"
     tmux("new-session", "-d", "-s", session, "-x", "80", "-y", "24", cmd)
     try:
         text = wait_for(session, "STATE_CGROUP_DRIFT")
@@ -101,7 +101,7 @@ def test_ctrl_c_quits_in_a_real_terminal(tmp_path):
     SimNode(dual_socket_intel(), root).write()
     done = tmp_path / "exit"
     session = f"pinscope-{uuid.uuid4().hex[:8]}"
-    cmd = (f"cd {REPO} && TERM=xterm-256color {sys.executable} -m tui.cli --root {root} local; "
+    cmd = (f"cd {REPO} && TERM=xterm-256color {sys.executable} -m pinscope.tui.cli --root {root} local; "
            f"echo $? > {done}; sleep 60")
     tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "50", cmd)
     try:

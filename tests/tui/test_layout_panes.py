@@ -2,13 +2,13 @@
 container in focus (read for that container only) — kind's layout, read through the real probe."""
 import asyncio
 
-from collectors.collect import NodeCollector, Options
-from collectors.sim.node import SimNode
-from collectors.transport.local import LocalTransport
+from pinscope.collectors.collect import NodeCollector, Options
+from pinscope.collectors.sim.node import SimNode
+from pinscope.collectors.transport.local import LocalTransport
 from frozen import FrozenApp
 from layouts import FEED_ID, LAYOUTS
-from tui.screens.container import ContainerScreen
-from tui.screens.nodeinfo import NodeInfoScreen
+from pinscope.tui.screens.container import ContainerScreen
+from pinscope.tui.screens.nodeinfo import NodeInfoScreen
 
 
 def report(root, spec, focus):

@@ -7,9 +7,9 @@ import json
 from frozen import FrozenApp, frozen_samples
 from textual.widgets import DataTable
 
-from collectors.parse.kubelet import fnv1a32
-from collectors.sim.node import CtrSpec, NodeSpec, PodSpec
-from tui.widgets.coregrid import CoreGrid
+from pinscope.collectors.parse.kubelet import fnv1a32
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+from pinscope.tui.widgets.coregrid import CoreGrid
 
 RT = "11111111-2222-3333-4444-555555555555"
 WHOLE = "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee"

@@ -4,7 +4,7 @@ import socket
 
 import pytest
 
-from tui.serveguard import Guard, answer_names, host_name, make_token, origin_of
+from pinscope.tui.serveguard import Guard, answer_names, host_name, make_token, origin_of
 
 
 def test_host_name_reads_the_host_header():
@@ -63,7 +63,7 @@ def test_the_server_will_not_start_without_its_guard(tmp_path):
 
     from aiohttp import web
 
-    from tui.serve import PinscopeServer, ServeOptions
+    from pinscope.tui.serve import PinscopeServer, ServeOptions
 
     guard = Guard("t" * 20, frozenset({"localhost"}))
     server = PinscopeServer("true", ServeOptions(), guard, "banner", tmp_path)

@@ -3,9 +3,9 @@ down, and keeps saying it while pinscope retries; never again "waiting for the f
 import asyncio
 import socket
 
-from collectors.collect import Options
-from collectors.fleet import NodeTarget
-from tui.app import PinscopeApp
+from pinscope.collectors.collect import Options
+from pinscope.collectors.fleet import NodeTarget
+from pinscope.tui.app import PinscopeApp
 
 
 def test_a_silent_port_is_down_with_its_reason_after_the_connect_timeout():

@@ -51,7 +51,7 @@ def declared(protocol) -> set[str]:
 def test_screens_use_only_textuals_app_api_and_the_declared_navigator():
     from textual.app import App
 
-    from tui.screens.base import Navigator, PromNavigator
+    from pinscope.tui.screens.base import Navigator, PromNavigator
 
     textual_api = set(dir(App))
     untyped = [f"{p.name}:{line} self.app.{a}" for p in SCREENS for line, a in reaches(p, "app") if a not in textual_api]
@@ -66,10 +66,10 @@ def test_screens_use_only_textuals_app_api_and_the_declared_navigator():
 
 
 def test_the_apps_implement_what_their_screens_may_ask():
-    from tui.app import PinscopeApp
-    from tui.promapp import PromApp
-    from tui.replay import ReplayApp
-    from tui.screens.base import Navigator, PromNavigator
+    from pinscope.tui.app import PinscopeApp
+    from pinscope.tui.promapp import PromApp
+    from pinscope.tui.replay import ReplayApp
+    from pinscope.tui.screens.base import Navigator, PromNavigator
 
     app = PinscopeApp([])  # an instance: what its __init__ sets counts, what it only reads does not
     assert [n for n in declared(Navigator) if not hasattr(app, n)] == []
@@ -112,10 +112,10 @@ def test_the_bare_app_check_sees_them(tmp_path, code, hits):
 
 def test_a_node_screen_draws_the_view_it_was_given(tmp_path):
     """The screens of one node hold its NodeView from the start; they never look it up by name."""
-    from tui.screens.cpu import CpuScreen
-    from tui.screens.node import NodeScreen
-    from tui.screens.fleet import FleetScreen
-    from tui.state import NodeView
+    from pinscope.tui.screens.cpu import CpuScreen
+    from pinscope.tui.screens.node import NodeScreen
+    from pinscope.tui.screens.fleet import FleetScreen
+    from pinscope.tui.state import NodeView
 
     v = NodeView("w-1")
     assert NodeScreen(v).view is v and NodeScreen(v).target == "w-1"

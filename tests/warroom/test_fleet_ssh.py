@@ -7,12 +7,12 @@ import time
 
 
 import sshd as sshd_mod
-from collectors.collect import Options
-from collectors.fleet import NodeTarget
-from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
+from pinscope.collectors.collect import Options
+from pinscope.collectors.fleet import NodeTarget
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
 from helpers import need
-from tui.app import PinscopeApp
-from tui.screens.fleet import FleetScreen
+from pinscope.tui.app import PinscopeApp
+from pinscope.tui.screens.fleet import FleetScreen
 
 
 def test_fleet_of_real_ssh_nodes_loses_and_regains_one(tmp_path):

@@ -1,7 +1,7 @@
 """Inventory files: defaults, groups, labels; bad entries are reported, never fatal."""
 import pytest
 
-from collectors.inventory import InventoryError, load_inventory
+from pinscope.collectors.inventory import InventoryError, load_inventory
 
 INV = """
 defaults: {user: ops, sudo: true}

@@ -9,8 +9,8 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 import sshd as sshd_mod
-from collectors.kube import KubeError, discover, node_pods
-from collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
+from pinscope.collectors.kube import KubeError, discover, node_pods
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
 from helpers import need, run_cli
 
 UID = "6f1c2d3e-4a5b-4c6d-8e9f-0a1b2c3d4e5f"
@@ -141,10 +141,10 @@ def test_snapshot_kube_over_ssh_enriches_pods(api, tmp_path):
 
 
 def test_api_going_away_mid_session_degrades_with_a_notice(api, tmp_path, notices):
-    from collectors.collect import Options
-    from collectors.inventory import Target
-    from collectors.fleet import NodeTarget
-    from tui.app import PinscopeApp
+    from pinscope.collectors.collect import Options
+    from pinscope.collectors.inventory import Target
+    from pinscope.collectors.fleet import NodeTarget
+    from pinscope.tui.app import PinscopeApp
 
     root = tmp_path / "root"
     SimNode(NodeSpec(hostname="node-a", cores=4, pods=[PodSpec("md-feed-0", "trading", uid=UID,

@@ -5,8 +5,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from collectors.record import Recorder, at_time, open_recording, state_at
-from collectors.sim.node import SimNode
+from pinscope.collectors.record import Recorder, at_time, open_recording, state_at
+from pinscope.collectors.sim.node import SimNode
 from helpers import run_cli, stop
 from nodes import dual_socket_intel, policy_none
 
@@ -16,10 +16,10 @@ REPO = Path(__file__).resolve().parents[2]
 RECORDER = textwrap.dedent("""
     import asyncio, sys
     sys.path.insert(0, {repo!r})
-    from collectors.collect import NodeCollector, Options, live_depth
-    from collectors.record import Recorder
-    from collectors.sim.node import SimNode
-    from collectors.transport.local import LocalTransport
+    from pinscope.collectors.collect import NodeCollector, Options, live_depth
+    from pinscope.collectors.record import Recorder
+    from pinscope.collectors.sim.node import SimNode
+    from pinscope.collectors.transport.local import LocalTransport
     sys.path.insert(0, {tests!r})
     from nodes import dual_socket_intel, policy_none
 
@@ -85,10 +85,10 @@ def test_recording_keys_nodes_by_their_names_not_addresses(tmp_path):
     """Five inventory nodes may share one address ('local' with different roots, or a jump host)."""
     import asyncio
 
-    from collectors.collect import Options
-    from collectors.fleet import NodeTarget
-    from collectors.inventory import Target
-    from tui.app import PinscopeApp
+    from pinscope.collectors.collect import Options
+    from pinscope.collectors.fleet import NodeTarget
+    from pinscope.collectors.inventory import Target
+    from pinscope.tui.app import PinscopeApp
 
     rec_path = tmp_path / "r.pinscope"
     entries = []
@@ -116,14 +116,14 @@ def test_recording_keys_nodes_by_their_names_not_addresses(tmp_path):
 def test_replay_tui_steps_seeks_and_plays(tmp_path):
     import asyncio
 
-    from tui.replay import ReplayApp
+    from pinscope.tui.replay import ReplayApp
 
     rec_path = tmp_path / "r.pinscope"
     sim = SimNode(dual_socket_intel(), tmp_path / "n").write()
 
     async def record():
-        from collectors.collect import NodeCollector, Options, live_depth
-        from collectors.transport.local import LocalTransport
+        from pinscope.collectors.collect import NodeCollector, Options, live_depth
+        from pinscope.collectors.transport.local import LocalTransport
 
         col = NodeCollector("xeon", Options(root=str(tmp_path / "n")), LocalTransport(str(tmp_path / "n")))
         col.recorder = Recorder(str(rec_path))

@@ -7,10 +7,10 @@ import zlib
 
 import pytest
 
-from collectors.collect import NodeCollector, Options
-from collectors.record import Recorder, RecordingError, at_time, open_recording
-from collectors.sim.node import SimNode
-from collectors.transport.local import LocalTransport
+from pinscope.collectors.collect import NodeCollector, Options
+from pinscope.collectors.record import Recorder, RecordingError, at_time, open_recording
+from pinscope.collectors.sim.node import SimNode
+from pinscope.collectors.transport.local import LocalTransport
 from helpers import run_cli
 from nodes import policy_none
 

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Protocol, cast
 from textual.screen import Screen
 
 if TYPE_CHECKING:
-    from collectors.findings import Finding
-    from collectors.fleet import NodeTarget
-    from tui.state import NodeView
-    from tui.widgets.coregrid import CoreGrid
+    from pinscope.collectors.findings import Finding
+    from pinscope.collectors.fleet import NodeTarget
+    from pinscope.tui.state import NodeView
+    from pinscope.tui.widgets.coregrid import CoreGrid
 
 
 class Navigator(Protocol):

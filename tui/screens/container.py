@@ -6,14 +6,14 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import DataTable, Static
 
-from collectors.parse.cpuset import format_cpuset
-from collectors.text import display
-from tui.cells import cells
-from tui.elide import elide_path
-from tui.human import amounts
-from tui.screens.drill import DrillScreen
-from tui.state import NodeView
-from tui.widgets.sparkbar import sparkbar
+from pinscope.collectors.parse.cpuset import format_cpuset
+from pinscope.collectors.text import display
+from pinscope.tui.cells import cells
+from pinscope.tui.elide import elide_path
+from pinscope.tui.human import amounts
+from pinscope.tui.screens.drill import DrillScreen
+from pinscope.tui.state import NodeView
+from pinscope.tui.widgets.sparkbar import sparkbar
 
 
 class ContainerScreen(DrillScreen):

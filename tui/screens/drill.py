@@ -6,10 +6,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Static
-from tui.screens.base import ReportScreen
+from pinscope.tui.screens.base import ReportScreen
 
-from collectors.text import display
-from tui.widgets.sparkbar import sparkbar  # noqa: F401  (re-exported for the panes)
+from pinscope.collectors.text import display
+from pinscope.tui.widgets.sparkbar import sparkbar  # noqa: F401  (re-exported for the panes)
 
 
 class DrillScreen(ReportScreen):

@@ -11,10 +11,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Input, Static
-from tui.screens.base import ReportScreen
+from pinscope.tui.screens.base import ReportScreen
 
-from collectors.text import display
-from tui.widgets.fleetmap import FleetMap
+from pinscope.collectors.text import display
+from pinscope.tui.widgets.fleetmap import FleetMap
 
 
 class FleetScreen(ReportScreen):

@@ -11,16 +11,16 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Vertical
 from textual.widgets import DataTable, Footer, Input, Static
-from tui.screens.base import ReportScreen
+from pinscope.tui.screens.base import ReportScreen
 
-from collectors.parse.cpuset import format_cpuset
-from collectors.text import display
-from tui.cells import cells
-from tui.elide import elide_middle
-from tui.screens import nodelayout as lay
-from tui.screens.nodequery import busiest_softirqs, filter_cpus, matches, matches_one, pod_cpus
-from tui.state import NodeView
-from tui.widgets.coregrid import NOISE_FULL, CoreGrid
+from pinscope.collectors.parse.cpuset import format_cpuset
+from pinscope.collectors.text import display
+from pinscope.tui.cells import cells
+from pinscope.tui.elide import elide_middle
+from pinscope.tui.screens import nodelayout as lay
+from pinscope.tui.screens.nodequery import busiest_softirqs, filter_cpus, matches, matches_one, pod_cpus
+from pinscope.tui.state import NodeView
+from pinscope.tui.widgets.coregrid import NOISE_FULL, CoreGrid
 
 
 class NodeScreen(ReportScreen):

@@ -5,10 +5,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
-from collectors.parse.cpuset import format_cpuset
-from collectors.text import display
-from tui.human import amounts, settings, value
-from tui.screens.drill import DrillScreen
+from pinscope.collectors.parse.cpuset import format_cpuset
+from pinscope.collectors.text import display
+from pinscope.tui.human import amounts, settings, value
+from pinscope.tui.screens.drill import DrillScreen
 
 
 class NodeInfoScreen(DrillScreen):

@@ -16,7 +16,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from collectors.text import display
+from pinscope.collectors.text import display
 
 CHROME = 4  # status line, worst finding, help line, footer
 SEV_RANK = {"critical": 0, "warning": 1, "info": 2}

@@ -17,11 +17,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Footer, Input, Static
-from tui.screens.base import PromNavigator, ReportScreen
+from pinscope.tui.screens.base import PromNavigator, ReportScreen
 
-from collectors.text import display
-from tui.widgets.fleetmap import FleetMap
-from tui.widgets.promfleetmap import PromFleetMap, PromRow
+from pinscope.collectors.text import display
+from pinscope.tui.widgets.fleetmap import FleetMap
+from pinscope.tui.widgets.promfleetmap import PromFleetMap, PromRow
 
 
 class FleetData(Message):

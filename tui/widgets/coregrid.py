@@ -24,10 +24,10 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from collectors.model import Role
-from collectors.text import display
-from tui.state import NodeView
-from tui.widgets.gridlayout import Cell, Row, choose, id_width, tag_width
+from pinscope.collectors.model import Role
+from pinscope.collectors.text import display
+from pinscope.tui.state import NodeView
+from pinscope.tui.widgets.gridlayout import Cell, Row, choose, id_width, tag_width
 
 # every segment carries a Style: Textual's monochrome filter (NO_COLOR) fails on a None style
 _PLAIN = Style()

@@ -13,8 +13,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
-from collectors.text import display
-from tui.widgets.coregrid import GLYPHS
+from pinscope.collectors.text import display
+from pinscope.tui.widgets.coregrid import GLYPHS
 
 # every segment carries a Style: Textual's monochrome filter (NO_COLOR) fails on a None style
 _PLAIN = Style()

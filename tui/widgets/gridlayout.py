@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from collectors.parse.cpuset import format_cpuset
+from pinscope.collectors.parse.cpuset import format_cpuset
 
 DENSITIES = ("wall", "full", "compact", "cores")
 BAR, MAX_BAR = 5, 16  # the load bar of a "wall" cell, in columns: at least, at most

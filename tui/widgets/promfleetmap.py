@@ -13,10 +13,10 @@ from rich.segment import Segment
 from textual.geometry import Size
 from textual.strip import Strip
 
-from collectors.promql import PromNode
-from collectors.text import display
-from tui.widgets.coregrid import GLYPHS
-from tui.widgets.fleetmap import _PLAIN, FleetMap
+from pinscope.collectors.promql import PromNode
+from pinscope.collectors.text import display
+from pinscope.tui.widgets.coregrid import GLYPHS
+from pinscope.tui.widgets.fleetmap import _PLAIN, FleetMap
 
 RANK = {"critical": 0, "warning": 1, "unreadable": 2}
 
