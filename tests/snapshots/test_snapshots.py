@@ -13,8 +13,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tui"))
 
-from frozen import FrozenApp, frozen_node, frozen_samples, screen_lines  # noqa: E402
-from nodes import dual_socket_intel, epyc_512, trouble_16, trouble_96, trouble_512  # noqa: E402
+from frozen import FrozenApp, frozen_node, frozen_samples, screen_lines
+from nodes import dual_socket_intel, epyc_512, trouble_16, trouble_96, trouble_512
 
 SCREENS = {
     "main": [],

@@ -127,11 +127,11 @@ class ContainerScreen(DrillScreen):
         tr = v.rates.tasks if v.rates else {}
         for tk in c.tasks:
             r = tr.get(tk.tid)
-            f = lambda x: "-" if x is None else f"{x:.1f}"  # noqa: E731
+            num = lambda x: "-" if x is None else f"{x:.1f}"  # noqa: E731
             tasks.add_row(*cells((str(tk.tid), tk.comm, str(tk.last_cpu), format_cpuset(tk.allowed) if tk.allowed is not None else "-",
-                                  f(r.wait_ms_per_s if r else None), f(r.run_ms_per_s if r else None),
-                                  f(r.migrations_per_s if r else None), f(r.voluntary_per_s if r else None),
-                                  f(r.involuntary_per_s if r else None), sparkbar(v.mig_hist.get(tk.tid, ()), 30))))
+                                  num(r.wait_ms_per_s if r else None), num(r.run_ms_per_s if r else None),
+                                  num(r.migrations_per_s if r else None), num(r.voluntary_per_s if r else None),
+                                  num(r.involuntary_per_s if r else None), sparkbar(v.mig_hist.get(tk.tid, ()), 30))))
         files = Text()
         width = max(20, self.size.width - 4)  # the pane's padding and scrollbar
         if cg is None:

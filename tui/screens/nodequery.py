@@ -44,7 +44,7 @@ def busiest_softirqs(rates, n: int = 3) -> str:
 def filter_cpus(found) -> set[int]:
     """The CPUs a filter lights: the exclusive CPUs of the matches; only when none of them is pinned,
     the CPUs the (shared) matches may run on."""
-    pinned = set()
+    pinned: set[int] = set()
     for _, c in found:
         pinned |= c.assigned or set()
     if pinned:

@@ -204,8 +204,9 @@ class FleetMap(ScrollView, can_focus=True):
     def on_click(self, event: Click) -> None:
         ry = event.y + self.scroll_offset.y
         col = (event.x + self.scroll_offset.x) // (self._col_width() + self.GAP)
-        if 0 <= ry < len(self.rows) and col < len(self.rows[ry]) and self.rows[ry][col] is not None:
-            vi = self.rows[ry][col][0]
+        cell = self.rows[ry][col] if 0 <= ry < len(self.rows) and col < len(self.rows[ry]) else None
+        if cell is not None:
+            vi = cell[0]
             if vi == self.cursor:
                 self.action_open()
             self.moved = True

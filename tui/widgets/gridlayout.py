@@ -169,10 +169,10 @@ def _wall(groups, offline, width: int, height: int, idw: int, tw: int) -> list[R
             if bar < BAR:
                 break
             lines = -(-most // per)
-            rows = bands * (1 + 2 * lines) + bands - 1
-            area = rows * min(len(blocks), k) * per * ((fixed + bar) * threads + 3)  # what it fills
+            nrows = bands * (1 + 2 * lines) + bands - 1
+            area = float(nrows * min(len(blocks), k) * per * ((fixed + bar) * threads + 3))  # what it fills
             area *= SIDE_BY_SIDE if k > 1 else 1.0
-            if rows <= height and (best is None or area > best[0]):
+            if nrows <= height and (best is None or area > best[0]):
                 best = (area, k, per, bar)
     if best is None:  # not even the widest arrangement fits: one line per band as full as it gets
         return []
