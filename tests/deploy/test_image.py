@@ -68,7 +68,8 @@ def context_files() -> list[str]:
                 if x.strip() and not x.startswith("#")]
     files = []
     for dirpath, dirs, names in os.walk(ROOT):
-        for n in names:
+        links = [d for d in dirs if os.path.islink(os.path.join(dirpath, d))]  # sent as links (pinscope/*)
+        for n in names + links:
             rel = os.path.relpath(os.path.join(dirpath, n), ROOT)
             if not ignored(rel, patterns):
                 files.append(rel)
@@ -81,7 +82,7 @@ DOC = instructions(DOCKERFILE.read_text())
 def test_the_build_context_holds_the_package_and_nothing_else():
     files = context_files()
     tops = {f.split("/")[0] for f in files}
-    assert tops == {"pyproject.toml", "README.md", "collectors", "tui", "themes"}, tops
+    assert tops == {"pyproject.toml", "README.md", "collectors", "tui", "themes", "pinscope"}, tops
     assert "collectors/probe.sh" in files and any(f.endswith(".tcss") for f in files)
     assert not any("__pycache__" in f or f.endswith(".pyc") or ".egg-info" in f for f in files)
     for secret in (".git/config", ".venv/bin/python", "tests/conftest.py", "bench", "screenshots"):
@@ -157,7 +158,7 @@ def test_the_dockerfile_steps_build_an_image_that_runs(tmp_path):
     ctx = tmp_path / "context"
     for rel in context_files():
         (ctx / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / rel, ctx / rel)
+        shutil.copy2(ROOT / rel, ctx / rel, follow_symlinks=False)  # a link stays a link, as docker sends it
     node = tmp_path / "node"
     SimNode(dual_socket_intel(), node).write()
     # Debian's python3 is the base image's python3 (both 3.11): first in PATH, as /usr/local/bin is there

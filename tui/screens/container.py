@@ -10,9 +10,11 @@ from pinscope.collectors.parse.cpuset import format_cpuset
 from pinscope.collectors.text import display
 from pinscope.tui.cells import cells
 from pinscope.tui.elide import elide_path
+from pinscope.tui.human import amounts
 from pinscope.tui.screens.drill import DrillScreen
 from pinscope.tui.state import NodeView
 from pinscope.tui.widgets.sparkbar import sparkbar
+
 
 
 _FROM = {"pci": "sysfs", "nvidia": "nvidia procfs", "checkpoint": "plugin", "": "unknown"}
@@ -91,7 +93,7 @@ class ContainerScreen(DrillScreen):
         if ap is not None:
             ac = next((x for x in ap.containers if x.name == c.name), None)
             t.append(display(f"API: owner {ap.owner or '-'}   QoS {ap.qos or '?'}"
-                             + (f"   requests {ac.requests or '-'}   limits {ac.limits or '-'}" if ac else "")) + "\n")
+                             + (f"   requests {amounts(ac.requests)}   limits {amounts(ac.limits)}" if ac else "")) + "\n")
         elif v.api_error:
             t.append(display(f"API: {v.api_error}") + "\n", style="dim")
         eff = cg.cpus_effective if cg else None
@@ -105,6 +107,11 @@ class ContainerScreen(DrillScreen):
         if mismatch:
             t.append("   MISMATCH", style="bold red")
         t.append("\n")
+        for f in v.findings:  # the findings about this container, whole (the node screen's pane wraps them)
+            if f.pod_uid == p.uid and f.container == c.name:
+                t.append(display(f"{f.severity}: {f.code}: {f.message}") + "\n", style="bold")
+                if f.hint:
+                    t.append(display(f"  {f.hint}") + "\n", style="dim")
         if cg:
             t.append(f"mems {format_cpuset(cg.mems_effective) if cg.mems_effective is not None else '-'}   ")
             quota = f"{cg.quota_us / cg.period_us:.2f} CPUs" if cg.quota_us and cg.period_us else "none (max)"
@@ -142,11 +149,11 @@ class ContainerScreen(DrillScreen):
         tr = v.rates.tasks if v.rates else {}
         for tk in c.tasks:
             r = tr.get(tk.tid)
-            f = lambda x: "-" if x is None else f"{x:.1f}"  # noqa: E731
+            num = lambda x: "-" if x is None else f"{x:.1f}"  # noqa: E731
             tasks.add_row(*cells((str(tk.tid), tk.comm, str(tk.last_cpu), format_cpuset(tk.allowed) if tk.allowed is not None else "-",
-                                  f(r.wait_ms_per_s if r else None), f(r.run_ms_per_s if r else None),
-                                  f(r.migrations_per_s if r else None), f(r.voluntary_per_s if r else None),
-                                  f(r.involuntary_per_s if r else None), sparkbar(v.mig_hist.get(tk.tid, ()), 30))))
+                                  num(r.wait_ms_per_s if r else None), num(r.run_ms_per_s if r else None),
+                                  num(r.migrations_per_s if r else None), num(r.voluntary_per_s if r else None),
+                                  num(r.involuntary_per_s if r else None), sparkbar(v.mig_hist.get(tk.tid, ()), 30))))
         files = Text()
         width = max(20, self.size.width - 4)  # the pane's padding and scrollbar
         if cg is None:

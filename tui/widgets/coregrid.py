@@ -46,6 +46,18 @@ def shade(u: float | None) -> str:
     return SHADES[min(len(SHADES) - 1, max(0, int(round(u * (len(SHADES) - 1)))))]
 
 
+EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+def bar(u: float | None, width: int) -> str:
+    """A share 0-1 as a bar of `width` columns in eighths ("███▍ "); blank when unknown."""
+    if u is None:
+        return " " * width
+    n = int(round(min(1.0, max(0.0, u)) * width * 8))
+    full, part = divmod(n, 8)
+    return ("█" * full + (EIGHTHS[part] if part else "")).ljust(width)[:width]
+
+
 _ORDER = {"exclusive": 0, "isolated": 1, "reserved": 2, "unassigned": 3, "shared": 4, "offline": 5}
 _UNASSIGNED = ("unassigned", None, None, None)  # a CPU no role names: (role, share, tag, severity)
 
@@ -319,9 +331,14 @@ class CoreGrid(ScrollView, can_focus=True):
                 sev = st[3]
         role = role or "unassigned"
         glyph = self.glyphs.get(role, "?")
-        head = f"{cell.cpu:>{self.idw}} {glyph}{shade(u)}" if self.density.startswith("full") else f"{glyph}{shade(u)}"
-        # the tag is never cut (pods stay distinguishable in monochrome); the mark takes the last column
-        text = head + (tag or "").ljust(cell.width - len(head) - 1)
+        if self.density.startswith("wall"):  # the tag, then the load as a bar: read from across a room
+            tw = tag_width(self.view.tags) if self.view else 1
+            barw = cell.width - self.idw - 5 - tw  # what the layout left for the bar
+            text = f"{cell.cpu:>{self.idw}} {glyph} {(tag or ''):<{tw}} {bar(u, barw)}"
+        else:
+            head = f"{cell.cpu:>{self.idw}} {glyph}{shade(u)}" if self.density.startswith("full") else f"{glyph}{shade(u)}"
+            # the tag is never cut (pods stay distinguishable in monochrome); the mark takes the last column
+            text = head + (tag or "").ljust(cell.width - len(head) - 1)
         if cell.cpu == cursor or cursor in members:
             flag = 2
         elif highlight and any(m in highlight for m in members):
@@ -335,7 +352,7 @@ class CoreGrid(ScrollView, can_focus=True):
             return Strip.blank(width, _PLAIN)
         row = self.rows[ry]
         stale = self.view is not None and self.view.state != "up" and self.view.snap is not None
-        if row.kind not in ("cells", "l3"):
+        if row.kind not in ("cells", "l3", "titles"):
             st = self._style("stale") if stale else self._style("header" if row.kind == "header" else "subheader")
             if key is None:
                 key = self._keys()[ry]

@@ -1,0 +1,75 @@
+"""pinscope installs one top-level name, `pinscope`: its folders (collectors/, tui/, themes/) are the
+subpackages pinscope.collectors, pinscope.tui and pinscope.themes (pinscope/ links each), so an install
+never puts a `collectors` or `tui` of its own into site-packages, where another project's would collide.
+Checked on a built wheel (what pip and pipx install), with `twine check` on it."""
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_links_name_the_three_folders():
+    for name in ("collectors", "tui", "themes"):
+        link = ROOT / "pinscope" / name
+        assert link.is_symlink() and os.readlink(link) == f"../{name}", link
+    assert sorted(p.name for p in (ROOT / "pinscope").iterdir()) == ["collectors", "themes", "tui"]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                        "-w", str(out), str(ROOT)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    (whl,) = out.glob("pinscope-*.whl")
+    return whl
+
+
+def test_the_wheel_holds_one_top_level_name(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/", 1)[0] for n in names if not n.startswith("pinscope-")}
+    assert tops == {"pinscope"}, tops
+    for must in ("pinscope/collectors/probe.sh", "pinscope/collectors/__init__.py", "pinscope/tui/cli.py",
+                 "pinscope/themes/pinscope.tcss", "pinscope/collectors/sim/node.py", "pinscope/tui/widgets/coregrid.py"):
+        assert must in names, must
+    assert not [n for n in names if n.startswith(("pinscope/tests", "pinscope/bench"))]
+    entry = next(n for n in names if n.endswith("entry_points.txt"))
+    assert "pinscope = pinscope.tui.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
+
+
+def test_the_wheel_passes_twine_check(wheel):
+    r = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", str(wheel)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "PASSED" in r.stdout, r.stdout + r.stderr
+
+
+def test_the_wheel_installs_and_runs_outside_the_checkout(wheel, tmp_path):
+    """A venv of its own (what pipx makes), the wheel in it, run from elsewhere: `pinscope` works and no
+    top-level collectors/tui/themes module exists in it."""
+    venv = tmp_path / "v"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    py = venv / "bin" / "python"
+    site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    # its dependencies from the test venv (a path, not a site dir: the editable install's finder there is
+    # not loaded), so nothing is fetched; pip is the test venv's, installing into this venv
+    ours = subprocess.run([sys.executable, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    Path(site, "deps.pth").write_text(ours + "\n")
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--target", site,
+                        str(wheel)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert not any((Path(site) / n).exists() for n in ("collectors", "tui", "themes"))
+    assert (Path(site) / "pinscope" / "collectors" / "probe.sh").is_file()
+    r = subprocess.run([str(py), "-c", "import pinscope.tui.cli, pinscope.collectors.sim.demo, sys; "
+                        "print(pinscope.tui.cli.__file__); print('tui' in sys.modules, 'collectors' in sys.modules)"],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.splitlines() == [f"{site}/pinscope/tui/cli.py", "False False"], r.stdout + r.stderr
+    r = subprocess.run([str(py), "-m", "pinscope.tui.cli", "check", "--help"], capture_output=True, text=True,
+                       timeout=120, cwd=tmp_path)
+    assert r.returncode == 0 and "check" in r.stdout, r.stdout + r.stderr
