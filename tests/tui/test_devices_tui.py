@@ -8,6 +8,10 @@ from pinscope.tui.screens.container import ContainerScreen
 from pinscope.tui.widgets.coregrid import CoreGrid
 
 
+def grid_lines(g) -> list[str]:
+    return [s.text for s in (g._paint(ry, g.size.width) for ry in range(len(g.rows)))]
+
+
 def test_numa_header_and_container_pane_show_devices(tmp_path):
     frozen = {"gpu-node": frozen_samples(gpu_node_spec(), tmp_path)}
 
@@ -16,6 +20,12 @@ def test_numa_header_and_container_pane_show_devices(tmp_path):
         async with app.run_test(size=(200, 60)) as pilot:
             await pilot.pause()
             g = app.screen.query_one(CoreGrid)
+            assert g.density == "wall"  # NUMA blocks side by side: each title carries its node's devices
+            titles = [line for line, r in zip(grid_lines(g), g.rows) if r.kind == "titles"]
+            assert titles and "devices:" in titles[0] and f"gpu {GPU_FAR[:15]}" in "".join(titles), titles
+            g.use_density("full")  # NUMA subheaders, one node after another
+            await pilot.pause()
+            assert g.density != "wall"
             heads = [k[-1] for k, r in zip(g._keys(), g.rows) if r.kind == "subheader"]
             tags = g.view.tags
             far_tag = next(t for u, t in tags.items() if u.startswith("11111111"))

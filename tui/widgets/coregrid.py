@@ -293,7 +293,9 @@ class CoreGrid(ScrollView, can_focus=True):
         keys: list[tuple] = []
         held = self._numa_devices() if v is not None and v.snap is not None else {}
         for ry, row in enumerate(self.rows):
-            if not row.cells:
+            if row.label_numas:  # NUMA blocks side by side (wall): each title with its node's devices
+                keys.append((ry, *ctx, row.kind, tuple(held.get(n, "") for _, _, n in row.label_numas)))
+            elif not row.cells:
                 keys.append((ry, *ctx, row.kind, row.text + held.get(row.numa, "") if row.numa is not None else row.text))
             else:
                 keys.append((ry, *ctx, *(self._cell_key(c, per, cursor, highlight) for c in row.cells)))
@@ -363,7 +365,10 @@ class CoreGrid(ScrollView, can_focus=True):
             keys = self._keys()
             key = keys[ry]
         cell_keys = iter(key[self._CTX:]) if row.cells else iter(())
-        items = [(lx, text, None) for lx, text in row.labels] + [(c.x, None, c) for c in row.cells or ()]
+        labels = row.labels
+        if row.label_numas and isinstance(key[-1], tuple):  # each block's title and its devices, within its width
+            labels = [(lx, (text + extra)[:bw]) for (lx, text), extra, (_, bw, _) in zip(row.labels, key[-1], row.label_numas)]
+        items = [(lx, text, None) for lx, text in labels] + [(c.x, None, c) for c in row.cells or ()]
         items.sort(key=lambda i: i[0])
         segs: list[Segment] = []
         x = 0
