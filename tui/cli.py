@@ -311,7 +311,8 @@ def _refusal(cmd: str, a, terminal: bool = True) -> str | None:
     """Why this command line is refused before anything connects (one line), or None."""
     tui = cmd in ("demo", "replay", "")
     for word in getattr(a, "targets", None) or []:
-        demo = cmd == "exporter" and word == "demo"  # the exporter serves the simulated cluster as a target
+        # the exporter serves the simulated cluster as a target; snapshot and check read its trees
+        demo = cmd in ("exporter", "snapshot", "check") and word == "demo"
         why = None if getattr(a, "replay", None) or demo else target_problem(word, COMMANDS)
         if why and not _inventory_has(a, word):
             return f"pinscope: {why}"
@@ -468,7 +469,19 @@ async def _snapshot_cmd(a, check: bool) -> int:
         targets, results = _from_recording(a)
     else:
         targets = _targets(a) or ["local"]
-        results = await asyncio.gather(*(_one(t, a) for t in targets))
+        demo = None
+        if "demo" in targets:  # the simulated cluster: its trees written once, each read with --root as a node
+            from pinscope.collectors.inventory import Target
+            from pinscope.collectors.sim.demo import DemoCluster
+
+            demo = DemoCluster()
+            i = targets.index("demo")
+            targets[i:i + 1] = [Target(s.spec.hostname, "local", root=str(s.root)) for s in demo.sims]
+        try:
+            results = await asyncio.gather(*(_one(t, a) for t in targets))
+        finally:
+            if demo is not None:
+                demo.close()
     targets = [_name(t) for t in targets]
     failed = [(t, e) for t, (_, e) in zip(targets, results) if e]
     if a.json:

@@ -16,6 +16,26 @@ from pinscope.tui.state import NodeView
 from pinscope.tui.widgets.sparkbar import sparkbar
 
 
+
+_FROM = {"pci": "sysfs", "nvidia": "nvidia procfs", "checkpoint": "plugin", "": "unknown"}
+
+
+def _devices_text(v: NodeView, p, c) -> Text:
+    """Its devices (kubelet's device checkpoint): resource, id, NUMA node and how that is known, against the NUMA
+    nodes of its exclusive CPUs; a device on another node is marked (DEVICE_CROSS_NUMA says why)."""
+    node_of = {x.id: x.numa_node for x in v.snap.topology.cpus} if v.snap else {}
+    nodes = sorted({n for n in (node_of.get(x) for x in c.assigned or ()) if n is not None})
+    t = Text("\ndevices" + (f" (its CPUs on NUMA {','.join(map(str, nodes))})" if nodes else "") + ":")
+    for d in c.devices:
+        numa = "NUMA ?" if d.numa_node is None else f"NUMA {d.numa_node}"
+        far = bool(nodes) and d.numa_node is not None and d.numa_node not in nodes
+        t.append("\n  " + display(f"{d.resource}  {d.device}") + "  ")
+        t.append(numa, style="bold red reverse" if far else "bold")
+        t.append(f" ({_FROM.get(d.numa_from, d.numa_from)})" + ("   FAR FROM ITS CPUS" if far else ""),
+                 style="bold red" if far else "dim")
+    return t
+
+
 class ContainerScreen(DrillScreen):
     def __init__(self, view: NodeView, pod_uid: str, container_id: str | None, name: str | None) -> None:
         super().__init__(view)
@@ -102,6 +122,8 @@ class ContainerScreen(DrillScreen):
                                         else f"{v['anon'] + v['file']} pages")
                              for n, v in c.memory_numa["nodes"].items())
             t.append(f"\nmemory per NUMA node (anon+file): {per}")
+        if c.devices:
+            t.append_text(_devices_text(v, p, c))
         if c.unresolved:
             t.append(f"\nunresolved: {c.unresolved}", style="dim")
         cr = v.crates.get((p.uid, c.id))

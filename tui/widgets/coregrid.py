@@ -291,13 +291,31 @@ class CoreGrid(ScrollView, can_focus=True):
         per = self._frame() if v is not None and v.snap is not None else {}
         cursor, highlight = self.cursor, self.highlight
         keys: list[tuple] = []
+        held = self._numa_devices() if v is not None and v.snap is not None else {}
         for ry, row in enumerate(self.rows):
-            if not row.cells:
-                keys.append((ry, *ctx, row.kind, row.text))
+            if row.label_numas:  # NUMA blocks side by side (wall): each title with its node's devices
+                keys.append((ry, *ctx, row.kind, tuple(held.get(n, "") for _, _, n in row.label_numas)))
+            elif not row.cells:
+                keys.append((ry, *ctx, row.kind, row.text + held.get(row.numa, "") if row.numa is not None else row.text))
             else:
                 keys.append((ry, *ctx, *(self._cell_key(c, per, cursor, highlight) for c in row.cells)))
         self._keys_for = (token, keys)
         return keys
+
+    def _numa_devices(self) -> dict:
+        """NUMA node -> what its subheader adds: the devices kubelet handed out there and the pod tag holding
+        each (ids come from the node: made safe for the terminal, long ones cut)."""
+        v = self.view
+        out: dict = {}
+        if v is None or v.snap is None:
+            return out
+        for p, c in v.snap.containers():
+            for d in c.devices:
+                if d.numa_node is not None:
+                    who = v.tags.get(p.uid) or display(p.name or p.uid[:8])
+                    dev = display(d.device if len(d.device) <= 16 else d.device[:15] + "\u2026")
+                    out.setdefault(d.numa_node, []).append(f"{display(d.resource.rsplit('/', 1)[-1])} {dev}\u2192{who}")
+        return {n: "  devices: " + ", ".join(sorted(items)) for n, items in out.items()}
 
     def _cell_key(self, cell: Cell, per: dict, cursor: int, highlight: frozenset) -> tuple:
         """(text, role, mark severity, 2 cursor / 1 highlight / 0) of one cell."""
@@ -338,13 +356,19 @@ class CoreGrid(ScrollView, can_focus=True):
         stale = self.view is not None and self.view.state != "up" and self.view.snap is not None
         if row.kind not in ("cells", "l3", "titles"):
             st = self._style("stale") if stale else self._style("header" if row.kind == "header" else "subheader")
-            return Strip([Segment(row.text[:width].ljust(width), st)], width)
+            if key is None:
+                key = self._keys()[ry]
+            line = key[-1] if len(key) > self._CTX and isinstance(key[-1], str) else row.text
+            return Strip([Segment(line[:width].ljust(width), st)], width)
         label_style = self._style("stale") if stale else self._style("l3" if row.kind == "l3" else "subheader")
         if key is None:
             keys = self._keys()
             key = keys[ry]
         cell_keys = iter(key[self._CTX:]) if row.cells else iter(())
-        items = [(lx, text, None) for lx, text in row.labels] + [(c.x, None, c) for c in row.cells or ()]
+        labels = row.labels
+        if row.label_numas and isinstance(key[-1], tuple):  # each block's title and its devices, within its width
+            labels = [(lx, (text + extra)[:bw]) for (lx, text), extra, (_, bw, _) in zip(row.labels, key[-1], row.label_numas)]
+        items = [(lx, text, None) for lx, text in labels] + [(c.x, None, c) for c in row.cells or ()]
         items.sort(key=lambda i: i[0])
         segs: list[Segment] = []
         x = 0

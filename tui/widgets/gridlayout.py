@@ -38,6 +38,8 @@ class Row:
     cells: list[Cell] = field(default_factory=list)  # only "cells" rows have some
     labels: list = field(default_factory=list)  # (x, text): row labels (first CPU id) and L3 tile titles
     width: int = 0
+    numa: int | None = None  # a NUMA subheader's node: the grid adds the devices placed on it
+    label_numas: list = field(default_factory=list)  # "titles": (x, width, NUMA node) per block: its devices too
 
 
 def id_width(topology) -> int:
@@ -115,7 +117,7 @@ def build(groups, offline, density: str, width: int, idw: int, tw: int, height: 
             tiled = len(l3s) > 1
             rows.append(Row("subheader", text=f" NUMA {numa if numa is not None else '?'}  "
                             f"cpus {format_cpuset(cpus)}  ({len(cores)} cores"
-                            + (f", {len(l3s)} L3 caches)" if tiled else ")")))
+                            + (f", {len(l3s)} L3 caches)" if tiled else ")"), numa=numa))
             if tiled:
                 rows += _tiles(l3s, density, width, cw, gap, label_w)
                 continue
@@ -146,6 +148,7 @@ def _wall(groups, offline, width: int, height: int, idw: int, tw: int) -> list[R
     Of the arrangements that fit the height, the one that fills the most of the screen (side by side
     favoured): the fewer cores per line, the wider each cell's load bar (BAR to MAX_BAR columns)."""
     blocks = []
+    numas_of: list = []  # each block's NUMA node (the grid adds the devices placed on it to its title)
     if any(len(l3s) > 1 for _, numas in groups for _, l3s in numas):
         return []  # several L3 caches in a NUMA node (AMD): their tiles say more than bigger cells
     for sock, numas in groups:
@@ -155,6 +158,7 @@ def _wall(groups, offline, width: int, height: int, idw: int, tw: int) -> list[R
             title = (f"Socket {sock if sock is not None else '?'}  NUMA {numa if numa is not None else '?'}  "
                      f"cpus {format_cpuset(cpus)}  ({len(cores)} cores)")
             blocks.append((title, cores))
+            numas_of.append(numa)
     if not blocks:
         return []
     threads = max(len(c) for _, cs in blocks for c in cs)
@@ -184,7 +188,8 @@ def _wall(groups, offline, width: int, height: int, idw: int, tw: int) -> list[R
         band = blocks[i:i + k]
         if rows:
             rows.append(Row("note", text=""))
-        rows.append(Row("titles", labels=[(j * (block_w + 3), t[:block_w]) for j, (t, _) in enumerate(band)]))
+        rows.append(Row("titles", labels=[(j * (block_w + 3), t[:block_w]) for j, (t, _) in enumerate(band)],
+                        label_numas=[(j * (block_w + 3), block_w, numas_of[i + j]) for j in range(len(band))]))
         lines = max(-(-len(cores) // per) for _, cores in band)
         for li in range(lines):
             cells, w = [], 0
