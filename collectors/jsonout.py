@@ -45,6 +45,7 @@ def _task_runq(t, tr) -> dict:
 
 def to_json(snap: NodeSnapshot, rates: Rates | None = None, findings=()) -> dict:
     topo = snap.topology
+    devices = _numa_devices(snap)
     held = snap.state.pod_entries if snap.state is not None else {}
     pods = [{"uid": p.uid, "namespace": p.namespace, "name": p.name, "qos": p.qos, "cgroup": p.cgroup_path,
              "sources": list(p.sources),
@@ -62,7 +63,8 @@ def to_json(snap: NodeSnapshot, rates: Rates | None = None, findings=()) -> dict
         "nohz_full": sorted(topo.nohz_full),
         "numa_nodes": [{"id": n.id, "cpus": list(n.cpus), "distances": list(n.distances),
                         "numa_miss_per_s": _r(rates.numa.get(n.id, {}).get("numa_miss_per_s")) if rates else None,
-                        "miss_ratio": _r(rates.numa.get(n.id, {}).get("miss_ratio"), 4) if rates else None}
+                        "miss_ratio": _r(rates.numa.get(n.id, {}).get("miss_ratio"), 4) if rates else None,
+                        "devices": devices.get(n.id, [])}
                        for n in topo.numa_nodes],
         "cpus": _cpus_json(snap, rates),
         "pods": pods,
@@ -71,6 +73,28 @@ def to_json(snap: NodeSnapshot, rates: Rates | None = None, findings=()) -> dict
         "errors": [{"source": p.source, "message": p.message, **({"kind": p.kind} if p.kind else {})}
                    for p in snap.problems],
     }
+
+
+def _numa_devices(snap: NodeSnapshot) -> dict:
+    """NUMA node -> the devices placed on it and who holds them (kubelet's device checkpoint)."""
+    out: dict = {}
+    for p, c in snap.containers():
+        for d in c.devices:
+            if d.numa_node is not None:
+                out.setdefault(d.numa_node, []).append({
+                    "resource": d.resource, "id": d.device, "pod_uid": p.uid, "namespace": p.namespace,
+                    "pod": p.name, "container": c.name})
+    return out
+
+
+def _device_checkpoint_json(snap: NodeSnapshot) -> dict | None:
+    cp = snap.device_state
+    if cp is None:
+        return None
+    return {"checksum_ok": cp.checksum_ok, "allocations": len(cp.allocations),
+            "registered": {r: len(ids) for r, ids in cp.registered},
+            "orphans": [{"pod_uid": a.pod_uid, "container": a.container, "resource": a.resource, "id": a.device,
+                         "numa_node": a.numa_node} for a in snap.device_orphans]}
 
 
 def _cpus_json(snap: NodeSnapshot, rates: Rates | None) -> list[dict]:
@@ -122,6 +146,10 @@ def _container_json(p, c, rates: Rates | None) -> dict:
                        if cr and cr.runq_worst else None),
         "cpu_pressure_some_ms_per_s": _r(cr.pressure_some_ms_per_s, 1) if cr else None,
         "tasks": [_task_json(t, rates.tasks if rates else {}) for t in c.tasks],
+        # kubelet's device manager: what it gave this container, on which NUMA node (null: unknown) and how
+        # that is known (pci: sysfs numa_node, nvidia: /proc/driver/nvidia + sysfs, checkpoint: the plugin's)
+        "devices": [{"resource": d.resource, "id": d.device, "numa_node": d.numa_node, "numa_from": d.numa_from,
+                     "pci": d.pci} for d in c.devices],
     }
 
 
@@ -158,6 +186,7 @@ def _kubelet_json(snap: NodeSnapshot) -> dict:
             "checksum_as": snap.state.checksum_as or None,
             "pod_entries": {uid: sorted(cs) for uid, cs in sorted(snap.state.pod_entries.items())},
         },
+        "device_checkpoint": _device_checkpoint_json(snap),
         "memory_state": _memory_json(snap),
     }
 

@@ -170,6 +170,38 @@ class MemoryManagerState:
     checksum_as: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class DeviceAllocation:
+    """One device kubelet's device manager gave one container (its checkpoint's PodDeviceEntries)."""
+
+    pod_uid: str
+    container: str
+    resource: str  # e.g. nvidia.com/gpu, intel.com/sriov_netdevice
+    device: str  # the plugin's id: a GPU UUID, a PCI address (SR-IOV VF), or any name the plugin chose
+    numa_node: int | None  # the checkpoint's key ("-1", or a pre-1.20 file without keys: None)
+
+
+@dataclass(frozen=True, slots=True)
+class DeviceCheckpoint:
+    """<root-dir>/device-plugins/kubelet_internal_checkpoint, parsed."""
+
+    allocations: tuple[DeviceAllocation, ...]
+    registered: tuple[tuple[str, tuple[str, ...]], ...]  # resource -> device ids the plugins reported
+    checksum: int | None = None
+    checksum_ok: bool | None = None  # None: not verified (pre-1.20 layout, or no checksum)
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerDevice:
+    """A device a container holds, placed on a NUMA node where the node says where it sits."""
+
+    resource: str
+    device: str
+    numa_node: int | None  # None: unknown
+    numa_from: str  # "pci" (sysfs numa_node), "nvidia" (/proc/driver/nvidia), "checkpoint", or "" (unknown)
+    pci: str | None = None  # the PCI address whose sysfs numa_node placed it (pci, nvidia)
+
+
 class CgroupFiles(NamedTuple):
     """One cgroup directory's CPU-related files: raw text kept for the drill-down, values parsed."""
 
@@ -220,6 +252,7 @@ class Container(NamedTuple):
     runtime: str | None = None
     unresolved: str | None = None  # why this cgroup leaf could not be tied to a container name
     memory_numa: dict | None = None  # memory.numa_stat per node (the container in focus only)
+    devices: tuple[ContainerDevice, ...] = ()  # from kubelet's device-manager checkpoint
 
 
 class Pod(NamedTuple):
@@ -306,6 +339,8 @@ class NodeSnapshot:
     # the cpuset controller on the way to kubepods: v2 cgroup.controllers / cgroup.subtree_control texts by
     # path, and "mount": "no" when a v1 node has no cpuset hierarchy
     cpuset_files: dict = field(default_factory=dict)
+    device_state: DeviceCheckpoint | None = None  # kubelet's device-manager checkpoint (None: absent/unread)
+    device_orphans: tuple[DeviceAllocation, ...] = ()  # allocations for pods no other source knows
 
     def containers(self):
         for p in self.pods:

@@ -40,8 +40,8 @@
 #     keys the shell needs are read through dd (one block), the kubelet's argv through tr after test -f.
 # Forks: 3 at start (the forwarder | loop | awk pipeline; 4 with mawk, asked which awk it is), 0 per tick
 # on a node's own /proc and /sys, 1 per tick on any other tree (the find; a second one only when it found
-# something to refuse); od for kubelet's state file when it changed and on static and cgroup-detail ticks
-# (rk, rks); taskset once per connection when the client asks (below). No sleep: the client paces the
+# something to refuse); od for kubelet's state file and for its device checkpoint, each when it changed and
+# on static and cgroup-detail ticks (rk, rks, rkd); taskset once per connection when the client asks (below). No sleep: the client paces the
 # requests.
 # Nothing is left running: "q" ends the probe in order (the loop ends after the requests before it, awk
 # sees EOF). When stdin ends without "q" (the connection closed, or the client gave up on a frame) the
@@ -211,6 +211,33 @@ rks() {
     KSF=""
     rk "$1"
   fi
+}
+
+# Devices (issue 26). kubelet's device-manager checkpoint (<root-dir>/device-plugins/kubelet_internal_checkpoint,
+# 0600, rewritten whole and renamed into place like the state file): read as rks reads the state file, on fd 7,
+# so under mawk a grid tick forks od only when kubelet replaced it. Where each device sits is static: every PCI
+# function's numa_node (SR-IOV VFs are named by their PCI address) and NVIDIA's per-GPU information file (GPU UUID
+# -> bus location), read on "s" only. Device ids come from the node: they are never put in a path here; the
+# client joins them to what these globs found.
+KDH=""  # od's lines of the last read of the device checkpoint
+KDF=""  # the file they are of
+rkd() {
+  if [ -n "$OD" ] && [ -f "$1" ] && [ -r "$1" ]; then
+    if [ "$KDF" != "$1" ] || ! [ "$1" -ef /proc/self/fd/7 ]; then
+      if ! { command exec 7<"$1"; } 2>/dev/null; then KDF=""; rk "$1"; return; fi
+      KDH=$(od -An -v -tx1 -N $((KMAX + 1)) <&7 2>/dev/null)
+      KDF=$1
+    fi
+    pl M "$1"
+    [ -n "$KDH" ] && printf '%s\n' "$KDH"
+  else
+    KDF=""
+    rk "$1"
+  fi
+}
+devices_static() {
+  for d in "$R"/sys/bus/pci/devices/*:*:*.*; do [ -d "$d" ] && rx "$d/numa_node"; done
+  for g in "$R"/proc/driver/nvidia/gpus/*; do [ -d "$g" ] && rx "$g/information"; done
 }
 
 KROOT=/var/lib/kubelet
@@ -388,6 +415,7 @@ static() {
     for f in "$R$KDROPIN"/*.conf; do rk "$f"; done
   fi
   rk "$R$KROOT/memory_manager_state"
+  devices_static
   if [ "$CGV" = 2 ]; then
     rx "$CGBASE/cgroup.subtree_control"
     for k in $KPODS; do rx "${k%/*}/cgroup.subtree_control" "$k/cgroup.controllers" "$k/cgroup.subtree_control"; done
@@ -454,6 +482,7 @@ node_wide() {
   rx "$R/proc/uptime" "$R/proc/stat" "$R/proc/softirqs" "$R/sys/devices/system/cpu/online"
   for d in "$R"/sys/devices/system/node/node[0-9]*; do r "$d/numastat"; done
   rks "$R$KROOT/cpu_manager_state"
+  rkd "$R$KROOT/device-plugins/kubelet_internal_checkpoint"
   if [ "$CGV" = 2 ]; then
     rx "$CGBASE/cpuset.cpus.effective" "$CGBASE/cpuset.cpus.isolated"
   else
@@ -573,7 +602,7 @@ loop() {
     case $req in *T*) STATUS=1 ;; esac
     KREC=K
     case $req in *T*w*|*w*T*) KREC=V ;; *T*) KREC=S ;; *w*) KREC=Y ;; esac
-    case $req in *[sc]*) KSF="" ;; esac  # the state file read anew (see rks)
+    case $req in *[sc]*) KSF="" KDF="" ;; esac  # the state files read anew (see rks, rkd)
     [ "$GRID" = 1 ] && node_wide
     [ "$GRID$DETAIL$TASKS" != 000 ] || [ -n "$FOCUS" ] && each_leaf
     case $req in *n*) names ;; esac

@@ -1,7 +1,7 @@
 """Regenerate the screenshots in this folder: the app saves SVGs of itself, running the demo cluster
 (simulated nodes read through the real probe). One per theme, the grid's noise shade, plus the drill-downs
 and the findings;
-the war-room screen (200x60) and a 512-CPU EPYC node; and `pinscope serve -- demo` photographed in
+a laptop's 80x24, the war-room screen (200x60), a wall (320x90) and a 512-CPU EPYC node; and `pinscope serve -- demo` photographed in
 headless Chromium (serve-chromium.png; skipped when chromium is not installed); `--prometheus` over a real
 Prometheus holding 5,000 simulated nodes (prom-fleet.svg; skipped without prometheus).
 
@@ -72,6 +72,12 @@ async def main() -> None:
         await pilot.press("escape", "right_square_bracket")
         await asyncio.sleep(1.5)
         save("node-epyc-4numa")
+        # the planted cross-NUMA GPU: triton-0's pane (its CPUs on NUMA 1, its GPU on NUMA 3)
+        await pilot.press("slash", *"triton-0", "enter")
+        await pilot.press("enter")
+        await asyncio.sleep(1.0)
+        save("drill-gpu-container")
+        await pilot.press("escape", "escape")
         await pilot.press("escape")
         await asyncio.sleep(0.8)
         save("fleet")
@@ -80,19 +86,22 @@ async def main() -> None:
 
 
 async def large() -> None:
-    """A war-room screen (200x60): the demo's first node with its pods and findings under the grid, and a
-    2 x 128-core EPYC (512 CPUs, 16 L3 caches per NUMA node, 70 pinned pods)."""
+    """The demo's first node on a laptop (80x24), a war-room screen (200x60) and a wall (320x90), and a
+    2 x 128-core EPYC (512 CPUs, 16 L3 caches per NUMA node, 70 pinned pods) at 200x60."""
     from nodes import epyc_512
 
     from pinscope.collectors.sim.demo import demo_specs
 
-    for name, specs in (("warroom-200x60", demo_specs()[:1]), ("node-512-epyc", [epyc_512()])):
+    for name, specs, size in (("laptop-80x24", demo_specs()[:1], (80, 24)),
+                              ("warroom-200x60", demo_specs()[:1], (200, 60)),
+                              ("wall-320x90", demo_specs()[:1], (320, 90)),
+                              ("node-512-epyc", [epyc_512()], (200, 60))):
         if not wanted(name):
             continue
         cluster = DemoCluster(specs)
         targets = cluster.targets()
         app = PinscopeApp(targets, Options(), 0.5, "dark", cleanup=cluster.close)
-        async with app.run_test(size=(200, 60)):
+        async with app.run_test(size=size):
             v = app.views[app.targets[0]]
             for _ in range(300):
                 await asyncio.sleep(0.1)

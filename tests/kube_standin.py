@@ -497,6 +497,8 @@ class StandIn:
         reader = asyncio.ensure_future(stdin())
         await outs
         rc = await proc.wait()
+        if rc < 0:  # killed by a signal: a container runtime reports 128 + the signal, as a shell does
+            rc = 128 - rc
         with contextlib.suppress(ValueError):
             self.execs.get((ns, name), []).remove(proc)
         if rc == 0:

@@ -86,3 +86,37 @@ def epyc_512() -> NodeSpec:
     return NodeSpec(hostname="epyc-512", sockets=2, cores=128, threads=2, numbering="amd", numa_per_socket=1,
                     l3_per_numa=16, cgroup=2, driver="systemd", policy="static", reserved="0-7",
                     policy_options={"full-pcpus-only": "true"}, pods=pods)
+
+
+def _trouble(hostname: str, sockets: int, cores: int, reserved: str) -> NodeSpec:
+    """A node in trouble for the every-size tests (issue 24): one critical finding (a container whose
+    kernel cpuset drifted from kubelet's assignment) and one warning (a core's SMT siblings split between
+    a pinned container and the shared pool). Intel numbering: CPU n's sibling is n + sockets*cores."""
+    n = sockets * cores
+    return NodeSpec(
+        hostname=hostname, sockets=sockets, cores=cores, threads=2, numbering="intel", cgroup=2, driver="systemd",
+        runtime="containerd", policy="static", reserved=reserved, topology_policy="single-numa-node",
+        policy_options={"full-pcpus-only": "true"},
+        pods=[
+            PodSpec("md-feed-0", "trading", containers=[CtrSpec("feed", cpus=f"1-2,{n + 1}-{n + 2}", busy=0.9)]),
+            PodSpec("matcher-7d9f", "trading", containers=[
+                CtrSpec("engine", cpus=f"3,{n + 3}", effective=f"3-4,{n + 3}-{n + 4}", busy=0.95)]),
+            PodSpec("risk-calc", "risk", containers=[CtrSpec("calc", cpus="5", busy=0.7)]),
+            PodSpec("api-5c8d", "web", qos="Burstable", containers=[CtrSpec("api", tasks=4)]),
+        ])
+
+
+def trouble_16() -> NodeSpec:
+    return _trouble("edge-16", 1, 8, "0,8")
+
+
+def trouble_96() -> NodeSpec:
+    return _trouble("trade-96", 2, 24, "0,48")
+
+
+def trouble_512() -> NodeSpec:
+    """epyc_512 with shard-30's kernel cpuset drifted from its assignment (a critical finding)."""
+    spec = epyc_512()
+    pod = next(p for p in spec.pods if p.name == "shard-30")
+    pod.containers[0].effective = "128-135"
+    return spec

@@ -40,6 +40,13 @@ def last_line(r) -> str:
     (["demo", "--theme", "bogus"], "pinscope: no theme 'bogus'; the themes are dark, light, okabe-ito, warroom"),
     (["demo"], "pinscope: the live view needs a terminal (stdin and stdout are not both one); for text use "
                "'pinscope snapshot' or 'pinscope check', or 'pinscope serve' for a browser"),
+    # the shared sampling options work on the demo too (issue 24: `demo --interval 0.5` was "unrecognized"):
+    # parsed, so the next refusal is the missing terminal; a bad value is refused as on every command
+    *[(args, "pinscope: the live view needs a terminal (stdin and stdout are not both one); for text use "
+             "'pinscope snapshot' or 'pinscope check', or 'pinscope serve' for a browser")
+      for args in (["demo", "--interval", "0.5"], ["--interval", "0.5", "demo"],
+                   ["demo", "--runq-wait-ms", "5", "--noise-pct", "20"])],
+    (["demo", "--interval", "0"], "pinscope demo: error: argument --interval: must be greater than 0 (got 0)"),
     (["local"], "pinscope: the live view needs a terminal (stdin and stdout are not both one); for text use "
                 "'pinscope snapshot' or 'pinscope check', or 'pinscope serve' for a browser"),
 ])

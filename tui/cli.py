@@ -88,20 +88,13 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="'local', [user@]host[:port], or node/NAME (through the Kubernetes API)")
     p.add_argument("--root", help="read the node's files under this prefix (fixture trees, kubectl debug: /host)")
     p.add_argument("--sudo", action="store_true", help="read root-only files (cpu_manager_state) through sudo -n")
-    p.add_argument("--interval", type=_positive(), default=1.0, help="seconds between samples (default 1)")
+    _sampling(p)
     p.add_argument("-i", dest="identity", metavar="KEY", help="SSH private key")
     p.add_argument("--ssh-config", metavar="F", help="OpenSSH client config file (default ~/.ssh/config)")
     p.add_argument("--known-hosts", metavar="F", help="known_hosts file (default ~/.ssh/known_hosts)")
     p.add_argument("--accept-new-host-key", action="store_true",
                    help="trust and record the key of a host never seen before (a changed key is still refused)")
     p.add_argument("--connect-timeout", type=_positive(), default=10.0, help="seconds (default 10)")
-    p.add_argument("--runq-wait-ms", type=_non_negative, default=Thresholds().runq_wait_ms, metavar="MS",
-                   help="RUNQUEUE_WAIT_EXCLUSIVE above this many ms waited per second (default %(default)g)")
-    p.add_argument("--noise-pct", type=_non_negative, default=Thresholds().noise_pct, metavar="PCT",
-                   help="KERNEL_NOISE_EXCLUSIVE above this %% of an exclusive CPU in irq+softirq+steal (default %(default)g)")
-    p.add_argument("--intruder-pct", type=_non_negative, default=Thresholds().intruder_pct, metavar="PCT",
-                   help="INTRUDER_TASK: a task outside the owning pod that used more than this %% of a CPU over the window, "
-                        "on one exclusive CPU at both ends (default %(default)g)")
     p.add_argument("--inventory", metavar="FILE", help="YAML inventory of nodes (host, user, port, root, sudo, labels, groups)")
     p.add_argument("--kube", action="store_true", help="list nodes through the Kubernetes API (kubeconfig or in-cluster)")
     _kube_api(p)
@@ -116,6 +109,19 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="node/NAME: a debug pod's activeDeadlineSeconds (a new one is started after it)")
     p.add_argument("--pod-idle", type=_positive(int), default=30, metavar="S",
                    help="node/NAME: a debug pod whose pinscope died (SIGKILL) ends this many seconds after (default 30)")
+
+
+def _sampling(p: argparse.ArgumentParser) -> None:
+    """The shared options that mean something wherever nodes are sampled and rated, the demo's simulated
+    ones included (README: "options shared by every command"); the connection options do not (no SSH)."""
+    p.add_argument("--interval", type=_positive(), default=1.0, help="seconds between samples (default 1)")
+    p.add_argument("--runq-wait-ms", type=_non_negative, default=Thresholds().runq_wait_ms, metavar="MS",
+                   help="RUNQUEUE_WAIT_EXCLUSIVE above this many ms waited per second (default %(default)g)")
+    p.add_argument("--noise-pct", type=_non_negative, default=Thresholds().noise_pct, metavar="PCT",
+                   help="KERNEL_NOISE_EXCLUSIVE above this %% of an exclusive CPU in irq+softirq+steal (default %(default)g)")
+    p.add_argument("--intruder-pct", type=_non_negative, default=Thresholds().intruder_pct, metavar="PCT",
+                   help="INTRUDER_TASK: a task outside the owning pod that used more than this %% of a CPU over the window, "
+                        "on one exclusive CPU at both ends (default %(default)g)")
 
 
 def _kube_api(p: argparse.ArgumentParser) -> None:
@@ -157,6 +163,7 @@ def build_parser(cmd: str) -> argparse.ArgumentParser:
         _kube_api(p)
         p.add_argument("--dry-run", action="store_true", help="list them, delete nothing")
     elif cmd == "demo":
+        _sampling(p)
         p.add_argument("--theme", default="dark")
     elif cmd == "serve":
         p.usage = "pinscope serve [--host HOST] [--port PORT] [--public-url URL] [options] -- ARGS..."
@@ -258,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
         if cmd == "demo":
             from pinscope.tui.app import run_demo
 
-            return run_demo(theme=a.theme)
+            return run_demo(theme=a.theme, interval=a.interval)
         if cmd == "replay":
             from pinscope.collectors.record import at_time, open_recording
             from pinscope.tui.replay import ReplayApp
@@ -304,7 +311,8 @@ def _refusal(cmd: str, a, terminal: bool = True) -> str | None:
     """Why this command line is refused before anything connects (one line), or None."""
     tui = cmd in ("demo", "replay", "")
     for word in getattr(a, "targets", None) or []:
-        demo = cmd == "exporter" and word == "demo"  # the exporter serves the simulated cluster as a target
+        # the exporter serves the simulated cluster as a target; snapshot and check read its trees
+        demo = cmd in ("exporter", "snapshot", "check") and word == "demo"
         why = None if getattr(a, "replay", None) or demo else target_problem(word, COMMANDS)
         if why and not _inventory_has(a, word):
             return f"pinscope: {why}"
@@ -461,7 +469,19 @@ async def _snapshot_cmd(a, check: bool) -> int:
         targets, results = _from_recording(a)
     else:
         targets = _targets(a) or ["local"]
-        results = await asyncio.gather(*(_one(t, a) for t in targets))
+        demo = None
+        if "demo" in targets:  # the simulated cluster: its trees written once, each read with --root as a node
+            from pinscope.collectors.inventory import Target
+            from pinscope.collectors.sim.demo import DemoCluster
+
+            demo = DemoCluster()
+            i = targets.index("demo")
+            targets[i:i + 1] = [Target(s.spec.hostname, "local", root=str(s.root)) for s in demo.sims]
+        try:
+            results = await asyncio.gather(*(_one(t, a) for t in targets))
+        finally:
+            if demo is not None:
+                demo.close()
     targets = [_name(t) for t in targets]
     failed = [(t, e) for t, (_, e) in zip(targets, results) if e]
     if a.json:

@@ -99,18 +99,27 @@ class NodeView:
                 self.crates[key] = new
                 if cr.runq_wait_ms_per_s is not None:
                     self.runq_hist.setdefault(key, deque(maxlen=HISTORY)).append(cr.runq_wait_ms_per_s)
+        self._tag_pods(snap)
+
+    def _tag_pods(self, snap: NodeSnapshot) -> None:
+        """The tag allocator: a pod keeps its tag while it lives; pods new this tick take the lowest free
+        tags in the order of their first CPU (A on the lowest pinned CPU), so on a fresh screen the
+        letters run with the grid, whatever order the node listed the pods in."""
         live = {p.uid for p in snap.pods}
         for uid in [u for u in self.tags if u not in live]:
             del self.tags[uid]
+        first: dict[str, int] = {}  # pod uid -> its lowest pinned CPU (pods pinned to nothing get no tag)
+        pod_level = snap.state.pod_entries if snap.state is not None else {}  # CPUs held by a pod as a whole
+        for p in snap.pods:
+            cpus = [x for c in p.containers for x in (c.assigned or ())] + sorted(pod_level.get(p.uid, ()))
+            if cpus and p.uid not in self.tags:
+                first[p.uid] = min(cpus)
         used = set(self.tags.values())
         i = 0
-        pod_level = snap.state.pod_entries if snap.state is not None else {}
-        for p in snap.pods:
-            if p.uid in self.tags or not (any(c.assigned for c in p.containers) or pod_level.get(p.uid)):
-                continue
+        for uid in sorted(first, key=lambda u: (first[u], u)):
             while pod_tag(i) in used:
                 i += 1
-            self.tags[p.uid] = pod_tag(i)
+            self.tags[uid] = pod_tag(i)
             used.add(pod_tag(i))
 
     def set_state(self, state: str, message: str | None) -> None:

@@ -71,6 +71,11 @@ CONTRACT: tuple[Family, ...] = (
     Family("pinscope_container_runqueue_wait_seconds_per_second", "gauge", CTR,
            "seconds the container's threads waited on a run queue per second, summed over its threads, over "
            "their last window (schedstat run_delay, or sched wait_sum; read with the task scan, every 10th read)"),
+    Family("pinscope_container_device_info", "gauge", (*CTR, "resource", "device", "numa_node"),
+           "1 per device kubelet's device manager gave a container (its checkpoint), with the NUMA node it sits on "
+           "(empty: unknown); at most 512 per node, ids cut at 128 characters"),
+    Family("pinscope_numa_node_devices", "gauge", ("node", "numa_node", "resource"),
+           "devices held by containers per NUMA node and resource (numa_node empty: not placed)"),
     Family("pinscope_cpu_noise_ratio", "gauge", ("node", "cpu"),
            "share of the CPU's time taken by the kernel over the last read window, 0..1: irq + softirq + steal "
            "(/proc/stat; what KERNEL_NOISE_EXCLUSIVE measures)"),
@@ -143,8 +148,31 @@ def node_samples(node: str, report) -> dict[str, list[Sample]]:
     running = _running(report.snapshot)
     _cpus(out, node, report.snapshot, report.rates, running)
     _containers(out, node, report.snapshot, report.rates, _exclusive_counts(report.snapshot, running))
+    _devices(out, node, report.snapshot)
     _findings(out, node, report.findings)
     return out.by
+
+
+MAX_DEVICE_SERIES = 512  # a node with every SR-IOV VF handed out has a few hundred; labels stay bounded
+MAX_LABEL = 128
+
+
+def _devices(out: _Out, node: str, snap) -> None:
+    """Per device a container holds (kubelet's checkpoint), and the count per NUMA node and resource."""
+    counts: dict = {}
+    n = 0
+    for p, c in snap.containers():
+        for d in c.devices:
+            numa = _s(d.numa_node)
+            counts[(numa, d.resource[:MAX_LABEL])] = counts.get((numa, d.resource[:MAX_LABEL]), 0) + 1
+            if n >= MAX_DEVICE_SERIES:
+                continue
+            n += 1
+            out.add("pinscope_container_device_info", {
+                "node": node, "namespace": _s(p.namespace), "pod": _s(p.name or p.uid), "container": _s(c.name or c.id),
+                "resource": d.resource[:MAX_LABEL], "device": d.device[:MAX_LABEL], "numa_node": numa}, 1)
+    for (numa, res), k in sorted(counts.items()):
+        out.add("pinscope_numa_node_devices", {"node": node, "numa_node": numa, "resource": res}, k)
 
 
 def _cpus(out: _Out, node: str, snap, rates, running) -> None:

@@ -14,6 +14,10 @@ from ..transport.demo import DemoTransport
 from .node import CtrSpec, NodeSpec, PodSpec, SimNode
 
 
+_GPU_FAR = "GPU-3f6c2a9e-81d4-4b7a-9e0c-5a1d2b3c4d5e"
+_GPU_NEAR = "GPU-b2d8e4f1-6a3c-4e9b-8d7f-0c1e2a3b4c5d"
+
+
 def demo_specs() -> list[NodeSpec]:
     trading = NodeSpec(
         hostname="trade-xeon-96", sockets=2, cores=24, threads=2, numbering="intel", cgroup=2, driver="systemd",
@@ -41,9 +45,14 @@ def demo_specs() -> list[NodeSpec]:
         numbering="amd", cgroup=1,
         driver="cgroupfs", policy="static", reserved="0-1", kubelet_root="/var/lib/kubelet",
         init_affinity="0-1", numa_miss_per_tick=800,
+        nvidia_gpus={_GPU_FAR: "0000:c1:00.0", _GPU_NEAR: "0000:81:00.0"},
+        pci_numa={"0000:c1:00.0": 3, "0000:81:00.0": 2},
         pods=[
-            PodSpec("triton-0", "ml", containers=[CtrSpec("triton", cpus="16-31", busy=0.7, tasks=8)]),
-            PodSpec("triton-1", "ml", containers=[CtrSpec("triton", cpus="32-47", busy=0.65, tasks=8)]),
+            # a planted fault: triton-0's CPUs are on NUMA 1, its GPU on NUMA 3 (topologyManagerPolicy none)
+            PodSpec("triton-0", "ml", containers=[CtrSpec("triton", cpus="16-31", busy=0.7, tasks=8,
+                                                          devices=[("nvidia.com/gpu", _GPU_FAR, 3)])]),
+            PodSpec("triton-1", "ml", containers=[CtrSpec("triton", cpus="32-47", busy=0.65, tasks=8,
+                                                          devices=[("nvidia.com/gpu", _GPU_NEAR, 2)])]),
             PodSpec("encoder-a", "media", containers=[CtrSpec("ffmpeg", cpus="48-51", busy=0.9, tasks=2,
                                                               quota_cores=4, throttled=3)]),
             PodSpec("tokenizer", "ml", containers=[CtrSpec("tok", cpus="8-9,12", busy=0.5)]),

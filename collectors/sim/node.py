@@ -35,6 +35,8 @@ class CtrSpec:
     mems: str | None = None
     id: str = ""  # "": SimNode makes one up
     runq_wait: float = 0.0  # share of wall time each task waits on its run queue (competition)
+    # devices kubelet's device manager gave it: (resource, device id, the checkpoint's NUMA key: -1 = none)
+    devices: list[tuple[str, str, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -93,6 +95,10 @@ class NodeSpec:
     cpuless_numa: int = 0  # extra NUMA nodes with memory and no CPUs (CXL, PMEM)
     cpuset_delegated: bool = True  # v2: cpuset in the subtree_control on the way to the pods
     cgroupns_prefix: str = ""  # /proc/<pid>/cgroup as read from a private cgroup namespace ("/../../..")
+    pci_numa: dict = field(default_factory=dict)  # PCI address -> /sys/bus/pci/devices/<addr>/numa_node (-1 none)
+    nvidia_gpus: dict = field(default_factory=dict)  # GPU UUID -> PCI address (/proc/driver/nvidia/gpus/...)
+    device_text: str | None = None  # raw device-manager checkpoint (broken nodes); None: from the pods' devices
+    orphan_devices: list = field(default_factory=list)  # (pod uid, container, resource, id, numa) no pod has
 
     @property
     def ncpus(self) -> int:
@@ -189,6 +195,7 @@ class SimNode:
         self.w("/proc/sys/kernel/hostname", s.hostname + "\n")
         self._cgroup_roots()
         self._kubelet()
+        self._devices()
         self._pods()
         for irq, cl in sorted(s.irqs.items()):
             self.w(f"/proc/irq/{irq}/effective_affinity_list", cl + "\n")
@@ -325,6 +332,37 @@ class SimNode:
 
             doc = {**doc, "checksum": 0, "data": data, "dataChecksum": fnv1a32("(string)" + data)}
         self.w(f"{kr}/cpu_manager_state", json.dumps(doc))
+
+    def _devices(self) -> None:
+        """kubelet's device-manager checkpoint as kubelet writes it (checksum included), and where each device
+        sits: PCI functions' numa_node, NVIDIA's per-GPU information file (format of the 5xx drivers)."""
+        s = self.spec
+        for addr, numa in sorted(s.pci_numa.items()):
+            self.w(f"/sys/bus/pci/devices/{addr}/numa_node", f"{numa}\n")
+        for uuid, addr in sorted(s.nvidia_gpus.items()):
+            self.w(f"/proc/driver/nvidia/gpus/{addr}/information",
+                   f"Model: \t\t NVIDIA A100-SXM4-80GB\nIRQ:   \t\t 190\nGPU UUID: \t {uuid}\n"
+                   f"Video BIOS: \t 92.00.36.00.01\nBus Type: \t PCIe\nDMA Size: \t 47 bits\n"
+                   f"DMA Mask: \t 0x7fffffffffff\nBus Location: \t {addr}\nDevice Minor: \t 0\n")
+        rows = [(p.uid, c.name, r, d, n) for p in s.pods for c in p.containers for r, d, n in c.devices]
+        rows += list(s.orphan_devices)
+        path = f"{s.kubelet_root}/device-plugins/kubelet_internal_checkpoint"
+        if s.device_text is not None:
+            self.w(path, s.device_text)
+            return
+        if not rows:
+            return
+        from ..parse.devices import device_checkpoint_checksum
+
+        entries: dict = {}
+        registered: dict = {}
+        for uid, cname, res, dev, numa in rows:
+            e = entries.setdefault((uid, cname, res), {"PodUID": uid, "ContainerName": cname, "ResourceName": res,
+                                                       "DeviceIDs": {}, "AllocResp": "EgA="})
+            e["DeviceIDs"].setdefault(str(numa), []).append(dev)
+            registered.setdefault(res, []).append(dev)
+        data = {"PodDeviceEntries": list(entries.values()), "RegisteredDevices": registered}
+        self.w(path, json.dumps({"Data": data, "Checksum": device_checkpoint_checksum(data)}, separators=(",", ":")))
 
     def _pods(self) -> None:
         s = self.spec

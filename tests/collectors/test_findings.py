@@ -73,6 +73,12 @@ CASES = {
     "IDENTITY_UNRESOLVED": dict(other_tasks=[("short-lived", 1, False, None)]),
     "RUNQUEUE_WAIT_EXCLUSIVE": dict(pods=[PodSpec("rt", "prod", containers=[CtrSpec("app", cpus="1,5", runq_wait=0.2)])]),
     "KERNEL_NOISE_EXCLUSIVE": dict(noise={5: 0.15}),
+    # an SR-IOV VF on NUMA 1 for a container pinned on NUMA 0 (sysfs says so; the plugin keyed it -1)
+    "DEVICE_CROSS_NUMA": dict(sockets=2, cores=2, reserved="0,4", pci_numa={"0000:af:02.1": 1},
+                              pods=[PodSpec("rt", containers=[CtrSpec("app", cpus="1,5", devices=[
+                                  ("intel.com/sriov_netdevice", "0000:af:02.1", -1)])])]),
+    "DEVICE_CHECKPOINT_ORPHAN": dict(orphan_devices=[("0d0e0f10-1112-4314-9516-171819202122", "trainer",
+                                                      "nvidia.com/gpu", "GPU-0a1b2c3d", 0)]),
 }
 NEEDS_RATES = {"THROTTLED_EXCLUSIVE", "NUMA_MISS_HIGH", "RUNQUEUE_WAIT_EXCLUSIVE", "KERNEL_NOISE_EXCLUSIVE"}
 

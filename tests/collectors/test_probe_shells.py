@@ -192,3 +192,60 @@ def test_the_state_file_goes_through_od_only_when_it_changed(tmp_path):
 
     with on_path(str(bin_dir)):
         asyncio.run(asyncio.wait_for(go(), 60))
+
+
+@pytest.mark.parametrize("kind", ["dash", "busybox", "bash"])
+def test_devices_read_alike_under_every_shell(tmp_path, kind):
+    """kubelet's device checkpoint (mawk: od on fd 7; busybox awk: awk itself), sysfs numa_node and NVIDIA's
+    procfs, under each shell: the same devices per container."""
+    from device_samples import GPU_FAR, gpu_node_spec
+
+    root = tmp_path / "node"
+    SimNode(gpu_node_spec(), root).write()
+    o = snap_with(toolbox(tmp_path, kind), str(root))
+    devs = {(p["name"], c["name"]): c["devices"] for p in o["pods"] for c in p["containers"] if c["devices"]}
+    assert devs[("infer-far", "triton")] == [{"resource": "nvidia.com/gpu", "id": GPU_FAR, "numa_node": 1,
+                                              "numa_from": "nvidia", "pci": "0000:af:00.0"}]
+    assert len(devs) == 3 and o["errors"] == []
+
+
+def test_the_device_checkpoint_goes_through_od_only_when_it_changed(tmp_path):
+    """As the state file: under mawk the device checkpoint costs an od only when kubelet replaced it."""
+    from device_samples import gpu_node_spec
+
+    awk = shutil.which("awk")
+    need(awk is not None and "mawk" in os.path.realpath(awk), "awk is not mawk: the od path is mawk's")
+    SimNode(gpu_node_spec(), tmp_path / "node").write()
+    root = str(tmp_path / "node")
+    cp = tmp_path / "node/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
+    key = "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
+    log = tmp_path / "od.log"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "od").write_text(f"#!/bin/sh\necho run >> {log}\nexec {shutil.which('od')} \"$@\"\n")
+    (bin_dir / "od").chmod(0o755)
+
+    def ods() -> int:
+        return len(log.read_text().splitlines()) if log.exists() else 0
+
+    async def go():
+        tr = LocalTransport(root)
+        await tr.connect(10)
+        try:
+            fr = await tr.request("sgn", 15)
+            assert fr.files[key] == cp.read_text()
+            start = ods()
+            for _ in range(3):
+                fr = await tr.request("g", 15)
+                assert fr.files[key] == cp.read_text()
+            assert ods() == start, "od ran on grid ticks while nothing changed"
+            tmp = cp.with_name("ckpt.tmp")
+            tmp.write_text(cp.read_text().replace('"Checksum"', '"Checksum" ', 1))
+            os.replace(tmp, cp)
+            fr = await tr.request("g", 15)
+            assert fr.files[key] == cp.read_text() and ods() == start + 1
+        finally:
+            await tr.close()
+
+    with on_path(str(bin_dir)):
+        asyncio.run(asyncio.wait_for(go(), 60))

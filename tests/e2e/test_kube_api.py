@@ -574,7 +574,7 @@ def test_rbac_yaml_grants_exactly_the_verbs_used(sim, tmp_path, exec_verb):
 # ---------------------------------------------------------------------------------------------- faithful
 def test_kubectl_reads_the_stand_in(api, sim):
     """The real kubectl: `get pods` (table and JSON) shows pinscope's debug pod, `exec` runs the probe in
-    it (websocket, v5: kubectl closes stdin at EOF and the probe exits) and reads the same frame as
+    it (websocket, v5: the requests end with q and the probe exits) and reads the same frame as
     pinscope; `get pods` no longer lists the pod once pinscope closes."""
     async def connect():
         t = KubeTransport(f"node/{NODE}", kubeconfig=api.kc)
@@ -594,10 +594,10 @@ def test_kubectl_reads_the_stand_in(api, sim):
         assert item["spec"]["activeDeadlineSeconds"] == 3600 and item["spec"]["hostPID"] is True
 
         ours = loop.run_until_complete(t.request("sg"))
-        stdin = probe_text().rstrip("\n") + "\n" + PROBE_END + "\nsg\n"
+        stdin = probe_text().rstrip("\n") + "\n" + PROBE_END + "\nsg\nq\n"  # q: a script ends its requests so
         r = kubectl(api.kc, "exec", "-i", "-n", "pinscope", t.pod, "--", "sh", "-c", stdin_probe_command("/host"),
                     input=stdin)
-        assert r.returncode == 0, r.stderr  # exited by itself once kubectl closed stdin
+        assert r.returncode == 0, r.stderr  # exited by itself on q (stdin ending without it ends the group)
         theirs = parse_frame(r.stdout.encode())
         own = ("probe-pids", "probe-pgid", "probe_cpu")  # each probe says its own processes and its own CPU time
 

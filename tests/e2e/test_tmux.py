@@ -69,6 +69,31 @@ def test_filter_enter_enter_shows_the_containers_cgroup_files(tmp_path):
         tmux("kill-session", "-t", session, check=False)
 
 
+def test_80x24_the_critical_count_on_the_first_line_and_enter_opens_the_pane_before_the_next_frame(tmp_path):
+    """A laptop's terminal (issue 24): the node, its state and `✖1` on the first line, the worst finding
+    on the second. With a frame every 60 s, Enter on a CPU shows its pane at once: drawn from the report
+    already there, before any next frame."""
+    from nodes import trouble_16
+
+    need(shutil.which("tmux") is not None, "tmux not installed (apt-get install tmux)")
+    root = tmp_path / "node"
+    SimNode(trouble_16(), root).write()
+    session = f"pinscope-{uuid.uuid4().hex[:8]}"
+    cmd = f"cd {REPO} && TERM=xterm-256color {sys.executable} -m pinscope.tui.cli --interval 60 --root {root} local; sleep 60"
+    tmux("new-session", "-d", "-s", session, "-x", "80", "-y", "24", cmd)
+    try:
+        text = wait_for(session, "STATE_CGROUP_DRIFT")
+        first, second = text.splitlines()[:2]
+        assert "edge-16" in first and "live" in first and "✖1" in first and "▲1" in first, text
+        assert "✖ STATE_CGROUP_DRIFT" in second, text
+        tmux("send-keys", "-t", session, "Enter")  # the cursor starts on CPU 0 (reserved): the CPU pane
+        text = wait_for(session, "CPU 0: reserved", timeout=20)  # a next frame is 60 s away
+        assert "SMT siblings 0,8" in text and "load now:" in text, text
+        tmux("send-keys", "-t", session, "q")
+    finally:
+        tmux("kill-session", "-t", session, check=False)
+
+
 def test_ctrl_c_quits_in_a_real_terminal(tmp_path):
     """Issue 23: Ctrl-C in the TUI showed Textual's "press ctrl+q to quit"; it quits, exit 0, terminal restored."""
     need(shutil.which("tmux") is not None, "tmux not installed (apt-get install tmux)")

@@ -48,3 +48,16 @@ class FrozenApp(PinscopeApp):
         super()._start()
         for t, report in self.frozen.items():
             self.post_message(NodeUpdate(t, report))
+
+
+def screen_lines(app) -> list[str]:
+    """The screen as text, line by line, read from Textual's own SVG export (what a snapshot holds):
+    each <text> of a line in document order, non-breaking spaces back to spaces."""
+    import html
+    import re
+
+    svg = app.export_screenshot()
+    lines: dict[int, list[str]] = {}
+    for m in re.finditer(r'<text [^>]*clip-path="url\(#terminal-\d+-line-(\d+)\)"[^>]*>(.*?)</text>', svg, re.S):
+        lines.setdefault(int(m.group(1)), []).append(html.unescape(m.group(2)).replace("\xa0", " "))
+    return ["".join(lines.get(i, [])) for i in range(max(lines, default=-1) + 1)]

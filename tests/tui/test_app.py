@@ -39,7 +39,7 @@ def test_navigation_moves_cursor_and_lights_the_pod(frozen):
         async with app.run_test(size=(200, 60)) as pilot:
             await pilot.pause()
             g = grid(app)
-            assert g.cursor == 0 and g.density == "full"
+            assert g.cursor == 0 and g.density == "wall"  # 200x60: the big cells (issue 24)
             await pilot.press("right")  # the SMT sibling of 0 sits beside it
             assert g.cursor == 24
             await pilot.press("right")
@@ -175,7 +175,8 @@ def test_stale_and_down_node_greys_its_data_and_survives(frozen):
             assert v.state == "stale"
             assert "STALE" in str(app.screen.query_one("#status").render())
             g = grid(app)
-            cells = [seg for seg in g._paint(2, 100) if seg.text.strip()]  # row 2: the first row of cells
+            first = next(i for i, r in enumerate(g.rows) if r.kind == "cells")
+            cells = [seg for seg in g._paint(first, 100) if seg.text.strip()]
             assert cells and all(seg.style == g._style("stale") for seg in cells[1:])
             app.post_message(NodeState("xeon-2s", "down", "connection lost"))
             await pilot.pause()

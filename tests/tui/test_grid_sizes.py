@@ -123,8 +123,8 @@ def test_war_room_screen_puts_pods_and_findings_under_the_grid(xeon):
             assert fs.region.x > pods.region.x and fs.row_count >= 1
             await pilot.resize_terminal(80, 24)
             await pilot.pause()
-            assert not main.has_class("roomy") and not fs.display
-            assert pods.region.x >= g.region.right  # beside the grid again
+            # 48 CPUs still fit over a laptop's width (issue 24): stacked, the findings on screen at any size
+            assert main.has_class("roomy") and fs.display and "scrolling" not in g.density
             await pilot.press("q")
     run(go())
 

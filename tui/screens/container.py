@@ -10,9 +10,30 @@ from pinscope.collectors.parse.cpuset import format_cpuset
 from pinscope.collectors.text import display
 from pinscope.tui.cells import cells
 from pinscope.tui.elide import elide_path
+from pinscope.tui.human import amounts
 from pinscope.tui.screens.drill import DrillScreen
 from pinscope.tui.state import NodeView
 from pinscope.tui.widgets.sparkbar import sparkbar
+
+
+
+_FROM = {"pci": "sysfs", "nvidia": "nvidia procfs", "checkpoint": "plugin", "": "unknown"}
+
+
+def _devices_text(v: NodeView, p, c) -> Text:
+    """Its devices (kubelet's device checkpoint): resource, id, NUMA node and how that is known, against the NUMA
+    nodes of its exclusive CPUs; a device on another node is marked (DEVICE_CROSS_NUMA says why)."""
+    node_of = {x.id: x.numa_node for x in v.snap.topology.cpus} if v.snap else {}
+    nodes = sorted({n for n in (node_of.get(x) for x in c.assigned or ()) if n is not None})
+    t = Text("\ndevices" + (f" (its CPUs on NUMA {','.join(map(str, nodes))})" if nodes else "") + ":")
+    for d in c.devices:
+        numa = "NUMA ?" if d.numa_node is None else f"NUMA {d.numa_node}"
+        far = bool(nodes) and d.numa_node is not None and d.numa_node not in nodes
+        t.append("\n  " + display(f"{d.resource}  {d.device}") + "  ")
+        t.append(numa, style="bold red reverse" if far else "bold")
+        t.append(f" ({_FROM.get(d.numa_from, d.numa_from)})" + ("   FAR FROM ITS CPUS" if far else ""),
+                 style="bold red" if far else "dim")
+    return t
 
 
 class ContainerScreen(DrillScreen):
@@ -72,7 +93,7 @@ class ContainerScreen(DrillScreen):
         if ap is not None:
             ac = next((x for x in ap.containers if x.name == c.name), None)
             t.append(display(f"API: owner {ap.owner or '-'}   QoS {ap.qos or '?'}"
-                             + (f"   requests {ac.requests or '-'}   limits {ac.limits or '-'}" if ac else "")) + "\n")
+                             + (f"   requests {amounts(ac.requests)}   limits {amounts(ac.limits)}" if ac else "")) + "\n")
         elif v.api_error:
             t.append(display(f"API: {v.api_error}") + "\n", style="dim")
         eff = cg.cpus_effective if cg else None
@@ -86,6 +107,11 @@ class ContainerScreen(DrillScreen):
         if mismatch:
             t.append("   MISMATCH", style="bold red")
         t.append("\n")
+        for f in v.findings:  # the findings about this container, whole (the node screen's pane wraps them)
+            if f.pod_uid == p.uid and f.container == c.name:
+                t.append(display(f"{f.severity}: {f.code}: {f.message}") + "\n", style="bold")
+                if f.hint:
+                    t.append(display(f"  {f.hint}") + "\n", style="dim")
         if cg:
             t.append(f"mems {format_cpuset(cg.mems_effective) if cg.mems_effective is not None else '-'}   ")
             quota = f"{cg.quota_us / cg.period_us:.2f} CPUs" if cg.quota_us and cg.period_us else "none (max)"
@@ -96,6 +122,8 @@ class ContainerScreen(DrillScreen):
                                         else f"{v['anon'] + v['file']} pages")
                              for n, v in c.memory_numa["nodes"].items())
             t.append(f"\nmemory per NUMA node (anon+file): {per}")
+        if c.devices:
+            t.append_text(_devices_text(v, p, c))
         if c.unresolved:
             t.append(f"\nunresolved: {c.unresolved}", style="dim")
         cr = v.crates.get((p.uid, c.id))
@@ -121,11 +149,11 @@ class ContainerScreen(DrillScreen):
         tr = v.rates.tasks if v.rates else {}
         for tk in c.tasks:
             r = tr.get(tk.tid)
-            f = lambda x: "-" if x is None else f"{x:.1f}"  # noqa: E731
+            num = lambda x: "-" if x is None else f"{x:.1f}"  # noqa: E731
             tasks.add_row(*cells((str(tk.tid), tk.comm, str(tk.last_cpu), format_cpuset(tk.allowed) if tk.allowed is not None else "-",
-                                  f(r.wait_ms_per_s if r else None), f(r.run_ms_per_s if r else None),
-                                  f(r.migrations_per_s if r else None), f(r.voluntary_per_s if r else None),
-                                  f(r.involuntary_per_s if r else None), sparkbar(v.mig_hist.get(tk.tid, ()), 30))))
+                                  num(r.wait_ms_per_s if r else None), num(r.run_ms_per_s if r else None),
+                                  num(r.migrations_per_s if r else None), num(r.voluntary_per_s if r else None),
+                                  num(r.involuntary_per_s if r else None), sparkbar(v.mig_hist.get(tk.tid, ()), 30))))
         files = Text()
         width = max(20, self.size.width - 4)  # the pane's padding and scrollbar
         if cg is None:

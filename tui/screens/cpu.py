@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Static
 from pinscope.collectors.parse.cpuset import format_cpuset
 from pinscope.collectors.text import display
 from pinscope.tui.cells import cells
+from pinscope.tui.human import value, yes_no
 from pinscope.tui.screens.drill import DrillScreen
 from pinscope.tui.state import NodeView
 from pinscope.tui.widgets.sparkbar import sparkbar
@@ -61,8 +62,9 @@ class CpuScreen(DrillScreen):
         t = Text()
         t.append(f"CPU {self.cpu}: {r.role if r else '?'}\n", style="bold")
         if c:
-            t.append(f"socket {c.socket}  die {c.die}  core {c.core}  NUMA node {c.numa_node}  L3 group {c.l3}\n")
-            t.append(f"SMT siblings {format_cpuset(c.siblings)}  online {c.online}\n")
+            t.append(f"socket {value(c.socket)}  die {value(c.die)}  core {value(c.core)}  NUMA node {value(c.numa_node)}  "
+                     f"L3 group {value(c.l3)}\n")
+            t.append(f"SMT siblings {format_cpuset(c.siblings)}  online {yes_no(c.online)}\n")
         if snap.topology.isolated and self.cpu in snap.topology.isolated:
             t.append("isolcpus: yes (no load balancing)\n")
         if r and r.owners:
@@ -81,6 +83,8 @@ class CpuScreen(DrillScreen):
         for f in v.findings:
             if self.cpu in f.cpus:
                 t.append(display(f"{f.severity}: {f.code}: {f.message}") + "\n", style="bold")
+                if f.hint:
+                    t.append(display(f"  {f.hint}") + "\n", style="dim")
         self.query_one("#cpu-info", Static).update(t)
         hist = list(v.util_hist.get(self.cpu, ()))
         self.query_one("#cpu-load", Static).update(

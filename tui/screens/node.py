@@ -1,4 +1,7 @@
-"""The main screen: one node's core grid, legend, pinned-pod list, findings pane and filter."""
+"""The main screen: one node's core grid, legend, pinned-pod list, findings pane and filter.
+
+Laid out by priority at every size (tui/screens/nodelayout.py says what goes where): the status line and
+the worst finding always, then the grid, then the findings, the pods and the legend as room allows."""
 from __future__ import annotations
 
 import time
@@ -13,34 +16,11 @@ from pinscope.tui.screens.base import ReportScreen
 from pinscope.collectors.parse.cpuset import format_cpuset
 from pinscope.collectors.text import display
 from pinscope.tui.cells import cells
+from pinscope.tui.elide import elide_middle
+from pinscope.tui.screens import nodelayout as lay
+from pinscope.tui.screens.nodequery import busiest_softirqs, filter_cpus, matches, matches_one, pod_cpus
 from pinscope.tui.state import NodeView
 from pinscope.tui.widgets.coregrid import NOISE_FULL, CoreGrid
-
-SEV_MARK = {"critical": "✖ critical", "warning": "▲ warning", "info": "· info"}
-
-
-def pod_cpus(snap, uid: str) -> frozenset[int]:
-    out: set[int] = set()
-    for p in snap.pods:
-        if p.uid == uid:
-            for c in p.containers:
-                if c.assigned:
-                    out |= c.assigned
-    return frozenset(out)
-
-
-def matches(snap, query: str):
-    """(pod, container) pairs whose namespace, pod or container name contains the query."""
-    q = query.strip().lower()
-    if not q:
-        return []
-    out = []
-    for p in snap.pods:
-        for c in p.containers:
-            hay = f"{p.namespace or ''}/{p.name or p.uid}/{c.name or ''}".lower()
-            if q in hay:
-                out.append((p, c))
-    return out
 
 
 class NodeScreen(ReportScreen):
@@ -59,8 +39,12 @@ class NodeScreen(ReportScreen):
         super().__init__(view)
         self.filter_text = ""
         self._arranged_for: tuple | None = None  # the layout key the panes were last arranged for
-        self._pod_rows: list | None = None  # what the pods and findings tables show (redrawn when it changes)
+        # what the pods and findings tables show (redrawn when it changes), and what their rows stand for
+        self._pod_rows: tuple | None = None
+        self._pod_keys: list[tuple] = []  # (pod uid, container id, container name) per pods row
         self._finding_rows: list | None = None
+        self._shown_findings: list = []  # the findings in the pane's order (the worst first)
+        self._plan = lay.Plan(False, None, 32, 0, 80, True, ())  # until the first _arrange
         self._painted: dict = {}  # Static -> (its last text, the shape of that text)
 
     @property
@@ -69,22 +53,20 @@ class NodeScreen(ReportScreen):
 
     def compose(self) -> ComposeResult:
         yield Static("", id="status")
-        # a grid layout: grid | legend + pods beside it, findings under both when asked (f); on a large
-        # terminal ("roomy") the grid takes the whole width and the pods and findings go under it
+        yield Static("", id="worst")
+        # a grid layout: grid | legend + pods beside it, findings under both; where the grid fits over
+        # the whole width ("roomy": a war-room screen, a small node) the pods and findings go under it
         with Container(id="main"):
             yield CoreGrid(id="grid")
             with Vertical(id="side"):
                 yield Static("", id="legend")
                 yield DataTable(id="pods", cursor_type="row", zebra_stripes=False)
-            yield DataTable(id="findings", cursor_type="row")
+            yield DataTable(id="findings", cursor_type="row", show_header=False)
+        yield Static("", id="folded")
         yield Input(placeholder="filter: pod, namespace or container; Enter jumps, Esc clears", id="filter")
         yield Footer()
 
     def on_mount(self) -> None:
-        pods = self.query_one("#pods", DataTable)
-        pods.add_columns("tag", "pod", "container", "cpus", "NUMA")
-        fs = self.query_one("#findings", DataTable)
-        fs.add_columns("severity", "code", "message")
         self.query_one(CoreGrid).focus()
         self.refresh_view()
 
@@ -102,38 +84,62 @@ class NodeScreen(ReportScreen):
         self._findings()
 
     ROOMY = (160, 48)  # a war-room screen (200x60) is roomy; a laptop terminal is not
-    MIN_TABLES = 14  # rows the pods and findings need under the grid to be worth it
 
     def on_resize(self) -> None:
         self._arrange()
+        self._status()
+        self._legend()
+        self._pods()
+        self._findings()
 
     def _arrange(self) -> None:
-        """Side by side, or (on a large terminal whose grid does not need every row) the grid over the
-        full width with the pods and findings under it, so the war-room screen has no empty half."""
+        """Where everything goes at this size (nodelayout.plan): the grid, then the findings, the pods and
+        the legend as room allows; what did not fit is named in the help line."""
         v = self.view
         w, h = self.size
-        tags = max(map(len, v.tags.values()), default=1)
-        key = (id(v.snap.topology) if v.snap else None, w, h, tags)
+        grid = self.query_one(CoreGrid)
+        fs = self.query_one("#findings", DataTable)
+        expanded = fs.has_class("visible")
+        legend_w = lay.side_width(w) - 3
+        legend_lines = lay.text_lines(self._legend_text(legend_w).plain, legend_w)
+        n_pods = len(self._pod_list())
+
+        def finding_lines(fw: int) -> int:
+            return sum(len(r[-1]) for r in lay.finding_rows(v.findings, fw))
+
+        # what the plan depends on: the findings' wrapped lines at the widths it may give them, not their
+        # words (a rate in a message changes every tick, its line count seldom)
+        widths = (w, w - lay.side_width(w), w - w // 2)
+        key = (id(v.snap.topology) if v.snap else None, w, h, max(map(len, v.tags.values()), default=1),
+               tuple(finding_lines(fw) for fw in widths), n_pods, expanded, legend_lines, grid.forced)
         if key == self._arranged_for:
             return
         self._arranged_for = key
+
+        def grid_rows(width: int, height: int) -> int | None:
+            if v.snap is None or grid.view is not v or grid.forced:
+                return None
+            density, rows = grid.choose(width, height)
+            return None if "scrolling" in density else len(rows)
+
+        p = lay.plan(w, h, grid_rows, finding_lines, n_pods,
+                     lambda lw: lay.text_lines(self._legend_text(lw).plain, lw), expanded)
+        if p == self._plan and self.query_one("#main").styles.grid_rows:
+            return  # the same arrangement: no relayout
+        self._plan = p
         main = self.query_one("#main")
-        grid = self.query_one(CoreGrid)
-        grid_rows = None
-        if v.snap is not None and grid.view is v and w >= self.ROOMY[0] and h >= self.ROOMY[1]:
-            room = h - 2 - self.MIN_TABLES  # status and footer lines
-            density, rows = grid.choose(w, room)
-            if "scrolling" not in density:
-                grid_rows = len(rows)
-        side = max(28, min(60, w * 2 // 5))
-        if grid_rows is not None:
-            main.add_class("roomy")
-            main.styles.grid_columns = f"{side} 1fr"
-            main.styles.grid_rows = f"{grid_rows} 1fr"
+        main.set_class(p.stacked, "roomy")
+        if p.stacked:
+            main.styles.grid_columns = f"{p.side} 1fr"
+            main.styles.grid_rows = f"{p.grid_rows} 1fr"
         else:
-            main.remove_class("roomy")
-            main.styles.grid_columns = f"1fr {side}"
-            main.styles.grid_rows = "1fr 12"
+            main.styles.grid_columns = f"1fr {p.side}"
+            main.styles.grid_rows = f"1fr {max(1, p.findings)}"
+        fs.display = p.findings > 0
+        self.query_one("#legend").display = p.legend
+        folded = self.query_one("#folded", Static)
+        folded.display = bool(p.folded)
+        self._update(folded, Text(" " + "  ·  ".join(p.folded), style="italic"))
 
     def _highlight(self) -> frozenset[int]:
         v = self.view
@@ -142,8 +148,9 @@ class NodeScreen(ReportScreen):
         if self.filter_text:
             return frozenset(filter_cpus(matches(v.snap, self.filter_text)))
         fs = self.query_one("#findings", DataTable)
-        if fs.has_class("visible") and fs.has_focus and v.findings and fs.cursor_row < len(v.findings):
-            return frozenset(v.findings[fs.cursor_row].cpus)
+        shown = self._shown_findings
+        if fs.display and fs.has_focus and shown and fs.cursor_row < len(shown):
+            return frozenset(shown[fs.cursor_row].cpus)
         grid = self.query_one(CoreGrid)
         r = v.snap.role_of(grid.cursor)
         if r and r.owners:
@@ -151,13 +158,17 @@ class NodeScreen(ReportScreen):
         return frozenset()
 
     def _status(self) -> None:
+        """Node, state, critical and warning counts first, never cut; the rest part by part as they fit
+        (the line never wraps). Under it, the worst finding in one line."""
         v = self.view
         st = self.query_one("#status", Static)
         st.set_class(v.state == "stale", "stale")
         st.set_class(v.state == "down", "down")
         grid = self.query_one(CoreGrid)
+        width = max(20, self.size.width - 2)
+        self._worst()
         if v.snap is None:
-            st.update(Text(display(f" {v.target}  {v.state}{': ' + v.message if v.message else ''}")))
+            st.update(Text(display(elide_middle(f"{v.target}  {v.state}{': ' + v.message if v.message else ''}", width))))
             return
         s, k = v.snap, v.snap.kubelet
         n = {sev: sum(1 for f in v.findings if f.severity == sev) for sev in ("critical", "warning", "info")}
@@ -166,32 +177,49 @@ class NodeScreen(ReportScreen):
         state = {"up": rs or "live", "stale": f"STALE {age:.0f}s", "down": f"DOWN ({v.message})",
                  "connecting": "connecting"}.get(v.state, v.state)
         idx = self.nav.targets.index(self.view.target) + 1
+        where = f"[{idx}/{len(self.nav.targets)}]" if len(self.nav.targets) > 1 else ""
+        counts = f"✖{n['critical']} ▲{n['warning']}"
+        head = display(f"{where}  {state}").strip()
+        name = elide_middle(display(s.node), max(6, width - len(head) - len(counts) - 4))
+        rest = lay.fit([f"filter: {display(repr(self.filter_text))}" if self.filter_text else "",
+                        "shade: kernel noise" if grid.shade_mode == "noise" else "",
+                        f"density: {grid.density}",
+                        display(f"policy {k.cpu_manager_policy or 'unknown'}"),
+                        display(f"topology {k.topology_manager_policy}"),
+                        f"{len(s.topology.online)}/{len(s.topology.cpus)} CPUs",
+                        display(f"cgroup v{s.cgroup_version} {s.cgroup_driver or ''}".strip())],
+                       width - len(name) - len(head) - len(counts) - 6)
         t = Text()
-        t.append(f" {display(s.node)} ", style="bold")
-        if len(self.nav.targets) > 1:
-            t.append(f"[{idx}/{len(self.nav.targets)}] ")
-        t.append(display(f" {state}  policy {k.cpu_manager_policy or 'unknown'}  topology {k.topology_manager_policy}  "
-                         f"cgroup v{s.cgroup_version} {s.cgroup_driver or ''}  {len(s.topology.online)}/{len(s.topology.cpus)} CPUs  "))
-        t.append(f"✖{n['critical']} ", style="bold red" if n["critical"] else "")
-        t.append(f"▲{n['warning']} ", style="bold yellow" if n["warning"] else "")
-        t.append(f" density: {grid.density}")
-        if grid.shade_mode == "noise":
-            t.append("  shade: kernel noise", style="bold")
-        if self.filter_text:
-            t.append(f"  filter: {display(repr(self.filter_text))}")
+        t.append(name, style="bold")
+        t.append(f"  {head}  ")
+        t.append(f"✖{n['critical']}", style="bold red" if n["critical"] else "")
+        t.append(" ")
+        t.append(f"▲{n['warning']}", style="bold yellow" if n["warning"] else "")
+        if rest:
+            t.append(f"  {rest}")
         self._update(st, t)
 
-    def _legend(self) -> None:
+    def _worst(self) -> None:
+        v = self.view
+        w = self.query_one("#worst", Static)
+        worst = lay.worst_first(v.findings)[0].severity if v.findings else None
+        for sev in ("critical", "warning"):
+            w.set_class(worst == sev, sev)
+        text = lay.worst_line(v.findings, max(20, self.size.width - 2)) if v.snap is not None else ""
+        self._update(w, Text(text))  # escaped by worst_line
+
+    def _legend_text(self, width: int) -> Text:
         g = self.query_one(CoreGrid).glyphs
         v = self.view
+        grid = self.query_one(CoreGrid)
         t = Text()
         for role in ("exclusive", "reserved", "shared", "isolated", "offline", "unassigned"):
-            t.append(f"{g[role]} {role}  ", style=self.query_one(CoreGrid)._style(role))
-        noise = self.query_one(CoreGrid).shade_mode == "noise"
+            t.append(f"{g[role]} {role}  ", style=grid._style(role))
+        noise = grid.shade_mode == "noise"
         if noise:
             t.append(f"\nshade = kernel noise ▁▂▃▄▅▆▇█ (irq+softirq+steal, full at {NOISE_FULL * 100:.0f} %)"
                      "\n! = finding   letter = pod")
-            busiest = _busiest_softirqs(v.rates)
+            busiest = busiest_softirqs(v.rates)
             if busiest:
                 t.append(f"\nbusiest softirqs: {busiest}")
         else:
@@ -199,75 +227,106 @@ class NodeScreen(ReportScreen):
         if v.snap and any(o.pod_level for r in v.snap.roles for o in r.owners):
             t.append("\nlower-case letter = CPUs the pod holds as a whole (pod-level resources)")
         if v.snap:
-            c = v.snap.role_of(self.query_one(CoreGrid).cursor)
+            c = v.snap.role_of(grid.cursor)
             cpu = v.snap.topology.cpu(c.id) if c else None
             if c and cpu:
                 u = v.rates.util.get(c.id) if v.rates else None
                 who = ", ".join(f"{o.namespace or '?'}/{o.pod or o.pod_uid[:8]}/"
                                 + ("(whole pod)" if o.pod_level else o.container or "?") for o in c.owners)
-                t.append(f"\ncpu{c.id}: {c.role}  socket {cpu.socket} NUMA {cpu.numa_node} core {cpu.core} "
-                         f"sib {format_cpuset(cpu.siblings)}  load {'-' if u is None else f'{u * 100:.0f}%'}")
+                # the cursor's line, part by part as they fit: it never wraps a word onto a line of its own
+                t.append("\n" + lay.fit([f"cpu{c.id}: {c.role}", f"load {'-' if u is None else f'{u * 100:.0f}%'}",
+                                         f"socket {cpu.socket} NUMA {cpu.numa_node} core {cpu.core}",
+                                         f"sib {format_cpuset(cpu.siblings)}"], width))
                 nz = v.rates.noise.get(c.id) if v.rates else None
                 if noise and nz is not None:
                     t.append(f"\n  noise {nz.total * 100:.1f}% (irq {nz.irq * 100:.1f}  softirq {nz.softirq * 100:.1f}"
                              f"  steal {nz.steal * 100:.1f})")
                 if who:
-                    t.append(f"\n  {display(who)}")
-        self._update(self.query_one("#legend", Static), t)
+                    t.append("\n  " + elide_middle(display(who), max(8, width - 2)))
+        return t
 
-    def _pods(self) -> None:
+    def _legend(self) -> None:
+        self._update(self.query_one("#legend", Static), self._legend_text(max(20, self._plan.side - 3)))
+
+    def _pod_list(self) -> list[tuple]:
+        """(tag, namespace/pod, container, cpus, NUMA nodes, pod uid, container id) of each pinned
+        container the filter lets through, in tag order (tags follow the CPUs)."""
         v = self.view
-        table = self.query_one("#pods", DataTable)
         if v.snap is None:
-            table.clear()
-            return
+            return []
         cpu_node = {c.id: c.numa_node for c in v.snap.topology.cpus}
         q = self.filter_text
         rows = []
         for p in v.snap.pods:
             for c in p.containers:
-                if not c.assigned:
-                    continue
-                if q and not matches_one(p, c, q):
+                if not c.assigned or (q and not matches_one(p, c, q)):
                     continue
                 nodes = sorted({n for x in c.assigned if (n := cpu_node.get(x)) is not None})
                 rows.append((v.tags.get(p.uid, ""), f"{p.namespace or '?'}/{p.name or p.uid[:8]}",
-                             c.name or "?", format_cpuset(c.assigned), format_cpuset(nodes)))
+                             c.name or "?", format_cpuset(c.assigned), format_cpuset(nodes), p.uid, c.id))
             held = v.snap.state.pod_level(p.uid) if v.snap.state is not None else frozenset()
             name = f"{p.namespace or '?'}/{p.name or p.uid[:8]}"
             if held and (not q or q.lower() in name.lower()):  # CPUs the pod holds as a whole (podEntries)
                 held_nodes = sorted({n for x in held if (n := cpu_node.get(x)) is not None})
                 rows.append((v.tags.get(p.uid, "").lower(), name, "(whole pod)", format_cpuset(held),
-                             format_cpuset(held_nodes)))
+                             format_cpuset(held_nodes), p.uid, None))
         rows.sort(key=lambda r: (len(r[0]), r[0], r[2]))
-        if rows == self._pod_rows:
+        return rows
+
+    def _pods(self) -> None:
+        """Wide: tag, namespace/pod, container, cpus, NUMA. Narrow: the labels shortened, not dropped:
+        tag, pod/container (the middle elided to fit), cpus."""
+        table = self.query_one("#pods", DataTable)
+        rows = self._pod_list()
+        width = self._plan.side - 1  # its border
+        wide = width >= 50
+        if wide:
+            shown = [r[:5] for r in rows]
+        else:
+            cpus_w = max((len(r[3]) for r in rows), default=4)
+            tag_w = max((len(r[0]) for r in rows), default=3)
+            room = max(8, width - cpus_w - max(3, tag_w) - 8)  # each column's padding, the scrollbar
+            shown = [(r[0], elide_middle(f"{r[1].split('/', 1)[-1]}/{r[2]}", room), r[3]) for r in rows]
+        if (shown, wide) == self._pod_rows:
             return  # unchanged: no repaint of the table
-        self._pod_rows = rows
+        cols = ("tag", "pod", "container", "cpus", "NUMA") if wide else ("tag", "pod", "cpus")
+        if self._pod_rows is None or self._pod_rows[1] != wide:
+            table.clear(columns=True)
+            table.add_columns(*cols)
+        self._pod_rows = (shown, wide)
+        self._pod_keys = [(r[5], r[6], r[2]) for r in rows]
         row = table.cursor_row
         table.clear()
-        for r in rows:
+        for r in shown:
             table.add_row(*cells(r))
         if rows:
             table.move_cursor(row=min(row, len(rows) - 1))
 
     def _findings(self) -> None:
         table = self.query_one("#findings", DataTable)
-        rows = [(SEV_MARK.get(f.severity, f.severity), f.code, f.message) for f in self.view.findings]
+        self._shown_findings = lay.worst_first(self.view.findings)
+        rows = lay.finding_rows(self.view.findings, self._plan.findings_width)
         if rows == self._finding_rows:
             return
+        ncols = len(rows[0]) if rows else 0
+        if not self._finding_rows or len(self._finding_rows[0]) != ncols:
+            table.clear(columns=True)
+            table.add_columns(*(("severity", "code", "message") if ncols == 3 else ("", "finding")))
         self._finding_rows = rows
         row = table.cursor_row
         table.clear()
         for r in rows:
-            table.add_row(*cells(r))
-        if self.view.findings:
-            table.move_cursor(row=min(row, len(self.view.findings) - 1))
+            lines = r[-1]
+            table.add_row(*cells(r[:-1]), Text("\n".join(lines)), height=len(lines))  # escaped before wrapping
+        if rows:
+            table.move_cursor(row=min(row, len(rows) - 1))
 
     # ------------------------------------------------------------------ events
     def on_core_grid_cursor_moved(self, event: CoreGrid.CursorMoved) -> None:
         if self.view.snap is None:
             return
         self.query_one(CoreGrid).set_highlight(self._highlight())
+        self._arrange()  # the legend's cursor lines may have changed its height
         self._legend()
 
     def on_core_grid_relaid(self, event: CoreGrid.Relaid) -> None:
@@ -282,22 +341,19 @@ class NodeScreen(ReportScreen):
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         v = self.view
-        if event.data_table.id == "findings" and v.findings and event.cursor_row < len(v.findings):
-            self.nav.open_finding(v.target, v.findings[event.cursor_row])
-        elif event.data_table.id == "pods":
-            rows = self._pod_rows or []
-            if event.cursor_row >= len(rows) or v.snap is None:
-                return
-            label = rows[event.cursor_row]  # the raw names (the cells show them escaped)
-            for p in v.snap.pods:
-                for c in p.containers:
-                    if c.assigned and f"{p.namespace or '?'}/{p.name or p.uid[:8]}" == label[1] and (c.name or "?") == label[2]:
-                        self.nav.open_container(v.target, p.uid, c.id, c.name)
-                        return
+        shown = self._shown_findings
+        if event.data_table.id == "findings" and shown and event.cursor_row < len(shown):
+            self.nav.open_finding(v.target, shown[event.cursor_row])
+        elif event.data_table.id == "pods" and event.cursor_row < len(self._pod_keys):
+            uid, cid, name = self._pod_keys[event.cursor_row]
+            if cid is None:
+                return  # a pod's pod-level CPUs: no container to open
+            self.nav.open_container(v.target, uid, cid, None if name == "?" else name)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.filter_text = event.value
         self.query_one(CoreGrid).set_highlight(self._highlight())
+        self._arrange()
         self._pods()
         self._status()
 
@@ -338,8 +394,10 @@ class NodeScreen(ReportScreen):
 
     def action_findings(self) -> None:
         fs = self.query_one("#findings", DataTable)
-        fs.toggle_class("visible")
-        if fs.has_class("visible"):
+        fs.toggle_class("visible")  # "visible": the findings pane asked for, and given more room
+        self._arrange()
+        self._findings()
+        if fs.has_class("visible") and fs.display:
             fs.focus()
         else:
             self.query_one(CoreGrid).focus()
@@ -372,36 +430,3 @@ class NodeScreen(ReportScreen):
         shape = [len(ln) for ln in t.plain.split("\n")]
         w.update(t, layout=last is None or shape != last_shape)
         self._painted[w] = (t, shape)
-
-
-def _busiest_softirqs(rates, n: int = 3) -> str:
-    """The CPUs that take the most softirqs per second, with their top kind: "cpu1 NET_RX 3200/s, ..." """
-    if rates is None or not rates.softirqs:
-        return ""
-    per_cpu = sorted(((sum(k.values()), cpu, k) for cpu, k in rates.softirqs.items()), reverse=True)[:n]
-    out = []
-    for total, cpu, kinds in per_cpu:
-        if total <= 0:
-            continue
-        kind, rate = max(kinds.items(), key=lambda kv: kv[1])
-        out.append(f"cpu{cpu} {total:.0f}/s ({kind} {rate:.0f}/s)")
-    return ", ".join(out)
-
-
-def filter_cpus(found) -> set[int]:
-    """The CPUs a filter lights: the exclusive CPUs of the matches; only when none of them is pinned,
-    the CPUs the (shared) matches may run on."""
-    pinned: set[int] = set()
-    for _, c in found:
-        pinned |= c.assigned or set()
-    if pinned:
-        return pinned
-    out: set[int] = set()
-    for _, c in found:
-        if c.cgroup and c.cgroup.cpus_effective:
-            out |= c.cgroup.cpus_effective
-    return out
-
-
-def matches_one(p, c, q: str) -> bool:
-    return q.strip().lower() in f"{p.namespace or ''}/{p.name or p.uid}/{c.name or ''}".lower()

@@ -7,6 +7,7 @@ from textual.widgets import Static
 
 from pinscope.collectors.parse.cpuset import format_cpuset
 from pinscope.collectors.text import display
+from pinscope.tui.human import amounts, settings, value
 from pinscope.tui.screens.drill import DrillScreen
 
 
@@ -27,15 +28,15 @@ class NodeInfoScreen(DrillScreen):
         t.append("kubelet\n", style="bold")
         t.append(_d(f"  process {'pid ' + str(k.pid) if k.pid else 'not found'}   config {k.config_path or '-'}   root-dir {k.root_dir}\n"))
         rows = [("cpuManagerPolicy", k.cpu_manager_policy or "unknown", "cpu_manager_policy"),
-                ("cpuManagerPolicyOptions", dict(k.cpu_manager_policy_options) or "{}", "cpu_manager_policy_options"),
+                ("cpuManagerPolicyOptions", settings(k.cpu_manager_policy_options), "cpu_manager_policy_options"),
                 ("reservedSystemCPUs", format_cpuset(k.reserved_cpus) if k.reserved_cpus else "-", "reserved_cpus"),
-                ("topologyManagerPolicy", k.topology_manager_policy, "topology_manager_policy"),
-                ("topologyManagerScope", k.topology_manager_scope, "topology_manager_scope"),
-                ("memoryManagerPolicy", k.memory_manager_policy, "memory_manager_policy"),
+                ("topologyManagerPolicy", value(k.topology_manager_policy), "topology_manager_policy"),
+                ("topologyManagerScope", value(k.topology_manager_scope), "topology_manager_scope"),
+                ("memoryManagerPolicy", value(k.memory_manager_policy), "memory_manager_policy"),
                 ("cgroupDriver", k.cgroup_driver or "-", "cgroup_driver"),
                 ("cgroupRoot", k.cgroup_root or "/ (none)", "cgroup_root"),
-                ("kubeReserved", dict(k.kube_reserved) or "-", "kube_reserved"),
-                ("systemReserved", dict(k.system_reserved) or "-", "system_reserved")]
+                ("kubeReserved", amounts(k.kube_reserved), "kube_reserved"),
+                ("systemReserved", amounts(k.system_reserved), "system_reserved")]
         for name, val, field in rows:
             t.append(_d(f"  {name:<26} {str(val):<28} "))
             t.append(_d(f"from {k.sources.get(field, 'default')}\n"), style="dim")
@@ -43,7 +44,7 @@ class NodeInfoScreen(DrillScreen):
         t.append(_d(f"\ncpu_manager_state  {s.state_file or '-'}  ({s.state_status})\n"), style="bold")
         if st:
             ok = {True: "ok", False: "MISMATCH", None: "not checked"}[st.checksum_ok]
-            t.append(_d(f"  version {st.version}   policy {st.policy}   defaultCpuSet {format_cpuset(st.default_cpuset) or '-'}   checksum {ok}\n"))
+            t.append(_d(f"  version {value(st.version)}   policy {value(st.policy)}   defaultCpuSet {format_cpuset(st.default_cpuset) or '-'}   checksum {ok}\n"))
             names = {p.uid: f"{p.namespace or '?'}/{p.name or p.uid}" for p in s.pods}
             for uid, cs in sorted(st.pod_entries.items()):  # pod-level resources: CPUs held by the pod as a whole
                 t.append(_d(f"  pod-level {names.get(uid, uid)}: {format_cpuset(cs) or '-'}"
@@ -56,6 +57,12 @@ class NodeInfoScreen(DrillScreen):
             r = v.rates.numa.get(n.id) if v.rates else None
             rate = f"hit {r['numa_hit_per_s']:.0f}/s  miss {r['numa_miss_per_s']:.0f}/s ({r['miss_ratio'] * 100:.1f} %)" if r else "rates need two samples"
             t.append(_d(f"  node {n.id}: cpus {format_cpuset(n.cpus) or '(none: memory only)'}   distances {' '.join(map(str, n.distances))}   {rate}\n"))
+        if v.findings:  # every finding whole, with its hint: the node screen's pane has only room to wrap them
+            t.append("\nfindings\n", style="bold")
+            for f in v.findings:
+                t.append(_d(f"  {f.severity}: {f.code}: {f.message}\n"))
+                if f.hint:
+                    t.append(_d(f"    {f.hint}\n"), style="dim")
         if s.problems:
             t.append("\nwhat could not be read\n", style="bold")
             for p in s.problems:

@@ -46,6 +46,18 @@ def shade(u: float | None) -> str:
     return SHADES[min(len(SHADES) - 1, max(0, int(round(u * (len(SHADES) - 1)))))]
 
 
+EIGHTHS = " ▏▎▍▌▋▊▉"
+
+
+def bar(u: float | None, width: int) -> str:
+    """A share 0-1 as a bar of `width` columns in eighths ("███▍ "); blank when unknown."""
+    if u is None:
+        return " " * width
+    n = int(round(min(1.0, max(0.0, u)) * width * 8))
+    full, part = divmod(n, 8)
+    return ("█" * full + (EIGHTHS[part] if part else "")).ljust(width)[:width]
+
+
 _ORDER = {"exclusive": 0, "isolated": 1, "reserved": 2, "unassigned": 3, "shared": 4, "offline": 5}
 _UNASSIGNED = ("unassigned", None, None, None)  # a CPU no role names: (role, share, tag, severity)
 
@@ -279,13 +291,31 @@ class CoreGrid(ScrollView, can_focus=True):
         per = self._frame() if v is not None and v.snap is not None else {}
         cursor, highlight = self.cursor, self.highlight
         keys: list[tuple] = []
+        held = self._numa_devices() if v is not None and v.snap is not None else {}
         for ry, row in enumerate(self.rows):
-            if not row.cells:
-                keys.append((ry, *ctx, row.kind, row.text))
+            if row.label_numas:  # NUMA blocks side by side (wall): each title with its node's devices
+                keys.append((ry, *ctx, row.kind, tuple(held.get(n, "") for _, _, n in row.label_numas)))
+            elif not row.cells:
+                keys.append((ry, *ctx, row.kind, row.text + held.get(row.numa, "") if row.numa is not None else row.text))
             else:
                 keys.append((ry, *ctx, *(self._cell_key(c, per, cursor, highlight) for c in row.cells)))
         self._keys_for = (token, keys)
         return keys
+
+    def _numa_devices(self) -> dict:
+        """NUMA node -> what its subheader adds: the devices kubelet handed out there and the pod tag holding
+        each (ids come from the node: made safe for the terminal, long ones cut)."""
+        v = self.view
+        out: dict = {}
+        if v is None or v.snap is None:
+            return out
+        for p, c in v.snap.containers():
+            for d in c.devices:
+                if d.numa_node is not None:
+                    who = v.tags.get(p.uid) or display(p.name or p.uid[:8])
+                    dev = display(d.device if len(d.device) <= 16 else d.device[:15] + "\u2026")
+                    out.setdefault(d.numa_node, []).append(f"{display(d.resource.rsplit('/', 1)[-1])} {dev}\u2192{who}")
+        return {n: "  devices: " + ", ".join(sorted(items)) for n, items in out.items()}
 
     def _cell_key(self, cell: Cell, per: dict, cursor: int, highlight: frozenset) -> tuple:
         """(text, role, mark severity, 2 cursor / 1 highlight / 0) of one cell."""
@@ -303,9 +333,14 @@ class CoreGrid(ScrollView, can_focus=True):
                 sev = st[3]
         role = role or "unassigned"
         glyph = self.glyphs.get(role, "?")
-        head = f"{cell.cpu:>{self.idw}} {glyph}{shade(u)}" if self.density.startswith("full") else f"{glyph}{shade(u)}"
-        # the tag is never cut (pods stay distinguishable in monochrome); the mark takes the last column
-        text = head + (tag or "").ljust(cell.width - len(head) - 1)
+        if self.density.startswith("wall"):  # the tag, then the load as a bar: read from across a room
+            tw = tag_width(self.view.tags) if self.view else 1
+            barw = cell.width - self.idw - 5 - tw  # what the layout left for the bar
+            text = f"{cell.cpu:>{self.idw}} {glyph} {(tag or ''):<{tw}} {bar(u, barw)}"
+        else:
+            head = f"{cell.cpu:>{self.idw}} {glyph}{shade(u)}" if self.density.startswith("full") else f"{glyph}{shade(u)}"
+            # the tag is never cut (pods stay distinguishable in monochrome); the mark takes the last column
+            text = head + (tag or "").ljust(cell.width - len(head) - 1)
         if cell.cpu == cursor or cursor in members:
             flag = 2
         elif highlight and any(m in highlight for m in members):
@@ -319,15 +354,21 @@ class CoreGrid(ScrollView, can_focus=True):
             return Strip.blank(width, _PLAIN)
         row = self.rows[ry]
         stale = self.view is not None and self.view.state != "up" and self.view.snap is not None
-        if row.kind not in ("cells", "l3"):
+        if row.kind not in ("cells", "l3", "titles"):
             st = self._style("stale") if stale else self._style("header" if row.kind == "header" else "subheader")
-            return Strip([Segment(row.text[:width].ljust(width), st)], width)
+            if key is None:
+                key = self._keys()[ry]
+            line = key[-1] if len(key) > self._CTX and isinstance(key[-1], str) else row.text
+            return Strip([Segment(line[:width].ljust(width), st)], width)
         label_style = self._style("stale") if stale else self._style("l3" if row.kind == "l3" else "subheader")
         if key is None:
             keys = self._keys()
             key = keys[ry]
         cell_keys = iter(key[self._CTX:]) if row.cells else iter(())
-        items = [(lx, text, None) for lx, text in row.labels] + [(c.x, None, c) for c in row.cells or ()]
+        labels = row.labels
+        if row.label_numas and isinstance(key[-1], tuple):  # each block's title and its devices, within its width
+            labels = [(lx, (text + extra)[:bw]) for (lx, text), extra, (_, bw, _) in zip(row.labels, key[-1], row.label_numas)]
+        items = [(lx, text, None) for lx, text in labels] + [(c.x, None, c) for c in row.cells or ()]
         items.sort(key=lambda i: i[0])
         segs: list[Segment] = []
         x = 0

@@ -1,5 +1,6 @@
 """The fleet map: every node as a mini core map (a character per CPU: class glyph and colour, findings
-marked), one Line-API widget for the whole fleet; sorted by worst finding, then name."""
+marked), one Line-API widget for the whole fleet; the largest trouble first. On a wide screen the maps
+go side by side, as many columns as fit (read left to right, then down), so a wall shows more nodes."""
 from __future__ import annotations
 
 from rich.segment import Segment
@@ -23,9 +24,13 @@ STATE = {"up": "●", "stale": "◐", "down": "○", "connecting": "…"}
 
 
 def order_key(view):
+    """The largest trouble first: the worst severity (or state), then the most critical findings, then
+    the most warnings, then the name."""
     w = view.worst() if view.snap is not None else None
     st = view.state if view.state in ("down", "stale", "connecting") else None
-    return (min(RANK.get(w, 5), RANK.get(st, 5)), view.title)
+    crit = sum(1 for f in view.findings if f.severity == "critical")
+    warn = sum(1 for f in view.findings if f.severity == "warning")
+    return (min(RANK.get(w, 5), RANK.get(st, 5)), -crit, -warn, view.title)
 
 
 class FleetMap(ScrollView, can_focus=True):
@@ -51,7 +56,8 @@ class FleetMap(ScrollView, can_focus=True):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.views: list = []
-        self.rows: list[tuple[int, int]] = []  # (view index, line within the node)
+        self.rows: list[list[tuple[int, int] | None]] = []  # per screen line, per column: (view, its line)
+        self.cols = 1
         self._cache: dict = {}
         self._styles: dict = {}
         self.moved = False
@@ -74,16 +80,26 @@ class FleetMap(ScrollView, can_focus=True):
             self._layout()
         self.refresh()
 
+    MIN_MAP = 64  # a column is worth it when each map keeps this many CPUs a line
+    GAP = 2
+
+    def _col_width(self) -> int:
+        return (self.size.width + self.GAP) // self.cols - self.GAP
+
     def _map_width(self) -> int:
-        return max(8, self.size.width - self.NAME_W - 20)
+        return max(8, self._col_width() - self.NAME_W - 20)
 
     def _layout(self) -> None:
+        self.cols = max(1, (self.size.width + self.GAP) // (self.NAME_W + 20 + self.MIN_MAP + self.GAP))
+        self.cols = min(self.cols, max(1, len(self.views)))
         w = self._map_width()
         self.rows = []
-        for i, v in enumerate(self.views):
-            n = len(v.snap.topology.cpus) if v.snap else 0
-            lines = max(1, -(-n // w))
-            self.rows += [(i, k) for k in range(lines)]
+        for b in range(0, len(self.views), self.cols):
+            band = list(range(b, min(b + self.cols, len(self.views))))
+            lines = [max(1, -(-(len(self.views[i].snap.topology.cpus) if self.views[i].snap else 0) // w))
+                     for i in band]
+            for k in range(max(lines)):
+                self.rows.append([(i, k) if k < n else None for i, n in zip(band, lines)])
         self.virtual_size = Size(self.size.width, len(self.rows))
         self._cache.clear()
 
@@ -108,15 +124,27 @@ class FleetMap(ScrollView, can_focus=True):
         width = self.size.width
         if ry >= len(self.rows):
             return Strip.blank(width, _PLAIN)
-        vi, k = self.rows[ry]
-        v = self.views[vi]
-        key = (ry, vi, v.target, v.generation, self.cursor == vi, width)
+        cw = self._col_width()
         if len(self._cache) > 8192:
             self._cache.clear()
-        hit = self._cache.get(key)
-        if hit is None:
-            hit = self._cache[key] = self._paint(v, k, vi == self.cursor, width)
-        return hit.crop(sx, sx + width)
+        parts = []
+        for cell in self.rows[ry]:
+            if cell is None:
+                parts.append(Strip.blank(cw, _PLAIN))
+                continue
+            vi, k = cell
+            v = self.views[vi]
+            key = (ry, vi, k, v.target, v.generation, self.cursor == vi, cw)
+            hit = self._cache.get(key)
+            if hit is None:
+                hit = self._cache[key] = self._paint(v, k, vi == self.cursor, cw)
+            parts.append(hit)
+        segs: list[Segment] = []
+        for i, part in enumerate(parts):
+            if i:
+                segs.append(Segment(" " * self.GAP, _PLAIN))
+            segs.extend(part)
+        return Strip(segs).extend_cell_length(width, _PLAIN).crop(sx, sx + width)
 
     def _paint(self, v, k: int, focused: bool, width: int) -> Strip:
         segs = []
@@ -158,8 +186,8 @@ class FleetMap(ScrollView, can_focus=True):
     def watch_cursor(self, old: int, new: int) -> None:
         self._cache.clear()
         self.refresh()
-        for i, (vi, k) in enumerate(self.rows):
-            if vi == new and k == 0:
+        for i, line in enumerate(self.rows):
+            if (new, 0) in line:
                 if i < self.scroll_offset.y or i >= self.scroll_offset.y + self.size.height:
                     self.scroll_to(y=i, animate=False)
                 break
@@ -175,8 +203,10 @@ class FleetMap(ScrollView, can_focus=True):
 
     def on_click(self, event: Click) -> None:
         ry = event.y + self.scroll_offset.y
-        if 0 <= ry < len(self.rows):
-            vi = self.rows[ry][0]
+        col = (event.x + self.scroll_offset.x) // (self._col_width() + self.GAP)
+        cell = self.rows[ry][col] if 0 <= ry < len(self.rows) and col < len(self.rows[ry]) else None
+        if cell is not None:
+            vi = cell[0]
             if vi == self.cursor:
                 self.action_open()
             self.moved = True

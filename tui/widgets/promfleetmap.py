@@ -73,10 +73,11 @@ class PromFleetMap(FleetMap):
 
     def _layout(self) -> None:
         w = self._map_width()
+        self.cols = 1  # one column of nodes (FleetMap's rows: per screen line, per column)
         self.rows = []
         for i, v in enumerate(self.views):
             lines = max(1, -(-v.node.ncpus // w)) if v.node.read_ok is not False else 1
-            self.rows += [(i, k) for k in range(lines)]
+            self.rows += [[(i, k)] for k in range(lines)]
         self.virtual_size = Size(self.size.width, len(self.rows))
         self._cache.clear()
 
@@ -84,8 +85,10 @@ class PromFleetMap(FleetMap):
         """The nodes with a row on screen now (their per-CPU series are worth asking for)."""
         y0 = int(self.scroll_offset.y)
         seen: dict[str, None] = {}
-        for vi, _ in self.rows[y0:y0 + max(1, self.size.height)]:
-            seen[self.views[vi].target] = None
+        for line in self.rows[y0:y0 + max(1, self.size.height)]:
+            for cell in line:
+                if cell is not None:
+                    seen[self.views[cell[0]].target] = None
         return list(seen)
 
     def _paint(self, v: PromRow, k: int, focused: bool, width: int) -> Strip:

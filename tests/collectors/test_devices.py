@@ -1,0 +1,272 @@
+"""Devices per NUMA node: kubelet's device-manager checkpoint (parser), the probe's reads, the findings.
+
+Checkpoints are real ones (tests/device_samples.py says where each comes from); their checksums are
+verified as kubelet verifies them (k/k pkg/kubelet/cm/devicemanager/checkpoint/checkpoint.go VerifyChecksum:
+checksum.New(cp.Data), FNV-1a 32 over go-spew %#v with dump.ForHash settings).
+"""
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pinscope.collectors.errors import Problem
+from pinscope.collectors.parse.devices import (device_checkpoint_checksum, parse_device_checkpoint, parse_numa_node,
+                                      parse_nvidia_information)
+
+from device_samples import KIND_TEGRA, NODE2_SPLIT
+
+SRC = "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
+
+
+def _parse(text):
+    probs: list[Problem] = []
+    return parse_device_checkpoint(text, SRC, probs), probs
+
+
+def test_kind_gpu_without_numa_affinity_checksum_as_kubelet_computes_it():
+    cp, probs = _parse(KIND_TEGRA)
+    assert probs == [] and cp.checksum == 3660592824 and cp.checksum_ok is True
+    (a,) = cp.allocations
+    assert (a.pod_uid, a.container, a.resource, a.device, a.numa_node) == (
+        "bf52b2cd-b611-4e79-86b1-280b283185c3", "check", "nvidia.com/gpu", "tegra", None)  # "-1": no NUMA
+    assert cp.registered == (("nvidia.com/gpu", ("tegra",)),)
+
+
+def test_nvidia_uuids_keyed_by_numa_node_checksum_matches():
+    cp, probs = _parse(NODE2_SPLIT)
+    assert probs == [] and cp.checksum_ok is True
+    got = {(a.pod_uid[:8], a.device[:8], a.numa_node) for a in cp.allocations}
+    assert got == {("f21fe02b", "GPU-c1e9", 1), ("9388acc6", "GPU-77a7", 0)}
+    assert len(cp.registered[0][1]) == 3
+
+
+def _sriov(checksum=None):
+    data = {"PodDeviceEntries": [
+        {"PodUID": "0f2b7c1e-5a8d-4e2f-9c3b-1d4e5f6a7b8c", "ContainerName": "dpdk",
+         "ResourceName": "intel.com/intel_sriov_netdevice",
+         "DeviceIDs": {"1": ["0000:af:02.1", "0000:af:02.3"], "-1": ["0000:3b:0a.0"]}, "AllocResp": "EgA="}],
+        "RegisteredDevices": {"intel.com/intel_sriov_netdevice": ["0000:af:02.1", "0000:af:02.3", "0000:3b:0a.0"],
+                              "nvidia.com/gpu": None}}
+    return json.dumps({"Data": data, "Checksum": device_checkpoint_checksum(data) if checksum is None else checksum})
+
+
+def test_sriov_pci_addresses_several_numa_keys_and_a_null_list():
+    cp, probs = _parse(_sriov())
+    assert probs == [] and cp.checksum_ok is True
+    assert [(a.device, a.numa_node) for a in cp.allocations] == [
+        ("0000:3b:0a.0", None), ("0000:af:02.1", 1), ("0000:af:02.3", 1)]  # spew's order: -1 first
+
+
+def test_checksum_mismatch_is_said_and_the_content_still_shown():
+    cp, probs = _parse(_sriov(checksum=12345))
+    assert cp.checksum_ok is False and len(cp.allocations) == 3
+    assert "does not match" in probs[0].message and "kubelet would refuse" in probs[0].message
+
+
+def test_an_edited_device_id_breaks_the_real_checksum():
+    cp, probs = _parse(NODE2_SPLIT.replace("GPU-77a702db", "GPU-77a702dc", 1))
+    assert cp.checksum_ok is False and probs
+
+
+def test_pre_1_20_list_form_is_read_numa_unknown_not_called_corrupt():
+    text = ('{"Data":{"PodDeviceEntries":[{"PodUID":"u","ContainerName":"c","ResourceName":"r",'
+            '"DeviceIDs":["d1","d2"],"AllocResp":""}],"RegisteredDevices":{"r":["d1","d2"]}},"Checksum":7}')
+    cp, probs = _parse(text)
+    assert [(a.device, a.numa_node) for a in cp.allocations] == [("d1", None), ("d2", None)]
+    assert cp.checksum_ok is None and probs == []
+
+
+@pytest.mark.parametrize("text,words", [
+    ("", "not valid JSON"), ('{"Data":', "not valid JSON"), ("[]", "not a JSON object"),
+    ('{"Checksum":1}', "no Data"), ('{"Data":{"PodDeviceEntries":{}}}', "not a list"),
+    ('{"Data":{"PodDeviceEntries":[{"PodUID":1}]}}', "not a string"),
+    ('{"Data":{"PodDeviceEntries":[{"PodUID":"u","ContainerName":"c","ResourceName":"r","DeviceIDs":{"x":["a"]}}]}}',
+     "NUMA node"),
+    ('{"Data":{"PodDeviceEntries":[{"PodUID":"u","ContainerName":"c","ResourceName":"r","AllocResp":"%%%"}]},'
+     '"Checksum":5}', "not base64"),
+    ("[" * 100000 + "]" * 100000, "JSON"),
+    ('{"Data":{},"Checksum":' + "9" * 5000 + "}", "JSON"),
+])
+def test_garbage_is_a_stated_problem_never_a_traceback(text, words):
+    cp, probs = _parse(text)
+    assert any(words in p.message for p in probs), probs
+    assert all(p.source == SRC for p in probs)
+
+
+def test_oversized_checkpoint_is_refused_unread():
+    cp, probs = _parse('{"Data":{"PodDeviceEntries":[]},"x":"' + "a" * (5 * 1024 * 1024) + '"}')
+    assert cp is None and "too large" in probs[0].message
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                    lambda c: st.lists(c, max_size=3) | st.dictionaries(
+                        st.sampled_from(["Data", "PodDeviceEntries", "PodUID", "ContainerName", "ResourceName",
+                                         "DeviceIDs", "AllocResp", "RegisteredDevices", "Checksum", "-1", "0"]),
+                        c, max_size=5), max_leaves=20))
+def test_any_json_shape_never_raises(doc):
+    _parse(json.dumps(doc))
+
+
+def test_numa_node_and_nvidia_information():
+    assert parse_numa_node("1\n") == 1 and parse_numa_node("-1\n") is None and parse_numa_node("x") is None
+    info = ("Model: \t\t NVIDIA A100-SXM4-80GB\nIRQ:   \t\t 190\nGPU UUID: \t GPU-9b341c59-f96b-ba85-c137-78c3652fea65\n"
+            "Video BIOS: \t 92.00.36.00.01\nBus Type: \t PCIe\nDMA Size: \t 47 bits\nBus Location: \t 0000:AF:00.0\n")
+    assert parse_nvidia_information(info) == ("GPU-9b341c59-f96b-ba85-c137-78c3652fea65", "0000:af:00.0")
+    assert parse_nvidia_information("garbage") == (None, None)
+
+
+# ----------------------------------------------------------------------------- through the real probe (--root)
+
+def _devices(rep):
+    return {(p.name, c.name): [(d.resource.split("/")[0], d.device, d.numa_node, d.numa_from) for d in c.devices]
+            for p, c in rep.snapshot.containers() if c.devices}
+
+
+def test_probe_reads_checkpoint_sysfs_and_nvidia_procfs_under_root(tmp_path):
+    from device_samples import GPU_FAR, GPU_NEAR, ORPHAN_UID, gpu_node_spec
+    from helpers import read_sim
+
+    rep = read_sim(gpu_node_spec(), tmp_path, samples=1)
+    snap = rep.snapshot
+    assert snap.device_state is not None and snap.device_state.checksum_ok is True
+    assert _devices(rep) == {
+        ("infer-far", "triton"): [("nvidia.com", GPU_FAR, 1, "nvidia")],  # -1 in the checkpoint: procfs + sysfs
+        ("infer-near", "triton"): [("nvidia.com", GPU_NEAR, 0, "nvidia")],
+        ("dpdk-fwd", "fwd"): [("intel.com", "0000:3b:0a.2", None, ""), ("intel.com", "0000:af:02.1", 1, "pci")],
+    }
+    assert [a.pod_uid for a in snap.device_orphans] == [ORPHAN_UID]
+    assert not [p for p in snap.problems if "device" in p.source]
+
+
+def test_probe_states_a_corrupt_checkpoint_and_reads_the_rest(tmp_path):
+    from device_samples import gpu_node_spec
+    from helpers import read_sim
+
+    rep = read_sim(gpu_node_spec(device_text='{"Data":{"PodDeviceEntries":[{"PodUID":'), tmp_path, samples=1)
+    snap = rep.snapshot
+    assert snap.device_state is None and not _devices(rep)
+    probs = [p.message for p in snap.problems if p.source.endswith("kubelet_internal_checkpoint")]
+    assert probs and "not valid JSON" in probs[0]
+    assert len(list(snap.containers())) == 3  # the node is still read
+
+
+def test_probe_cuts_an_oversized_checkpoint_and_says_so(tmp_path):
+    from device_samples import gpu_node_spec
+    from helpers import read_sim
+
+    rep = read_sim(gpu_node_spec(device_text='{"Data":{"x":"' + "A" * (2 * 1024 * 1024) + '"}}'), tmp_path, samples=1)
+    msgs = [p.message for p in rep.snapshot.problems if p.source.endswith("kubelet_internal_checkpoint")]
+    assert any("larger than" in m for m in msgs) and rep.snapshot.device_state is None
+
+
+def test_probe_refuses_a_fifo_checkpoint(tmp_path):
+    import os
+
+    from device_samples import gpu_node_spec
+    from helpers import read_sim
+
+    d = tmp_path / "var/lib/kubelet/device-plugins"
+    d.mkdir(parents=True)
+    os.mkfifo(d / "kubelet_internal_checkpoint")
+    rep = read_sim(gpu_node_spec(orphan_devices=[], pods=[]), tmp_path, samples=1)
+    msgs = [p.message for p in rep.snapshot.problems if p.source.endswith("kubelet_internal_checkpoint")]
+    assert any("fifo" in m for m in msgs)
+
+
+# ----------------------------------------------------------------------------- findings
+
+def test_gpu_on_the_far_numa_node_is_found_with_evidence_and_the_fix(tmp_path):
+    from device_samples import GPU_FAR, ORPHAN_UID, gpu_node_spec
+    from helpers import read_sim
+
+    rep = read_sim(gpu_node_spec(), tmp_path, samples=1)
+    cross = [f for f in rep.findings if f.code == "DEVICE_CROSS_NUMA"]
+    assert [(f.pod, f.container) for f in cross] == [("infer-far", "triton")]  # near GPU and VFs: silent
+    f = cross[0]
+    assert str(f.severity) == "warning" and GPU_FAR in f.message and "NUMA 1" in f.message
+    assert f.cpus == (1, 2, 9, 10) and "single-numa-node" in f.hint
+    ev = "\n".join(f.evidence)
+    assert "/proc/driver/nvidia/gpus/0000:af:00.0/information" in ev
+    assert "/sys/bus/pci/devices/0000:af:00.0/numa_node = 1" in ev and "topologyManagerPolicy = best-effort" in ev
+    orphan = [f for f in rep.findings if f.code == "DEVICE_CHECKPOINT_ORPHAN"]
+    assert len(orphan) == 1 and ORPHAN_UID in orphan[0].message and str(orphan[0].severity) == "info"
+
+
+def test_aligned_node_and_unplaceable_devices_say_nothing(tmp_path):
+    """Never cry wolf: the far GPU unplaceable (no NVIDIA procfs, the plugin said -1) is unknown, not far."""
+    from device_samples import gpu_node_spec
+    from helpers import read_sim
+
+    rep = read_sim(gpu_node_spec(nvidia_gpus={}, orphan_devices=[]), tmp_path, samples=1)
+    assert not [f for f in rep.findings if f.code.startswith("DEVICE_")]
+    far = next(c for p, c in rep.snapshot.containers() if p.name == "infer-far")
+    assert [(d.numa_node, d.numa_from) for d in far.devices] == [(None, "")]
+
+
+# ----------------------------------------------------------------------------- exporter
+
+def test_exporter_device_series_bounded_and_promtool_clean(tmp_path):
+    import shutil
+    import subprocess
+
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from pinscope.collectors.exporter.metrics import LatestReports, NodeState, node_samples
+    from device_samples import GPU_FAR, gpu_node_spec
+    from helpers import need, read_sim
+
+    rep = read_sim(gpu_node_spec(), tmp_path / "n", samples=1)
+    s = node_samples("gpu-node", rep)
+    info = {(x.labels["pod"], x.labels["device"]): x.labels for x in s["pinscope_container_device_info"]}
+    assert info[("infer-far", GPU_FAR)] == {"node": "gpu-node", "namespace": "ml", "pod": "infer-far",
+                                           "container": "triton", "resource": "nvidia.com/gpu", "device": GPU_FAR,
+                                           "numa_node": "1"}
+    assert info[("dpdk-fwd", "0000:3b:0a.2")]["numa_node"] == ""  # unknown, said as such
+    counts = {(x.labels["numa_node"], x.labels["resource"]): x.value for x in s["pinscope_numa_node_devices"]}
+    assert counts == {("0", "nvidia.com/gpu"): 1, ("1", "nvidia.com/gpu"): 1,
+                      ("1", "intel.com/intel_sriov_netdevice"): 1, ("", "intel.com/intel_sriov_netdevice"): 1}
+    store = LatestReports()
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(store)
+    store.put(NodeState("gpu-node", s, True, 0.01, 0.002, 1700000000.0))
+    text = generate_latest(reg).decode()
+    assert 'pinscope_container_device_info{' in text
+    need(shutil.which("promtool") is not None, "promtool (Debian package prometheus)")
+    r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == "" and r.stderr.strip() == "", (r.stdout, r.stderr)
+
+
+def test_exporter_caps_device_series_per_node(tmp_path):
+    from pinscope.collectors.exporter.metrics import MAX_DEVICE_SERIES, node_samples
+    from pinscope.collectors.sim.node import CtrSpec, PodSpec
+    from device_samples import gpu_node_spec
+    from helpers import read_sim
+
+    vfs = [("intel.com/sriov", f"0000:af:{i // 8:02x}.{i % 8}", 1) for i in range(MAX_DEVICE_SERIES + 40)]
+    spec = gpu_node_spec(orphan_devices=[], pods=[PodSpec("many", "net", containers=[CtrSpec("x", cpus="4", devices=vfs)])])
+    s = node_samples("n", read_sim(spec, tmp_path / "n", samples=1))
+    assert len(s["pinscope_container_device_info"]) == MAX_DEVICE_SERIES
+    assert [x.value for x in s["pinscope_numa_node_devices"]] == [MAX_DEVICE_SERIES + 40]
+
+
+# ----------------------------------------------------------------------------- the demo
+
+def test_check_and_snapshot_name_the_demos_far_gpu():
+    """`pinscope check demo`: the demo's inference node has a planted GPU on the far NUMA node; the JSON has it
+    per container and per NUMA node."""
+    from helpers import run_cli
+
+    r = run_cli("check", "demo")
+    lines = [ln for ln in r.stdout.splitlines() if "DEVICE_CROSS_NUMA" in ln]
+    assert r.returncode == 2 and len(lines) == 1, (r.stdout, r.stderr)  # 2: the trading node's planted criticals
+    assert lines[0].startswith("infer-epyc-64: warning") and "ml/triton-0/triton" in lines[0] and "(NUMA 3)" in lines[0]
+    r = run_cli("snapshot", "--json", "demo")
+    infer = next(o for o in json.loads(r.stdout) if o["node"] == "infer-epyc-64")
+    t0 = next(c for p in infer["pods"] if p["name"] == "triton-0" for c in p["containers"])
+    assert [(d["resource"], d["numa_node"], d["numa_from"], d["pci"]) for d in t0["devices"]] == [
+        ("nvidia.com/gpu", 3, "nvidia", "0000:c1:00.0")]
+    n3 = next(n for n in infer["numa_nodes"] if n["id"] == 3)
+    assert [(d["pod"], d["container"]) for d in n3["devices"]] == [("triton-0", "triton")]
+    assert infer["kubelet"]["device_checkpoint"]["checksum_ok"] is True

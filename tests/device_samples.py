@@ -1,0 +1,60 @@
+"""Device-manager checkpoints as real nodes wrote them (kubelet_internal_checkpoint), verbatim, with their sources.
+
+KIND_TEGRA: a kind node on an NVIDIA Jetson (kindest/node v1.37.0), `docker exec ... cat
+/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint` in a public write-up "Appendix A. A local GPU
+cluster with kind": one GPU, no NUMA affinity ("-1"), checksum 3660592824.
+NODE2_*: a public Topology Manager test write-up (a 28-CPU, 2-NUMA node "node2" with three NVIDIA GPUs, device
+plugin nvidia.com/gpu; GPU UUIDs keyed by NUMA node): NODE2_SPLIT is its last case, where a 16-CPU pod
+(9388acc6, CPUs 1-13,17-19 on both NUMA nodes) got GPU-77a7 on NUMA 0 while the other pod's GPU sits on NUMA 1.
+"""
+
+KIND_TEGRA = ('{"Data":{"PodDeviceEntries":[{"PodUID":"bf52b2cd-b611-4e79-86b1-280b283185c3","ContainerName":"check",'
+              '"ResourceName":"nvidia.com/gpu","DeviceIDs":{"-1":["tegra"]},'
+              '"AllocResp":"Ch8KFk5WSURJQV9WSVNJQkxFX0RFVklDRVMSBXRlZ3Jh"}],'
+              '"RegisteredDevices":{"nvidia.com/gpu":["tegra"]}},"Checksum":3660592824}')
+
+NODE2_SPLIT = (
+    '{"Data":{"PodDeviceEntries":[{"PodUID":"f21fe02b-e6e2-4d04-9a4a-9e57367fa324","ContainerName":"app",'
+    '"ResourceName":"nvidia.com/gpu","DeviceIDs":{"1":["GPU-c1e9f249-b37b-81c2-a8d9-ba5ca0294841"]},'
+    '"AllocResp":"CkIKFk5WSURJQV9WSVNJQkxFX0RFVklDRVMSKEdQVS1jMWU5ZjI0OS1iMzdiLTgxYzItYThkOS1iYTVjYTAyOTQ4NDEaJAoOL2'
+    'Rldi9udmlkaWFjdGwSDi9kZXYvbnZpZGlhY3RsGgJydxomCg8vZGV2L252aWRpYS11dm0SDy9kZXYvbnZpZGlhLXV2bRoCcncaMgoVL2Rldi9udmlk'
+    'aWEtdXZtLXRvb2xzEhUvZGV2L252aWRpYS11dm0tdG9vbHMaAnJ3Gi4KEy9kZXYvbnZpZGlhLW1vZGVzZXQSEy9kZXYvbnZpZGlhLW1vZGVzZXQaAnJ3'
+    'GiAKDC9kZXYvbnZpZGlhMhIML2Rldi9udmlkaWEyGgJydw=="},'
+    '{"PodUID":"9388acc6-a396-4f03-a353-ce153da46aaf","ContainerName":"app","ResourceName":"nvidia.com/gpu",'
+    '"DeviceIDs":{"0":["GPU-77a702db-e37f-3a74-d46d-c5713f66058c"]},'
+    '"AllocResp":"CkIKFk5WSURJQV9WSVNJQkxFX0RFVklDRVMSKEdQVS03N2E3MDJkYi1lMzdmLTNhNzQtZDQ2ZC1jNTcxM2Y2NjA1OGMaJAoOL2'
+    'Rldi9udmlkaWFjdGwSDi9kZXYvbnZpZGlhY3RsGgJydxomCg8vZGV2L252aWRpYS11dm0SDy9kZXYvbnZpZGlhLXV2bRoCcncaMgoVL2Rldi9udmlk'
+    'aWEtdXZtLXRvb2xzEhUvZGV2L252aWRpYS11dm0tdG9vbHMaAnJ3Gi4KEy9kZXYvbnZpZGlhLW1vZGVzZXQSEy9kZXYvbnZpZGlhLW1vZGVzZXQaAnJ3'
+    'GiAKDC9kZXYvbnZpZGlhMBIML2Rldi9udmlkaWEwGgJydw=="}],'
+    '"RegisteredDevices":{"nvidia.com/gpu":["GPU-77a702db-e37f-3a74-d46d-c5713f66058c",'
+    '"GPU-9b341c59-f96b-ba85-c137-78c3652fea65","GPU-c1e9f249-b37b-81c2-a8d9-ba5ca0294841"]}},"Checksum":4148283274}')
+
+GPU_FAR = "GPU-9b341c59-f96b-ba85-c137-78c3652fea65"
+GPU_NEAR = "GPU-77a702db-e37f-3a74-d46d-c5713f66058c"
+ORPHAN_UID = "5d0c3f0e-9a41-4b7e-8f6a-0b1c2d3e4f50"
+
+
+def gpu_node_spec(**kw):
+    """A 2-socket GPU node (intel numbering: NUMA 0 = CPUs 0-3,8-11, NUMA 1 = 4-7,12-15): an inference pod pinned
+    on NUMA 0 whose GPU sits on NUMA 1 (the plugin keyed it -1: only NVIDIA's procfs + sysfs place it), an aligned
+    one, an SR-IOV DPDK pod with a VF on its own node and one the platform cannot place (numa_node -1), and an
+    allocation of a pod no source knows (a pod deleted while kubelet was down)."""
+    from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+
+    base = dict(
+        hostname="gpu-node", sockets=2, cores=4, threads=2, policy="static", reserved="0,8",
+        topology_policy="best-effort",
+        pods=[PodSpec("infer-far", "ml", uid="11111111-2222-4333-8444-555555555555",
+                      containers=[CtrSpec("triton", cpus="1-2,9-10", devices=[("nvidia.com/gpu", GPU_FAR, -1)])]),
+              PodSpec("infer-near", "ml", uid="66666666-7777-4888-9999-aaaaaaaaaaaa",
+                      containers=[CtrSpec("triton", cpus="3,11", devices=[("nvidia.com/gpu", GPU_NEAR, 0)])]),
+              PodSpec("dpdk-fwd", "net", uid="bbbbbbbb-cccc-4ddd-8eee-ffffffffffff",
+                      containers=[CtrSpec("fwd", cpus="4-5,12-13", devices=[
+                          ("intel.com/intel_sriov_netdevice", "0000:af:02.1", 1),
+                          ("intel.com/intel_sriov_netdevice", "0000:3b:0a.2", -1)])])],
+        pci_numa={"0000:af:00.0": 1, "0000:3b:00.0": 0, "0000:af:02.1": 1, "0000:3b:0a.2": -1},
+        nvidia_gpus={GPU_FAR: "0000:af:00.0", GPU_NEAR: "0000:3b:00.0"},
+        orphan_devices=[(ORPHAN_UID, "trainer", "nvidia.com/gpu", "GPU-0a1b2c3d-0000-1111-2222-333344445555", 0)],
+    )
+    base.update(kw)
+    return NodeSpec(**base)
