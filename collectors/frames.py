@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+PROTOCOL = "2"  # the wire format this client reads (probe.sh PROTO; each frame says "Iprobe-protocol N")
 MAX_FRAME_BYTES = 64 * 1024 * 1024  # a client-side bound on top of the probe's per-file bound
 
 
@@ -223,6 +224,7 @@ class FrameStore:
         self.names: Frame | None = None
         self.carry: dict[str, Frame] = {}
         self._base: tuple[tuple[Frame, ...], dict] = ((), {})
+        self._kept: dict[tuple[bool, bool], dict] = {}  # the base without what a tick reads itself
         self._prev: dict | None = None
 
     def add(self, frame: Frame) -> View:
@@ -235,7 +237,7 @@ class FrameStore:
             self.names = frame
         older = dict.fromkeys(f for k, f in self.carry.items() if k not in letters)
         carry = tuple(sorted(older, key=_seq))
-        files = _merge(self._base_files(carry), frame) if carry else frame.files
+        files = _merge(self._kept_files(carry, letters), frame) if carry else frame.files
         if self.static is None:
             raise ValueError("a frame before any static frame")
         view = View(self.static, frame, self.names, carry, files, self._prev)
@@ -253,8 +255,19 @@ class FrameStore:
             base: dict = {}
             for fr in carry:
                 base.update(fr.files)
-            self._base = (carry, base)
+            self._base, self._kept = (carry, base), {}
         return self._base[1]
+
+    def _kept_files(self, carry: tuple[Frame, ...], letters: str) -> dict:
+        """The carried files a tick with these letters may be served from (not the ones it reads itself):
+        filtered once per carried frames and kind of tick, not once per tick (most ticks carry the same
+        frames, and the filter is a look-up per carried file)."""
+        base = self._base_files(carry)
+        key = ("g" in letters, "c" in letters)
+        kept = self._kept.get(key)
+        if kept is None:
+            kept = self._kept[key] = {p: t for p, t in base.items() if not _owned(p, letters)}
+        return kept
 
 
 def _seq(f: Frame) -> int:
@@ -279,11 +292,12 @@ def _owned(path: str, letters: str) -> bool:
     return "c" in letters and name in _DETAIL_NAMES
 
 
-def _merge(base: dict, frame: Frame) -> dict:
-    """The carried frames' files under the tick's: without what the tick reads itself or said it could
-    not read (refused, unreadable, too big to read)."""
+def _merge(kept: dict, frame: Frame) -> dict:
+    """The carried frames' files (`kept`: without those the tick reads itself) under the tick's: without
+    what the tick said it could not read (refused, unreadable, too big to read)."""
     said = frame.unreadable | frame.refused.keys() | frame.truncated.keys()
-    letters = frame.letters
-    out = {p: t for p, t in base.items() if p not in said and not _owned(p, letters)}
+    out = dict(kept)
+    for p in said:
+        out.pop(p, None)
     out.update(frame.files)
     return out

@@ -4,8 +4,9 @@
 # Read-only: it writes no file, changes no setting, installs nothing (the one exception the client may ask
 # for: the probe's own CPU affinity, see "Requests" and confine).
 #
-# Protocol 2 (each frame says "Iprobe-protocol 2"). Shape: a forwarder reads one request per line on stdin
-# and hands it to this shell's loop, which walks the directories with shell globs (builtins, no fork) and
+# Protocol 2 (each frame says "Iprobe-protocol 2"; a client that says another one with --protocol N gets
+# frames that read nothing and say why, and the client refuses a probe of another protocol).
+# Shape: a forwarder reads one request per line on stdin and hands it to this shell's loop, which walks the directories with shell globs (builtins, no fork) and
 # hands file paths to ONE long-lived awk process, which reads each file with getline and writes one tagged
 # line per output line:
 #   B<seq> <request>   frame begins            Z<seq>   frame ends (awk flushes here)
@@ -51,13 +52,17 @@
 # scaling_cur_freq is never read (20 ms a read on some CPUs).
 
 R=""
+PROTO=2  # the wire format (frames.PROTOCOL on the client): a client that says another one is refused
+CP=""  # the protocol the client speaks (--protocol N), when it says
 while [ $# -gt 0 ]; do
   case $1 in
     --root) R=${2-}; shift; [ $# -gt 0 ] && shift ;;
     --root=*) R=${1#--root=}; shift ;;
+    --protocol) CP=${2-}; shift; [ $# -gt 0 ] && shift ;;
     *) shift ;;
   esac
 done
+case $CP in *[!0-9]*) CP="?" ;; esac
 R=${R%/}
 [ -d "$R/proc" ] && [ -d "$R/sys" ] || printf 'W%s\n' "no $R/proc or $R/sys here: is --root right?"
 LC_ALL=C
@@ -574,7 +579,11 @@ loop() {
     case $focus in *[!0-9a-f]*) focus="" ;; esac
     FOCUS=$focus
     seq=$((seq + 1))
-    printf 'B%s %s %s\nIprobe-protocol 2\n' "$seq" "$req" "$FOCUS${FCPU:+@$FCPU}"
+    printf 'B%s %s %s\nIprobe-protocol %s\n' "$seq" "$req" "$FOCUS${FCPU:+@$FCPU}" "$PROTO"
+    if [ -n "$CP" ] && [ "$CP" != "$PROTO" ]; then  # nothing read for a client that would misread it
+      printf 'W%s\nZ%s\n%s' "refused: the client speaks protocol $CP, this probe speaks $PROTO" "$seq" "$PAD"
+      continue
+    fi
     [ -n "$PIDS" ] || own_pids
     printf 'Iprobe-pids %s\n' "$PIDS"
     [ -n "$PGL" ] && printf 'Iprobe-pgid %s\n' "$$"

@@ -25,13 +25,10 @@ from pinscope.collectors.fleet import Fleet, NodeTarget
 from pinscope.themes import TCSS
 from pinscope.themes.themes import ORDER, THEMES, theme_name
 from pinscope.collectors.text import display
-from pinscope.tui.screens.container import ContainerScreen
-from pinscope.tui.screens.cpu import CpuScreen
-from pinscope.tui.screens.fleet import FleetScreen
-from pinscope.tui.screens.help import HelpScreen
-from pinscope.tui.screens.base import ReportScreen
+# the first grid needs the node screen only: the others (the overview with psutil, a CPU, a container, help,
+# node info) are imported when one is first shown (issue 25: first grid)
+from pinscope.tui.screens.base import FleetBase, ReportScreen
 from pinscope.tui.screens.node import NodeScreen
-from pinscope.tui.screens.nodeinfo import NodeInfoScreen
 from pinscope.tui.controlfilter import DropControlCharacters
 from pinscope.tui.state import NodeView
 
@@ -166,6 +163,8 @@ class PinscopeApp(App):
         """The first screen and the long-lived tasks: the nodes' (PromApp: the Prometheus overview's)."""
         _raise_nofile(len(self.targets))
         if len(self.targets) > 1:
+            from pinscope.tui.screens.fleet import FleetScreen
+
             self.push_screen(FleetScreen())
             if self.start in self.views:
                 self.open_node(self.start)
@@ -194,12 +193,13 @@ class PinscopeApp(App):
             self.notify(display(f"keymap {KEYMAP} ignored: {err}"), severity="warning", markup=False)
             return
         keymap = {str(k): str(v) for k, v in data.items() if isinstance(v, str)}
+        if not keymap:  # nothing to check: knowing every id imports every screen (not before a first grid)
+            return
         from pinscope.tui.keymap import unknown_ids_line
 
         if line := unknown_ids_line(keymap, KEYMAP):  # a misspelt id is said, not silently ignored
             self.notify(display(line), severity="warning", markup=False)
-        if keymap:
-            self.set_keymap(keymap)
+        self.set_keymap(keymap)
 
     async def _node_task(self, target: str) -> None:
         """The one long-lived task of a node (collectors/fleet.py); its reports and states become messages."""
@@ -260,7 +260,7 @@ class PinscopeApp(App):
 
     def _refresh(self, target: str) -> None:
         scr = self.shown_screen()
-        if isinstance(scr, FleetScreen):
+        if isinstance(scr, FleetBase):
             self._fleet_dirty = True  # many nodes: repaint the overview a few times a second, not per node
         elif isinstance(scr, ReportScreen) and scr.target == target and scr.is_mounted:
             # a screen just pushed is composed but not mounted yet: its on_mount paints it (a node going
@@ -273,7 +273,7 @@ class PinscopeApp(App):
 
     def _refresh_fleet(self) -> None:
         scr = self.shown_screen()
-        if self._fleet_dirty and isinstance(scr, FleetScreen) and scr.is_mounted:
+        if self._fleet_dirty and isinstance(scr, FleetBase) and scr.is_mounted:
             self._fleet_dirty = False
             try:
                 with self.batch_update():
@@ -298,12 +298,18 @@ class PinscopeApp(App):
         self.open_cpu(target, cpu)
 
     def open_cpu(self, target: str, cpu: int) -> None:
+        from pinscope.tui.screens.cpu import CpuScreen
+
         self.push_screen(CpuScreen(self.views[target], cpu))
 
     def open_container(self, target: str, uid: str, cid: str | None, name: str | None) -> None:
+        from pinscope.tui.screens.container import ContainerScreen
+
         self.push_screen(ContainerScreen(self.views[target], uid, cid, name))
 
     def open_node_info(self, target: str) -> None:
+        from pinscope.tui.screens.nodeinfo import NodeInfoScreen
+
         self.push_screen(NodeInfoScreen(self.views[target]))
 
     def open_finding(self, target: str, f) -> None:
@@ -339,7 +345,7 @@ class PinscopeApp(App):
 
     def back_to_fleet(self) -> bool:
         """Esc on a node screen: back to the overview when there is one."""
-        if len(self.screen_stack) > 2 and isinstance(self.screen_stack[-2], FleetScreen):
+        if len(self.screen_stack) > 2 and isinstance(self.screen_stack[-2], FleetBase):
             self.focus_node = None
             self.pop_screen()
             self._fleet_dirty = True
@@ -348,6 +354,8 @@ class PinscopeApp(App):
 
     # ------------------------------------------------------------------ actions
     def action_help(self) -> None:
+        from pinscope.tui.screens.help import HelpScreen
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.screen))
 

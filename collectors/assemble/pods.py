@@ -77,6 +77,32 @@ class CgroupReader:
         return cg
 
 
+    def recount(self, files: dict, path: str, version: int, cpu_path: str | None = None) -> CgroupFiles | None:
+        """The directory's last CgroupFiles with its counters brought up to date, for a caller that knows
+        its other texts held (`shape` compared); None when the directory is not known."""
+        key = (path, version, cpu_path)
+        ent = self._now.get(key) or self._last.get(key)
+        if ent is None:
+            return None
+        paths, texts, cg, probs = ent
+        nfix = 5 if version == 2 else 6
+        counters = tuple(map(files.get, paths[nfix:]))
+        if counters != texts[nfix:]:
+            cg = refresh_counters(cg, counters[0], counters[1] if version == 2 else None)
+            texts = (*texts[:nfix], *counters)
+        self._now[key] = (paths, texts, cg, probs)
+        return cg
+
+    def shape(self, files: dict, path: str, version: int, cpu_path: str | None = None) -> tuple:
+        """The directory's texts but the counters, and which counters are there: what its CgroupFiles
+        depends on beyond the counters (compared, never parsed)."""
+        key = (path, version, cpu_path)
+        ent = self._now.get(key) or self._last.get(key)
+        paths = ent[0] if ent is not None else _file_paths(path, version, cpu_path)
+        nfix = 5 if version == 2 else 6
+        return (*map(files.get, paths[:nfix]), *(files.get(q) is None for q in paths[nfix:]))
+
+
 def _same_presence(a: tuple, b: tuple, start: int) -> bool:
     return all((x is None) == (y is None) for x, y in zip(a[start:], b[start:]))
 
@@ -94,9 +120,51 @@ class _Ctx:
         self.entries = state.entries if state else {}
         self.v1_by_id = self.entries.get("", {}) if state and state.version == 1 else {}
 
-    def cgfiles(self, path: str):
+    def cgfiles(self, path: str, problems: list | None = None):
         cpu_path = f"{CG}/cpu{path[len(self.base):]}" if self.cgv == 1 else None
-        return self.stage.cgroups.read(self.files, path, self.cgv or 2, self.problems, cpu_path)
+        return self.stage.cgroups.read(self.files, path, self.cgv or 2,
+                                       self.problems if problems is None else problems, cpu_path)
+
+    def recount(self, path: str, scratch: list):
+        """The directory's CgroupFiles when only its counters may have moved (see CgroupReader.recount)."""
+        cpu_path = f"{CG}/cpu{path[len(self.base):]}" if self.cgv == 1 else None
+        cg = self.stage.cgroups.recount(self.files, path, self.cgv or 2, cpu_path)
+        return cg if cg is not None else self.cgfiles(path, scratch)
+
+    def cgshape(self, path: str) -> tuple:
+        cpu_path = f"{CG}/cpu{path[len(self.base):]}" if self.cgv == 1 else None
+        return self.stage.cgroups.shape(self.files, path, self.cgv or 2, cpu_path)
+
+
+def _pod_key(x: _Ctx, uid: str, pdir: str, leaves: list[str]) -> tuple:
+    """Everything `_pod` reads of the tick but the counters (cpu.stat, cpu.pressure): the texts of the
+    pod's cgroup.procs and cgroup files, which leaves have a "container" dir, whether this tick read the
+    pod-level cgroup, kubelet's assignment. The log layout and the tasks are compared apart (by identity
+    and generation). While the key holds, the pod is the last one with its counters brought up to date."""
+    get, tf = x.files.get, x.tick_files
+    texts: list = [get(f"{pdir}/cgroup.procs")]
+    for leaf in leaves:
+        inner = f"{leaf}/container" in x.dirset
+        path = f"{leaf}/container" if inner else leaf
+        texts += [inner, get(f"{path}/cgroup.procs"), x.cgshape(path)]
+    pod_level = f"{pdir}/cpuset.cpus" in tf or f"{pdir}/cpuset.effective_cpus" in tf
+    texts.append(x.cgshape(pdir) if pod_level else None)
+    return (pdir, tuple(leaves), x.cgv, x.base, x.entries.get(uid), x.v1_by_id or None, tuple(texts))
+
+
+def _counters_moved(x: _Ctx, pod: Pod) -> Pod:
+    """A pod whose inputs but its counters held: its containers' (and pod-level) CgroupFiles re-read
+    through the CgroupReader (the counters only), the rest shared with the last tick's pod. The problems
+    are the pod's kept ones (the reader's are the same while the texts but the counters hold)."""
+    scratch: list[Problem] = []
+    ctrs = []
+    for c in pod.containers:
+        cg = x.recount(c.cgroup_path, scratch) if c.cgroup is not None and c.cgroup_path else c.cgroup
+        ctrs.append(c if cg is c.cgroup else c._replace(cgroup=cg))
+    pod_cg = x.recount(pod.cgroup_path, scratch) if pod.cgroup is not None and pod.cgroup_path else pod.cgroup
+    if pod_cg is pod.cgroup and all(a is b for a, b in zip(ctrs, pod.containers)):
+        return pod
+    return pod._replace(containers=tuple(ctrs), cgroup=pod_cg)
 
 
 def _is_pause(procs, by_pid) -> bool:
@@ -211,6 +279,9 @@ class PodsStage:
         self.cgroups = CgroupReader()
         self._tasks_last: dict = {}
         self._tasks_now: dict = {}
+        self._pods_last: dict = {}  # uid -> (key, log layout, tasks generation, pod, its problems)
+        self._pods_now: dict = {}
+        self.pods_built = 0  # pods assembled anew (not reused): what a test counts
 
     def run(self, files: dict, tick: Frame, cgv: int | None, base: str, pods_cg: dict, dirset: set, logs, state,
             tasks, problems: list) -> tuple[Pod, ...]:
@@ -221,9 +292,10 @@ class PodsStage:
                  tick.request.partition(" ")[2].strip())
         pods: list[Pod] = []
         seen_uids = set()
+        self._pods_last, self._pods_now = self._pods_now, {}
         for uid, (pdir, leaves) in sorted(pods_cg.items()):
             seen_uids.add(uid)
-            pods.append(_pod(x, uid, pdir, leaves))
+            pods.append(self._pod(x, uid, pdir, leaves))
         for uid, ctrs in sorted(x.entries.items()):
             if uid == "" or uid in seen_uids:
                 continue
@@ -233,6 +305,26 @@ class PodsStage:
                             tuple(Container(n, None, uid, None, None, cs) for n, cs in sorted(ctrs.items())),
                             sources=(*sources, "state")))
         return tuple(pods)
+
+    def _pod(self, x: _Ctx, uid: str, pdir: str, leaves: list[str]) -> Pod:
+        """One pod: the last tick's (its counters re-read) while its inputs held, else assembled anew. A
+        focused container reads its memory.numa_stat: its pods are always assembled anew."""
+        key = _pod_key(x, uid, pdir, leaves) if not x.focus else None
+        ent = self._pods_last.get(uid)
+        if key is not None and ent is not None and ent[0] == key and ent[1] is x.logs and ent[2] == x.tasks[1]:
+            pod, probs = _counters_moved(x, ent[3]), ent[4]
+            x.problems.extend(probs)
+            for c in pod.containers:  # their task lists hold too (same procs, same tasks): keep them
+                if c.cgroup_path in self._tasks_last:
+                    self._tasks_now[c.cgroup_path] = self._tasks_last[c.cgroup_path]
+        else:
+            n = len(x.problems)
+            pod = _pod(x, uid, pdir, leaves)
+            probs = tuple(x.problems[n:])
+            self.pods_built += 1
+        if key is not None:
+            self._pods_now[uid] = (key, x.logs, x.tasks[1], pod, probs)
+        return pod
 
     def container_tasks(self, path: str, procs: frozenset, tasks) -> tuple:
         """The tasks of a container's processes, sorted by tid: kept while its procs and the tasks hold."""

@@ -13,7 +13,7 @@ from typing import Protocol
 
 from .. import probe_text
 from ..errors import ProbeFailed
-from ..frames import MAX_FRAME_BYTES, Frame, parse_frame, unescape
+from ..frames import MAX_FRAME_BYTES, PROTOCOL, Frame, parse_frame, unescape
 
 _PAD = re.compile(rb"(?:P[^\n]*\n)*")
 SUDO_REFUSED = "Wsudo -n was refused: root-only files (cpu_manager_state) stay unreadable"
@@ -25,6 +25,7 @@ def probe_command(root: str | None = None, sudo: bool = False) -> str:
     args = "pinscope-probe"
     if root:
         args += " --root " + shlex.quote(root)
+    args += f" --protocol {PROTOCOL}"
     if not sudo:
         return f"exec sh -c {p} {args}"
     return (f"if [ \"$(id -u)\" = 0 ]; then exec sh -c {p} {args}; "
@@ -43,6 +44,7 @@ def stdin_probe_command(root: str | None = None) -> str:
     args = "pinscope-probe"
     if root:
         args += " --root " + shlex.quote(root)
+    args += f" --protocol {PROTOCOL}"
     # no setsid here: a runtime ends an exec by its process group or cgroup, and a probe that left the
     # group would outlive it. The probe kills its group on the end of stdin only when it leads one.
     return (f'P=; while IFS= read -r l; do [ "$l" = {shlex.quote(PROBE_END)} ] && break; P="$P$l\n"; done; '
@@ -119,7 +121,11 @@ class FrameStream:
         pad = _PAD.match(data)  # always matches (it may match nothing)
         self.last_raw = data[pad.end() if pad else 0:] + tail
         self.idle = True
-        return parse_frame(self.last_raw)
+        frame = parse_frame(self.last_raw)
+        refused = protocol_refused(frame)
+        if refused:
+            raise ProbeFailed(refused)
+        return frame
 
     def stuck_on(self) -> str | None:
         """The file the probe was at when a frame did not come: the last path that arrived of it (awk
@@ -129,6 +135,23 @@ class FrameStream:
         if isinstance(reader, asyncio.StreamReader):
             buf += bytes(getattr(reader, "_buffer", b""))  # what arrived and was not consumed yet
         return last_path(buf)
+
+
+def protocol_refused(frame: Frame) -> str | None:
+    """Why a frame of another wire format is refused (one line naming both versions), else None. Each side
+    refuses the other: the probe states its protocol in every frame, and answers a client that told it
+    another one (--protocol N) with frames that read nothing and say why."""
+    theirs = frame.info.get("probe-protocol")
+    said = next((w for w in frame.warnings if w.startswith(_PROBE_REFUSED)), None)
+    if theirs == PROTOCOL and said is None:
+        return None
+    why = (f"the probe refused this client ({said[len('refused: '):]})" if said else
+           f"the probe speaks protocol {theirs}, this client speaks {PROTOCOL}" if theirs else
+           f"the probe does not say its protocol, this client speaks {PROTOCOL}")
+    return f"probe/client version mismatch: {why}; run the same pinscope version on both sides"
+
+
+_PROBE_REFUSED = "refused: the client speaks protocol"
 
 
 def last_path(data: bytes) -> str | None:

@@ -69,3 +69,59 @@ def test_a_grid_file_the_tick_no_longer_gives_is_not_served_from_a_carried_frame
     assert f"{cg}/cpu.stat" not in view.files  # the grid reads it every tick: lost, not carried
     assert view.files[f"{cg}/cpu.max"] == "max 100000\n"  # cgroup detail: carried until the next "c"
     assert view.files["/proc/stat"] == "cpu0 2 3 4\n"
+
+
+def test_an_unchanged_cgroup_file_is_not_parsed_again_and_a_changed_one_is(tmp_path, monkeypatch):
+    """Issue 25: derived objects are keyed by the raw bytes they came from. Through the real probe and
+    the Pipeline: a tick whose cgroup files are byte-identical parses none of them again and reuses the
+    pods and the containers' CgroupFiles; a container whose cpuset was rewritten is re-parsed (that one
+    only, and its pod assembled again); moved counters re-read only the counters (the pods are kept).
+    Parser calls are counted on the real functions, pods assembled by the stage's own count."""
+    from pinscope.collectors.assemble import pods as pods_stage
+    from pinscope.collectors.pipeline import Pipeline
+
+    sim = SimNode(SHAPES["dual_socket_intel"](), tmp_path).write()
+    full: list[str] = []
+    counters: list[object] = []
+    real_parse, real_refresh = pods_stage.parse_cgroup_dir, pods_stage.refresh_counters
+    monkeypatch.setattr(pods_stage, "parse_cgroup_dir",
+                        lambda files, path, *a: full.append(path) or real_parse(files, path, *a))
+    monkeypatch.setattr(pods_stage, "refresh_counters",
+                        lambda cg, *a: counters.append(cg) or real_refresh(cg, *a))
+
+    def cgroups(report):
+        return {c.cgroup_path: c.cgroup for _, c in report.snapshot.containers() if c.cgroup is not None}
+
+    async def go():
+        tr = LocalTransport(str(tmp_path))
+        await tr.connect(10)
+        pl = Pipeline("n")
+        try:
+            stage = pl.assembler.pods
+            first = pl.feed(await tr.request("sng", 15))
+            assert len(full) == len(cgroups(first)) > 1 and not counters
+            n_pods = stage.pods_built
+            assert n_pods == len([p for p in first.snapshot.pods if p.cgroup_path]) > 1
+            full.clear()
+            again = pl.feed(await tr.request("g", 15))  # nothing moved on the node
+            assert full == [] and counters == []
+            assert all(again_cg is cgroups(first)[p] for p, again_cg in cgroups(again).items())
+            assert stage.pods_built == n_pods  # none assembled again: the same pods
+            assert all(a is b for a, b in zip(again.snapshot.pods, first.snapshot.pods))
+            target = sorted(cgroups(again))[0]
+            (tmp_path / target.lstrip("/") / "cpuset.cpus.effective").write_text("0-1\n")
+            built = stage.pods_built
+            edited = pl.feed(await tr.request("g", 15))
+            assert full == [target] and counters == []
+            assert cgroups(edited)[target].cpus_effective != cgroups(again)[target].cpus_effective
+            assert stage.pods_built == built + 1  # that container's pod only
+            full.clear()
+            sim.tick(1.0)  # every container's cpu.stat moves
+            moved = pl.feed(await tr.request("g", 15))
+            assert full == [] and len(counters) == len(cgroups(edited))
+            assert stage.pods_built == built + 1  # pods kept, their counters re-read
+            assert all(moved_cg is not cgroups(edited)[p] for p, moved_cg in cgroups(moved).items())
+        finally:
+            await tr.close()
+
+    asyncio.run(go())

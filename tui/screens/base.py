@@ -101,3 +101,10 @@ class ReportScreen(Screen):
 
     def refresh_view(self) -> None:
         raise NotImplementedError
+
+
+class FleetBase(ReportScreen):
+    """The many-node overview (screens.fleet.FleetScreen). The app tells it by this class, so the overview's
+    module (psutil, the fleet map) is imported only when an overview is shown, not before a first grid."""
+
+    target = None  # the overview shows every node

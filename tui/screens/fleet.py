@@ -11,13 +11,13 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Footer, Input, Static
-from pinscope.tui.screens.base import ReportScreen
+from pinscope.tui.screens.base import FleetBase
 
 from pinscope.collectors.text import display
 from pinscope.tui.widgets.fleetmap import FleetMap
 
 
-class FleetScreen(ReportScreen):
+class FleetScreen(FleetBase):
     BINDINGS = [
         Binding("slash", "filter", "Filter", id="fleet.filter"),
         Binding("escape", "clear", "Clear filter", id="fleet.clear", show=False),

@@ -1,0 +1,82 @@
+"""Issue 25: the wire format is versioned, and a client and a probe of different versions refuse each
+other with one clear line naming both versions.
+
+The real probe runs through LocalTransport on a simulated node; "another version" is the probe's own
+constant text with its protocol number changed (what a probe of another pinscope release says), or this
+client saying another number on the probe's command line.
+"""
+import asyncio
+
+import pytest
+
+from pinscope.collectors.errors import ProbeFailed
+from pinscope.collectors.frames import PROTOCOL
+from pinscope.collectors.sim.node import SimNode
+from pinscope.collectors.transport import base
+from pinscope.collectors.transport.local import LocalTransport
+from nodes import SHAPES
+
+OTHER = str(int(PROTOCOL) + 1)
+
+
+def _probe_of_version(monkeypatch, version: str) -> None:
+    text = base.probe_text()
+    assert text.count(f"\nPROTO={PROTOCOL} ") == 1  # the probe's one statement of its version
+    monkeypatch.setattr(base, "probe_text", lambda: text.replace(f"\nPROTO={PROTOCOL} ", f"\nPROTO={version} "))
+
+
+async def _first_frame(root: str):
+    tr = LocalTransport(root)
+    await tr.connect(10)
+    try:
+        return await tr.request("sg", 15), tr.last_raw
+    finally:
+        await tr.close()
+
+
+def test_the_same_version_is_accepted(tmp_path):
+    SimNode(SHAPES["dual_socket_intel"](), tmp_path).write()
+    frame, _ = asyncio.run(_first_frame(str(tmp_path)))
+    assert frame.info["probe-protocol"] == PROTOCOL and "/proc/stat" in frame.files
+
+
+def test_a_probe_of_another_version_is_refused(tmp_path, monkeypatch):
+    SimNode(SHAPES["dual_socket_intel"](), tmp_path).write()
+    _probe_of_version(monkeypatch, OTHER)
+    with pytest.raises(ProbeFailed) as err:
+        asyncio.run(_first_frame(str(tmp_path)))
+    msg = str(err.value)
+    assert "\n" not in msg and "version mismatch" in msg
+    assert f"protocol {PROTOCOL}" in msg and f"speaks {OTHER}" in msg
+
+
+def test_the_probe_refuses_a_client_of_another_version_and_reads_nothing(tmp_path, monkeypatch):
+    SimNode(SHAPES["dual_socket_intel"](), tmp_path).write()
+    monkeypatch.setattr(base, "PROTOCOL", OTHER)  # this client says another version on the command line
+    tr = LocalTransport(str(tmp_path))
+
+    async def go():
+        await tr.connect(10)
+        try:
+            await tr.request("sg", 15)
+        finally:
+            await tr.close()
+
+    with pytest.raises(ProbeFailed) as err:
+        asyncio.run(go())
+    msg = str(err.value)
+    assert "\n" not in msg and f"client speaks protocol {OTHER}, this probe speaks {PROTOCOL}" in msg
+    assert b"\nF" not in tr.last_raw and b"\nX" not in tr.last_raw  # no file was read for it
+
+
+def test_snapshot_says_the_mismatch_in_one_line(tmp_path, monkeypatch, capsys):
+    from pinscope.tui.cli import main
+
+    SimNode(SHAPES["dual_socket_intel"](), tmp_path).write()
+    _probe_of_version(monkeypatch, OTHER)
+    assert main(["snapshot", "--root", str(tmp_path), "local"]) == 1
+    out, errtext = capsys.readouterr()
+    assert out == ""
+    lines = errtext.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("pinscope: ") and "version mismatch" in lines[0]
+    assert PROTOCOL in lines[0] and OTHER in lines[0] and "Traceback" not in errtext
