@@ -37,20 +37,22 @@ class LocalTransport(FrameStream):
         """An idle probe is asked to quit; one in the middle of a frame (a deadline passed) only loses its
         stdin, and its forwarder kills its process group. Then the group is killed here whatever is left
         (its id stays taken while any member lives, so this never reaches another process)."""
-        if self.proc is None:
+        proc = self.proc  # this close's own: a second close() while this one waits must not see it vanish
+        if proc is None:
             return
-        stdin = self.proc.stdin
+        stdin = proc.stdin
         with contextlib.suppress(Exception):
             if stdin is not None:
                 if self.idle:
                     stdin.write(b"q\n")
                 stdin.close()
         try:
-            await asyncio.wait_for(self.proc.wait(), 2)
+            await asyncio.wait_for(proc.wait(), 2)
         except (asyncio.TimeoutError, ProcessLookupError):
             pass
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
+            os.killpg(proc.pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
-            await self.proc.wait()
-        self.proc = None
+            await proc.wait()
+        if self.proc is proc:
+            self.proc = None

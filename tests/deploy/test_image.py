@@ -23,6 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from pinscope.collectors.sim.node import SimNode
@@ -148,6 +149,7 @@ def _script(ctx: Path, node: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
+@pytest.mark.timeout(900)  # a venv and pip install of every dependency: minutes on a loaded machine
 def test_the_dockerfile_steps_build_an_image_that_runs(tmp_path):
     need(os.geteuid() == 0, "runs the build in a private mount namespace (unshare -m): needs root")
     for tool in ("unshare", "setpriv", "/usr/bin/python3"):
