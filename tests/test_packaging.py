@@ -3,6 +3,7 @@ subpackages pinscope.collectors, pinscope.tui and pinscope.themes (pinscope/ lin
 never puts a `collectors` or `tui` of its own into site-packages, where another project's would collide.
 Checked on a built wheel (what pip and pipx install), with `twine check` on it."""
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -23,8 +24,14 @@ def test_the_links_name_the_three_folders():
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    # built from a copy: setuptools writes build/ and *.egg-info in the tree it builds, and two test workers
+    # (or this and a test of the image) building the checkout at once trip over each other's files
+    src = tmp_path_factory.mktemp("src") / "pinscope"
+    shutil.copytree(ROOT, src, symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "*.egg-info", "__pycache__", ".mypy_cache", ".ruff_cache", ".pytest_cache",
+        ".hypothesis", "tests", "bench", "screenshots"))
     r = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                        "-w", str(out), str(ROOT)], capture_output=True, text=True, timeout=300)
+                        "-w", str(out), str(src)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     (whl,) = out.glob("pinscope-*.whl")
     return whl
