@@ -267,6 +267,8 @@ async def live(collector: NodeCollector, interval: float, depth_for_tick, on_rep
             on_report(report)
             wait = max(0.0, interval - (time.monotonic() - t0))
         except PinscopeError as err:
+            if stop.is_set():
+                break  # closed on purpose (Fleet.close() while this tick was in flight): not "down"
             connected = False
             with_close = collector.close()
             try:

@@ -87,8 +87,12 @@ class FrameStream:
 
     async def _write(self, data: bytes) -> None:
         writer = self._streams()[1]
-        writer.write(data)
-        await writer.drain()
+        try:
+            writer.write(data)
+            await writer.drain()
+        except (OSError, EOFError) as err:  # a probe (or channel) that is gone: a state, not a crash
+            raise ProbeFailed(f"the probe's input is closed ({type(err).__name__}: connection lost or probe "
+                              "exited)") from err
 
     async def request(self, req: str, timeout: float = 10.0) -> Frame:
         """Ask for one frame ('s', 'g', 'gt', 'gta', 'gi', ...) and wait for it, at most `timeout` s."""

@@ -94,6 +94,49 @@ def test_two_nodes_collected_through_the_real_probe_then_closed(tmp_path):
     assert all(tr.proc is None for tr in transports.values())  # no probe left running
 
 
+def test_a_tick_cut_short_by_closing_the_fleet_is_not_a_node_down(tmp_path):
+    """Fleet.close() closes every connection while a tick may be in flight: that tick fails, on purpose.
+    It was reported "down" (a failed CI run): on exit, and to anything watching states, a node that was up."""
+    SimNode(policy_none(), tmp_path / "n").write()
+
+    class InFlight(LocalTransport):
+        """The real local transport; from its third request on, the request waits until close() has begun,
+        then goes to the probe close() is killing."""
+
+        def __init__(self, root: str) -> None:
+            super().__init__(root)
+            self.sent = 0
+            self.closing = asyncio.Event()
+            self.in_flight = asyncio.Event()
+
+        async def request(self, req: str, timeout: float):
+            self.sent += 1
+            if self.sent >= 3:
+                self.in_flight.set()
+                await self.closing.wait()
+                await asyncio.sleep(0.2)  # close() is killing the probe meanwhile
+            return await super().request(req, timeout)
+
+        async def close(self) -> None:
+            self.closing.set()
+            await super().close()
+
+    tr = InFlight(str(tmp_path / "n"))
+
+    async def go():
+        f = Fleet([NodeTarget("n", transport=tr)], interval=0.05)
+        states: list[tuple[str, str]] = []
+        task = asyncio.create_task(f.run_node("n", lambda name, r: None, lambda name, st, msg: states.append((st, msg))))
+        await asyncio.wait_for(tr.in_flight.wait(), 60)
+        await asyncio.wait_for(f.close(), 30)
+        await asyncio.wait_for(task, 30)
+        return states
+
+    states = asyncio.run(go())
+    assert [st for st, _ in states] == ["connecting", "up"], states
+    assert tr.proc is None
+
+
 def test_closing_a_node_closes_the_connection_it_had_when_asked(tmp_path):
     """Esc in the Prometheus overview closes the node's connection in a worker; a node opened again before
     that worker runs keeps its new connection."""

@@ -80,3 +80,32 @@ def test_snapshot_says_the_mismatch_in_one_line(tmp_path, monkeypatch, capsys):
     lines = errtext.splitlines()
     assert len(lines) == 1 and lines[0].startswith("pinscope: ") and "version mismatch" in lines[0]
     assert PROTOCOL in lines[0] and OTHER in lines[0] and "Traceback" not in errtext
+
+
+def test_a_request_to_a_probe_that_is_gone_is_a_probe_failure_not_a_crash(tmp_path):
+    """The probe died (killed on the node, its session ended) between two frames: writing the next request
+    raised ConnectionResetError / BrokenPipeError out of the transport, past `live`'s handler of
+    PinscopeError, and ended the node's task with a traceback instead of a "down" state."""
+    import os
+    import signal
+
+    SimNode(SHAPES["dual_socket_intel"](), tmp_path).write()
+
+    async def go():
+        tr = LocalTransport(str(tmp_path))
+        await tr.connect(10)
+        try:
+            await tr.request("sg", 15)
+            assert tr.proc is not None
+            os.killpg(tr.proc.pid, signal.SIGKILL)
+            await tr.proc.wait()
+            await asyncio.sleep(0.1)
+            with pytest.raises(ProbeFailed) as err:
+                for _ in range(3):  # the first write may still land in the pipe's buffer
+                    await tr.request("g", 15)
+            return str(err.value)
+        finally:
+            await tr.close()
+
+    msg = asyncio.run(go())
+    assert "probe" in msg and ("closed" in msg or "ended" in msg), msg

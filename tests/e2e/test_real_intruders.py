@@ -158,6 +158,14 @@ def _last_cpu(pid: int) -> tuple[str, int]:
     return rest[0], int(rest[36])  # state, processor (fields 3 and 39)
 
 
+def _still(pid: int) -> tuple[int, int]:
+    """(last CPU, context switches so far): unchanged between two reads if the task did not run."""
+    _, cpu = _last_cpu(pid)
+    with open(f"/proc/{pid}/status") as f:
+        sw = sum(int(line.split()[1]) for line in f if line.split(":")[0].endswith("voluntary_ctxt_switches"))
+    return cpu, sw
+
+
 def _asleep_after_cpu_1(pod: RootedPod) -> subprocess.Popen:
     """`sleep` started on CPU 1 and asleep there: its last CPU stays 1 until it wakes. (Started again if
     it ran elsewhere: on this shared machine something may reset a new task's affinity.)"""
@@ -211,10 +219,21 @@ def test_real_kernel_only_the_pinned_intruder_is_critical():
         if pod.outside is not None:
             pod.join(pod.outside, intruder.pid)  # the pod's weight: the two share CPU 1 about evenly
         # unrelated and idle: it ran on CPU 1 once, then may run anywhere (not pinned there)
-        passer = _asleep_after_cpu_1(pod)
-        subprocess.run(["taskset", "-pc", "0,1", str(passer.pid)], check=True, capture_output=True)
-        time.sleep(0.3)
-        rc, o, ours = _check_watching_its_processes(pod.root)
+        # the passer must not run while the check reads it, or its last CPU may change under the test: a
+        # failed CI run listed every other passer but not it (it had woken, or been moved, on a shared
+        # machine). Its context switches, read before and after the check, say whether it stayed put.
+        for _ in range(3):
+            passer = _asleep_after_cpu_1(pod)
+            subprocess.run(["taskset", "-pc", "0,1", str(passer.pid)], check=True, capture_output=True)
+            time.sleep(0.3)
+            before = _still(passer.pid)
+            rc, o, ours = _check_watching_its_processes(pod.root)
+            after = _still(passer.pid)
+            if before == after and before[0] == 1:
+                break
+            stop(passer)
+        else:
+            raise AssertionError(f"the passer ran during each of 3 checks (last CPU, switches: {before} -> {after})")
     crit = [f for f in o["findings"] if f["severity"] == "critical"]
     assert [(f["code"], f["cpus"], f["pod"], f["container"]) for f in crit] == \
         [("INTRUDER_TASK", [1], "busy-pod", "busy")], [f["message"] for f in crit]
