@@ -27,10 +27,11 @@ MAX_JSON = 16 * 1024 * 1024
 CPU_KEYS = ("policyName", "defaultCpuSet", "entries", "podEntries", "checksum", "data", "dataChecksum")
 
 
-def json_object(text: str, source: str, problems: list[Problem]) -> dict | None:
-    """A checkpoint's JSON object, or None with the problem said."""
-    if len(text) > MAX_JSON:
-        problems.append(Problem(source, f"state file is {len(text)} bytes: too large to be a checkpoint"))
+def json_object(text: str, source: str, problems: list[Problem], limit: int = MAX_JSON) -> dict | None:
+    """A checkpoint's JSON object as Go decodes it (gojson.loads), or None with the problem said. Every
+    checkpoint kubelet writes (CPU, memory, device manager) is read through here."""
+    if len(text) > limit:
+        problems.append(Problem(source, f"state file is {len(text)} bytes: too large to be a checkpoint, not read"))
         return None
     try:
         doc = g.loads(text)
@@ -38,7 +39,7 @@ def json_object(text: str, source: str, problems: list[Problem]) -> dict | None:
         problems.append(Problem(source, f"not valid JSON: {err.msg} (char {err.pos})"))
         return None
     except ValueError as err:  # NaN, nesting too deep, a number too long for int() (4300 digits): no .msg
-        problems.append(Problem(source, f"not a checkpoint kubelet reads: {str(err).partition(':')[0]}"))
+        problems.append(Problem(source, f"not JSON kubelet reads: {str(err).partition(':')[0]}"))
         return None
     if not isinstance(doc, dict):
         problems.append(Problem(source, "not a JSON object"))

@@ -10,7 +10,8 @@ Before 1.20 `DeviceIDs` was a plain list (checkpoint V1): read, the NUMA node un
 The checksum is kubelet's `checksum.New(cp.Data)`: FNV-1a 32 over go-spew's `%#v` of the Data struct with
 k8s.io/utils dump.ForHash settings (sorted keys, no pointer addresses, no capacities). Kubelet refuses a file
 whose checksum does not match; so we say so (a warning), and still show what the file says.
-Go's encoding/json matches keys case-insensitively: so do we (`_ci`).
+Read as kubelet decodes it (gojson.fields: keys matched as Go folds them, the last match winning), through
+the one checkpoint loader (checkpoint.json_object) the CPU and memory checkpoints use.
 
 Where a device sits: `/sys/bus/pci/devices/<addr>/numa_node` (kdoc ABI/testing/sysfs-bus-pci; "-1" when the
 platform does not say), and `/proc/driver/nvidia/gpus/<pci addr>/information` ("GPU UUID:", "Bus Location:")
@@ -20,12 +21,13 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import re
 
 from ..errors import Problem
 from ..model import DeviceAllocation, DeviceCheckpoint
-from .kubelet import _ci, fnv1a32
+from . import gojson as g
+from .checkpoint import json_object
+from .kubelet import fnv1a32
 
 MAX_CHECKPOINT = 4 * 1024 * 1024  # a node with thousands of VFs writes ~1 MB; more is no checkpoint
 # a PCI address as sysfs names it: domain:bus:device.function (kdoc ABI/testing/sysfs-bus-pci)
@@ -35,15 +37,16 @@ PCI_ADDR = re.compile(r"[0-9a-f]{4,8}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
 
 def parse_device_checkpoint(text: str, source: str, problems: list[Problem]) -> DeviceCheckpoint | None:
     """The checkpoint -> DeviceCheckpoint; None (with the problem said) when it is not one."""
-    doc = _doc(text, source, problems)
+    doc = json_object(text, source, problems, MAX_CHECKPOINT)
     if doc is None:
         return None
-    data = _ci(doc, "Data")
+    top = g.fields(doc, ("Data", "Checksum"))
+    data = top.get("Data")
     if not isinstance(data, dict):
         problems.append(Problem(source, "device checkpoint has no Data object"))
         return None
     allocs, registered, rendered, legacy = _render(data, source, problems)
-    checksum = _ci(doc, "Checksum")
+    checksum = top.get("Checksum")
     checksum = checksum if isinstance(checksum, int) and not isinstance(checksum, bool) else None
     ok = None
     if checksum is not None and rendered is not None:
@@ -59,7 +62,8 @@ def device_checkpoint_checksum(data: dict) -> int | None:
 
 def _render(data: dict, source: str, problems: list[Problem]):
     """Data -> (allocations, registered, go-spew's %#v of it or None when it cannot be rendered, legacy)."""
-    raw_entries = _ci(data, "PodDeviceEntries")
+    d = g.fields(data, ("PodDeviceEntries", "RegisteredDevices"))
+    raw_entries = d.get("PodDeviceEntries")
     if raw_entries is not None and not isinstance(raw_entries, list):
         problems.append(Problem(source, "PodDeviceEntries is not a list"))
     allocs: list[DeviceAllocation] = []
@@ -77,7 +81,7 @@ def _render(data: dict, source: str, problems: list[Problem]):
             renders = None
         elif renders is not None:
             renders.append(render)
-    registered, reg_render = _registered(_ci(data, "RegisteredDevices"), source, problems)
+    registered, reg_render = _registered(d.get("RegisteredDevices"), source, problems)
     if renders is None or reg_render is None or not (raw_entries is None or isinstance(raw_entries, list)):
         return allocs, registered, None, legacy
     entries = "<nil>" if raw_entries is None else "[" + " ".join(renders) + "]"
@@ -86,23 +90,6 @@ def _render(data: dict, source: str, problems: list[Problem]):
             f"RegisteredDevices:(map[string][]string){reg_render}}}")
     return allocs, registered, text, legacy
 
-
-def _doc(text: str, source: str, problems: list[Problem]) -> dict | None:
-    if len(text) > MAX_CHECKPOINT:
-        problems.append(Problem(source, f"device checkpoint is {len(text)} bytes: too large to be one, not read"))
-        return None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as err:
-        problems.append(Problem(source, f"device checkpoint is not valid JSON: {err.msg} (char {err.pos})"))
-        return None
-    except (ValueError, RecursionError) as err:  # a 5000-digit number, or nesting deeper than Python's stack
-        problems.append(Problem(source, f"device checkpoint is not readable JSON: {type(err).__name__}"))
-        return None
-    if not isinstance(doc, dict):
-        problems.append(Problem(source, "device checkpoint is not a JSON object"))
-        return None
-    return doc
 
 
 def _strs(v) -> list[str] | None:
@@ -127,12 +114,13 @@ def _entry(e, i: int, source: str, problems: list[Problem]):
     if not isinstance(e, dict):
         problems.append(Problem(source, f"PodDeviceEntries[{i}] is not an object"))
         return None
-    uid, cname, res = _ci(e, "PodUID"), _ci(e, "ContainerName"), _ci(e, "ResourceName")
-    if not all(isinstance(x, str) for x in (uid, cname, res)):
+    f = g.fields(e, ("PodUID", "ContainerName", "ResourceName", "DeviceIDs", "AllocResp"))
+    uid, cname, res = f.get("PodUID"), f.get("ContainerName"), f.get("ResourceName")
+    if not (isinstance(uid, str) and isinstance(cname, str) and isinstance(res, str)):
         problems.append(Problem(source, f"PodDeviceEntries[{i}]: PodUID, ContainerName or ResourceName is not a string"))
         return None
-    ids = _ci(e, "DeviceIDs")
-    resp = _alloc_resp(_ci(e, "AllocResp"), i, source, problems)
+    ids = f.get("DeviceIDs")
+    resp = _alloc_resp(f.get("AllocResp"), i, source, problems)
     allocs: list[DeviceAllocation] = []
     if isinstance(ids, list):  # checkpoint V1 (before 1.20): no NUMA node
         devs = [x for x in ids if isinstance(x, str)]

@@ -69,6 +69,22 @@ def test_an_edited_device_id_breaks_the_real_checksum():
     assert cp.checksum_ok is False and probs
 
 
+def test_keys_are_matched_as_go_decodes_them_the_last_match_winning():
+    """Go's encoding/json folds keys (EqualFold: "ſ" is "s") and the last key that matches a field wins. The
+    parser used to take an exact "Data" over a later "data", and missed "Regiſtered...": so it showed
+    allocations kubelet does not have, and called a valid checksum wrong."""
+    real = json.loads(_sriov())
+    other = {"PodDeviceEntries": [], "RegisteredDevices": None}
+    text = json.dumps({"Data": other, "data": real["Data"], "Checksum": real["Checksum"]})
+    cp, probs = _parse(text)
+    assert probs == [] and cp.checksum_ok is True and len(cp.allocations) == 3  # kubelet decodes the second
+    data = real["Data"]
+    text = json.dumps({"Data": {"PodDeviceEntries": data["PodDeviceEntries"],
+                                "Regi\u017fteredDevices": data["RegisteredDevices"]}, "Checksum": real["Checksum"]})
+    cp, probs = _parse(text.replace("\\u017f", "\u017f"))
+    assert probs == [] and cp.checksum_ok is True and len(cp.registered) == 2
+
+
 def test_pre_1_20_list_form_is_read_numa_unknown_not_called_corrupt():
     text = ('{"Data":{"PodDeviceEntries":[{"PodUID":"u","ContainerName":"c","ResourceName":"r",'
             '"DeviceIDs":["d1","d2"],"AllocResp":""}],"RegisteredDevices":{"r":["d1","d2"]}},"Checksum":7}')
