@@ -50,7 +50,9 @@ def to_json(snap: NodeSnapshot, rates: Rates | None = None, findings=()) -> dict
     pods = [{"uid": p.uid, "namespace": p.namespace, "name": p.name, "qos": p.qos, "cgroup": p.cgroup_path,
              "sources": list(p.sources),
              "pod_cpus": _l(held.get(p.uid)),  # kubelet's pod-level assignment (podEntries), else null
-             "containers": [_container_json(p, c, rates) for c in p.containers]}
+             "containers": [_container_json(p, c, rates) for c in p.containers],
+             # DRA ResourceClaims kubelet prepared for the pod (which container uses which: the pod's spec)
+             "claims": [_claim_json(c) for c in p.claims]}
             for p in snap.pods]
     return {
         "schema": SCHEMA,
@@ -85,6 +87,22 @@ def _numa_devices(snap: NodeSnapshot) -> dict:
                     "resource": d.resource, "id": d.device, "pod_uid": p.uid, "namespace": p.namespace,
                     "pod": p.name, "container": c.name})
     return out
+
+
+def _claim_json(c) -> dict:
+    return {"name": c.name, "namespace": c.namespace, "uid": c.uid,
+            "devices": [{"driver": d.driver, "pool": d.pool, "device": d.device, "requests": list(d.requests),
+                         "cdi_ids": list(d.cdi_ids)} for d in c.devices]}
+
+
+def _dra_checkpoint_json(snap: NodeSnapshot) -> dict | None:
+    cp = snap.dra_state
+    if cp is None:
+        return None
+    known = {p.uid for p in snap.pods}
+    return {"checksum_ok": cp.checksum_ok, "version": cp.version or None, "claims": len(cp.claims),
+            "orphans": [{**_claim_json(c), "pod_uids": list(c.pod_uids)} for c in cp.claims
+                        if not known.intersection(c.pod_uids)]}
 
 
 def _device_checkpoint_json(snap: NodeSnapshot) -> dict | None:
@@ -187,6 +205,7 @@ def _kubelet_json(snap: NodeSnapshot) -> dict:
             "pod_entries": {uid: sorted(cs) for uid, cs in sorted(snap.state.pod_entries.items())},
         },
         "device_checkpoint": _device_checkpoint_json(snap),
+        "dra_checkpoint": _dra_checkpoint_json(snap),
         "memory_state": _memory_json(snap),
     }
 

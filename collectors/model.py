@@ -192,6 +192,37 @@ class DeviceCheckpoint:
 
 
 @dataclass(frozen=True, slots=True)
+class DraDevice:
+    """A device a DRA driver prepared for a claim (kubelet's DRA checkpoint: DriverState.Devices)."""
+
+    driver: str
+    pool: str
+    device: str
+    requests: tuple[str, ...] = ()
+    cdi_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DraClaim:
+    """A ResourceClaim kubelet prepared on this node, and the pods that use it."""
+
+    uid: str
+    name: str
+    namespace: str
+    pod_uids: tuple[str, ...]
+    devices: tuple[DraDevice, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DraCheckpoint:
+    """<root-dir>/dra_manager_state, parsed."""
+
+    claims: tuple[DraClaim, ...]
+    checksum_ok: bool | None = None  # None: not verified (the 1.27-1.31 alpha layout, or no checksum)
+    version: str = ""  # Data's apiVersion (1.32+), or "v1-alpha"
+
+
+@dataclass(frozen=True, slots=True)
 class ContainerDevice:
     """A device a container holds, placed on a NUMA node where the node says where it sits."""
 
@@ -265,6 +296,7 @@ class Pod(NamedTuple):
     cgroup: CgroupFiles | None = None
     pids: frozenset[int] = frozenset()  # every process in the pod's cgroups, the sandbox's included
     sources: tuple[str, ...] = ()  # what knows this pod: cgroup, pod-logs, container-logs, kubelet-pods, state
+    claims: tuple[DraClaim, ...] = ()  # DRA ResourceClaims kubelet prepared for it (its containers: the API's)
 
 
 class Owner(NamedTuple):
@@ -341,6 +373,7 @@ class NodeSnapshot:
     cpuset_files: dict = field(default_factory=dict)
     device_state: DeviceCheckpoint | None = None  # kubelet's device-manager checkpoint (None: absent/unread)
     device_orphans: tuple[DeviceAllocation, ...] = ()  # allocations for pods no other source knows
+    dra_state: DraCheckpoint | None = None  # kubelet's DRA manager checkpoint (None: absent/unread)
 
     def containers(self):
         for p in self.pods:

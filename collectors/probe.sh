@@ -235,6 +235,24 @@ rkd() {
     rk "$1"
   fi
 }
+# kubelet's DRA manager checkpoint (<root-dir>/dra_manager_state, 1.32+: written whole like the others): the
+# same, on fd 6. A node without DRA has no such file: one stat, no fork.
+KRH=""
+KRF=""
+rkr() {
+  if [ -n "$OD" ] && [ -f "$1" ] && [ -r "$1" ]; then
+    if [ "$KRF" != "$1" ] || ! [ "$1" -ef /proc/self/fd/6 ]; then
+      if ! { command exec 6<"$1"; } 2>/dev/null; then KRF=""; rk "$1"; return; fi
+      KRH=$(od -An -v -tx1 -N $((KMAX + 1)) <&6 2>/dev/null)
+      KRF=$1
+    fi
+    pl M "$1"
+    [ -n "$KRH" ] && printf '%s\n' "$KRH"
+  else
+    KRF=""
+    rk "$1"
+  fi
+}
 devices_static() {
   for d in "$R"/sys/bus/pci/devices/*:*:*.*; do [ -d "$d" ] && rx "$d/numa_node"; done
   for g in "$R"/proc/driver/nvidia/gpus/*; do [ -d "$g" ] && rx "$g/information"; done
@@ -483,6 +501,7 @@ node_wide() {
   for d in "$R"/sys/devices/system/node/node[0-9]*; do r "$d/numastat"; done
   rks "$R$KROOT/cpu_manager_state"
   rkd "$R$KROOT/device-plugins/kubelet_internal_checkpoint"
+  rkr "$R$KROOT/dra_manager_state"
   if [ "$CGV" = 2 ]; then
     rx "$CGBASE/cpuset.cpus.effective" "$CGBASE/cpuset.cpus.isolated"
   else
@@ -602,7 +621,7 @@ loop() {
     case $req in *T*) STATUS=1 ;; esac
     KREC=K
     case $req in *T*w*|*w*T*) KREC=V ;; *T*) KREC=S ;; *w*) KREC=Y ;; esac
-    case $req in *[sc]*) KSF="" KDF="" ;; esac  # the state files read anew (see rks, rkd)
+    case $req in *[sc]*) KSF="" KDF="" KRF="" ;; esac  # the state files read anew (see rks, rkd, rkr)
     [ "$GRID" = 1 ] && node_wide
     [ "$GRID$DETAIL$TASKS" != 000 ] || [ -n "$FOCUS" ] && each_leaf
     case $req in *n*) names ;; esac

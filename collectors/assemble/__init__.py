@@ -14,7 +14,7 @@ from ..frames import Frame, View
 from ..model import NodeSnapshot
 from ..parse.cgroup import driver_of
 from ..parse.procfs import parse_numastat, parse_proc_stat, parse_task_status, parse_uptime
-from .devices import attach, device_state, placements
+from .devices import attach, attach_claims, device_state, dra_state, placements
 from .irqs import IrqsStage
 from .kubelet import cpu_manager_state, memory_manager_state, static_parts, sudo_was_refused
 from .noise import NoiseStage
@@ -137,6 +137,9 @@ class Assembler:
             pods = self.noise.stamp_pressure(pods, tick, carry)
         dstate = device_state(files, unreadable, kubelet.root_dir, problems, refused, sudo_was_refused(static))
         pods, orphans = attach(pods, dstate, *self._place.get((static,), placements, static.files))
+        rstate = dra_state(files, unreadable, static.truncated | tick.truncated, kubelet.root_dir, problems, refused,
+                           sudo_was_refused(static))
+        pods = attach_claims(pods, rstate)
         roles, shared, roles_from, rprobs = self.roles.run(topo, kubelet, state, pods, state_file)
         problems.extend(rprobs)
         cpu_times = _cpu_times(files, tick, unreadable, problems)
@@ -149,7 +152,7 @@ class Assembler:
             irqs=self.irqs.run(tick, carry, max(topo.possible) if topo.possible else None),
             all_tasks=all_tasks, roles_from=roles_from, problems=tuple(problems), request=tick.request,
             state_status=state_status, init_allowed=init_allowed, noise=self.noise.run(tick, carry),
-            cpuset_files=cpuset_files, device_state=dstate, device_orphans=orphans,
+            cpuset_files=cpuset_files, device_state=dstate, device_orphans=orphans, dra_state=rstate,
         )
 
 

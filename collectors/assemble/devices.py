@@ -1,4 +1,5 @@
-"""Assembly stage: devices per container (kubelet's device-manager checkpoint), each placed on a NUMA node.
+"""Assembly stage: devices per container (kubelet's device-manager checkpoint), each placed on a NUMA node;
+and the DRA claims kubelet prepared, per pod (its DRA manager checkpoint).
 
 Where a device sits, best evidence first: the kernel's `/sys/bus/pci/devices/<addr>/numa_node` when the id is a
 PCI address (SR-IOV VFs) or an NVIDIA GPU UUID whose bus location `/proc/driver/nvidia/gpus/*/information` gives;
@@ -7,11 +8,13 @@ The checkpoint changes when pods come and go: each text is parsed once; the plac
 """
 from __future__ import annotations
 
+from collections.abc import Container
 from functools import lru_cache
 
 from ..errors import Problem
-from ..model import ContainerDevice, DeviceAllocation, DeviceCheckpoint, Pod
+from ..model import ContainerDevice, DeviceAllocation, DeviceCheckpoint, DraCheckpoint, Pod
 from ..parse.devices import PCI_ADDR, parse_device_checkpoint, parse_numa_node, parse_nvidia_information
+from ..parse.dra import parse_dra_checkpoint
 from .kubelet import unreadable_problem
 
 PCI_DIR = "/sys/bus/pci/devices/"
@@ -88,3 +91,41 @@ def attach(pods: tuple[Pod, ...], cp: DeviceCheckpoint | None, pci: dict, gpus: 
                      for c in p.containers)
         out.append(p._replace(containers=ctrs))
     return tuple(out), orphans
+
+
+def dra_path(root_dir: str) -> str:
+    return f"{root_dir.rstrip('/')}/dra_manager_state"
+
+
+@lru_cache(maxsize=64)
+def _dra_parsed(text: str, source: str) -> tuple[DraCheckpoint | None, tuple[Problem, ...]]:
+    probs: list[Problem] = []
+    return parse_dra_checkpoint(text, source, probs), tuple(probs)
+
+
+def dra_state(files: dict, unreadable: set, truncated: Container[str], root_dir: str, problems: list, refused=(),
+              sudo_refused: bool = False) -> DraCheckpoint | None:
+    """The DRA checkpoint of this tick (None when absent: a node that does not use DRA has none)."""
+    path = dra_path(root_dir)
+    text = files.get(path)
+    if text is None:
+        unreadable_problem(problems, unreadable, path, "the DRA manager checkpoint", refused, sudo_refused)
+        return None
+    if path in truncated:
+        problems.append(Problem(path, "DRA checkpoint not read whole (larger than pinscope's read bound): its "
+                                      "claims are not shown"))
+        return None
+    cp, probs = _dra_parsed(text, path)
+    problems.extend(probs)
+    return cp
+
+
+def attach_claims(pods: tuple[Pod, ...], cp: DraCheckpoint | None) -> tuple[Pod, ...]:
+    """Pods with the claims kubelet prepared for them."""
+    if cp is None or not cp.claims:
+        return pods
+    per: dict = {}
+    for claim in cp.claims:
+        for uid in claim.pod_uids:
+            per.setdefault(uid, []).append(claim)
+    return tuple(p._replace(claims=tuple(per[p.uid])) if p.uid in per else p for p in pods)

@@ -6,7 +6,7 @@ UUID, the plugin's "-1") is never called far; a container without exclusive CPUs
 """
 from __future__ import annotations
 
-from ..assemble.devices import NV_DIR, PCI_DIR, checkpoint_path
+from ..assemble.devices import NV_DIR, PCI_DIR, checkpoint_path, dra_path
 from ..parse.cpuset import format_cpuset as fmt
 from .base import check, finding, who
 
@@ -58,4 +58,24 @@ def device_orphan(ctx):
         yield finding("DEVICE_CHECKPOINT_ORPHAN", f"pod {uid}: kubelet's device checkpoint holds {held}; no cgroup, log "
                       "or kubelet pod directory knows this pod",
                       [f"{cp_file}: PodDeviceEntries[PodUID={uid}]",
+                       f"pods on the node: {len(snap.pods)} (from {', '.join(sorted({s for p in snap.pods for s in p.sources}))})"])
+
+
+@check({"DRA_CLAIM_ORPHAN": ("info", "kubelet's DRA checkpoint holds a prepared claim for pods no other source on the node knows",
+                             "Usually a pod deleted while kubelet was down: kubelet unprepares the claim when it next "
+                             "reconciles. If it stays, check the ResourceClaim with kubectl and the DRA driver's logs.")})
+def dra_claim_orphan(ctx):
+    snap = ctx.snap
+    cp = snap.dra_state
+    if cp is None or not cp.claims or not snap.pods:
+        return  # no pod known at all (cgroups unread): nothing to compare with, no claim
+    known = {p.uid for p in snap.pods}
+    path = dra_path(ctx.k.root_dir)
+    for c in cp.claims:
+        if not c.pod_uids or known.intersection(c.pod_uids):
+            continue
+        devs = ", ".join(f"{d.driver}/{d.pool}/{d.device}" for d in c.devices) or "no device"
+        yield finding("DRA_CLAIM_ORPHAN", f"claim {c.namespace}/{c.name} ({devs}) is prepared for pod(s) "
+                      f"{', '.join(c.pod_uids)}; no cgroup, log or kubelet pod directory knows them",
+                      [f"{path}: Entries[ClaimName={c.name}].PodUIDs = {', '.join(c.pod_uids)}",
                        f"pods on the node: {len(snap.pods)} (from {', '.join(sorted({s for p in snap.pods for s in p.sources}))})"])

@@ -34,6 +34,11 @@ def loads(text: str) -> Any:
         raise ValueError("nested too deeply to be read") from err
 
 
+def go_string_bytes(s: str) -> bytes:
+    """A decoded JSON string's bytes as Go holds them: a lone surrogate escape decodes to U+FFFD there."""
+    return _SURROGATE.sub("\ufffd", s).encode()
+
+
 def fnv1a32(s: str) -> int:
     """FNV-1a 32 of the text's UTF-8 (Go's json decodes a lone surrogate escape to U+FFFD)."""
     h = 0x811C9DC5

@@ -54,7 +54,8 @@ def demo_specs() -> list[NodeSpec]:
             PodSpec("triton-1", "ml", containers=[CtrSpec("triton", cpus="32-47", busy=0.65, tasks=8,
                                                           devices=[("nvidia.com/gpu", _GPU_NEAR, 2)])]),
             PodSpec("encoder-a", "media", containers=[CtrSpec("ffmpeg", cpus="48-51", busy=0.9, tasks=2,
-                                                              quota_cores=4, throttled=3)]),
+                                                              quota_cores=4, throttled=3)],
+                    claims=[("encoder-a-nic-7xq2p", "dra.net", "infer-epyc-64", "enp193s0f1v3")]),  # a DRA NIC
             PodSpec("tokenizer", "ml", containers=[CtrSpec("tok", cpus="8-9,12", busy=0.5)]),
             PodSpec("shell", "default", qos="BestEffort", containers=[CtrSpec("sh", busy=0.02)]),
         ],

@@ -49,6 +49,8 @@ class PodSpec:
     logs: bool = True
     cgroup: bool = True
     static: bool = False  # a static pod: its uid is 32 hex digits, no dashes
+    # DRA ResourceClaims kubelet prepared for it: (claim name, driver, pool, device), a row per device
+    claims: list[tuple[str, str, str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -99,6 +101,7 @@ class NodeSpec:
     nvidia_gpus: dict = field(default_factory=dict)  # GPU UUID -> PCI address (/proc/driver/nvidia/gpus/...)
     device_text: str | None = None  # raw device-manager checkpoint (broken nodes); None: from the pods' devices
     orphan_devices: list = field(default_factory=list)  # (pod uid, container, resource, id, numa) no pod has
+    dra_text: str | None = None  # raw DRA manager checkpoint (broken nodes); None: from the pods' claims
 
     @property
     def ncpus(self) -> int:
@@ -196,6 +199,7 @@ class SimNode:
         self._cgroup_roots()
         self._kubelet()
         self._devices()
+        self._dra()
         self._pods()
         for irq, cl in sorted(s.irqs.items()):
             self.w(f"/proc/irq/{irq}/effective_affinity_list", cl + "\n")
@@ -363,6 +367,32 @@ class SimNode:
             registered.setdefault(res, []).append(dev)
         data = {"PodDeviceEntries": list(entries.values()), "RegisteredDevices": registered}
         self.w(path, json.dumps({"Data": data, "Checksum": device_checkpoint_checksum(data)}, separators=(",", ":")))
+
+    def _dra(self) -> None:
+        """kubelet's DRA manager checkpoint as kubelet 1.32+ writes it: Data the JSON text of a DRACheckpoint,
+        Checksum its CRC-32 (k/k pkg/kubelet/cm/dra/state/checkpoint.go NewCheckpoint)."""
+        s = self.spec
+        path = f"{s.kubelet_root}/dra_manager_state"
+        if s.dra_text is not None:
+            self.w(path, s.dra_text)
+            return
+        entries = []
+        for p in s.pods:
+            by: dict = {}
+            for name, driver, pool, dev in p.claims:
+                state = by.setdefault(name, {}).setdefault(driver, {"Devices": []})
+                state["Devices"].append({"PoolName": pool, "DeviceName": dev, "RequestNames": ["dev"],
+                                         "CDIDeviceIDs": [f"{driver}/claim={dev}"]})
+            for name, ds in by.items():
+                entries.append({"ClaimUID": _uid(random.Random(f"{p.uid}/{name}")), "ClaimName": name,
+                                "Namespace": p.namespace, "PodUIDs": {p.uid: {}}, "DriverState": ds})
+        if not entries:
+            return
+        from ..parse.dra import dra_checksum
+
+        data = json.dumps({"kind": "DRACheckpoint", "apiVersion": "checkpoint.dra.kubelet.k8s.io/v1",
+                           "Entries": entries}, separators=(",", ":"))
+        self.w(path, json.dumps({"Data": data, "Checksum": dra_checksum(data)}, separators=(",", ":")))
 
     def _pods(self) -> None:
         s = self.spec

@@ -4,6 +4,7 @@ Each case is a small node description (collectors.sim.node) read through the rea
 need a rate are sampled twice with the simulated counters advanced in between.
 """
 import json
+import zlib
 
 import pytest
 
@@ -12,6 +13,10 @@ from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
 from helpers import read_sim
 
 ALWAYS_INFO = {"SAMPLES_NEEDED", "SYSTEM_NOT_CONFINED"}
+ORPHAN_CLAIM = ('{"kind":"DRACheckpoint","apiVersion":"checkpoint.dra.kubelet.k8s.io/v1","Entries":[{"ClaimUID":'
+                '"067798be-454e-4be4-9047-1aa06aea63f7","ClaimName":"gpu-claim","Namespace":"ml","PodUIDs":'
+                '{"139cdb46-f989-4f17-9561-ca10cfb509a6":{}},"DriverState":{"gpu.example.com":{"Devices":'
+                '[{"PoolName":"t","DeviceName":"gpu-0","RequestNames":["gpu"],"CDIDeviceIDs":null}]}}}]}')
 
 
 def run(tmp_path, spec: NodeSpec, samples: int = 1):
@@ -79,6 +84,8 @@ CASES = {
                                   ("intel.com/sriov_netdevice", "0000:af:02.1", -1)])])]),
     "DEVICE_CHECKPOINT_ORPHAN": dict(orphan_devices=[("0d0e0f10-1112-4314-9516-171819202122", "trainer",
                                                       "nvidia.com/gpu", "GPU-0a1b2c3d", 0)]),
+    # a claim kubelet prepared (its 1.32+ checkpoint, real checksum) for a pod the node no longer has
+    "DRA_CLAIM_ORPHAN": dict(dra_text=json.dumps({"Data": ORPHAN_CLAIM, "Checksum": zlib.crc32(ORPHAN_CLAIM.encode())})),
 }
 NEEDS_RATES = {"THROTTLED_EXCLUSIVE", "NUMA_MISS_HIGH", "RUNQUEUE_WAIT_EXCLUSIVE", "KERNEL_NOISE_EXCLUSIVE"}
 

@@ -96,3 +96,29 @@ def test_a_hostile_device_id_never_reaches_the_terminal_raw(tmp_path):
             info = str(app.screen.query_one("#ctr-info").render())
             assert "evil.com/dev" in info and "\x1b" not in info and "\x07" not in info
     asyncio.run(go())
+
+
+def test_the_container_pane_lists_its_pods_dra_claims_escaped(tmp_path):
+    """kubelet's DRA checkpoint names claims per pod: the container pane lists them with driver/pool/device; a
+    hostile claim or device name (from the node) never reaches the terminal raw."""
+    from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+
+    spec = NodeSpec(hostname="dra-1", sockets=1, cores=4, threads=2, reserved="0,4", cgroup=2, driver="systemd",
+                    pods=[PodSpec("enc", "media", containers=[CtrSpec("ffmpeg", cpus="1,5")],
+                                  claims=[("enc-nic", "dra.net", "dra-1", "eth1-vf3"),
+                                          ("evil\x1b]0;pwned\x07", "gpu.example.com", "p0", "gpu\x1b[2J")])])
+    frozen = {"dra-1": frozen_samples(spec, tmp_path)}
+
+    async def go():
+        app = FrozenApp(frozen, start="dra-1")
+        async with app.run_test(size=(160, 50)) as pilot:
+            await pilot.pause()
+            g = app.screen.query_one(CoreGrid)
+            g.cursor = 1  # enc's first CPU
+            await pilot.press("enter")
+            await pilot.pause()
+            assert isinstance(app.screen, ContainerScreen)
+            info = str(app.screen.query_one("#ctr-info").render())
+            assert "pod's DRA claims:\n  enc-nic  dra.net/dra-1/eth1-vf3" in info, info
+            assert "gpu.example.com/p0/gpu" in info and "\x1b" not in info and "\x07" not in info
+    asyncio.run(go())

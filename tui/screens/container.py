@@ -36,6 +36,16 @@ def _devices_text(v: NodeView, p, c) -> Text:
     return t
 
 
+def _claims_text(p) -> Text:
+    """The DRA ResourceClaims kubelet prepared for its pod (kubelet's DRA checkpoint names claims per pod; which
+    container uses which is in the pod's spec), each with its driver, pool and device."""
+    t = Text("\npod's DRA claims:")
+    for cl in p.claims:
+        devs = ", ".join(f"{d.driver}/{d.pool}/{d.device}" for d in cl.devices) or "no device"
+        t.append("\n  " + display(f"{cl.name}  {devs}"))
+    return t
+
+
 class ContainerScreen(DrillScreen):
     def __init__(self, view: NodeView, pod_uid: str, container_id: str | None, name: str | None) -> None:
         super().__init__(view)
@@ -124,6 +134,8 @@ class ContainerScreen(DrillScreen):
             t.append(f"\nmemory per NUMA node (anon+file): {per}")
         if c.devices:
             t.append_text(_devices_text(v, p, c))
+        if p.claims:
+            t.append_text(_claims_text(p))
         if c.unresolved:
             t.append(f"\nunresolved: {c.unresolved}", style="dim")
         cr = v.crates.get((p.uid, c.id))
