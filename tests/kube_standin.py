@@ -101,6 +101,7 @@ class StandIn:
         self.start_delay = start_delay
         self.images = images
         self.admission = None  # callable(pod dict) -> refusal message or None
+        self.create_answer_delay = 0.0  # s between storing a created pod and answering (a slow API server)
         self.pods: dict[tuple[str, str], dict] = {}
         self.execs: dict[tuple[str, str], list] = {}  # pod -> running exec processes
         self.mains: dict[tuple[str, str], list] = {}  # pod -> its containers' own running processes
@@ -426,6 +427,8 @@ class StandIn:
         meta["namespace"] = ns
         pod = self.add_pod(pod, running=False)
         self.loop.call_later(self.start_delay, self._set_running, pod)
+        if self.create_answer_delay:
+            await asyncio.sleep(self.create_answer_delay)  # the pod exists; its creator does not know yet
         return web.json_response(pod, status=201)
 
     async def _delete_pod(self, request):

@@ -181,6 +181,9 @@ class KubeTransport(FrameStream):
         self.deadline = 0.0  # monotonic time at which the debug pod's activeDeadlineSeconds ends
         self.stream: ExecStream | None = None
         self.via = ""  # "exporter pod X" / "debug pod X": said in errors and shown by the CLI
+        # the create request of our debug pod while it is in flight, and the pod's name (chosen here): a close()
+        # meanwhile (a signal) waits for the answer and deletes the pod it made
+        self._creating: tuple[asyncio.Future, str] | None = None
 
     # ------------------------------------------------------------------ the API, in a thread, with deadlines
     def _core(self) -> CoreV1Api:
@@ -231,17 +234,20 @@ class KubeTransport(FrameStream):
                     self.via = f"exporter pod {self.namespace}/{self.pod}"
                     return where
         manifest = debug_pod(self.node, self.image, self.lifetime, self.pod_idle)
+        creating = asyncio.ensure_future(self._call(
+            self._core().create_namespaced_pod, "create", "pods", self.namespace, timeout,
+            namespace=self.namespace, body=manifest,
+            # kubernetes 37's generated client sends no Content-Type for a dict body (it goes out as
+            # application/octet-stream: a 415 from a real API server, caught by the stand-in); older clients
+            # read _content_type
+            _content_type="application/json", _headers={"Content-Type": "application/json"}))
+        self._creating = (creating, manifest["metadata"]["name"])
         try:
-            created = await self._call(self._core().create_namespaced_pod, "create", "pods", self.namespace, timeout,
-                                       namespace=self.namespace, body=manifest,
-                                       # kubernetes 37's generated client sends no Content-Type for a dict
-                                       # body (it goes out as application/octet-stream: a 415 from a real
-                                       # API server, caught by the stand-in); older clients read _content_type
-                                       _content_type="application/json",
-                                       _headers={"Content-Type": "application/json"})
+            created = await asyncio.shield(creating)  # cancelled (a signal): the request goes on, close() waits
         except NotFound as err:
             raise KubeError(f"{self.target}: namespace {self.namespace} does not exist (kubectl apply -k deploy/ "
                             f"makes it; or pass --namespace)") from err
+        self._creating = None
         self.pod = (created.get("metadata") or {}).get("name") or manifest["metadata"]["name"]
         self.owned = True
         self.deadline = time.monotonic() + self.lifetime
@@ -300,6 +306,13 @@ class KubeTransport(FrameStream):
         the app gives every node 2 s to close; a pod left behind ends `idle` s later (its watchdog)."""
         stream, self.stream = self.stream, None
         pod, owned, self.pod, self.owned = self.pod, self.owned, None, False
+        creating, self._creating = self._creating, None
+        if creating is not None and pod is None:  # closed while its create was in flight: the pod may exist
+            fut, name = creating
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(fut), 3)
+            if fut.done() and not fut.cancelled() and fut.exception() is None:
+                pod, owned = name, True
         if stream is not None:
             with contextlib.suppress(Exception):
                 await stream.close_stdin(0.2 if owned else 1.0, quit=self.idle)

@@ -451,6 +451,27 @@ def test_sigterm_while_the_pod_starts_deletes_it(sim, tmp_path):
         srv.stop()
 
 
+def test_sigterm_while_the_create_is_answered_deletes_the_pod(sim, tmp_path):
+    """The signal comes after the API server made the pod but before pinscope read the answer (a loaded CI
+    run): the pod was left behind, pinscope not knowing its name yet. It names the pod before asking, and its
+    close waits for the answer in flight, then deletes."""
+    srv, kc = standin(sim, tmp_path, start_delay=60.0)
+    srv.create_answer_delay = 2.0
+    try:
+        p = _pinscope(kc)
+        try:
+            _wait(lambda: len(probe_pods(srv)) == 1, "the debug pod created")
+            p.send_signal(signal.SIGTERM)  # within the 2 s the answer takes
+            assert p.wait(90) == 128 + signal.SIGTERM
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        assert probe_pods(srv) == [] and not _exec_seen(srv)
+    finally:
+        srv.stop()
+
+
 def test_killed_pinscope_leaves_a_pod_that_ends_by_itself_and_gc_removes(api, tmp_path):
     """SIGKILL cannot be caught: the exec stream ends with the process, the probe reads EOF and exits, and
     the pod's watchdog exits --pod-idle s later (main's pod slept until its activeDeadlineSeconds, an hour

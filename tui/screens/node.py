@@ -323,11 +323,19 @@ class NodeScreen(ReportScreen):
 
     # ------------------------------------------------------------------ events
     def on_core_grid_cursor_moved(self, event: CoreGrid.CursorMoved) -> None:
+        """A key moved the cursor: the cursor's pod highlighted and the legend's detail lines, nothing else.
+        The panes are arranged again only when the legend's height changed (the plan counts its lines)."""
         if self.view.snap is None:
             return
         self.query_one(CoreGrid).set_highlight(self._highlight())
-        self._arrange()  # the legend's cursor lines may have changed its height
-        self._legend()
+        width = max(20, self._plan.side - 3)
+        text = self._legend_text(width)
+        key = self._arranged_for
+        if key is None or lay.text_lines(text.plain, lay.side_width(self.size.width) - 3) != key[7]:
+            self._arrange()
+            width = max(20, self._plan.side - 3)
+            text = self._legend_text(width)
+        self._update(self.query_one("#legend", Static), text)
 
     def on_core_grid_relaid(self, event: CoreGrid.Relaid) -> None:
         self._status()
@@ -427,6 +435,9 @@ class NodeScreen(ReportScreen):
         last, last_shape = self._painted.get(w, (None, None))
         if last is not None and last == t:
             return
-        shape = [len(ln) for ln in t.plain.split("\n")]
-        w.update(t, layout=last is None or shape != last_shape)
+        # a Static fills the width its container gives it: only its height (the lines the text wraps to at
+        # that width) can change the layout
+        width = w.content_region.width
+        shape = (width, lay.text_lines(t.plain, width)) if width > 0 else None
+        w.update(t, layout=last is None or shape is None or shape != last_shape)
         self._painted[w] = (t, shape)

@@ -130,8 +130,12 @@ class CoreGrid(ScrollView, can_focus=True):
             self._relayout()
             self.refresh()
             return
-        # the same layout: only the rows whose content changed are painted again (a row's key is what it
-        # shows: each cell's text, role, mark and cursor); the others stay as the terminal has them
+        self._repaint_changed()
+
+    def _repaint_changed(self) -> None:
+        """Only the rows whose content changed are painted again (a row's key is what it shows: each cell's
+        text, role, mark and cursor); the others stay as the terminal has them. A cursor move repaints the
+        one or two rows it left and entered, not the grid."""
         shown = self._shown
         keys = self._keys()
         changed = [ry for ry, k in enumerate(keys) if shown.get(ry) != k]
@@ -145,7 +149,7 @@ class CoreGrid(ScrollView, can_focus=True):
         cpus = frozenset(cpus)
         if cpus != self.highlight:
             self.highlight = cpus
-            self.refresh()
+            self._repaint_changed()
 
     def set_glyphs(self, big: bool) -> None:
         glyphs = BIG_GLYPHS if big else GLYPHS
@@ -398,8 +402,8 @@ class CoreGrid(ScrollView, can_focus=True):
 
     # ------------------------------------------------------------------ keyboard and mouse
     def watch_cursor(self, old: int, new: int) -> None:
-        self.refresh()
         self._scroll_to_cursor()
+        self._repaint_changed()
         self.post_message(self.CursorMoved(new))
 
     def _scroll_to_cursor(self) -> None:

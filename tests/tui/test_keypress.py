@@ -1,0 +1,52 @@
+"""A keypress on the node screen (issue 25): the cursor and the cursor's `cpuN:` detail line come in the same
+refresh, and the move repaints only what changed: the grid rows the cursor left and entered, the legend, never
+the whole grid or a relayout of the screen."""
+import asyncio
+
+from frozen import FrozenApp, frozen_samples
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+from pinscope.tui.widgets.coregrid import CoreGrid
+from textual.widgets import Static
+
+
+def test_a_move_repaints_two_grid_rows_and_the_legend_in_the_same_refresh(tmp_path):
+    spec = NodeSpec(hostname="k-64", sockets=2, cores=16, threads=2, reserved="0,32",
+                    pods=[PodSpec("rt", containers=[CtrSpec("app", cpus="20-23,52-55")])])
+    frozen = {"k-64": frozen_samples(spec, tmp_path)}
+
+    async def go():
+        app = FrozenApp(frozen, start="k-64")
+        async with app.run_test(size=(160, 50)) as pilot:
+            await pilot.pause()
+            g = app.screen.query_one(CoreGrid)
+            g.cursor = 2  # a shared-pool CPU: no pod to highlight on either side of the move
+            await pilot.pause()
+            painted: list[int] = []
+            real = g.render_line
+
+            def counting(y):
+                painted.append(y)
+                return real(y)
+
+            g.render_line = counting  # what the compositor asks the grid to paint
+            layouts = []
+            real_layout = app.screen._refresh_layout
+
+            def counting_layout(*a, **kw):
+                layouts.append(1)
+                return real_layout(*a, **kw)
+
+            app.screen._refresh_layout = counting_layout
+            for _ in range(3):
+                painted.clear()
+                layouts.clear()
+                before = g.cursor
+                await pilot.press("right")
+                await pilot.pause()
+                assert g.cursor != before
+                legend = str(app.screen.query_one("#legend", Static).render())
+                assert f"cpu{g.cursor}:" in legend and f"cpu{before}:" not in legend
+                rows = {y for y in painted}
+                assert 1 <= len(rows) <= 2, sorted(rows)  # the row it left and the row it entered (often one)
+                assert layouts == [], "a cursor move relaid the screen out"
+    asyncio.run(go())
