@@ -253,5 +253,5 @@ def api_json(window) -> dict:
         "window_s": _r(window.seconds),
         "pods_error": a.pods_error,
         "node_error": a.node_error,
-        "metrics_error": a.metrics_error or (m.problem if m else None),
+        "metrics_error": a.metrics_error or (f"kubelet metrics: {m.problem}" if m and m.problem else None),
     }

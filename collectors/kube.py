@@ -72,7 +72,8 @@ class ApiNode:
     @property
     def problems(self) -> tuple[str, ...]:
         """Every part that failed or was read in part, one line each."""
-        said = (self.pods_error, self.node_error, self.metrics_error, self.metrics.problem if self.metrics else None)
+        said = (self.pods_error, self.node_error, self.metrics_error,
+                f"kubelet metrics: {self.metrics.problem}" if self.metrics and self.metrics.problem else None)
         return tuple(x for x in said if x) + self.notes
 
 

@@ -608,6 +608,9 @@ def main() -> int:
     ap.add_argument("--kubeconfig", required=True, help="write a kubeconfig for the stand-in here")
     ap.add_argument("--v4-only", action="store_true", help="offer only v4.channel.k8s.io (API servers before 1.30)")
     ap.add_argument("--plain-http", action="store_true", help="no TLS (kubectl then sends no token)")
+    ap.add_argument("--kubelet-story", action="store_true",
+                    help="what kubelet says on a troubled node: a pod rejected with TopologyAffinityError, Allocatable "
+                         "cpu 7500m, pinning errors that grow by one at each read of /metrics")
     a = ap.parse_args()
     ok, why = available()
     if not ok:
@@ -622,6 +625,12 @@ def main() -> int:
     nodes = {s.spec.hostname: s.root for s in sims}
     srv = StandIn(nodes, protocols=(V4,) if a.v4_only else (V5, V4), tls=not a.plain_http).start()
     srv.kubeconfig(Path(a.kubeconfig))
+    if a.kubelet_story:
+        for name in nodes:
+            srv.allocatable[name] = "7500m"
+            srv.kubelet_metrics[name] = [kubelet_metrics_text(12 + i, i, 12 + i, i) for i in range(1000)]
+            srv.call(lambda name=name: srv.reject_pod(f"matcher-{name}", name, "TopologyAffinityError",
+                                                      "Resources cannot be allocated with Topology locality", "trading"))
     print(f"stand-in API at {srv.url}; kubeconfig {a.kubeconfig}; nodes {', '.join(nodes)}; Ctrl-C stops",
           flush=True)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))

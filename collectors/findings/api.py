@@ -22,7 +22,9 @@ from .base import check, finding
        needs="k")
 def admission_rejected(ctx):
     for r in ctx.api.now.rejected:
-        yield finding("ADMISSION_REJECTED", f"{r.namespace}/{r.name}: kubelet rejected the pod at admission: {r.reason}",
+        said = r.message if len(r.message) <= 160 else r.message[:159] + "…"
+        yield finding("ADMISSION_REJECTED", f"{r.namespace}/{r.name}: kubelet rejected the pod at admission: {r.reason}"
+                      + (f" ({said})" if said else ""),
                       [f"Kubernetes API pods/{r.namespace}/{r.name}: status.phase Failed, status.reason {r.reason}",
                        f"kubelet's message: {r.message or '(none)'}"], pod=r)
 

@@ -41,7 +41,8 @@ def test_admission_rejected_with_kubelets_message(tmp_path):
     fs, r = found(node(tmp_path), ApiWindow(api(rejected=[REJ])))
     f = fs["ADMISSION_REJECTED"]
     assert str(f.severity) == "warning"
-    assert f.message == "trading/matcher-x: kubelet rejected the pod at admission: TopologyAffinityError"
+    assert f.message == ("trading/matcher-x: kubelet rejected the pod at admission: TopologyAffinityError "
+                         "(Pod was rejected: Resources cannot be allocated with Topology locality)")
     assert f.evidence == ("Kubernetes API pods/trading/matcher-x: status.phase Failed, status.reason TopologyAffinityError",
                           "kubelet's message: Pod was rejected: Resources cannot be allocated with Topology locality")
     assert (f.pod_uid, f.namespace, f.pod) == ("3f1c", "trading", "matcher-x")
