@@ -201,6 +201,8 @@ def test_a_metrics_answer_longer_than_the_cap_is_cut_and_said(api):
 def test_the_tui_shows_kubelets_metrics_in_the_node_pane_and_the_findings(api, sim):
     """The app with --kube: the findings pane lists the API's findings, the node pane kubelet's counters (what
     grew over the window) and the rejected pod; hostile text escaped on screen."""
+    from textual.widgets import DataTable
+
     from pinscope.collectors.collect import Options
     from pinscope.collectors.fleet import NodeTarget
     from pinscope.collectors.inventory import Target
@@ -230,6 +232,10 @@ def test_the_tui_shows_kubelets_metrics_in_the_node_pane_and_the_findings(api, s
             assert f"trading/matcher-x: TopologyAffinityError: Pod was rejected: {MSG}" in text
             await pilot.press("escape", "f")
             await pilot.pause()
+            table = app.screen.query_one("#findings", DataTable)
+            shown = " ".join(str(c) for i in range(table.row_count) for c in table.get_row_at(i))
+            for code in ("ADMISSION_REJECTED", "ALLOCATABLE_FRACTIONAL", "KUBELET_PINNING_ERRORS"):
+                assert code in shown
             await pilot.press("q")
 
     asyncio.run(go())
