@@ -3,6 +3,10 @@ over SSH by InternalIP or a host template; pods enriched with API data where the
 workload, requests and limits, QoS). The node's own files stay the truth for CPUs: the API only adds
 names and intent, and an API that is down degrades to node-local names, with a notice.
 
+`api_node` is one API round for a node (ApiNode): its pods and those kubelet rejected at admission, its
+Allocatable CPU, kubelet's own metrics through the API server's node proxy; each part fails on its own, as
+one line, never as an exception. `ApiWindow` holds the last two rounds (findings/api.py judges them).
+
 Responses are read raw (`_preload_content=False`) and parsed here, so a client release that changes
 its generated models does not break pinscope.
 """
