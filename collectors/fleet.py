@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from .collect import NodeCollector, Options, live, live_depth, overview_depth
 from .inventory import Target
+from .kube import ApiWindow
 from .pacing import ConnectGate
 from .pipeline import NodeReport
 
@@ -69,6 +70,7 @@ class Fleet:
         self.stop = asyncio.Event()
         self.kube_period = 30.0
         self.node_names: dict[str, str] = {}  # target name -> the hostname its last report gave
+        self.api: dict[str, ApiWindow] = {}  # target name -> the API's last two rounds (run_kube)
         for t in targets:
             self.add(t)
 
@@ -94,7 +96,7 @@ class Fleet:
 
         def report(r: NodeReport) -> None:
             self.node_names[name] = r.node
-            on_report(name, r)
+            on_report(name, r.with_api(self.api.get(name)))  # the API checks over its last answer, every tick
 
         await live(col, self.interval, self.depth(name), report, lambda st, msg: on_state(name, st, msg),
                    self.stop, connect_sem=self.gate)
@@ -122,18 +124,29 @@ class Fleet:
 
     async def run_kube(self, context: str | None, kubeconfig: str | None,
                        on_pods: Callable[[str, dict], None], on_api: Callable[[str | None], None]) -> None:
-        """Pod names and intent from the API every `kube_period` s. `on_pods(name, pods)` per node;
-        `on_api(error)` after each round (None: it answered)."""
-        from .kube import KubeError, node_pods
+        """One API round per node every `kube_period` s (collectors/kube.py api_node): pod names and intent,
+        pods kubelet rejected, Allocatable CPU, kubelet's metrics. Each node's reports carry its last two
+        rounds from then on (NodeReport.with_api). `on_pods(name, pods)` per node whose pods the API listed;
+        `on_api(error)` after each round (None: it answered). An API that does not answer ends the round at
+        the first node (one timeout, not one per node) and the nodes' API data is dropped, not kept stale."""
+        from .kube import api_node
 
         while not self.stop.is_set():
-            try:
-                for name in self.names:
-                    if api := self.api_name(name):
-                        on_pods(name, await asyncio.to_thread(node_pods, api, context, kubeconfig))
-                on_api(None)
-            except KubeError as err:
-                on_api(str(err))
+            err = None
+            for name in self.names:
+                if not (api := self.api_name(name)):
+                    continue
+                node = await asyncio.to_thread(api_node, api, context, kubeconfig)
+                if not node.answered:
+                    self.api.clear()
+                    err = node.pods_error
+                    break
+                old = self.api.get(name)
+                self.api[name] = old.next(node) if old is not None and old.now.node == api else ApiWindow(node)
+                if node.pods is not None:
+                    on_pods(name, node.pods)
+                err = err or node.pods_error
+            on_api(err)
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.stop.wait(), self.kube_period)
 

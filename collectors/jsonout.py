@@ -250,3 +250,27 @@ def enrich(o: dict, api_pods: dict) -> dict:
             if ac is not None:
                 c["requests"], c["limits"] = ac.requests, ac.limits
     return o
+
+
+def api_json(window) -> dict:
+    """What the Kubernetes API said of the node (a collectors.kube.ApiWindow) -> the `kubernetes` object of
+    `snapshot --json` (with --kube or node/NAME only; absent without). A part that failed is null with its
+    `*_error` line; kubelet's counters are since kubelet started, `window_s` the time between two rounds."""
+    a = window.now
+    m = a.metrics
+    return {
+        "node": a.node,
+        "allocatable_cpu": a.allocatable_cpu,
+        "rejected_pods": [{"uid": r.uid, "namespace": r.namespace, "name": r.name, "reason": r.reason,
+                           "message": r.message} for r in a.rejected],
+        "kubelet_metrics": None if m is None else {
+            "cpu_manager_pinning_requests_total": m.pinning_requests,
+            "cpu_manager_pinning_errors_total": m.pinning_errors,
+            "topology_manager_admission_requests_total": m.admission_requests,
+            "topology_manager_admission_errors_total": m.admission_errors,
+            "cpu_manager_exclusive_cpu_allocation_count": m.exclusive_cpus},
+        "window_s": _r(window.seconds),
+        "pods_error": a.pods_error,
+        "node_error": a.node_error,
+        "metrics_error": a.metrics_error or (f"kubelet metrics: {m.problem}" if m and m.problem else None),
+    }

@@ -7,14 +7,17 @@ rates; `feed(frame)` returns the report of that tick.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 
 from .errors import ProbeFailed, Problem
-from .findings import Finding, evaluate, worst
+from .findings import Finding, evaluate, evaluate_api, ordered, worst
+from .findings.base import API_CODES
 from .frames import Frame, FrameStore
 from .model import NodeSnapshot, Severity
 from .assemble import Assembler
+from .kube import ApiWindow
 from .rates import Rates, compute
 
 
@@ -45,6 +48,16 @@ class NodeReport:
     rates: Rates | None
     findings: tuple[Finding, ...]
     timings: Timings = Timings()
+    api: ApiWindow | None = None  # what the Kubernetes API said of the node (--kube, node/NAME), else None
+
+    def with_api(self, api: ApiWindow | None) -> NodeReport:
+        """This report with what the API said of the node: its findings are the node's own and those of the
+        API checks over `api` (none without an answer)."""
+        if api is None and self.api is None:
+            return self
+        own = [f for f in self.findings if f.code not in API_CODES]
+        found = own + evaluate_api(self.snapshot, self.rates, api)
+        return dataclasses.replace(self, findings=tuple(ordered(found)), api=api)
 
     @property
     def node(self) -> str:
@@ -61,10 +74,21 @@ class NodeReport:
         return worst(self.findings)
 
     def to_json(self, api_pods: dict | None = None) -> dict:
-        from .jsonout import enrich, to_json
+        """The `snapshot --json` object; with an API answer, pods enriched from it and its `kubernetes` object
+        (each part that failed also in `errors`, source "kubernetes")."""
+        from .jsonout import api_json, enrich, to_json
 
         o = to_json(self.snapshot, self.rates, self.findings)
-        return enrich(o, api_pods) if api_pods else o
+        if api_pods is None and self.api is not None:
+            api_pods = self.api.now.pods
+        if api_pods:
+            enrich(o, api_pods)
+        if self.api is not None:
+            o["kubernetes"] = api_json(self.api)
+            a = self.api.now
+            o["errors"].extend({"source": "kubernetes", "message": f"{p}: node-local names only" if p == a.pods_error else p}
+                               for p in a.problems)
+        return o
 
 
 def unread_reason(report: NodeReport) -> str | None:

@@ -2,7 +2,10 @@
 
 What it serves (enough for pinscope and for Debian's real `kubectl` to drive it):
   discovery   GET /version, /api, /apis, /api/v1 (legacy discovery: kubectl falls back to it)
-  nodes       list, get
+  nodes       list, get (status.allocatable.cpu: `allocatable`, per node)
+  nodes/proxy GET /api/v1/nodes/NAME/proxy/metrics: kubelet's /metrics text (`kubelet_metrics`, per node; a
+              list is served in turn, its last text from then on), authorized as get nodes/proxy like a real
+              API server
   pods        list (all namespaces or one; labelSelector, fieldSelector), get, create, delete; as a
               meta.k8s.io Table when the client asks (what `kubectl get pods` prints)
   pods/exec   the websocket exec stream, subprotocols v5.channel.k8s.io and v4.channel.k8s.io (or only
@@ -102,6 +105,9 @@ class StandIn:
         self.images = images
         self.admission = None  # callable(pod dict) -> refusal message or None
         self.create_answer_delay = 0.0  # s between storing a created pod and answering (a slow API server)
+        self.allocatable: dict[str, str] = {}  # node -> status.allocatable.cpu (default "8")
+        self.kubelet_metrics: dict[str, list] = {}  # node -> the /metrics texts (str or bytes) served in turn
+        self.metrics_served: dict[str, int] = {}  # node -> how many times its /metrics was served
         self.pods: dict[tuple[str, str], dict] = {}
         self.execs: dict[tuple[str, str], list] = {}  # pod -> running exec processes
         self.mains: dict[tuple[str, str], list] = {}  # pod -> its containers' own running processes
@@ -133,6 +139,7 @@ class StandIn:
         r.add_get("/api/v1", self._resources)
         r.add_get("/api/v1/nodes", self._list_nodes)
         r.add_get("/api/v1/nodes/{name}", self._get_node)
+        r.add_get("/api/v1/nodes/{name}/proxy/{path:.*}", self._node_proxy)
         r.add_get("/api/v1/pods", self._list_pods)
         r.add_get("/api/v1/namespaces/{ns}/pods", self._list_pods)
         r.add_post("/api/v1/namespaces/{ns}/pods", self._create_pod)
@@ -245,6 +252,7 @@ class StandIn:
                     "kind": kind, "verbs": verbs, **({"shortNames": list(short)} if short else {})}
         return web.json_response({"kind": "APIResourceList", "groupVersion": "v1", "resources": [
             res("nodes", "Node", False, ["get", "list"], ("no",)),
+            res("nodes/proxy", "NodeProxyOptions", False, ["create", "delete", "get", "patch", "update"]),
             res("pods", "Pod", True, ["create", "delete", "get", "list"], ("po",)),
             res("pods/exec", "PodExecOptions", True, ["create", "get"]),
         ]})
@@ -257,7 +265,9 @@ class StandIn:
                              "resourceVersion": "1"},
                 "status": {"addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
                                          {"type": "Hostname", "address": name}],
-                           "conditions": [{"type": "Ready", "status": "True"}]}}
+                           "conditions": [{"type": "Ready", "status": "True"}],
+                           "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+                           "allocatable": {"cpu": self.allocatable.get(name, "8"), "memory": "31Gi", "pods": "110"}}}
 
     async def _list_nodes(self, request):
         if (r := self._allowed(request, "list", "nodes", None)):
@@ -275,7 +285,35 @@ class StandIn:
             return status(404, "NotFound", f'nodes "{name}" not found', {"name": name, "kind": "nodes"})
         return web.json_response(self._node(name))
 
+    async def _node_proxy(self, request):
+        """The API server's proxy to a node's kubelet (GET only here; kubelet's /metrics is what is served)."""
+        if (r := self._allowed(request, "get", "nodes/proxy", None)):
+            return r
+        name, path = request.match_info["name"], request.match_info["path"]
+        if name not in self.nodes:
+            return status(404, "NotFound", f'nodes "{name}" not found', {"name": name, "kind": "nodes"})
+        if path != "metrics":
+            return web.Response(status=404, text="404 page not found\n")  # what kubelet answers an unknown path
+        texts = self.kubelet_metrics.get(name) or [kubelet_metrics_text()]
+        n = self.metrics_served.get(name, 0)
+        self.metrics_served[name] = n + 1
+        body = texts[min(n, len(texts) - 1)]
+        return web.Response(body=body.encode() if isinstance(body, str) else body,
+                            headers={"Content-Type": "text/plain; version=0.0.4; charset=utf-8"})
+
     # ------------------------------------------------------------------ pods
+    def reject_pod(self, name: str, node: str, reason: str, message: str, namespace: str = "default",
+                   cpu: str = "2") -> dict:
+        """A pod kubelet refused at admission, as kubelet writes it (pkg/kubelet/kubelet.go rejectPod:
+        phase Failed, the reason, "Pod was rejected: " + the message; the QoS class kept, nothing else)."""
+        res = {"requests": {"cpu": cpu, "memory": "1Gi"}, "limits": {"cpu": cpu, "memory": "1Gi"}}
+        pod = self.add_pod({"metadata": {"name": name, "namespace": namespace},
+                            "spec": {"nodeName": node, "containers": [{"name": "app", "image": "busybox",
+                                                                       "resources": res}]}}, running=False)
+        pod["status"] = {"phase": "Failed", "reason": reason, "message": "Pod was rejected: " + message,
+                         "qosClass": "Guaranteed"}
+        return pod
+
     def add_pod(self, pod: dict, running: bool = True) -> dict:
         """Put a pod in place as if a controller had made it (the exporter DaemonSet's pod, in tests)."""
         meta = pod.setdefault("metadata", {})
@@ -516,6 +554,50 @@ class StandIn:
         reader.cancel()
         return ws
 
+def kubelet_metrics_text(pinning_requests: int = 12, pinning_errors: int = 0, admission_requests: int = 12,
+                         admission_errors: int = 0, exclusive_cpus: int | None = 4) -> str:
+    """kubelet's /metrics as a real kubelet writes it (text format 0.0.4, component-base's "[ALPHA]" in HELP),
+    cut to the families around the CPU and topology managers. Names, help and types from k/k
+    pkg/kubelet/metrics/metrics.go (CPUManagerPinningRequestsTotal ... TopologyManagerAdmissionDuration,
+    CPUManagerSharedPoolSizeMilliCores, CPUManagerExclusiveCPUsAllocationCount, CPUManagerAllocationPerNUMA:
+    the last three only in newer kubelets; exclusive_cpus None leaves the exclusive gauge out, as an older
+    kubelet does)."""
+    def fam(name, kind, help_, lines):
+        return [f"# HELP {name} [ALPHA] {help_}", f"# TYPE {name} {kind}", *lines]
+
+    out = fam("kubelet_cgroup_manager_duration_seconds", "histogram", "Duration in seconds for cgroup manager operations. Broken down by method.",
+              ['kubelet_cgroup_manager_duration_seconds_bucket{operation_type="create",le="0.005"} 9',
+               'kubelet_cgroup_manager_duration_seconds_bucket{operation_type="create",le="+Inf"} 14',
+               'kubelet_cgroup_manager_duration_seconds_sum{operation_type="create"} 0.213',
+               'kubelet_cgroup_manager_duration_seconds_count{operation_type="create"} 14'])
+    if exclusive_cpus is not None:
+        out += fam("kubelet_cpu_manager_allocation_per_numa", "gauge", "Number of CPUs allocated per NUMA node",
+                   [f'kubelet_cpu_manager_allocation_per_numa{{numa_node="0"}} {exclusive_cpus}',
+                    'kubelet_cpu_manager_allocation_per_numa{numa_node="1"} 0'])
+        out += fam("kubelet_cpu_manager_exclusive_cpu_allocation_count", "gauge",
+                   "The total number of CPUs exclusively allocated to containers running on this node",
+                   [f"kubelet_cpu_manager_exclusive_cpu_allocation_count {exclusive_cpus}"])
+    out += fam("kubelet_cpu_manager_pinning_errors_total", "counter", "The number of cpu core allocations which required pinning failed.",
+               [f"kubelet_cpu_manager_pinning_errors_total {pinning_errors}"])
+    out += fam("kubelet_cpu_manager_pinning_requests_total", "counter", "The number of cpu core allocations which required pinning.",
+               [f"kubelet_cpu_manager_pinning_requests_total {pinning_requests}"])
+    if exclusive_cpus is not None:
+        out += fam("kubelet_cpu_manager_shared_pool_size_millicores", "gauge",
+                   "The size of the shared CPU pool for non-guaranteed QoS pods, in millicores.",
+                   [f"kubelet_cpu_manager_shared_pool_size_millicores {(8 - exclusive_cpus) * 1000}"])
+    out += fam("kubelet_running_pods", "gauge", "Number of pods that have a running pod sandbox", ["kubelet_running_pods 7"])
+    out += fam("kubelet_topology_manager_admission_duration_ms", "histogram", "Duration in milliseconds to serve a pod admission request.",
+               ['kubelet_topology_manager_admission_duration_ms_bucket{le="0.05"} 3',
+                f'kubelet_topology_manager_admission_duration_ms_bucket{{le="+Inf"}} {admission_requests}',
+                "kubelet_topology_manager_admission_duration_ms_sum 4.2",
+                f"kubelet_topology_manager_admission_duration_ms_count {admission_requests}"])
+    out += fam("kubelet_topology_manager_admission_errors_total", "counter", "The number of admission request failures where resources could not be aligned.",
+               [f"kubelet_topology_manager_admission_errors_total {admission_errors}"])
+    out += fam("kubelet_topology_manager_admission_requests_total", "counter", "The number of admission requests where resources have to be aligned.",
+               [f"kubelet_topology_manager_admission_requests_total {admission_requests}"])
+    return "\n".join(out) + "\n"
+
+
 def main() -> int:
     import sys
 
@@ -529,6 +611,9 @@ def main() -> int:
     ap.add_argument("--kubeconfig", required=True, help="write a kubeconfig for the stand-in here")
     ap.add_argument("--v4-only", action="store_true", help="offer only v4.channel.k8s.io (API servers before 1.30)")
     ap.add_argument("--plain-http", action="store_true", help="no TLS (kubectl then sends no token)")
+    ap.add_argument("--kubelet-story", action="store_true",
+                    help="what kubelet says on a troubled node: a pod rejected with TopologyAffinityError, Allocatable "
+                         "cpu 7500m, pinning errors that grow by one at each read of /metrics")
     a = ap.parse_args()
     ok, why = available()
     if not ok:
@@ -543,6 +628,12 @@ def main() -> int:
     nodes = {s.spec.hostname: s.root for s in sims}
     srv = StandIn(nodes, protocols=(V4,) if a.v4_only else (V5, V4), tls=not a.plain_http).start()
     srv.kubeconfig(Path(a.kubeconfig))
+    if a.kubelet_story:
+        for name in nodes:
+            srv.allocatable[name] = "7500m"
+            srv.kubelet_metrics[name] = [kubelet_metrics_text(12 + i, i, 12 + i, i) for i in range(1000)]
+            srv.call(lambda name=name: srv.reject_pod(f"matcher-{name}", name, "TopologyAffinityError",
+                                                      "Resources cannot be allocated with Topology locality", "trading"))
     print(f"stand-in API at {srv.url}; kubeconfig {a.kubeconfig}; nodes {', '.join(nodes)}; Ctrl-C stops",
           flush=True)
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))

@@ -416,6 +416,9 @@ async def _one(target, a) -> tuple[dict | None, str | None]:
     if not isinstance(target, str):
         address = target.address
         opts = dataclasses.replace(opts, root=target.root or opts.root, sudo=target.sudo or opts.sudo)
+    api_name = _api_name(target) if _kube(a) else None  # the node's name in the API, when known beforehand
+    # with --samples 2+, kubelet's counters are read at both ends of the window too
+    first = await _api_round(api_name, a) if api_name and a.samples >= 2 else None
     try:
         report = await snapshot(address, opts, samples=max(1, a.samples), interval=a.interval,
                                 timeout=a.timeout)
@@ -426,22 +429,28 @@ async def _one(target, a) -> tuple[dict | None, str | None]:
     why = unread_reason(report)
     if why is not None:  # nothing of the node was read (its /proc and /sys are not there): not a reading
         return None, f"{_name(target)}: {why}"
-    snap = report.snapshot
+    if _kube(a):
+        from pinscope.collectors.kube import ApiWindow
+
+        now = await _api_round(api_name or report.snapshot.node, a)
+        report = report.with_api(ApiWindow(now, first if first is not None and first.answered else None))
     o = report.to_json()
     if not isinstance(target, str):
         o["node"] = target.name  # the inventory's (or --kube's) name, not the node's hostname: one name everywhere
-    if _kube(a):
-        from pinscope.collectors.kube import KubeError, node_pods
-        from pinscope.collectors.jsonout import enrich
-
-        try:
-            from pinscope.collectors.transport.kube import node_name
-
-            name = _name(target) if not isinstance(target, str) else node_name(target) or snap.node
-            enrich(o, await asyncio.to_thread(node_pods, name, a.context, a.kubeconfig))
-        except KubeError as err:
-            o["errors"].append({"source": "kubernetes", "message": f"{err}: node-local names only"})
     return o, None
+
+
+def _api_name(target) -> str | None:
+    """The node's name in the API: the inventory's (--kube's), node/NAME's; None for an address."""
+    from pinscope.collectors.transport.kube import node_name
+
+    return _name(target) if not isinstance(target, str) else node_name(target)
+
+
+async def _api_round(name: str, a):
+    from pinscope.collectors.kube import api_node
+
+    return await asyncio.to_thread(api_node, name, a.context, a.kubeconfig)
 
 
 def _from_recording(a) -> tuple[list, list]:
@@ -574,6 +583,9 @@ def render_check(o: dict) -> str:
         out.append(f"{o['node']}: {f['severity']:<8} {f['code']:<24} {f['message']}"
                    + (f"  [{'; '.join(where)}]" if where else ""))
         out.append(f"    hint: {f['hint']}")
+    for e in o.get("errors") or []:  # what the API did not say (nodes/proxy not allowed): once, beside the findings
+        if e.get("source") == "kubernetes":
+            out.append(f"{o['node']}: kubernetes: {e['message']}")
     n = {s: sum(1 for f in fs if f["severity"] == s) for s in order}
     out.append(f"{o['node']}: {n['critical']} critical, {n['warning']} warning, {n['info']} info")
     return display_lines(out)

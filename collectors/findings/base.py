@@ -48,7 +48,8 @@ class Code:
 class Check:
     name: str
     codes: tuple[str, ...]
-    needs: str  # probe depth letters the check's data comes from ("g" grid, "a" every task, "i" IRQs, "r" rates)
+    needs: str  # probe depth letters the check's data comes from ("g" grid, "a" every task, "i" IRQs, "r" rates);
+    # "k": the Kubernetes API's answer (ctx.api), run only when there is one (evaluate_api)
     fn: Callable[["Context"], Iterable[Finding]]
     reads: tuple[str, ...] = ()  # node inputs (INPUTS) it judges by: not run when one was not read
 
@@ -60,6 +61,7 @@ INPUTS = {"assignment": "kubelet's CPU assignment (cpu_manager_state)",
 
 
 CODES: dict[str, tuple[str, str, str]] = {}  # code -> (severity, meaning, fix), in registration order
+API_CODES: set[str] = set()  # the codes of the checks on the Kubernetes API's answer (needs "k")
 _CODE: dict[str, Code] = {}
 REGISTRY: list[Check] = []
 
@@ -74,6 +76,8 @@ def check(codes: dict[str, tuple[str, str, str]], needs: str = "g", reads: tuple
             _CODE[code] = Code(Severity(sev), meaning, fix)
             CODES[code] = (str(Severity(sev)), meaning, fix)
         REGISTRY.append(Check(fn.__name__, tuple(codes), needs, fn, tuple(reads)))
+        if "k" in needs:
+            API_CODES.update(codes)
         return fn
 
     return deco
@@ -93,9 +97,10 @@ def who(pod, cname) -> str:
 class Context:
     """What several checks derive from one snapshot, computed once per evaluation (lazily)."""
 
-    def __init__(self, snap: NodeSnapshot, rates=None) -> None:
+    def __init__(self, snap: NodeSnapshot, rates=None, api=None) -> None:
         self.snap = snap
         self.rates = rates
+        self.api = api  # collectors.kube.ApiWindow: the API's last two rounds for this node, or None
         self.k = snap.kubelet
         self.st = snap.state
         self.topo = snap.topology
@@ -172,14 +177,30 @@ class Context:
 
 
 def evaluate(snap: NodeSnapshot, rates=None) -> list[Finding]:
-    """Every registered check over one snapshot, worst first (a stable order: code, CPUs, pod, container)."""
-    ctx = Context(snap, rates)
+    """Every registered check on the node's own files over one snapshot, worst first (a stable order: code,
+    CPUs, pod, container). The checks on the Kubernetes API's answer are evaluate_api's."""
+    return _run(Context(snap, rates), [c for c in REGISTRY if "k" not in c.needs])
+
+
+def evaluate_api(snap: NodeSnapshot, rates, api) -> list[Finding]:
+    """The checks on what the Kubernetes API said of the node (an ApiWindow). No answer: none is run, and
+    none is faked."""
+    if api is None:
+        return []
+    return _run(Context(snap, rates, api), [c for c in REGISTRY if "k" in c.needs])
+
+
+def _run(ctx: Context, checks: list[Check]) -> list[Finding]:
     out: list[Finding] = []
-    for c in REGISTRY:
+    for c in checks:
         if not ctx.unread.intersection(c.reads):
             out.extend(c.fn(ctx))
-    out.sort(key=lambda f: (f.severity.rank, f.code, f.cpus, f.pod or "", f.container or ""))
-    return out
+    return ordered(out)
+
+
+def ordered(findings) -> list[Finding]:
+    """Worst first, then a stable order: code, CPUs, pod, container."""
+    return sorted(findings, key=lambda f: (f.severity.rank, f.code, f.cpus, f.pod or "", f.container or ""))
 
 
 def worst(findings) -> Severity | None:

@@ -94,7 +94,10 @@ NOT_AS_ROOT = {"READ_PARTIAL"}  # root reads every file: test_read_partial_is_no
 
 
 def test_every_code_has_a_case():
-    assert set(CASES) | ALWAYS_INFO | NOT_AS_ROOT == set(CODES)
+    from pinscope.collectors.findings.base import API_CODES  # the API's: tests/collectors/test_findings_api.py
+
+    assert set(CASES) | ALWAYS_INFO | NOT_AS_ROOT | API_CODES == set(CODES)
+    assert API_CODES == {"ADMISSION_REJECTED", "ALLOCATABLE_FRACTIONAL", "KUBELET_PINNING_ERRORS"}
 
 
 def test_read_partial_is_not_a_fault(tmp_path):

@@ -117,7 +117,9 @@ def test_cli_snapshot_node_name_equals_root_local(api, sim):
     assert r.returncode == 0, r.stderr
     l = run_cli("snapshot", "--json", "--root", str(sim.root), "local")
     assert l.returncode == 0, l.stderr
-    assert _json_without_target(json.loads(r.stdout)) == _json_without_target(json.loads(l.stdout))
+    over_api = _json_without_target(json.loads(r.stdout))
+    assert over_api.pop("kubernetes")["allocatable_cpu"] == "8"  # node/NAME also asks the API what kubelet said
+    assert over_api == _json_without_target(json.loads(l.stdout))
     assert probe_pods(api) == []
     made = [p for m, p, u in api.requests if m == "POST"]
     assert made == ["/api/v1/namespaces/pinscope/pods"]
@@ -555,11 +557,18 @@ def test_kube_via_api_reaches_every_discovered_node(sim, tmp_path):
 
 
 # ---------------------------------------------------------------------------------------------- RBAC
-def _rules_from_rbac() -> list:
-    """deploy/rbac.yaml's rules as the stand-in's (verbs, resources, namespace) triples."""
+def _rbac_docs() -> list[dict]:
+    return [d for d in yaml.safe_load_all((ROOT / "deploy/rbac.yaml").read_text()) if d]
+
+
+def _rules_from_rbac(bound: bool = True) -> list:
+    """deploy/rbac.yaml's rules as the stand-in's (verbs, resources, namespace) triples: those of the roles its
+    bindings bind (bound=True), or of the roles nothing binds (the opt-in ones)."""
+    docs = _rbac_docs()
+    bound_names = {d["roleRef"]["name"] for d in docs if d["kind"] in ("ClusterRoleBinding", "RoleBinding")}
     rules = []
-    for doc in yaml.safe_load_all((ROOT / "deploy/rbac.yaml").read_text()):
-        if doc and doc["kind"] in ("ClusterRole", "Role"):
+    for doc in docs:
+        if doc["kind"] in ("ClusterRole", "Role") and (doc["metadata"]["name"] in bound_names) == bound:
             ns = doc["metadata"].get("namespace")
             for r in doc["rules"]:
                 assert r.get("apiGroups") == [""]
@@ -569,15 +578,18 @@ def _rules_from_rbac() -> list:
 
 @pytest.mark.parametrize("exec_verb", ["create", "get"])
 def test_rbac_yaml_grants_exactly_the_verbs_used(sim, tmp_path, exec_verb):
-    """Every use (a node through a debug pod, through the exporter, --kube discovery and pod names, gc)
-    works with only deploy/rbac.yaml's rules; and every rule in it is used. Both kinds of API server:
-    those that authorize the exec websocket as "get" pods/exec and those that also ask for "create"."""
+    """Every use (a node through a debug pod, through the exporter, --kube discovery and pod names, the API
+    round's node and pods, gc) works with only the rules deploy/rbac.yaml binds; and every rule in it is used.
+    Both kinds of API server: those that authorize the exec websocket as "get" pods/exec and those that also
+    ask for "create". kubelet's metrics are not among them (nodes/proxy is opt-in): said once per node."""
     rules = _rules_from_rbac()
     srv = StandIn({NODE: sim.root}, users={"t": ("pinscope-user", rules)}, exec_verb=exec_verb).start()
     try:
         kc = srv.kubeconfig(tmp_path / "kc", token="t")
         r = run_cli("snapshot", "--json", "--kube", "--via", "api", "--kubeconfig", kc)
         assert r.returncode == 0, r.stderr
+        said = [e["message"] for e in json.loads(r.stdout)["errors"] if e["source"] == "kubernetes"]
+        assert said == ["kubelet metrics: not allowed (get nodes/proxy)"]
         srv.call(lambda: srv.add_pod(exporter_pod()))
         r = run_cli("snapshot", f"node/{NODE}", "--kubeconfig", kc)
         assert r.returncode == 0, r.stderr
@@ -588,6 +600,44 @@ def test_rbac_yaml_grants_exactly_the_verbs_used(sim, tmp_path, exec_verb):
         # the exec verb this server does not check is still granted, for the other kind of server
         assert granted - used == {("get" if exec_verb == "create" else "create", "pods/exec")}
         assert used <= granted
+        assert ("get", "nodes/proxy") not in granted
+    finally:
+        srv.stop()
+
+
+def test_the_kubelet_metrics_role_is_opt_in_and_is_all_the_metrics_need(sim, tmp_path):
+    """`get nodes/proxy` (exec in every pod, in effect) is in a ClusterRole of its own that no manifest in
+    deploy/ binds; with it bound too, kubelet's metrics are read and every rule of it is used. Without it,
+    `check` says so in one line beside the other findings (an admission rejection, a fractional Allocatable)."""
+    optional = _rules_from_rbac(bound=False)
+    assert optional == [(("get",), ("nodes/proxy",), None)]
+    names = {d["metadata"]["name"] for d in _rbac_docs() if d["kind"] == "ClusterRole"}
+    assert "pinscope-kubelet-metrics" in names
+    for f in (ROOT / "deploy").rglob("*.yaml"):  # bound by nothing shipped
+        for d in yaml.safe_load_all(f.read_text()):
+            if isinstance(d, dict) and d.get("kind") in ("ClusterRoleBinding", "RoleBinding"):
+                assert d["roleRef"]["name"] != "pinscope-kubelet-metrics", f
+    rules = _rules_from_rbac()
+    srv = StandIn({NODE: sim.root}, users={"t": ("pinscope-user", rules), "m": ("metrics-user", rules + optional)}).start()
+    try:
+        srv.allocatable[NODE] = "47500m"
+        srv.call(lambda: srv.reject_pod("matcher-x", NODE, "TopologyAffinityError",
+                                        "Resources cannot be allocated with Topology locality", "trading"))
+        kc = srv.kubeconfig(tmp_path / "kc", token="t")
+        r = run_cli("check", "--kube", "--via", "api", "--kubeconfig", kc, timeout=120)
+        assert r.returncode == 1 and "Traceback" not in r.stderr, r.stdout + r.stderr
+        out = r.stdout.splitlines()
+        assert [ln for ln in out if "nodes/proxy" in ln] == [f"{NODE}: kubernetes: kubelet metrics: not allowed (get nodes/proxy)"]
+        assert any(" ADMISSION_REJECTED " in ln for ln in out) and any(" ALLOCATABLE_FRACTIONAL " in ln for ln in out)
+        assert srv.metrics_served.get(NODE) is None
+        srv.used.clear()
+        kc = srv.kubeconfig(tmp_path / "kc-m", token="m")
+        r = run_cli("snapshot", "--json", "--kube", "--via", "api", "--kubeconfig", kc, timeout=120)
+        assert r.returncode == 0, r.stderr
+        o = json.loads(r.stdout)
+        assert o["kubernetes"]["kubelet_metrics"]["cpu_manager_pinning_requests_total"] == 12
+        assert [e for e in o["errors"] if e["source"] == "kubernetes"] == []
+        assert ("get", "nodes/proxy") in srv.used and srv.metrics_served[NODE] == 1
     finally:
         srv.stop()
 

@@ -5,6 +5,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.widgets import Static
 
+from pinscope.collectors.kube import ApiWindow
 from pinscope.collectors.parse.cpuset import format_cpuset
 from pinscope.collectors.text import display
 from pinscope.tui.human import amounts, settings, value
@@ -57,6 +58,8 @@ class NodeInfoScreen(DrillScreen):
             r = v.rates.numa.get(n.id) if v.rates else None
             rate = f"hit {r['numa_hit_per_s']:.0f}/s  miss {r['numa_miss_per_s']:.0f}/s ({r['miss_ratio'] * 100:.1f} %)" if r else "rates need two samples"
             t.append(_d(f"  node {n.id}: cpus {format_cpuset(n.cpus) or '(none: memory only)'}   distances {' '.join(map(str, n.distances))}   {rate}\n"))
+        if v.report is not None and v.report.api is not None:
+            _api_section(t, v.report.api)
         if v.findings:  # every finding whole, with its hint: the node screen's pane has only room to wrap them
             t.append("\nfindings\n", style="bold")
             for f in v.findings:
@@ -68,6 +71,32 @@ class NodeInfoScreen(DrillScreen):
             for p in s.problems:
                 t.append(_d(f"  {p.source}: {p.message}\n"))
         self.query_one("#node-info", Static).update(t)
+
+
+def _api_section(t: Text, w: ApiWindow) -> None:
+    """What the Kubernetes API said of the node (--kube, node/NAME): Allocatable, kubelet's own counters through
+    the node proxy (what grew since the round before), the pods kubelet rejected; each part that failed, its line."""
+    a = w.now
+    t.append(_d(f"\nkubelet, through the Kubernetes API (node {a.node})\n"), style="bold")
+    t.append(_d(f"  Allocatable cpu {a.allocatable_cpu or '-'}\n"))
+    m = a.metrics
+    if m is not None:
+        b = w.before.metrics if w.before is not None else None
+        rows = [("kubelet_cpu_manager_pinning_requests_total", m.pinning_requests, b.pinning_requests if b else None),
+                ("kubelet_cpu_manager_pinning_errors_total", m.pinning_errors, b.pinning_errors if b else None),
+                ("kubelet_topology_manager_admission_requests_total", m.admission_requests, b.admission_requests if b else None),
+                ("kubelet_topology_manager_admission_errors_total", m.admission_errors, b.admission_errors if b else None),
+                ("kubelet_cpu_manager_exclusive_cpu_allocation_count", m.exclusive_cpus, None)]
+        for name, now, before in rows:
+            val = "not exported by this kubelet" if now is None else f"{now:g}"
+            grew = f"   (+{now - before:g} over {w.seconds:.0f} s)" if now is not None and before is not None and now > before else ""
+            t.append(_d(f"  {name:<51} {val}{grew}\n"))
+    for p in a.problems:
+        t.append(_d(f"  {p}\n"), style="dim")
+    if a.rejected:
+        t.append(_d(f"  rejected at admission: {len(a.rejected)} pod(s)\n"))
+        for r in a.rejected:
+            t.append(_d(f"    {r.namespace}/{r.name}: {r.reason}: {r.message}\n"))
 
 
 def _d(s: str) -> str:
