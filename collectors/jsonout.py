@@ -101,8 +101,9 @@ def _dra_checkpoint_json(snap: NodeSnapshot) -> dict | None:
         return None
     known = {p.uid for p in snap.pods}
     return {"checksum_ok": cp.checksum_ok, "version": cp.version or None, "claims": len(cp.claims),
+            # as DRA_CLAIM_ORPHAN judges: none when no pod is known at all (cgroups unread), nor a claim for no pod
             "orphans": [{**_claim_json(c), "pod_uids": list(c.pod_uids)} for c in cp.claims
-                        if not known.intersection(c.pod_uids)]}
+                        if known and c.pod_uids and not known.intersection(c.pod_uids)]}
 
 
 def _device_checkpoint_json(snap: NodeSnapshot) -> dict | None:

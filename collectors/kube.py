@@ -255,7 +255,7 @@ def _pods(doc) -> tuple[dict[str, ApiPod], tuple[Rejected, ...], int]:
     for p in items if isinstance(items, list) else []:
         try:
             ap, rej, mirror = _pod(p)
-        except (AttributeError, TypeError, KeyError, IndexError):
+        except (AttributeError, TypeError, KeyError, IndexError, ValueError):  # a shape no API server sends
             bad += 1
             continue
         if ap is None:
@@ -283,7 +283,9 @@ def _pod(p: dict) -> tuple[ApiPod | None, Rejected | None, str | None]:
     ctrs = []
     for c in (spec.get("initContainers") or []) + (spec.get("containers") or []):
         res = c.get("resources") or {}
-        ctrs.append(ApiContainer(str(c.get("name")), dict(res.get("requests") or {}), dict(res.get("limits") or {})))
+        req, lim = res.get("requests"), res.get("limits")
+        ctrs.append(ApiContainer(str(c.get("name")), dict(req) if isinstance(req, dict) else {},
+                                 dict(lim) if isinstance(lim, dict) else {}))
     status = p.get("status") or {}
     ap = ApiPod(str(uid), str(meta.get("namespace")), str(meta.get("name")),
                 status.get("qosClass"), owner, tuple(ctrs), container_ids(status))

@@ -30,10 +30,10 @@ def admission_rejected(ctx):
 
 
 @check({"ALLOCATABLE_FRACTIONAL": ("warning", "the node's Allocatable CPU is not a whole number of CPUs while its files say cpuManagerPolicy static",
-                                   "The static policy takes its reserved CPUs whole (kubeReserved + systemReserved cpu rounded up, or "
-                                   "reservedSystemCPUs) while Allocatable subtracts only the fraction, so the scheduler places more CPU than "
-                                   "kubelet can pin: reserve whole CPUs (reservedSystemCPUs, or kube and system reserved cpu adding up to "
-                                   "whole CPUs), then restart kubelet.")},
+                                   "The static policy takes its reserved CPUs whole (kubeReserved + systemReserved cpu rounded up) while "
+                                   "Allocatable subtracts only the fraction: pinned pods still fit, but the scheduler counts that "
+                                   "fraction of a CPU for the shared pool, which kubelet gave to the reserved set. Reserve whole CPUs "
+                                   "(reservedSystemCPUs, or kube and system reserved cpu adding up to whole CPUs), then restart kubelet.")},
        needs="k")
 def allocatable_fractional(ctx):
     api = ctx.api.now

@@ -48,7 +48,12 @@ def dra_checksum(data: str) -> int:
 
 def _current(data: str, checksum, source: str, problems: list[Problem]) -> DraCheckpoint | None:
     ok: bool | None = None
-    if isinstance(checksum, int) and not isinstance(checksum, bool):
+    if not (isinstance(checksum, int) and not isinstance(checksum, bool) and 0 <= checksum <= 0xFFFFFFFF):
+        # kubelet decodes it into a uint32: missing (0), a float, a string or out of range fails its check
+        problems.append(Problem(source, f"DRA checkpoint Checksum {str(checksum)[:40]!r} is not a uint32 CRC of "
+                                        "its Data: kubelet would refuse this file"))
+        ok = False
+    else:
         ok = dra_checksum(data) == checksum
         if not ok:
             problems.append(Problem(source, f"DRA checkpoint checksum {checksum} does not match its Data (computed "
@@ -90,7 +95,7 @@ def _claim(e, i: int, source: str, problems: list[Problem]) -> DraClaim | None:
     if not devices and isinstance(f.get("DriverName"), str):  # the alpha layout: a driver, CDI ids per driver
         cdi = f.get("CDIDevices")
         ids = cdi.get(f["DriverName"]) if isinstance(cdi, dict) else None
-        devices = (DraDevice(f["DriverName"], "", "", (), tuple(x for x in ids or () if isinstance(x, str))),)
+        devices = (DraDevice(f["DriverName"], "", "", (), _strs(ids)),)
     return DraClaim(uid or "", name, ns, pod_uids, devices)
 
 

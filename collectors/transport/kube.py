@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 from .. import probe_text
 from ..errors import ProbeFailed, Unreachable
-from ..kube import KubeError, NotFound, call, load_config
+from ..kube import KubeError, NotFound, Refused, call, load_config
 from .base import PROBE_END, FrameStream, stdin_probe_command
 from .kubeexec import ExecStream, exec_url
 
@@ -307,11 +307,19 @@ class KubeTransport(FrameStream):
         stream, self.stream = self.stream, None
         pod, owned, self.pod, self.owned = self.pod, self.owned, None, False
         creating, self._creating = self._creating, None
+        cancelled = None
         if creating is not None and pod is None:  # closed while its create was in flight: the pod may exist
             fut, name = creating
-            with contextlib.suppress(BaseException):
+            try:
                 await asyncio.wait_for(asyncio.shield(fut), 3)
-            if fut.done() and not fut.cancelled() and fut.exception() is None:
+            except asyncio.CancelledError as err:  # our caller is cancelled: clean up first, then say so
+                cancelled = err
+            except (KubeError, Unreachable, asyncio.TimeoutError):  # its outcome is read below
+                pass
+            if not fut.done():
+                fut.add_done_callback(lambda f: f.cancelled() or f.exception())  # its error is nobody's now
+            refused = fut.done() and not fut.cancelled() and isinstance(fut.exception(), (Refused, NotFound))
+            if not refused:  # made, or maybe made (no answer yet, a timeout): deleted by name, NotFound ignored
                 pod, owned = name, True
         if stream is not None:
             with contextlib.suppress(Exception):
@@ -322,6 +330,8 @@ class KubeTransport(FrameStream):
                                  namespace=self.namespace, name=pod, grace_period_seconds=0)
         if stream is not None:
             await stream.aclose()
+        if cancelled is not None:
+            raise cancelled
 
 
 def gc(context: str | None, kubeconfig: str | None, namespace: str = DEFAULT_NAMESPACE,

@@ -142,3 +142,23 @@ def test_a_corrupt_checkpoint_on_the_node_is_an_error_line_never_a_traceback(tmp
     (p,) = [p for p in rep.snapshot.problems if p.source.startswith("/var/lib/kubelet/dra_manager_state")]
     assert "not valid JSON" in p.message
     assert any("dra_manager_state" in e["source"] for e in to_json(rep.snapshot)["errors"])
+
+
+@pytest.mark.parametrize("text", [
+    # the alpha layout with CDI ids that are not a list (a number, true, an object): a TypeError killed the tick
+    '{"version":"v1","entries":[{"DriverName":"d","ClaimName":"c","Namespace":"n","CDIDevices":{"d":5}}]}',
+    '{"version":"v1","entries":[{"DriverName":"d","ClaimName":"c","Namespace":"n","CDIDevices":{"d":true}}]}',
+    '{"version":"v1","entries":[{"DriverName":"d","ClaimName":"c","Namespace":"n","CDIDevices":{"d":{"x":1}}}]}',
+])
+def test_odd_alpha_cdi_ids_are_no_traceback(text):
+    cp, _ = _parse(text)
+    assert [(d.driver, d.cdi_ids) for c in cp.claims for d in c.devices] == [("d", ())]
+
+
+@pytest.mark.parametrize("checksum", ['', ',"Checksum":1.5', ',"Checksum":"1597924435"', ',"Checksum":-1',
+                                      ',"Checksum":4294967296'])
+def test_a_checksum_kubelet_cannot_decode_is_said_as_refused(checksum):
+    text = SINGLE.replace(',"Checksum":1597924435', checksum)
+    cp, probs = _parse(text)
+    assert cp.checksum_ok is False and len(cp.claims) == 1
+    assert any("kubelet would refuse" in p.message for p in probs), probs

@@ -129,3 +129,16 @@ def test_kubelets_admission_reasons():
 def test_cpu_quantities():
     assert [cpu_millis(q) for q in ("8", "7500m", "3.5", "2e3", "0.1", "1k")] == [8000, 7500, 3500, 2000000, 100, 1000000]
     assert [cpu_millis(q) for q in ("", "m", "8x", "-1", "1" * 50, "\x1b[2J")] == [None] * 6
+
+
+def test_requests_or_limits_that_are_not_maps_are_no_traceback():
+    """A pod whose resources.requests is a string or a list (no API server sends it; a proxy or a stand-in may):
+    dict() raised ValueError past the handler and ended the API worker for the session."""
+    doc = {"items": [
+        {"metadata": {"uid": "u1", "namespace": "a", "name": "p1"},
+         "spec": {"containers": [{"name": "c", "resources": {"requests": "1", "limits": ["ab", "cd"]}}]}},
+        {"metadata": {"uid": "u2", "namespace": "a", "name": "p2"},
+         "spec": {"containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]}}]}
+    pods, rejected, bad = _pods(doc)
+    assert bad == 0 and pods["u1"].containers[0].requests == {} and pods["u1"].containers[0].limits == {}
+    assert pods["u2"].containers[0].requests == {"cpu": "2"}

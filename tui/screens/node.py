@@ -4,8 +4,10 @@ Laid out by priority at every size (tui/screens/nodelayout.py says what goes whe
 the worst finding always, then the grid, then the findings, the pods and the legend as room allows."""
 from __future__ import annotations
 
+import io
 import time
 
+from rich.console import Console
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -22,6 +24,9 @@ from pinscope.tui.screens.nodequery import busiest_softirqs, filter_cpus, matche
 from pinscope.tui.state import NodeView
 from pinscope.tui.widgets.coregrid import NOISE_FULL, CoreGrid
 
+
+# measures how a text wraps (cell widths, words) as Rich will draw it; it writes nowhere
+_MEASURE = Console(file=io.StringIO(), width=400, color_system=None)
 
 class NodeScreen(ReportScreen):
     BINDINGS = [
@@ -438,6 +443,6 @@ class NodeScreen(ReportScreen):
         # a Static fills the width its container gives it: only its height (the lines the text wraps to at
         # that width) can change the layout
         width = w.content_region.width
-        shape = (width, lay.text_lines(t.plain, width)) if width > 0 else None
+        shape = (width, len(t.wrap(_MEASURE, width))) if width > 0 else None  # as Rich will wrap it
         w.update(t, layout=last is None or shape is None or shape != last_shape)
         self._painted[w] = (t, shape)
