@@ -138,7 +138,7 @@ class NodeCollector:
     def _request(self, depth: str) -> str:
         pl = self.pipeline
         req = depth
-        if pl.static is None or pl.ticks % self.static_every == 0:
+        if pl.static is None or pl.ticks % self.static_every == 0 or pl.want_static:
             req = "s" + depth
         if pl.want_names or pl.ticks % 30 == 0:
             req += "n"

@@ -13,9 +13,10 @@ frozen and hold no caches: what is parsed out of them is kept by the assembly's 
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
-PROTOCOL = "2"  # the wire format this client reads (probe.sh PROTO; each frame says "Iprobe-protocol N")
+PROTOCOL = "3"  # the wire format this client reads (probe.sh PROTO; each frame says "Iprobe-protocol N")
 MAX_FRAME_BYTES = 64 * 1024 * 1024  # a client-side bound on top of the probe's per-file bound
 
 
@@ -36,6 +37,7 @@ class _Parts:
     warnings: list[str] = field(default_factory=list)
     complete: bool = False
     garbage_lines: int = 0
+    unchanged: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # eq=False: frames compare by identity (cheap, exact)
@@ -55,6 +57,10 @@ class Frame:
     warnings: list[str] = field(default_factory=list)
     complete: bool = False
     garbage_lines: int = 0
+    # files the probe said unchanged (U): the bytes it last sent of each, which the FrameStore puts in `files`
+    # (a Frame a FrameStore handed on has none left)
+    unchanged: tuple[str, ...] = ()
+    lost: tuple[str, ...] = ()  # files said unchanged that the FrameStore held no copy of (left out)
 
     @property
     def letters(self) -> str:
@@ -88,7 +94,7 @@ def parse_frame(data: bytes) -> Frame:
         rest = raw[1:]
         if nonutf8:
             rest = _fix(rest)
-        if "\\" in rest and tag in "CFXTDN":
+        if "\\" in rest and tag in "CFXTDNU":
             rest = unescape(rest)
         if cur is not None:
             _close(fr, cur, buf, hexbuf, nonutf8)
@@ -103,7 +109,7 @@ def parse_frame(data: bytes) -> Frame:
     if cur is not None:
         _close(fr, cur, buf, hexbuf, nonutf8)
     return Frame(fr.seq, fr.request, fr.files, fr.unreadable, fr.truncated, fr.refused, fr.nonutf8, fr.dirs,
-                 fr.info, fr.argv, fr.warnings, fr.complete, fr.garbage_lines)
+                 fr.info, fr.argv, fr.warnings, fr.complete, fr.garbage_lines, tuple(fr.unchanged))
 
 
 def _close(fr: _Parts, cur: str, buf: list[str], hexbuf: list[str], nonutf8: bool) -> None:
@@ -140,6 +146,8 @@ def _tag(fr: _Parts, tag: str, rest: str, cdir: str) -> None:
         fr.refused[path] = kind
     elif tag == "D":
         fr.dirs.append(rest)
+    elif tag == "U":
+        fr.unchanged.append(rest if rest[:1] == "/" else f"{cdir}/{rest}")
     elif tag == "A":
         if fr.argv is None:
             fr.argv = []
@@ -214,6 +222,64 @@ class View:
         return self.prev_files is None or self.prev_files.get(path) != self.files.get(path)
 
 
+# What the probe may say unchanged (U, probe.sh rdcg and rks): a cgroup file, or one of kubelet's state files
+# it reads every grid tick. It says so only of what it sent whole within its last 64 frames, and forgets
+# everything on a static frame.
+HOLD_FRAMES = 64
+_HELD_NAMES = ("/cpu_manager_state", "/kubelet_internal_checkpoint", "/dra_manager_state")
+
+
+class Held:
+    """The bytes the probe last sent whole of the files it may say unchanged (its U lines): path -> (text,
+    not UTF-8, cut at, the seq of the frame that sent it). `take(frame)` puts them in a frame's `files`. One
+    per probe (a new probe, seq 1, starts empty). A U it cannot resolve (no copy, or a frame in between that
+    it did not see: the probe may have sent a newer one there) is `lost`: the file is left out of the frame,
+    said so, and the client asks for a static frame, in which the probe sends everything whole."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, tuple[str, bool, int | None, int]] = {}
+        self.seq: int | None = None
+
+    def take(self, frame: Frame) -> Frame:
+        """The frame with its U files resolved (unchanged=()); what it sent whole is held for later frames."""
+        seq = frame.seq
+        held = self.files
+        if seq <= 1 or self.seq is None or seq <= self.seq or "s" in frame.letters:
+            held.clear()  # a new probe, or a static frame (the probe forgot what it sent)
+        seen = self.seq is not None and seq == self.seq + 1
+        self.seq = seq
+        out = frame
+        if frame.unchanged:
+            files, nonutf8, cut = dict(frame.files), set(frame.nonutf8), dict(frame.truncated)
+            lost = []
+            for p in frame.unchanged:
+                h = held.get(p) if seen else None
+                if h is None:
+                    lost.append(p)
+                    continue
+                files[p] = h[0]
+                if h[1]:
+                    nonutf8.add(p)
+                if h[2] is not None:
+                    cut[p] = h[2]
+            warnings = frame.warnings
+            if lost:
+                warnings = [*warnings, f"{len(lost)} file(s) said unchanged by the probe, but this client holds no "
+                            f"copy (a frame it did not see, e.g. {lost[0]}): left out of this tick; read whole "
+                            "at the next static frame"]
+            out = dataclasses.replace(frame, files=files, nonutf8=nonutf8, truncated=cut, warnings=warnings,
+                                      unchanged=(), lost=tuple(lost))
+        for p in frame.unreadable | frame.refused.keys() | frame.truncated.keys():
+            held.pop(p, None)
+        for p, text in frame.files.items():
+            if p.startswith("/sys/fs/cgroup/") or p.endswith(_HELD_NAMES):
+                held[p] = (text, p in frame.nonutf8, frame.truncated.get(p), seq)
+        if seq % HOLD_FRAMES == 0:  # what the probe can no longer say unchanged
+            for p in [p for p, h in held.items() if h[3] < seq - 2 * HOLD_FRAMES]:
+                del held[p]
+        return out
+
+
 class FrameStore:
     """One node's frames between ticks: the static frame, the last frame that listed the pod log layout
     ("n"), and for each deeper letter (c, t, T, a, i) the last frame that had it. `add(frame)` -> the
@@ -223,12 +289,14 @@ class FrameStore:
         self.static: Frame | None = None
         self.names: Frame | None = None
         self.carry: dict[str, Frame] = {}
+        self.held = Held()
         self._base: tuple[tuple[Frame, ...], dict] = ((), {})
         self._kept: dict[tuple[bool, bool], dict] = {}  # the base without what a tick reads itself
         self._prev: dict | None = None
 
     def add(self, frame: Frame) -> View:
         """The caller checks first that a static frame came (self.static or "s" in the frame's letters)."""
+        frame = self.held.take(frame)
         letters = frame.letters
         if "s" in letters:
             self.static = frame
@@ -295,7 +363,7 @@ def _owned(path: str, letters: str) -> bool:
 def _merge(kept: dict, frame: Frame) -> dict:
     """The carried frames' files (`kept`: without those the tick reads itself) under the tick's: without
     what the tick said it could not read (refused, unreadable, too big to read)."""
-    said = frame.unreadable | frame.refused.keys() | frame.truncated.keys()
+    said = frame.unreadable | frame.refused.keys() | frame.truncated.keys() | set(frame.lost)
     out = dict(kept)
     for p in said:
         out.pop(p, None)

@@ -115,6 +115,7 @@ class Pipeline:
         self.frames = FrameStore()  # static, names and deeper frames between ticks
         self.assembler = Assembler(target)  # the assembly's stages, kept between ticks
         self.want_names = True
+        self.want_static = False  # a file said unchanged could not be resolved: read everything whole
         self.unnamed_at_names: set = set()
         self.ticks = 0
         self.topology_changed = False
@@ -128,6 +129,7 @@ class Pipeline:
         self.frames = FrameStore()
         self.assembler = Assembler(self.target)
         self.want_names = True
+        self.want_static = False
         self.prev = self.prev_t = self.prev_rates = self.probe_cpu = None
 
     @property
@@ -142,6 +144,7 @@ class Pipeline:
         if self.static is None and "s" not in letters:
             raise ProbeFailed("a frame before any static frame")
         view = self.frames.add(frame)
+        self.want_static = bool(view.tick.lost)
         snap = self.assembler.build(view)
         # a pod or container we could not name when the layout was last listed: list it again next tick
         unnamed = {(p.uid, c.id) for p in snap.pods for c in p.containers if p.name is None or c.name is None}

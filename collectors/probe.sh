@@ -4,7 +4,7 @@
 # Read-only: it writes no file, changes no setting, installs nothing (the one exception the client may ask
 # for: the probe's own CPU affinity, see "Requests" and confine).
 #
-# Protocol 2 (each frame says "Iprobe-protocol 2"; a client that says another one with --protocol N gets
+# Protocol 3 (each frame says "Iprobe-protocol 3"; a client that says another one with --protocol N gets
 # frames that read nothing and say why, and the client refuses a probe of another protocol).
 # Shape: a forwarder reads one request per line on stdin and hands it to this shell's loop, which walks the directories with shell globs (builtins, no fork) and
 # hands file paths to ONE long-lived awk process, which reads each file with getline and writes one tagged
@@ -14,6 +14,9 @@
 #   F<name>            a file follows          L<text>  one line of that file
 #   X<name>            unreadable or missing   T<N> <name>  cut: larger than N bytes (no F before it: not read)
 #   H<hex bytes>       content of the current F file as od prints it (kubelet's own files, see rk)
+#   U<name>            unchanged: the very bytes this probe last sent of that file (a cgroup file, see rdcg;
+#                      a kubelet file, see rks): the client takes its copy. Only what was sent whole, in this
+#                      probe, within its last 64 frames; a file said X, N or T is sent whole the next time
 #   N<kind> <path>     not a regular file (fifo, socket, device, dir, symlink inside a checked tree, other):
 #                      refused, never opened
 #   D<path>            a directory entry seen by a glob
@@ -52,7 +55,7 @@
 # scaling_cur_freq is never read (20 ms a read on some CPUs).
 
 R=""
-PROTO=2  # the wire format (frames.PROTOCOL on the client): a client that says another one is refused
+PROTO=3  # the wire format (frames.PROTOCOL on the client): a client that says another one is refused
 CP=""  # the protocol the client speaks (--protocol N), when it says
 while [ $# -gt 0 ]; do
   case $1 in
@@ -193,22 +196,26 @@ rk() {
 OD=""  # od, when the node has one (set below)
 # kubelet's state file, every grid tick: through od only when it changed. Kubelet writes it whole and
 # renames it into place (a new inode), so the shell keeps the file it last read open on fd 8 and compares
-# inodes (test -ef, a builtin: no fork); the same inode sends the hex kept from that read again. Static and
-# cgroup-detail ticks ("s", "c": every 5th) read it anew whatever the inode says (an edit in place shows
-# there). od reads fd 8 itself, so the text kept is the text of the inode compared.
+# inodes (test -ef, a builtin: no fork); the same inode is said unchanged ("u" -> U), as are the same bytes
+# read anew. Static and cgroup-detail ticks ("s", "c": every 5th) read it anew whatever the inode says (an
+# edit in place shows there). od reads fd 8 itself, so the text kept is the text of the inode compared.
 KSH=""  # od's lines of the last read
 KSF=""  # the file they are of ("": read it anew)
+KSS=""  # the file whose lines KSH the client holds (sent whole in this probe): unchanged, it is said "u"
 rks() {
   if [ -n "$OD" ] && [ -f "$1" ] && [ -r "$1" ]; then
+    _o=$KSH
     if [ "$KSF" != "$1" ] || ! [ "$1" -ef /proc/self/fd/8 ]; then
-      if ! { command exec 8<"$1"; } 2>/dev/null; then KSF=""; rk "$1"; return; fi
+      if ! { command exec 8<"$1"; } 2>/dev/null; then KSF="" KSS=""; rk "$1"; return; fi
       KSH=$(od -An -v -tx1 -N $((KMAX + 1)) <&8 2>/dev/null)
       KSF=$1
     fi
+    if [ "$KSS" = "$1" ] && [ "$KSH" = "$_o" ]; then pl u "$1"; return; fi
+    KSS=$1
     pl M "$1"
     [ -n "$KSH" ] && printf '%s\n' "$KSH"  # an empty file: no lines, as od gives none
   else
-    KSF=""
+    KSF="" KSS=""
     rk "$1"
   fi
 }
@@ -221,17 +228,21 @@ rks() {
 # client joins them to what these globs found.
 KDH=""  # od's lines of the last read of the device checkpoint
 KDF=""  # the file they are of
+KDS=""  # the file the client holds KDH of
 rkd() {
   if [ -n "$OD" ] && [ -f "$1" ] && [ -r "$1" ]; then
+    _o=$KDH
     if [ "$KDF" != "$1" ] || ! [ "$1" -ef /proc/self/fd/7 ]; then
-      if ! { command exec 7<"$1"; } 2>/dev/null; then KDF=""; rk "$1"; return; fi
+      if ! { command exec 7<"$1"; } 2>/dev/null; then KDF="" KDS=""; rk "$1"; return; fi
       KDH=$(od -An -v -tx1 -N $((KMAX + 1)) <&7 2>/dev/null)
       KDF=$1
     fi
+    if [ "$KDS" = "$1" ] && [ "$KDH" = "$_o" ]; then pl u "$1"; return; fi
+    KDS=$1
     pl M "$1"
     [ -n "$KDH" ] && printf '%s\n' "$KDH"
   else
-    KDF=""
+    KDF="" KDS=""
     rk "$1"
   fi
 }
@@ -239,17 +250,21 @@ rkd() {
 # same, on fd 6. A node without DRA has no such file: one stat, no fork.
 KRH=""
 KRF=""
+KRS=""
 rkr() {
   if [ -n "$OD" ] && [ -f "$1" ] && [ -r "$1" ]; then
+    _o=$KRH
     if [ "$KRF" != "$1" ] || ! [ "$1" -ef /proc/self/fd/6 ]; then
-      if ! { command exec 6<"$1"; } 2>/dev/null; then KRF=""; rk "$1"; return; fi
+      if ! { command exec 6<"$1"; } 2>/dev/null; then KRF="" KRS=""; rk "$1"; return; fi
       KRH=$(od -An -v -tx1 -N $((KMAX + 1)) <&6 2>/dev/null)
       KRF=$1
     fi
+    if [ "$KRS" = "$1" ] && [ "$KRH" = "$_o" ]; then pl u "$1"; return; fi
+    KRS=$1
     pl M "$1"
     [ -n "$KRH" ] && printf '%s\n' "$KRH"
   else
-    KRF=""
+    KRF="" KRS=""
     rk "$1"
   fi
 }
@@ -622,6 +637,8 @@ loop() {
     KREC=K
     case $req in *T*w*|*w*T*) KREC=V ;; *T*) KREC=S ;; *w*) KREC=Y ;; esac
     case $req in *[sc]*) KSF="" KDF="" KRF="" ;; esac  # the state files read anew (see rks, rkd, rkr)
+    # and sent whole in a static frame and every 64th (what a client holds of them is never older: rdcg)
+    case $req in *s*) KSS="" KDS="" KRS="" ;; *) [ $((seq % 64)) = 0 ] && KSS="" KDS="" KRS="" ;; esac
     [ "$GRID" = 1 ] && node_wide
     [ "$GRID$DETAIL$TASKS" != 000 ] || [ -n "$FOCUS" ] && each_leaf
     case $req in *n*) names ;; esac
@@ -681,7 +698,8 @@ function rd(p) {
 function rd2(p, d, b,   s, n, line, lim, k) {
   if (d != cd) { print "C" d; cd = d }
   s = (getline line < p)
-  if (s < 0) { print "X" b; return }
+  if (s < 0) { print "X" b; delete sent[p]; return }
+  if (d ~ /^\/sys\/fs\/cgroup\//) { rdcg(p, b, s, line); return }
   print "F" b
   n = 0
   if (b == "sched") {
@@ -725,6 +743,34 @@ function rd2(p, d, b,   s, n, line, lim, k) {
     q = line; sub(/^.*\) /, "", q)
     if (split(q, w, " ") >= 7 && int(w[7] / 2097152) % 2 == 1) { split(d, w, "/"); kth[w[3]] = 1 }
   }
+}
+# a cgroup file (its first line read, s its getline status): sent only when its bytes changed since this
+# probe last sent them (U<name>: unchanged, the client holds them); a file cut at the budget is always sent
+# (F, L lines, T) and never said unchanged later. sent[]: the bytes last sent per path; sg[]: the frame that
+# sent them. What was sent 48 to 64 frames ago is forgotten (every 16th frame) and a static frame ("s")
+# forgets everything, so every file is sent whole at least every 64 frames and in every static frame: a
+# recording can be replayed from any static frame, or from the 64 frames before any frame (record.restore)
+function rdcg(p, b, s, line,   n, c, i, lim) {
+  lim = 65536; n = 0; c = ""
+  while (s > 0) {
+    n += length(line) + 1
+    if (n > lim) {
+      printf "F%s\n%s", b, c
+      i = lim - (n - length(line) - 1)
+      if (i > 0) print "L" substr(line, 1, i)
+      print "T" lim " " b
+      delete sent[p]
+      close(p)
+      return
+    }
+    c = c "L" line "\n"
+    if (b == "cgroup.procs") podpid[line] = 1
+    s = (getline line < p)
+  }
+  close(p)
+  if ((p in sent) && sent[p] == c) { print "U" b; return }
+  printf "F%s\n%s", b, c
+  sent[p] = c; sg[p] = gen
 }
 # a /proc/<pid>/schedstat ("s ...", ns on CPU first) or /proc/<pid>/stat ("t ...", utime + stime in
 # clock ticks, fields 14 and 15; USER_HZ is 100 on Linux) line -> ns, or -1
@@ -794,9 +840,10 @@ function unmatched(p) {
   if (t == "E") { selfcpu(p); next }
   if (t == " ") { print "H" $0; next }
   if (t == "M") { dn(p); print "F" bb; next }
+  if (t == "u") { dn(p); print "U" bb; next }  # a kubelet file the client holds (rks, rkd, rkr)
   if (t == "N" || t == "T") {
     # refused (N) or too big to read (T, from the shell: precheck): never opened in this frame
-    k = index(p, " "); q = substr(p, k + 1); off[q] = 1
+    k = index(p, " "); q = substr(p, k + 1); off[q] = 1; delete sent[un(q)]
     if (rl && substr(q, 1, rl) == root) q = substr(q, rl + 1)
     print t substr(p, 1, k) q; next
   }
@@ -816,7 +863,12 @@ function unmatched(p) {
   if (t == "P") next
   if (t == "D" && rl && substr(p, 1, rl) == root) p = substr(p, rl + 1)
   print t p
-  if (t == "B") { cd = ""; split("", podpid); split("", kth); split("", off) }
+  if (t == "B") {
+    cd = ""; split("", podpid); split("", kth); split("", off)
+    gen++; split(p, w, " ")
+    if (w[2] ~ /s/) { split("", sent); split("", sg) }
+    else if (gen % 16 == 0) for (q in sg) if (sg[q] < gen - 48) { delete sent[q]; delete sg[q] }
+  }
   else if (t == "Z") fflush()
 }'
 

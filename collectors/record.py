@@ -154,6 +154,7 @@ def restore(rec: Recording, node: str, t: float, window: int = 30):
     """(pipeline, NodeReport, index) of `node` as it was at time t: its last static and names frames, then
     the last `window` frames up to t, fed through one Pipeline. The pipeline can go on with the frames
     after `index`."""
+    from .frames import HOLD_FRAMES
     from .pipeline import Pipeline
 
     idx = [i for i, r in enumerate(rec.index) if r[1] == node and r[0] <= t]
@@ -161,14 +162,21 @@ def restore(rec: Recording, node: str, t: float, window: int = 30):
     if static_i is None:
         return None, None, -1
     names_i = max((i for i in idx if "n" in rec.index[i][4]), default=None)
-    tail = [i for i in idx if i > static_i][-window:]
+    after = [i for i in idx if i > static_i]
+    tail = after[-window:]
     order = {static_i, *tail}
     if names_i is not None and names_i > static_i:
         order.add(names_i)
+    # the frames before the tail whose files the tail's "unchanged" lines may point back to (the probe sends
+    # every file whole within HOLD_FRAMES frames): held, not assembled
+    prime = set(after[:len(after) - len(tail)][-HOLD_FRAMES:]) - order
     pl = Pipeline(node)
     report = None
-    for i in sorted(order):
-        report = pl.feed(rec.frame(i), t=rec.index[i][0])
+    for i in sorted(order | prime):
+        if i in prime:
+            pl.frames.held.take(rec.frame(i))
+        else:
+            report = pl.feed(rec.frame(i), t=rec.index[i][0])
     return pl, report, idx[-1]
 
 

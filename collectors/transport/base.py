@@ -165,7 +165,7 @@ def last_path(data: bytes) -> str | None:
         tag, rest = raw[:1], raw[1:]
         if tag == "C":
             cdir = rest
-        elif tag in ("F", "X", "M"):
+        elif tag in ("F", "X", "M", "U"):
             last = rest if rest.startswith("/") else f"{cdir}/{rest}"
         elif tag in ("T", "N"):
             _, _, name = rest.partition(" ")

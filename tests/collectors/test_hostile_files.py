@@ -207,15 +207,17 @@ def test_a_cgroup_leaf_with_a_newline_and_backslash_reaches_the_client(tmp_path)
         col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
         await col.connect()
         try:
-            await col.tick("g")
-            return None, await col.transport.request("g")
+            first, _ = await col.read("g")  # the first frame (static too): every file whole
+            return first, await col.transport.request("g")
         finally:
             await col.close()
 
-    _, fr = asyncio.run(go())
+    first, fr = asyncio.run(go())
     leaf = sim.cg_dir(p, None) + "/x\ny\\n.scope"
-    assert fr.files[leaf + "/cpuset.cpus.effective"] == "1\n"
-    assert fr.garbage_lines == 0
+    assert first.files[leaf + "/cpuset.cpus.effective"] == "1\n"
+    # sent whole once, then said unchanged under the very same (unescaped) name
+    assert leaf + "/cpuset.cpus.effective" in fr.unchanged and leaf + "/cpu.stat" in fr.unchanged
+    assert first.garbage_lines == 0 and fr.garbage_lines == 0
 
 
 def test_check_and_snapshot_text_show_names_escaped(tmp_path):

@@ -10,6 +10,7 @@ import pytest
 
 
 from pinscope.collectors.collect import NodeCollector, Options
+from pinscope.collectors.frames import Held
 from pinscope.collectors.jsonout import to_json
 from pinscope.collectors.sim.node import SimNode
 from pinscope.collectors.transport.local import LocalTransport
@@ -157,35 +158,42 @@ def test_the_state_file_goes_through_od_only_when_it_changed(tmp_path):
     async def go():
         tr = LocalTransport(root)
         await tr.connect(10)
+        held, raws = Held(), []
+
+        async def ask(req: str):  # the frame as the probe sent it (raws), and as a FrameStore resolves it
+            raws.append(await tr.request(req, 15))
+            return held.take(raws[-1])
+
         try:
-            fr = await tr.request("sgn", 15)
+            fr = await ask("sgn")
             assert fr.files[key] == state.read_text()
             start = ods()
             assert start >= 1
             for _ in range(3):
-                fr = await tr.request("g", 15)
+                fr = await ask("g")
                 assert fr.files[key] == state.read_text()
             assert ods() == start, "od ran on grid ticks while the state file stayed the same"
+            assert key in raws[-1].unchanged and key not in raws[-1].files  # said unchanged, not sent again
             new = state.read_text().replace('"policyName"', '"policyName" ', 1)
             replaced(new)
-            fr = await tr.request("g", 15)
-            assert fr.files[key] == new and ods() == start + 1
-            fr = await tr.request("g", 15)
-            assert fr.files[key] == new and ods() == start + 1
+            fr = await ask("g")
+            assert fr.files[key] == new and ods() == start + 1 and key in raws[-1].files
+            fr = await ask("g")
+            assert fr.files[key] == new and ods() == start + 1 and key in raws[-1].unchanged
             with open(state, "r+") as f:  # edited in place (not kubelet's way): read anew on the next "c"
                 f.write(" ")
             edited = state.read_text()
-            fr = await tr.request("gc", 15)
+            fr = await ask("gc")
             assert fr.files[key] == edited and ods() == start + 2
             state.unlink()  # gone: said missing at once, not sent from memory
-            fr = await tr.request("g", 15)
+            fr = await ask("g")
             assert key not in fr.files and ods() == start + 2
             replaced(new)
-            fr = await tr.request("g", 15)
+            fr = await ask("g")
             assert fr.files[key] == new and ods() == start + 3
             replaced("")  # empty: read once like any other text, not again every tick
             for _ in range(2):
-                fr = await tr.request("g", 15)
+                fr = await ask("g")
                 assert fr.files[key] == "" and ods() == start + 4
         finally:
             await tr.close()
@@ -231,18 +239,25 @@ def test_the_device_checkpoint_goes_through_od_only_when_it_changed(tmp_path):
     async def go():
         tr = LocalTransport(root)
         await tr.connect(10)
+        held, raws = Held(), []
+
+        async def ask(req: str):  # the frame as the probe sent it (raws), and as a FrameStore resolves it
+            raws.append(await tr.request(req, 15))
+            return held.take(raws[-1])
+
         try:
-            fr = await tr.request("sgn", 15)
+            fr = await ask("sgn")
             assert fr.files[key] == cp.read_text()
             start = ods()
             for _ in range(3):
-                fr = await tr.request("g", 15)
+                fr = await ask("g")
                 assert fr.files[key] == cp.read_text()
             assert ods() == start, "od ran on grid ticks while nothing changed"
+            assert key in raws[-1].unchanged and key not in raws[-1].files
             tmp = cp.with_name("ckpt.tmp")
             tmp.write_text(cp.read_text().replace('"Checksum"', '"Checksum" ', 1))
             os.replace(tmp, cp)
-            fr = await tr.request("g", 15)
+            fr = await ask("g")
             assert fr.files[key] == cp.read_text() and ods() == start + 1
         finally:
             await tr.close()
