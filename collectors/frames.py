@@ -94,16 +94,19 @@ def parse_frame(data: bytes) -> Frame:
         rest = raw[1:]
         if nonutf8:
             rest = _fix(rest)
-        if "\\" in rest and tag in "CFXTDNU":
+        if "\\" in rest and tag in "CFXTDNUcp":
             rest = unescape(rest)
         if cur is not None:
             _close(fr, cur, buf, hexbuf, nonutf8)
             cur, buf, hexbuf = None, [], []
         if tag == "F":
             cur = rest if rest[:1] == "/" else f"{cdir}/{rest}"
-        elif tag == "C":  # the directory of the F/X/T lines that follow
+        elif tag == "C":  # the directory of the F/X/T/U lines that follow
             cdir = rest
             fr.dirs.append(rest)
+        elif tag == "c" or tag == "p":  # the same, under the last directory ("c") or under its parent ("p")
+            cdir = f"{cdir if tag == 'c' else cdir.rpartition('/')[0]}/{rest}"
+            fr.dirs.append(cdir)
         else:
             _tag(fr, tag, rest, cdir)
     if cur is not None:

@@ -10,7 +10,8 @@
 # hands file paths to ONE long-lived awk process, which reads each file with getline and writes one tagged
 # line per output line:
 #   B<seq> <request>   frame begins            Z<seq>   frame ends (awk flushes here)
-#   C<dir>             the directory of the F/X/T lines that follow (sent only when it changes)
+#   C<dir>             the directory of the F/X/T/U lines that follow (sent only when it changes)
+#   c<rest> p<rest>    the same, under the last C/c/p directory ("c") or under its parent ("p"): see cdir
 #   F<name>            a file follows          L<text>  one line of that file
 #   X<name>            unreadable or missing   T<N> <name>  cut: larger than N bytes (no F before it: not read)
 #   H<hex bytes>       content of the current F file as od prints it (kubelet's own files, see rk)
@@ -680,13 +681,22 @@ function un(p,   o, i, c) {
   }
   return o p
 }
+# the directory of the F/X/T/U lines that follow (escaped, without the root prefix), said when it changes:
+# "c<rest>" when it lies under the last one, "p<rest>" under the parent of that (the cgroup of a container
+# after that of its pod, or of a sibling: half the bytes of a grid frame were these lines), else "C<dir>"
+function cdir(d) {
+  if (cd != "" && index(d, cd "/") == 1) print "c" substr(d, length(cd) + 2)
+  else if (pd != "" && index(d, pd "/") == 1) print "p" substr(d, length(pd) + 2)
+  else print "C" d
+  cd = d; pd = d; sub(/\/[^\/]*$/, "", pd)
+}
 # the directory and name of an escaped path, without the root prefix: a C line when the directory changes
 function dn(p,   q) {
   q = p
   if (rl && substr(q, 1, rl) == root) q = substr(q, rl + 1)
   match(q, /\/[^\/]*$/)
   dd = substr(q, 1, RSTART - 1); bb = substr(q, RSTART + 1)
-  if (dd != cd) { print "C" dd; cd = dd }
+  if (dd != cd) cdir(dd)
 }
 # read one file (p escaped): F + L lines, or X. Budget in bytes: cgroup files 64 KiB (a kernel list of
 # ~9000 pids), /proc/interrupts 8 MiB (4096 CPUs), others 1 MiB; a cut file ends with T<budget> <name>
@@ -696,7 +706,7 @@ function rd(p) {
   rd2(un(p), dd, bb)
 }
 function rd2(p, d, b,   s, n, line, lim, k) {
-  if (d != cd) { print "C" d; cd = d }
+  if (d != cd) cdir(d)
   s = (getline line < p)
   if (s < 0) { print "X" b; delete sent[p]; return }
   if (d ~ /^\/sys\/fs\/cgroup\//) { rdcg(p, b, s, line); return }
@@ -864,7 +874,7 @@ function unmatched(p) {
   if (t == "D" && rl && substr(p, 1, rl) == root) p = substr(p, rl + 1)
   print t p
   if (t == "B") {
-    cd = ""; split("", podpid); split("", kth); split("", off)
+    cd = ""; pd = ""; split("", podpid); split("", kth); split("", off)
     gen++; split(p, w, " ")
     if (w[2] ~ /s/) { split("", sent); split("", sg) }
     else if (gen % 16 == 0) for (q in sg) if (sg[q] < gen - 48) { delete sent[q]; delete sg[q] }

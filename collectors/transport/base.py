@@ -165,6 +165,8 @@ def last_path(data: bytes) -> str | None:
         tag, rest = raw[:1], raw[1:]
         if tag == "C":
             cdir = rest
+        elif tag == "c" or tag == "p":
+            cdir = f"{cdir if tag == 'c' else cdir.rpartition('/')[0]}/{rest}"
         elif tag in ("F", "X", "M", "U"):
             last = rest if rest.startswith("/") else f"{cdir}/{rest}"
         elif tag in ("T", "N"):
