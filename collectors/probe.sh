@@ -279,6 +279,7 @@ KCONF=""
 KDROPIN=""
 PODLOGS=/var/log/pods
 CGV=1
+HV=1  # CGV for the detail records (3: cgroup v2 without cpu.pressure, see find_cgroups)
 CGBASE=""
 KPODS=""
 CGROOT=""
@@ -420,6 +421,16 @@ find_cgroups() {
     case " $KPODS " in *" $k "*) ;; *) KPODS="$KPODS $k" ;; esac
   done
   [ -n "$CGROOT" ] && printf 'Icgroup-root %s\n' "$CGROOT"
+  # PSI (cpu.pressure) off (CONFIG_PSI unset, psi=0: the files are not there): the detail records skip it
+  # (HV 3: v2 without cpu.pressure) rather than ask for a missing file in every cgroup every 5th tick
+  HV=$CGV
+  if [ "$CGV" = 2 ] && [ -n "$KPODS" ]; then
+    HV=3
+    for k in $KPODS; do
+      for f in "$k"/cpu.pressure "$k"/*/cpu.pressure "$k"/*/*/cpu.pressure; do [ -e "$f" ] && { HV=2; break; }; done
+      break
+    done
+  fi
 }
 
 static() {
@@ -460,7 +471,7 @@ static() {
 # format for every argument); awk knows which files make up a record:
 #   G<v><dir>  a cgroup, every tick: effective cpuset, cpu.stat  (v: cgroup version; v1: cpu.stat lives
 #              in the cpu hierarchy)
-#   H<v><dir>  a cgroup's detail ("c"): requested cpuset, mems, quota
+#   H<v><dir>  a cgroup's detail ("c"): requested cpuset, mems, quota, pressure (v 3: v2 without PSI)
 #   J<v><dir>  all of a cgroup's CPU files (the focused container): also weight/shares, pressure
 #   K<dir>     a task (thread): stat (last CPU) and sched (migrations, switches: read up to them only)
 #   S<dir>     a task with status too (Cpus_allowed_list): "T"
@@ -489,11 +500,11 @@ each_leaf() {
   for k in $KPODS; do
     for q in "$k" "$k"/*besteffort* "$k"/*burstable*; do
       case $q in *'*'*) continue ;; esac
-      [ "$DETAIL" = 1 ] && pl "H$CGV" "$q"/*pod$H*
+      [ "$DETAIL" = 1 ] && pl "H$HV" "$q"/*pod$H*
       set -- "$q"/*pod$H*/*.scope "$q"/*pod$H*/crio-$H64 "$q"/*pod$H*/crio-conmon-$H64 "$q"/*pod$H*/$H64
       [ "$CGV" = 2 ] && set -- "$@" "$q"/*pod$H*/*.scope/container
       [ "$GRID" = 1 ] && pl "G$CGV" "$@"
-      [ "$DETAIL" = 1 ] && pl "H$CGV" "$@"
+      [ "$DETAIL" = 1 ] && pl "H$HV" "$@"
       if [ "$TASKS" = 1 ]; then
         for l in "$@"; do
           TASKREC=$KREC
@@ -504,7 +515,7 @@ each_leaf() {
       if [ -n "$FOCUS" ]; then
         for l in "$@"; do
           case $l in
-            *"$FOCUS"*) pl "J$CGV" "$l"; TASKREC=V; [ "$TASKS" = 1 ] || tasks "$l" ;;
+            *"$FOCUS"*) pl "J$HV" "$l"; TASKREC=V; [ "$TASKS" = 1 ] || tasks "$l" ;;
           esac
         done
       fi
@@ -661,6 +672,8 @@ BEGIN {
   split("cpuset.cpus.effective cpu.stat", G2, " ")
   split("cpuset.cpus cpuset.mems.effective cpu.max cpu.pressure", H2, " ")
   split("cpuset.cpus cpuset.mems.effective cpu.max cpu.weight cpu.pressure memory.numa_stat", J2, " ")
+  split("cpuset.cpus cpuset.mems.effective cpu.max", H3, " ")
+  split("cpuset.cpus cpuset.mems.effective cpu.max cpu.weight memory.numa_stat", J3, " ")
   split("stat sched", K, " "); split("stat sched status", S, " ")
   split("stat sched schedstat", Y, " "); split("stat sched status schedstat", V, " ")
   split("cpuset.effective_cpus @cpu.stat", G1, " ")
@@ -866,8 +879,8 @@ function unmatched(p) {
     if (t == "V") { cg(p, V); next }
     v = substr(p, 1, 1); p = substr(p, 2)
     if (t == "G") { if (v == 1) cg(p, G1); else cg(p, G2) }
-    else if (t == "H") { if (v == 1) cg(p, H1); else cg(p, H2) }
-    else { if (v == 1) cg(p, J1); else cg(p, J2) }
+    else if (t == "H") { if (v == 1) cg(p, H1); else if (v == 3) cg(p, H3); else cg(p, H2) }
+    else { if (v == 1) cg(p, J1); else if (v == 3) cg(p, J3); else cg(p, J2) }
     next
   }
   if (t == "P") next

@@ -169,3 +169,16 @@ def test_a_recording_restores_from_the_middle_with_every_unchanged_file_resolved
     assert report is not None and not any("holds no copy" in p.message for p in report.problems)
     assert _what(report.snapshot) == _what(live.snapshot)
     assert report.snapshot.state is not None and live.snapshot.state is not None
+
+
+def test_without_psi_the_detail_tick_asks_for_no_cpu_pressure_file(tmp_path):
+    """A node without PSI (CONFIG_PSI unset or psi=0: no cpu.pressure in any cgroup): the cgroup-detail tick
+    does not try to open a cpu.pressure per cgroup (120 misses a detail tick on a 120-container node)."""
+    SimNode(dual_socket_intel(), tmp_path).write().tick(1.0)
+    with_psi = _frames(tmp_path, ["sgn", "gc"])[1]
+    assert any(p.endswith("/cpu.pressure") for p in with_psi.files)
+    for f in (tmp_path / "sys/fs/cgroup").rglob("cpu.pressure"):
+        f.unlink()
+    fr = _frames(tmp_path, ["sgn", "gc", "gc"])[2]
+    asked = [p for p in [*fr.files, *fr.unreadable, *fr.unchanged] if p.endswith("/cpu.pressure")]
+    assert asked == [] and any(p.endswith("/cpu.max") for p in [*fr.files, *fr.unchanged])
