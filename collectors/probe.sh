@@ -697,11 +697,12 @@ function un(p,   o, i, c) {
 # the directory of the F/X/T/U lines that follow (escaped, without the root prefix), said when it changes:
 # "c<rest>" when it lies under the last one, "p<rest>" under the parent of that (the cgroup of a container
 # after that of its pod, or of a sibling: half the bytes of a grid frame were these lines), else "C<dir>"
-function cdir(d) {
-  if (cd != "" && index(d, cd "/") == 1) print "c" substr(d, length(cd) + 2)
-  else if (pd != "" && index(d, pd "/") == 1) print "p" substr(d, length(pd) + 2)
-  else print "C" d
-  cd = d; pd = d; sub(/\/[^\/]*$/, "", pd)
+function cdir(d,   r) {
+  if (cd != "" && index(d, cd "/") == 1) { r = substr(d, length(cd) + 2); print "c" r; pd = cd }
+  else if (pd != "" && index(d, pd "/") == 1) { r = substr(d, length(pd) + 2); print "p" r }
+  else { r = "/"; print "C" d }
+  cd = d
+  if (index(r, "/")) { pd = d; sub(/\/[^\/]*$/, "", pd) }  # else the parent is the one it came under
 }
 # the directory and name of an escaped path, without the root prefix: a C line when the directory changes
 function dn(p,   q) {
@@ -722,7 +723,7 @@ function rd2(p, d, b,   s, n, line, lim, k) {
   if (d != cd) cdir(d)
   s = (getline line < p)
   if (s < 0) { print "X" b; delete sent[p]; return }
-  if (d ~ /^\/sys\/fs\/cgroup\//) { rdcg(p, b, s, line); return }
+  if (b != "cpu.stat" && d ~ /^\/sys\/fs\/cgroup\//) { rdcg(p, b, s, line); return }  # cpu.stat moves every tick
   print "F" b
   n = 0
   if (b == "sched") {

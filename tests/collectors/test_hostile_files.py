@@ -216,7 +216,7 @@ def test_a_cgroup_leaf_with_a_newline_and_backslash_reaches_the_client(tmp_path)
     leaf = sim.cg_dir(p, None) + "/x\ny\\n.scope"
     assert first.files[leaf + "/cpuset.cpus.effective"] == "1\n"
     # sent whole once, then said unchanged under the very same (unescaped) name
-    assert leaf + "/cpuset.cpus.effective" in fr.unchanged and leaf + "/cpu.stat" in fr.unchanged
+    assert leaf + "/cpuset.cpus.effective" in fr.unchanged and fr.files[leaf + "/cpu.stat"] == "usage_usec 1\n"
     assert first.garbage_lines == 0 and fr.garbage_lines == 0
 
 
