@@ -33,6 +33,7 @@ from .parse.cpuset import format_cpuset
 from .pacing import ConnectGate
 from .pipeline import NodeReport, Pipeline
 from .transport.base import FrameStream
+from .starttrace import mark
 from .transport.local import LocalTransport
 
 
@@ -108,6 +109,14 @@ def confine_to(snap) -> str:
     return text if _CPULIST.fullmatch(text) else ""  # "": the probe is told it is not known ("?")
 
 
+def prestart_local(opts: Options) -> bool:
+    """Start the local probe and ask for the first frame a live view's node on screen asks for, before the
+    UI loads (transport/local.py prestart): its first LocalTransport takes it over. False: not started."""
+    from .transport.local import prestart
+
+    return prestart(opts.root, opts.sudo, NodeCollector("local", opts)._request(live_depth(0)))
+
+
 class NodeCollector:
     """Holds one transport and its Pipeline; turns depth requests into NodeReports."""
 
@@ -162,7 +171,9 @@ class NodeCollector:
     async def tick(self, depth: str = FULL, window_from=None) -> NodeReport:
         """Read one frame and return its report (rates over the previous tick, or over `window_from`)."""
         frame, took = await self.read(depth)
+        mark("first frame")
         report = self.pipeline.feed(frame, read=took, window_from=window_from)
+        mark("first report")
         if self.confine is None:
             self.confine = confine_to(report.snapshot)
         if self.pipeline.topology_changed:

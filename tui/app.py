@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import time
-import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from pinscope.collectors.exitsignals import on_exit_signals
 from pinscope.collectors.fleet import Fleet, NodeTarget
 from pinscope.themes import TCSS
 from pinscope.themes.themes import ORDER, THEMES, theme_name
+from pinscope.collectors.starttrace import mark
 from pinscope.collectors.text import display
 # the first grid needs the node screen only: the others (the overview with psutil, a CPU, a container, help,
 # node info) are imported when one is first shown (issue 25: first grid)
@@ -83,16 +83,31 @@ class PinscopeApp(App):
         self._fleet_dirty = False
         self.interval = interval
         self.theme_key = theme if theme in THEMES else "dark"
+        self._set_theme_before_start()
         self.cleanup = cleanup
         self.autostart = autostart
         self.grid_shade = "load"  # or "noise": what the core grid's shade shows (NodeScreen toggles it)
         self.current = self.targets[0] if self.targets else None  # none: an overview from elsewhere (--prometheus)
         self.started_at = time.monotonic()
         self.first_paint_s: float | None = None
+        self.first_grid: bool | None = None  # None: no report yet; False: the first one is being painted
         self._keymap_read = False
         # `pinscope serve` beyond localhost: a browser session writes no file on the serving machine
         self.read_only = os.environ.get("PINSCOPE_READ_ONLY") == "1"
         self._unsignal: Callable[[], None] | None = None  # undoes on_load's exit-signal handlers
+
+    def _set_theme_before_start(self) -> None:
+        """The theme in force before the stylesheet is first read, so that it is read once: set as usual
+        (`self.theme = ...`) in on_mount, Textual read it again and restyled every widget of the first screen
+        (issue 25: first grid). What Textual's watcher of `theme` does, but its re-read of the CSS."""
+        for t in THEMES.values():
+            self.register_theme(t)
+        self.set_reactive(App.theme, theme_name(self.theme_key))
+        dark = self.current_theme.dark
+        self.update_classes({f"-theme-{self.current_theme.name}": True, "-dark-mode": dark, "-light-mode": not dark},
+                            update=False)
+        self._refresh_truecolor_filter(self.ansi_theme)
+        self.stylesheet.set_variables(self.get_css_variables())  # nothing is parsed yet: read once, with these
 
     @property
     def targets(self) -> list[str]:
@@ -152,9 +167,6 @@ class PinscopeApp(App):
     def on_mount(self) -> None:
         # Textual calls every class's on_mount along the MRO: a subclass changes what starts by overriding
         # _start(), never with an on_mount of its own (calling super().on_mount() ran this one twice)
-        for t in THEMES.values():
-            self.register_theme(t)
-        self.theme = theme_name(self.theme_key)
         self._load_keymap()
         self._start()
         self.call_after_refresh(self._painted)
@@ -180,6 +192,7 @@ class PinscopeApp(App):
             self.run_worker(self._kube_task(), name="kubernetes", exit_on_error=False)
 
     def _painted(self) -> None:
+        mark("first paint")
         if self.first_paint_s is None:
             self.first_paint_s = time.monotonic() - self.started_at
 
@@ -188,8 +201,17 @@ class PinscopeApp(App):
             return
         self._keymap_read = True
         try:
-            data = tomllib.loads(KEYMAP.read_text()) if KEYMAP.exists() else {}
-        except (OSError, tomllib.TOMLDecodeError) as err:
+            text = KEYMAP.read_text() if KEYMAP.exists() else ""
+        except OSError as err:
+            self.notify(display(f"keymap {KEYMAP} ignored: {err}"), severity="warning", markup=False)
+            return
+        if not text:  # most: no keymap, and no TOML parser imported before the first grid
+            return
+        import tomllib
+
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as err:
             self.notify(display(f"keymap {KEYMAP} ignored: {err}"), severity="warning", markup=False)
             return
         keymap = {str(k): str(v) for k, v in data.items() if isinstance(v, str)}
@@ -239,6 +261,13 @@ class PinscopeApp(App):
     def on_node_update(self, msg: NodeUpdate) -> None:
         self.views[msg.target].apply(msg.report)
         self._refresh(msg.target)
+        if self.first_grid is None:
+            self.first_grid = False
+            self.call_after_refresh(self._grid_painted)
+
+    def _grid_painted(self) -> None:
+        mark("first grid painted")
+        self.first_grid = True
 
     def on_node_state(self, msg: NodeState) -> None:
         self.views[msg.target].set_state(msg.state, msg.message)
@@ -424,8 +453,10 @@ def run_live(targets: list, opts: Options, interval: float = 1.0, theme: str = "
     """targets: strings ('local', [user@]host[:port], node/NAME) or inventory Targets."""
     from pinscope.collectors.record import Recorder
 
+    mark("imports done")
     recorder = Recorder(record) if record else None
     app = PinscopeApp([NodeTarget.of(t, opts) for t in targets], opts, interval, theme, recorder=recorder, kube=kube)
+    mark("App constructed")
     try:
         app.run()
     finally:

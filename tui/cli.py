@@ -5,6 +5,9 @@ anything unexpected is reported the same way (with PINSCOPE_DEBUG=1 the tracebac
 """
 from __future__ import annotations
 
+# first: with PINSCOPE_TRACE_START set, importing it notes "interpreter up" (bench/bench_start.py's phases)
+from pinscope.collectors.starttrace import mark  # noqa: F401
+
 import argparse
 import asyncio
 import contextlib
@@ -287,6 +290,10 @@ def main(argv: list[str] | None = None) -> int:
             build_parser("").print_usage(sys.stderr)
             _err("pinscope: give a TARGET ('local', [user@]host[:port] or node/NAME), --inventory or --kube, or try 'pinscope demo'")
             return 2
+        if targets == ["local"]:  # the probe reads the node while Textual loads (issue 25: first grid)
+            from pinscope.collectors.collect import prestart_local
+
+            prestart_local(_opts(a))
         from pinscope.tui.app import run_live
 
         return run_live(targets, _opts(a), interval=a.interval, theme=a.theme, record=a.record, kube=_kube(a))

@@ -108,6 +108,10 @@ class FrameStream:
         self.partial = b""
         self.pending = req
         await self._write(req.encode() + b"\n")
+        return await self._read_frame()
+
+    async def _read_frame(self) -> Frame:
+        """The frame of the request in flight (written by `_request`, or before: LocalTransport's prestart)."""
         reader = self._streams()[0]
         # one C-level scan for the frame's end ("Z" can only start a line as the Z tag: content lines
         # start with "L"), then the rest of that line; not a Python readline per line

@@ -1,7 +1,7 @@
 """Issue 25 (first grid): what the first grid does not need is imported when first shown, not at start:
-the overview (psutil, the fleet map), the CPU, container, help and node-info screens, and promql's
-urllib.request. A fresh interpreter (this one has imported everything already) runs the real app on a
-simulated node through the real probe until the node's grid is painted, and reports what it imported;
+the overview (psutil, the fleet map), the CPU, container, help and node-info screens, promql's
+urllib.request, and tomllib when there is no keymap. A fresh interpreter (this one has imported
+everything already) runs the real app on a simulated node through the real probe until the node's grid is painted, and reports what it imported;
 then help is opened by its key and its screen is imported then."""
 import json
 import os
@@ -10,7 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-LAZY = ["psutil", "urllib.request", "pinscope.collectors.promql", "pinscope.tui.screens.fleet",
+LAZY = ["psutil", "urllib.request", "tomllib", "pinscope.collectors.promql", "pinscope.tui.screens.fleet",
         "pinscope.tui.widgets.fleetmap", "pinscope.tui.screens.cpu", "pinscope.tui.screens.container",
         "pinscope.tui.screens.help", "pinscope.tui.screens.nodeinfo"]
 
