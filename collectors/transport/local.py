@@ -94,7 +94,7 @@ class LocalTransport(FrameStream):
         self.root = root
         self.sudo = sudo
         self.proc: asyncio.subprocess.Process | _Adopted | None = None
-        self.sent: str | None = None  # the request a prestarted probe was given before connect()
+        self._prestart_request: str | None = None  # the request a prestarted probe was given before connect()
 
     async def connect(self, timeout: float = 10.0) -> None:
         if self.root and not os.path.isdir(self.root):
@@ -122,10 +122,10 @@ class LocalTransport(FrameStream):
         writer = asyncio.StreamWriter(wt, wp, reader, loop)
         self.proc = _Adopted(pre, writer, read_transport)
         self.reader, self.writer = reader, writer
-        self.sent, self.idle = pre.request, False
+        self._prestart_request, self.idle = pre.request, False
 
     async def _request(self, req: str) -> Frame:
-        sent, self.sent = self.sent, None
+        sent, self._prestart_request = self._prestart_request, None
         if sent is not None:  # a prestarted probe: its first frame is asked for already
             self.idle, self.partial, self.pending = False, b"", sent
             if sent == req:
@@ -140,7 +140,7 @@ class LocalTransport(FrameStream):
         proc = self.proc  # this close's own: a second close() while this one waits must not see it vanish
         if proc is None:
             return
-        self.sent = None
+        self._prestart_request = None
         stdin = proc.stdin
         with contextlib.suppress(Exception):
             if stdin is not None:
