@@ -45,7 +45,7 @@ def last_line(r) -> str:
     *[(args, "pinscope: the live view needs a terminal (stdin and stdout are not both one); for text use "
              "'pinscope snapshot' or 'pinscope check', or 'pinscope serve' for a browser")
       for args in (["demo", "--interval", "0.5"], ["--interval", "0.5", "demo"],
-                   ["demo", "--runq-wait-ms", "5", "--noise-pct", "20"])],
+                   ["demo", "--runq-wait-ms", "5", "--noise-pct", "20"], ["demo", "--record", "demo.rec"])],
     (["demo", "--interval", "0"], "pinscope demo: error: argument --interval: must be greater than 0 (got 0)"),
     (["local"], "pinscope: the live view needs a terminal (stdin and stdout are not both one); for text use "
                 "'pinscope snapshot' or 'pinscope check', or 'pinscope serve' for a browser"),

@@ -465,14 +465,19 @@ def run_live(targets: list, opts: Options, interval: float = 1.0, theme: str = "
     return app.return_code or 0
 
 
-def run_demo(theme: str = "dark", interval: float = 1.0) -> int:
+def run_demo(theme: str = "dark", interval: float = 1.0, record: str | None = None) -> int:
+    from pinscope.collectors.record import Recorder
     from pinscope.collectors.sim.demo import DemoCluster
 
+    recorder = Recorder(record) if record else None  # refused (RecordingError) before anything starts
     cluster = DemoCluster(write=False)  # each tree written in a thread when its node first connects
     targets = cluster.targets()
-    app = PinscopeApp(targets, Options(), interval, theme, cleanup=cluster.close, start=targets[0].name)
+    app = PinscopeApp(targets, Options(), interval, theme, cleanup=cluster.close, start=targets[0].name,
+                      recorder=recorder)
     try:
         app.run()
     finally:
         cluster.close()
+        if recorder:
+            recorder.close()
     return app.return_code or 0

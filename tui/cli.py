@@ -168,6 +168,7 @@ def build_parser(cmd: str) -> argparse.ArgumentParser:
     elif cmd == "demo":
         _sampling(p)
         p.add_argument("--theme", default="dark")
+        p.add_argument("--record", metavar="FILE", help="append every frame of every node to FILE, compressed")
     elif cmd == "serve":
         p.usage = "pinscope serve [--host HOST] [--port PORT] [--public-url URL] [options] -- ARGS..."
         p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
@@ -268,7 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         if cmd == "demo":
             from pinscope.tui.app import run_demo
 
-            return run_demo(theme=a.theme, interval=a.interval)
+            return run_demo(theme=a.theme, interval=a.interval, record=a.record)
         if cmd == "replay":
             from pinscope.collectors.record import at_time, open_recording
             from pinscope.tui.replay import ReplayApp
