@@ -257,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
 
             # SIGTERM/SIGHUP/SIGINT cancel the work: each node closes (a node/NAME debug pod is deleted)
             rc, sig = asyncio.run(until_exit_signal(_snapshot_cmd(a, check=cmd == "check")))
+            sys.stdout.flush()  # here, where a reader gone (`| head`) is caught below, not at exit (status 120)
             return 128 + sig if sig else rc or 0
         if cmd == "exporter":
             from pinscope.collectors.exporter.serve import run as run_exporter
