@@ -6,16 +6,52 @@ pod would stay on the node. Here each is turned into an orderly end on the event
 task cancelled, the TUI's exit), whose `finally`/unmount closes every transport (the debug pod is deleted).
 The first signal starts the end; more while it runs are ignored, so a second SIGTERM does not cut the
 cleanup short. SIGKILL cannot be caught: transport/kube.py's watchdog covers it.
+
+An orderly end that does not end is ended anyway: EXIT_GRACE seconds after the first signal a watchdog
+thread runs the last-resort cleanups (`last_resort`: each local probe's process group killed) and exits
+with 128 + the signal. Seen: the terminal closed (SIGHUP, then the kernel's SIGCONT) while the TUI started:
+Textual's writer thread died on the gone terminal and its shutdown waited for it forever, with the probe
+still running under it.
 """
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import threading
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+EXIT_GRACE = 10.0  # s from the first exit signal to the watchdog's exit (a debug pod's delete takes ~1-3 s)
 T = TypeVar("T")
+_LAST_RESORT: list[Callable[[], None]] = []
+_watchdog: list[threading.Thread] = []
+
+
+def last_resort(fn: Callable[[], None]) -> None:
+    """Run `fn` (fast, thread-safe, never raising) if an exit signal's orderly end has not ended the process
+    within EXIT_GRACE seconds, just before the watchdog exits."""
+    _LAST_RESORT.append(fn)
+
+
+def _arm(sig: int, grace: float) -> None:
+    """Start the watchdog (once): a daemon thread, so an orderly end that finishes is not held up by it."""
+    if _watchdog:
+        return
+
+    def run() -> None:
+        threading.Event().wait(grace)
+        for fn in list(_LAST_RESORT):
+            try:
+                fn()
+            except Exception:  # noqa: BLE001 -- the last resort goes on to the exit whatever one cleanup did
+                pass
+        os._exit(128 + sig)
+
+    t = threading.Thread(target=run, name="pinscope-exit-watchdog", daemon=True)
+    _watchdog.append(t)
+    t.start()
 
 
 def on_exit_signals(callback: Callable[[int], None]) -> Callable[[], None]:
@@ -26,6 +62,7 @@ def on_exit_signals(callback: Callable[[int], None]) -> Callable[[], None]:
     def fire(sig: int) -> None:
         if not fired:
             fired.append(sig)
+            _arm(sig, EXIT_GRACE)
             callback(sig)
 
     for sig in EXIT_SIGNALS:

@@ -13,6 +13,7 @@ import signal
 import subprocess
 
 from ..errors import Unreachable
+from ..exitsignals import last_resort
 from ..frames import MAX_FRAME_BYTES, Frame
 from .base import FrameStream, probe_command
 
@@ -38,6 +39,18 @@ class _Prestarted:
 
 
 _prestarted: _Prestarted | None = None
+_GROUPS: set[int] = set()  # the process groups of the probes this process started and has not closed yet
+
+
+def _kill_groups() -> None:
+    """The last resort (collectors.exitsignals): every probe this process started ends with it."""
+    for pgid in list(_GROUPS):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+    _kill_unclaimed()
+
+
+last_resort(_kill_groups)
 
 
 def prestart(root: str | None, sudo: bool, request: str) -> bool:
@@ -111,6 +124,7 @@ class LocalTransport(FrameStream):
                 stderr=asyncio.subprocess.DEVNULL, limit=MAX_FRAME_BYTES, start_new_session=True)
         except OSError as err:
             raise Unreachable(f"cannot start sh: {err}") from err
+        _GROUPS.add(self.proc.pid)  # a session of its own: its pid is its process group's id
         self.reader, self.writer = self.proc.stdout, self.proc.stdin
 
     async def _adopt(self, pre: _Prestarted) -> None:
@@ -121,6 +135,7 @@ class LocalTransport(FrameStream):
         wt, wp = await loop.connect_write_pipe(lambda: asyncio.streams.FlowControlMixin(loop=loop), pre.popen.stdin)
         writer = asyncio.StreamWriter(wt, wp, reader, loop)
         self.proc = _Adopted(pre, writer, read_transport)
+        _GROUPS.add(pre.popen.pid)
         self.reader, self.writer = reader, writer
         self._prestart_request, self.idle = pre.request, False
 
@@ -155,5 +170,6 @@ class LocalTransport(FrameStream):
             os.killpg(proc.pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
             await proc.wait()
+        _GROUPS.discard(proc.pid)
         if self.proc is proc:
             self.proc = None
