@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 from pinscope.collectors.sim.node import SimNode
 from nodes import dual_socket_intel
