@@ -247,16 +247,20 @@ class Held:
         """The frame with its U files resolved (unchanged=()); what it sent whole is held for later frames."""
         seq = frame.seq
         held = self.files
-        if seq <= 1 or self.seq is None or seq <= self.seq or "s" in frame.letters:
-            held.clear()  # a new probe, or a static frame (the probe forgot what it sent)
         seen = self.seq is not None and seq == self.seq + 1
+        if not seen or "s" in frame.letters:
+            # a new probe, a static frame (the probe forgot what it sent), or a frame not seen in between (it
+            # may have sent a newer copy of anything held): nothing held stands for a file any more
+            held.clear()
         self.seq = seq
         out = frame
         if frame.unchanged:
             files, nonutf8, cut = dict(frame.files), set(frame.nonutf8), dict(frame.truncated)
             lost = []
             for p in frame.unchanged:
-                h = held.get(p) if seen else None
+                if p in frame.files:  # read twice in this frame (a focused container's detail): sent whole first
+                    continue
+                h = held.get(p)
                 if h is None:
                     lost.append(p)
                     continue

@@ -182,3 +182,38 @@ def test_without_psi_the_detail_tick_asks_for_no_cpu_pressure_file(tmp_path):
     fr = _frames(tmp_path, ["sgn", "gc", "gc"])[2]
     asked = [p for p in [*fr.files, *fr.unreadable, *fr.unchanged] if p.endswith("/cpu.pressure")]
     assert asked == [] and any(p.endswith("/cpu.max") for p in [*fr.files, *fr.unchanged])
+
+
+def test_a_file_read_twice_in_a_frame_is_its_new_text_not_the_held_one(tmp_path):
+    """A focused container's detail tick reads cpuset.cpus, cpu.max (...) twice: for every leaf (H) and for
+    the focused one (J). Changed, the first read sends it whole and the second says it unchanged: the frame's
+    own text stands, never the copy held from before (review of this change: the old value was shown)."""
+    import re
+
+    SimNode(dual_socket_intel(), tmp_path).write().tick(1.0)
+    cpu_max = next(p for p in sorted((tmp_path / "sys/fs/cgroup").rglob("cpu.max"))
+                   if re.search(r"[0-9a-f]{64}", p.parent.name))
+    cid = re.search(r"[0-9a-f]{64}", cpu_max.parent.name).group(0)
+    key = "/" + str(cpu_max.relative_to(tmp_path))
+
+    def edit(i):
+        if i == 1:
+            cpu_max.write_text("50000 100000\n")
+
+    frames = _frames(tmp_path, ["sgcn", f"gc {cid}", f"gc {cid}"], edit)
+    assert frames[1].files.get(key) == "50000 100000\n" and key in frames[1].unchanged  # sent, then "unchanged"
+    store = FrameStore()
+    views = [store.add(f) for f in frames]
+    assert views[1].files[key] == "50000 100000\n" and not views[1].tick.lost
+    assert views[2].files[key] == "50000 100000\n"
+
+
+def test_after_a_frame_not_seen_nothing_held_stands_for_a_file():
+    """Frames 1, 3, 4: frame 2 (not seen) may have sent a newer copy; frame 3 says nothing of the file and
+    frame 4 says it unchanged: it is left out (lost), not resolved to frame 1's copy."""
+    cg = "/sys/fs/cgroup/kubepods.slice/x.scope"
+    held = Held()
+    held.take(parse_frame(f"B1 sg\nF{cg}/cpu.max\nLmax 100000\nZ1\n".encode()))
+    held.take(parse_frame(b"B3 g\nF/proc/uptime\nL1 2\nZ3\n"))
+    out = held.take(parse_frame(f"B4 g\nC{cg}\nUcpu.max\nZ4\n".encode()))
+    assert f"{cg}/cpu.max" not in out.files and out.lost == (f"{cg}/cpu.max",)
