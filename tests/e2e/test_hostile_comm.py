@@ -39,7 +39,7 @@ def test_an_intruder_named_with_escapes_is_reported_and_shown_escaped(tmp_path):
         r = run_cli("check", "--samples", "2", "--interval", "0.5", "local")  # its share of CPU 1: the evidence
         assert r.returncode == 2, r.stderr
         lines = [ln for ln in r.stdout.splitlines() if "INTRUDER_TASK" in ln and f"(pid {p.pid}," in ln]
-        assert lines and SHOWN + f" (pid {p.pid}, tid {p.pid}) last ran on CPU 1" in lines[0]
+        assert lines and SHOWN + f" (pid {p.pid}, tid {p.pid}) last ran on CPU 1" in lines[0], r.stdout  # why, if not
         assert "\x1b" not in r.stdout and "\x07" not in r.stdout
 
         session = f"pinscope-hostile-{uuid.uuid4().hex[:8]}"
