@@ -605,6 +605,9 @@ confine() {
     printf 'W%s\n' "no taskset on this node: the probe runs unconfined (it may run on any CPU, pinned ones too)"
     return
   fi
+  # the probe's processes listed again: at the first frame the loop may run before the shell has forked awk
+  # (seen under load: awk left on every CPU)
+  own_pids
   for _p in $PIDS; do
     if ! taskset -a -p -c "$1" "$_p" >/dev/null 2>&1; then
       printf 'W%s\n' "taskset -a -p -c $1 $_p failed (no permission, or CPUs this node does not offer): the probe runs unconfined"
