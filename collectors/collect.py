@@ -109,6 +109,13 @@ def confine_to(snap) -> str:
     return text if _CPULIST.fullmatch(text) else ""  # "": the probe is told it is not known ("?")
 
 
+def exclusive_of(snap) -> str:
+    """The report's exclusive CPUs as a cpulist ("" when none): the every-task scan reads the allowed CPUs of
+    the tasks that last ran on one (a task pinned there is an intruder however little it ran)."""
+    text = format_cpuset([r.id for r in snap.roles if r.role == Role.EXCLUSIVE])
+    return text if _CPULIST.fullmatch(text) else ""
+
+
 def prestart_local(opts: Options) -> bool:
     """Start the local probe and ask for the first frame a live view's node on screen asks for, before the
     UI loads (transport/local.py prestart): its first LocalTransport takes it over. False: not started."""
@@ -134,6 +141,9 @@ class NodeCollector:
         # the CPUs the probe is asked to keep to (confine_to), sent once: None before the first report,
         # "-" once asked
         self.confine: str | None = None
+        # the last report's exclusive CPUs (exclusive_of); "*" before the first: the first every-task scan
+        # reads the allowed CPUs of every task outside the pods (a one-sample check finds a pinned intruder)
+        self.exclusive = "*"
 
     @property
     def ticks(self) -> int:
@@ -155,9 +165,16 @@ class NodeCollector:
             req += " " + self.focus
         elif self.focus_cpu is not None:
             req += ("" if "a" in req else "a") + f" @{self.focus_cpu}"
-        if self.confine is not None and self.confine != "-":  # once: "<letters> <focus or -> <cpulist or ?>"
-            req += ("" if " " in req else " -") + " " + (self.confine or "?")
-            self.confine = "-"  # asked (probe.sh confine)
+        # "<letters> <focus or -> <cpulist, ? or -> <exclusive CPUs>": the CPUs to keep to, asked once
+        # (probe.sh confine); the exclusive CPUs of the last report with every every-task scan, whose tasks
+        # that last ran on one are read with their allowed CPUs (a task pinned there is an intruder)
+        confine = ""
+        if self.confine is not None and self.confine != "-":
+            confine = self.confine or "?"
+            self.confine = "-"  # asked
+        excl = self.exclusive if "a" in req.partition(" ")[0] else ""
+        if confine or excl:
+            req += ("" if " " in req else " -") + " " + (confine or "-") + (" " + excl if excl else "")
         return req
 
     async def read(self, depth: str = FULL) -> tuple[Frame, float]:
@@ -176,6 +193,7 @@ class NodeCollector:
         mark("first report")
         if self.confine is None:
             self.confine = confine_to(report.snapshot)
+        self.exclusive = exclusive_of(report.snapshot)
         if self.pipeline.topology_changed:
             self.pipeline.ticks = 0  # CPUs went on/offline: the next tick re-reads the topology
         return report

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-PROTOCOL = "3"  # the wire format this client reads (probe.sh PROTO; each frame says "Iprobe-protocol N")
+PROTOCOL = "4"  # the wire format this client reads (probe.sh PROTO; each frame says "Iprobe-protocol N")
 MAX_FRAME_BYTES = 64 * 1024 * 1024  # a client-side bound on top of the probe's per-file bound
 
 

@@ -56,7 +56,7 @@
 # scaling_cur_freq is never read (20 ms a read on some CPUs).
 
 R=""
-PROTO=3  # the wire format (frames.PROTOCOL on the client): a client that says another one is refused
+PROTO=4  # the wire format (frames.PROTOCOL on the client): a client that says another one is refused
 CP=""  # the protocol the client speaks (--protocol N), when it says
 while [ $# -gt 0 ]; do
   case $1 in
@@ -476,7 +476,8 @@ static() {
 #   K<dir>     a task (thread): stat (last CPU) and sched (migrations, switches: read up to them only)
 #   S<dir>     a task with status too (Cpus_allowed_list): "T"
 #   Y<dir> V<dir>  K and S plus schedstat (run-queue wait): "w", and the focused container (V)
-#   U<dir>     a task of the every-task scan when a CPU is in focus: stat, and schedstat if it last ran there
+#   U<dir>     a task of the every-task scan: stat; schedstat if it last ran on the CPU in focus (Q<cpu>),
+#              status if on an exclusive CPU (x<cpulist>, "x*": any CPU) and neither a pod's nor the kernel's
 # A glob that matched nothing stays a literal pattern; awk drops those.
 H='[0-9a-f]'
 H8=$H$H$H$H$H$H$H$H
@@ -559,12 +560,12 @@ names() {
 }
 
 alltasks() {
-  if [ -n "$FCPU" ]; then
-    printf 'Q%s\n' "$FCPU"
-    for t in "$R"/proc/[0-9]*/task/[0-9]*; do printf 'U%s\n' "$t"; done
-  else
-    for t in "$R"/proc/[0-9]*/task/[0-9]*/stat; do r "$t"; done
-  fi
+  # each task's stat; schedstat too for the tasks that last ran on the focused CPU (Q), and status
+  # (Cpus_allowed_list: pinned there?) for those that last ran on an exclusive CPU (x)
+  [ -n "$FCPU" ] && printf 'Q%s\n' "$FCPU"
+  [ -n "$EXCL" ] && printf 'x%s\n' "$EXCL"
+  set -- "$R"/proc/[0-9]*/task/[0-9]*
+  printf 'U%s\n' "$@"
   # each process's cgroup (awk keeps the cpuset or unified line): who a task belongs to, positively
   set -- "$R"/proc/[0-9]*/cgroup
   printf 'O%s\n' "$@"
@@ -620,8 +621,9 @@ loop() {
   PIDS=""
   seq=0
   static_done=0
-  while read -r req focus cpus; do
+  while read -r req focus cpus excl; do
     case $req in q*) break ;; esac
+    case $excl in \*) EXCL='*' ;; *[!0-9,-]*) EXCL="" ;; *) EXCL=$excl ;; esac
     FCPU=""
     case $focus in @*) FCPU=${focus#@}; focus="" ;; esac
     case $FCPU in *[!0-9]*) FCPU="" ;; esac
@@ -637,7 +639,7 @@ loop() {
     printf 'Iprobe-pids %s\n' "$PIDS"
     [ -n "$PGL" ] && printf 'Iprobe-pgid %s\n' "$$"
     case $cpus in
-      ''|*[!0-9,?-]*) ;;
+      ''|-|*[!0-9,?-]*) ;;
       \?) [ "$KT" = 1 ] && printf 'W%s\n' "no reserved CPUs and no shared pool known: the probe runs unconfined (it may run on any CPU, pinned ones too)" ;;
       *) confine "$cpus" ;;
     esac
@@ -746,6 +748,7 @@ function rd2(p, d, b,   s, n, line, lim, k) {
   } else if (b == "status" && d ~ /\/task\//) {
     while (s > 0) {
       if (line ~ /^(Tgid|Cpus_allowed_list):/) print "L" line
+      if (line ~ /^Cpus_allowed_list:/) break  # nothing after it is used
       s = (getline line < p)
     }
   } else {
@@ -855,13 +858,32 @@ function unmatched(p) {
     next
   }
   if (t == "Q") { fcpu = p; next }
+  if (t == "x") {
+    # the exclusive CPUs (of the last report the client made): "2-5,9" -> excl[2..5, 9]; "*": not known
+    # yet (a one-sample snapshot), every CPU (nx -1)
+    if (p == "*") { nx = -1; next }
+    n = split(p, w, ","); nx = 0
+    for (i = 1; i <= n; i++) {
+      k = index(w[i], "-"); a = k ? substr(w[i], 1, k - 1) + 0 : w[i] + 0; b = k ? substr(w[i], k + 1) + 0 : a
+      for (; a <= b && nx < 65536; a++) { excl[a] = 1; nx++ }
+    }
+    next
+  }
   if (t == "U") {
-    # the CPU in focus: schedstat only for the tasks whose stat says they last ran there (field 39)
+    # a task of the every-task scan: its stat; schedstat when it last ran on the CPU in focus, status when
+    # it last ran on an exclusive CPU (field 39)
     if (index(p, "*")) next
     last = ""
     rd(p "/stat")
+    if (fcpu == "" && !nx) next
     q = last; sub(/^.*\) /, "", q)
-    if (split(q, w, " ") >= 37 && w[37] == fcpu) rd(p "/schedstat")
+    if (split(q, w, " ") < 37) next
+    if (w[37] == fcpu) rd(p "/schedstat")
+    if (!nx || (nx > 0 && !(w[37] in excl))) next
+    # a task of a pod (a pid of a cgroup.procs read above) or a kernel thread is no outsider to ask about
+    q = p; if (rl && substr(q, 1, rl) == root) q = substr(q, rl + 1)
+    split(q, w, "/")
+    if (!((w[3] in podpid) || (w[3] in kth))) rd(p "/status")
     next
   }
   if (t == "E") { selfcpu(p); next }
@@ -891,7 +913,7 @@ function unmatched(p) {
   if (t == "D" && rl && substr(p, 1, rl) == root) p = substr(p, rl + 1)
   print t p
   if (t == "B") {
-    cd = ""; pd = ""; split("", podpid); split("", kth); split("", off)
+    cd = ""; pd = ""; split("", podpid); split("", kth); split("", off); fcpu = ""; split("", excl); nx = 0
     gen++; split(p, w, " ")
     if (w[2] ~ /s/) { split("", sent); split("", sg) }
     else if (gen % 16 == 0) for (q in sg) if (sg[q] < gen - 48) { delete sent[q]; delete sg[q] }

@@ -80,7 +80,7 @@ class NodeSpec:
     kubelet_running: bool = True
     pods: list[PodSpec] = field(default_factory=list)
     irqs: dict = field(default_factory=dict)  # irq number -> cpulist
-    other_tasks: list = field(default_factory=list)  # (comm, cpu, kthread[, cgroup[, busy]]) tasks outside pods
+    other_tasks: list = field(default_factory=list)  # (comm, cpu, kthread[, cgroup[, busy[, allowed cpulist]]]) tasks outside pods
     noise: dict = field(default_factory=dict)  # cpu -> share of its time in softirqs (NET_RX) and IRQs
     steal: dict = field(default_factory=dict)  # cpu -> share of its time stolen by the hypervisor
     numa_miss_per_tick: int = 0
@@ -437,7 +437,11 @@ class SimNode:
             if rel is not None:  # None: the process left before its cgroup was read
                 self.w(f"/proc/{self.pid}/cgroup", layout.proc_cgroup(s.cgroup, rel, s.cgroupns_prefix))
             busy = t[4] if len(t) > 4 else 0.5  # the share of a CPU it burns
-            self.tasks.append([self.pid, self.pid, comm, [cpu], busy, None, 0, 0, cpu, kthread])
+            # its allowed CPUs: a per-CPU kernel thread's own CPU; else what it was given (taskset -c), else
+            # every online CPU (a process of an unconfined node; on a confined one, widened to reach its CPU)
+            # (it keeps to its CPU here all the same: a fixture's tasks stay where the test put them)
+            allowed = [cpu] if kthread else sorted(_cset(t[5]) if len(t) > 5 else self.online)
+            self.tasks.append([self.pid, self.pid, comm, [cpu], busy, None, 0, 0, cpu, kthread, allowed])
 
     def _names(self, p: PodSpec, c: CtrSpec) -> None:
         """The log layout (kubelet's absolute symlinks) and kubelet's per-container dir."""
@@ -634,11 +638,12 @@ class SimNode:
         """One task's stat, status, schedstat and sched."""
         tid, pid, comm, cpus, b, key, migr, ticks, cpu = t[:9]
         kth = t[9] if len(t) > 9 else False
+        allowed = t[10] if len(t) > 10 else cpus  # its Cpus_allowed_list (a task outside pods: see _tasks)
         flags = 0x00208040 if kth else 0x00400100
         d = f"/proc/{pid}/task/{tid}"
         self.w(f"{d}/stat", f"{tid} ({comm}) R 1 {pid} {pid} 0 -1 {flags} 0 0 0 0 {ticks} 0 0 0 20 0 1 0 100 "
                f"1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 {cpu} 0 0 0 0 0\n")
-        self.w(f"{d}/status", f"Name:\t{comm}\nTgid:\t{pid}\nPid:\t{tid}\nCpus_allowed_list:\t{format_cpuset(cpus)}\n"
+        self.w(f"{d}/status", f"Name:\t{comm}\nTgid:\t{pid}\nPid:\t{tid}\nCpus_allowed_list:\t{format_cpuset(allowed)}\n"
                f"Mems_allowed_list:\t0\nvoluntary_ctxt_switches:\t{int(self.t * 10)}\nnonvoluntary_ctxt_switches:\t{migr}\n")
         wait = self.counters.get(("wait", tid), 0.0) + self.waits.get(tid, 0.0) * dt * 1e9
         self.counters[("wait", tid)] = wait

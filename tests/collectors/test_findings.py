@@ -374,12 +374,25 @@ def test_a_measured_share_of_an_exclusive_cpu_is_critical(tmp_path):
 
 def test_pinned_to_exclusive_cpus_is_critical_without_a_window(tmp_path):
     """Cpus_allowed_list inside the exclusive CPUs (someone ran it under taskset -c 1): critical on one
-    sample. The probe's every-task scan sends no status today; a task's allowed list, when known, counts."""
+    sample, idle as it is. The every-task scan reads the allowed CPUs of each task outside pods that last ran
+    on an exclusive CPU (on one sample, before any report says which those are: of every such task), not of
+    the pods' tasks nor of kernel threads; main read none (so a pinned idle task was a mere passer-by)."""
     import dataclasses
 
+    pinned = ("stress", 1, False, "/user.slice/user-0.slice/session-1.scope", 0.0, "1")
+    for samples in (1, 2):
+        snap, fs = run(tmp_path / f"pinned{samples}", base(other_tasks=[pinned]), samples=samples)
+        (i,) = [f for f in fs if f.code == "INTRUDER_TASK"]
+        assert i.severity == "critical" and i.cpus == (1,) and i.message.startswith("stress (pid ")
+        assert any("Cpus_allowed_list = 1, exclusive CPUs only: pinned there" in e for e in i.evidence), i.evidence
+        (t,) = [t for t in snap.all_tasks if t.comm == "stress"]
+        assert t.allowed == frozenset({1})
+        assert not [t for t in snap.all_tasks if t.kthread and t.allowed is not None]  # never asked
     spec = base(other_tasks=[("stress", 1, False, "/user.slice/user-0.slice/session-1.scope", 0.0)])
     snap, fs = run(tmp_path, spec)
-    assert "INTRUDER_TASK" not in codes(fs, "info")
+    assert "INTRUDER_TASK" not in codes(fs, "info")  # allowed everywhere: a passer-by
+    (t,) = [t for t in snap.all_tasks if t.comm == "stress"]
+    assert t.allowed is not None and len(t.allowed) > 1
     tasks = tuple(t._replace(allowed=frozenset({1})) if t.comm == "stress" else t for t in snap.all_tasks)
     fs = evaluate(dataclasses.replace(snap, all_tasks=tasks), None)
     (i,) = [f for f in fs if f.code == "INTRUDER_TASK"]

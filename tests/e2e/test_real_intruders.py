@@ -251,3 +251,27 @@ def test_real_kernel_only_the_pinned_intruder_is_critical():
     # pinscope's own processes (the CLI, the probe's sh and awk) appear in no finding
     text = json.dumps(o["findings"])
     assert ours and not [pid for pid in ours if f"(pid {pid}," in text], (ours, text)
+
+
+def test_real_kernel_a_pinned_intruder_that_sleeps_is_critical_on_its_allowed_cpus():
+    """A process pinned to the exclusive CPU that hardly runs (a sleeper: no measurable share of the CPU)
+    is still an intruder: its allowed CPUs lie inside the exclusive set, someone pinned it there. The
+    every-task scan reads the allowed CPUs of the tasks that last ran on an exclusive CPU (main read them
+    only for pods' tasks, so this one was a mere passer-by; a CI run beside busy loops also lost a busy
+    pinned intruder whose share fell short)."""
+    need(os.geteuid() == 0, "needs root (cgroups, taskset on other processes)")
+    kind, why = cgroup_hierarchy()
+    need(kind is not None, why)
+    need((os.cpu_count() or 1) >= 2 and shutil.which("taskset") is not None, "needs 2 CPUs and taskset")
+    need(not kubelet_running(), "a kubelet runs here: its pods would be read beside this test's")
+    with RootedPod() as pod:
+        sleeper = _asleep_after_cpu_1(pod)  # pinned to CPU 1 (taskset -c 1), asleep
+        rc, o, _ = _check_watching_its_processes(pod.root)
+    crit = [f for f in o["findings"] if f["severity"] == "critical"]
+    mine = [f for f in crit if f"(pid {sleeper.pid}," in f["message"]]
+    assert [(f["code"], f["cpus"], f["pod"], f["container"]) for f in mine] == \
+        [("INTRUDER_TASK", [1], "busy-pod", "busy")], [f["message"] for f in crit]
+    assert any(f"/proc/{sleeper.pid}/task/{sleeper.pid}/status: Cpus_allowed_list = 1, exclusive CPUs only" in e
+               for e in mine[0]["evidence"]), mine[0]["evidence"]
+    assert not any("% of a CPU over" in e for e in mine[0]["evidence"]), mine[0]["evidence"]  # asleep: no share
+    assert rc == 2
