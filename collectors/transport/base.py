@@ -28,9 +28,12 @@ def probe_command(root: str | None = None, sudo: bool = False) -> str:
     args += f" --protocol {PROTOCOL}"
     if not sudo:
         return f"exec sh -c {p} {args}"
-    return (f"if [ \"$(id -u)\" = 0 ]; then exec sh -c {p} {args}; "
-            f"elif sudo -n true 2>/dev/null; then exec sudo -n sh -c {p} {args}; "
-            f"else echo {shlex.quote(SUDO_REFUSED)}; exec sh -c {p} {args}; fi")
+    # the probe's text once, in a variable: the whole command is one argument of the login shell's -c, and
+    # Linux refuses an argument longer than 128 KiB (MAX_ARG_STRLEN, E2BIG); three copies of a 44 KB probe
+    # were 133 KB, and the probe never started
+    return (f"p={p}; if [ \"$(id -u)\" = 0 ]; then exec sh -c \"$p\" {args}; "
+            f"elif sudo -n true 2>/dev/null; then exec sudo -n sh -c \"$p\" {args}; "
+            f"else echo {shlex.quote(SUDO_REFUSED)}; exec sh -c \"$p\" {args}; fi")
 
 
 PROBE_END = "#pinscope-probe-end"

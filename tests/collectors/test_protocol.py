@@ -109,3 +109,30 @@ def test_a_request_to_a_probe_that_is_gone_is_a_probe_failure_not_a_crash(tmp_pa
 
     msg = asyncio.run(go())
     assert "probe" in msg and ("closed" in msg or "ended" in msg), msg
+
+
+def test_the_sudo_command_runs_the_probe_as_root_and_as_a_user(tmp_path):
+    """`--sudo`'s command line (what sshd hands the login shell's -c, one argument) carries the probe once:
+    Linux refuses an argument over 128 KiB (MAX_ARG_STRLEN), and three copies of the probe were 133 KB, so
+    `--sudo` over SSH never started a probe (a CI run, test_ssh_unprivileged). Run here as root (its first
+    branch) and as nobody (no usable sudo: said, then the probe as that user)."""
+    import os
+    import subprocess
+
+    cmd = base.probe_command(str(tmp_path), sudo=True)
+    assert cmd.count("PROTO=") == 1 and len(cmd.encode()) < 128 * 1024
+    SimNode(SHAPES["dual_socket_intel"](), tmp_path).write()
+    os.chmod(tmp_path, 0o755)
+    for d, _, files in os.walk(tmp_path):
+        os.chmod(d, 0o755)
+        for f in files:
+            if not os.path.islink(os.path.join(d, f)):
+                os.chmod(os.path.join(d, f), 0o644)
+    argvs = [["sh", "-c", cmd]]
+    if os.geteuid() == 0:
+        argvs.append(["runuser", "-u", "nobody", "--", "sh", "-c", cmd])
+    for argv in argvs:
+        out = subprocess.run(argv, input=b"sg\nq\n", capture_output=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        assert b"\nZ1\n" in out.stdout and b"Iprobe-protocol " + PROTOCOL.encode() in out.stdout, out.stderr
+        assert (b"Wsudo -n was refused" in out.stdout) == (argv[0] == "runuser"), out.stdout[:200]
