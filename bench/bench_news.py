@@ -32,7 +32,7 @@ from bench_client import node256  # noqa: E402
 
 from pinscope.collectors import probe_text  # noqa: E402
 from pinscope.collectors.collect import live_depth  # noqa: E402
-from pinscope.collectors.frames import parse_frame  # noqa: E402
+from pinscope.collectors.frames import PROTOCOL, parse_frame  # noqa: E402
 from pinscope.collectors.pipeline import Pipeline  # noqa: E402
 from pinscope.collectors.sim.node import SimNode  # noqa: E402
 
@@ -105,7 +105,7 @@ def main() -> None:
           f"{platform.python_version()}, load average {os.getloadavg()[0]:.1f}")
     root = tempfile.mkdtemp(prefix="pinscope-bench-news-")
     sim = SimNode(node256(), root).write()
-    sides = {"before": Probe(old.stdout, root, "2"), "after": Probe(probe_text(), root, "3")}
+    sides = {"before": Probe(old.stdout, root, "2"), "after": Probe(probe_text(), root, PROTOCOL)}
     pipes = {k: Pipeline("bench") for k in sides}
     stats: dict[str, dict[str, list[float]]] = {k: {"bytes": [], "probe": [], "client": [], "gbytes": [],
                                                     "gprobe": []} for k in sides}

@@ -137,31 +137,37 @@ class _Ctx:
 
 
 def _pod_key(x: _Ctx, uid: str, pdir: str, leaves: list[str]) -> tuple:
-    """Everything `_pod` reads of the tick but the counters (cpu.stat, cpu.pressure): the texts of the
-    pod's cgroup.procs and cgroup files, which leaves have a "container" dir, whether this tick read the
-    pod-level cgroup, kubelet's assignment. The log layout and the tasks are compared apart (by identity
-    and generation). While the key holds, the pod is the last one with its counters brought up to date."""
-    get, tf = x.files.get, x.tick_files
+    """Everything `_pod` reads of the tick but the counters (cpu.stat, cpu.pressure) and the pod-level
+    cgroup: the texts of the pod's cgroup.procs and its containers' cgroup files, which leaves have a
+    "container" dir, kubelet's assignment. The log layout and the tasks are compared apart (by identity and
+    generation). While the key holds, the pod is the last one with its counters brought up to date and its
+    pod-level cgroup as this tick read it (`_pod_level`: read on cgroup-detail ticks only, so it came and
+    went every 5th tick and every pod was assembled anew twice in 5 ticks)."""
+    get = x.files.get
     texts: list = [get(f"{pdir}/cgroup.procs")]
     for leaf in leaves:
         inner = f"{leaf}/container" in x.dirset
         path = f"{leaf}/container" if inner else leaf
         texts += [inner, get(f"{path}/cgroup.procs"), x.cgshape(path)]
-    pod_level = f"{pdir}/cpuset.cpus" in tf or f"{pdir}/cpuset.effective_cpus" in tf
-    texts.append(x.cgshape(pdir) if pod_level else None)
     return (pdir, tuple(leaves), x.cgv, x.base, x.entries.get(uid), x.v1_by_id or None, tuple(texts))
 
 
-def _counters_moved(x: _Ctx, pod: Pod) -> Pod:
-    """A pod whose inputs but its counters held: its containers' (and pod-level) CgroupFiles re-read
-    through the CgroupReader (the counters only), the rest shared with the last tick's pod. The problems
-    are the pod's kept ones (the reader's are the same while the texts but the counters hold)."""
+def _pod_level(x: _Ctx, pdir: str, problems: list | None = None):
+    """The pod-level cgroup's files: parsed when this tick read it (cgroup detail), not from carried frames."""
+    tf = x.tick_files
+    return x.cgfiles(pdir, problems) if (f"{pdir}/cpuset.cpus" in tf or f"{pdir}/cpuset.effective_cpus" in tf) else None
+
+
+def _counters_moved(x: _Ctx, pod: Pod, pod_cg) -> Pod:
+    """A pod whose inputs but its counters held: its containers' CgroupFiles re-read through the
+    CgroupReader (the counters only), the rest shared with the last tick's pod, its pod-level cgroup
+    `pod_cg` (this tick's). The problems are the pod's kept ones (the reader's are the same while the texts
+    but the counters hold)."""
     scratch: list[Problem] = []
     ctrs = []
     for c in pod.containers:
         cg = x.recount(c.cgroup_path, scratch) if c.cgroup is not None and c.cgroup_path else c.cgroup
         ctrs.append(c if cg is c.cgroup else c._replace(cgroup=cg))
-    pod_cg = x.recount(pod.cgroup_path, scratch) if pod.cgroup is not None and pod.cgroup_path else pod.cgroup
     if pod_cg is pod.cgroup and all(a is b for a, b in zip(ctrs, pod.containers)):
         return pod
     return pod._replace(containers=tuple(ctrs), cgroup=pod_cg)
@@ -173,10 +179,11 @@ def _is_pause(procs, by_pid) -> bool:
     return bool(ts) and all(t.comm == "pause" for t in ts)
 
 
-def _pod(x: _Ctx, uid: str, pdir: str, leaves: list[str]) -> Pod:
+def _pod(x: _Ctx, uid: str, pdir: str, leaves: list[str]) -> tuple[Pod, int, int]:
     """One pod: each leaf below its cgroup is joined to a name from every source the node has (the
     /var/log/containers link names by container id, the pod log dirs and kubelet's pods dir by pod uid, a
-    pre-1.18 checkpoint by container id); the sandbox and CRI-O's conmon are the pod's, not containers."""
+    pre-1.18 checkpoint by container id); the sandbox and CRI-O's conmon are the pod's, not containers.
+    -> (the pod, and where in x.problems its pod-level cgroup's problems begin and end)."""
     files, logs, entries = x.files, x.logs, x.entries
     ns, pname = logs.pods.get(uid, (None, None))
     sources = ["cgroup"] + [n for n, m in (("pod-logs", logs.pods), ("kubelet-pods", logs.kubelet)) if uid in m]
@@ -193,13 +200,14 @@ def _pod(x: _Ctx, uid: str, pdir: str, leaves: list[str]) -> Pod:
             containers.append(Container(cname, None, uid, None, None, cs))
     if uid in entries:
         sources.append("state")
-    # the pod-level cgroup: parsed when this tick read it (cgroup detail), not from carried frames
-    tf = x.tick_files
-    pod_cg = x.cgfiles(pdir) if (f"{pdir}/cpuset.cpus" in tf or f"{pdir}/cpuset.effective_cpus" in tf) else None
+    n1 = len(x.problems)
+    pod_cg = _pod_level(x, pdir)
+    n2 = len(x.problems)
     if ns is None:
         x.problems.append(Problem(pdir, f"pod {uid} has no log directory and no /var/log/containers link: "
                                         "its name is unknown"))
-    return Pod(uid, ns, pname, qos_of(pdir), pdir, tuple(containers), pod_cg, frozenset(pod_pids), tuple(sources))
+    return (Pod(uid, ns, pname, qos_of(pdir), pdir, tuple(containers), pod_cg, frozenset(pod_pids), tuple(sources)),
+            n1, n2)
 
 
 def _leaves(x: _Ctx, leaves: list[str], pod_pids: set) -> tuple[list[tuple], tuple | None]:
@@ -279,7 +287,8 @@ class PodsStage:
         self.cgroups = CgroupReader()
         self._tasks_last: dict = {}
         self._tasks_now: dict = {}
-        self._pods_last: dict = {}  # uid -> (key, log layout, tasks generation, pod, its problems)
+        # uid -> (key, log layout, tasks generation, pod, its problems before and after its pod-level cgroup's)
+        self._pods_last: dict = {}
         self._pods_now: dict = {}
         self.pods_built = 0  # pods assembled anew (not reused): what a test counts
 
@@ -312,18 +321,20 @@ class PodsStage:
         key = _pod_key(x, uid, pdir, leaves) if not x.focus else None
         ent = self._pods_last.get(uid)
         if key is not None and ent is not None and ent[0] == key and ent[1] is x.logs and ent[2] == x.tasks[1]:
-            pod, probs = _counters_moved(x, ent[3]), ent[4]
-            x.problems.extend(probs)
+            before, after = ent[4], ent[5]
+            x.problems.extend(before)
+            pod = _counters_moved(x, ent[3], _pod_level(x, pdir))
+            x.problems.extend(after)
             for c in pod.containers:  # their task lists hold too (same procs, same tasks): keep them
                 if c.cgroup_path in self._tasks_last:
                     self._tasks_now[c.cgroup_path] = self._tasks_last[c.cgroup_path]
         else:
             n = len(x.problems)
-            pod = _pod(x, uid, pdir, leaves)
-            probs = tuple(x.problems[n:])
+            pod, n1, n2 = _pod(x, uid, pdir, leaves)
+            before, after = tuple(x.problems[n:n1]), tuple(x.problems[n2:])
             self.pods_built += 1
         if key is not None:
-            self._pods_now[uid] = (key, x.logs, x.tasks[1], pod, probs)
+            self._pods_now[uid] = (key, x.logs, x.tasks[1], pod, before, after)
         return pod
 
     def container_tasks(self, path: str, procs: frozenset, tasks) -> tuple:

@@ -130,8 +130,12 @@ class TasksStage:
         if layers != self._layers:
             parsed = {fr: self._parsed.get(fr) or _frame_tasks(fr) for fr in layers}
             self._parsed, self._layers = parsed, layers
-            self._merged = _merge(list(parsed.values())) if layers else ({}, (), ())
-            self.gen += 1
+            merged = _merge(list(parsed.values())) if layers else ({}, (), ())
+            # the same tasks from other layers (the tick after a task scan: the scan's frame is now carried)
+            # are the same tasks: the generation holds, so the pods and containers that hold them are kept
+            if merged[1] != self._merged[1] or merged[2] != self._merged[2]:
+                self._merged = merged
+                self.gen += 1
         by_pid, sorted_tasks, lprobs = self._merged
         problems.extend(lprobs)
         want_all = any("a" in fr.letters for fr in layers)

@@ -121,6 +121,17 @@ def test_an_unchanged_cgroup_file_is_not_parsed_again_and_a_changed_one_is(tmp_p
             assert full == [] and len(counters) == len(cgroups(edited))
             assert stage.pods_built == built + 1  # pods kept, their counters re-read
             assert all(moved_cg is not cgroups(edited)[p] for p, moved_cg in cgroups(moved).items())
+            # the live cadence: a cgroup-detail tick reads the pods' own cgroups, the tick after does not; a
+            # task scan's tick, and the tick after (its frame then carried): the same pods, the same tasks.
+            # main assembled every pod anew on each of these four ticks
+            for req in ("gc", "gt"):  # their files read for the first time: the containers' shape is new
+                pl.feed(await tr.request(req, 15))
+            built = stage.pods_built
+            for req in ("gc", "g", "gt", "g"):
+                r = pl.feed(await tr.request(req, 15))
+                assert stage.pods_built == built, req
+                pod_level = [p.cgroup for p in r.snapshot.pods if p.cgroup_path]
+                assert all(cg is not None for cg in pod_level) if req == "gc" else all(cg is None for cg in pod_level)
         finally:
             await tr.close()
 
