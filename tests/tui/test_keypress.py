@@ -37,9 +37,18 @@ def test_a_move_repaints_two_grid_rows_and_the_legend_in_the_same_refresh(tmp_pa
                 return real_layout(*a, **kw)
 
             app.screen._refresh_layout = counting_layout
+            passes = []
+            real_pass = app.screen._compositor_refresh
+
+            def counting_pass(*a, **kw):
+                passes.append(str(app.screen.query_one("#legend", Static).render()))
+                return real_pass(*a, **kw)
+
+            app.screen._compositor_refresh = counting_pass  # each time the screen's changes are drawn
             for _ in range(3):
                 painted.clear()
                 layouts.clear()
+                passes.clear()
                 before = g.cursor
                 await pilot.press("right")
                 await pilot.pause()
@@ -49,4 +58,7 @@ def test_a_move_repaints_two_grid_rows_and_the_legend_in_the_same_refresh(tmp_pa
                 rows = {y for y in painted}
                 assert 1 <= len(rows) <= 2, sorted(rows)  # the row it left and the row it entered (often one)
                 assert layouts == [], "a cursor move relaid the screen out"
+                # the pass that draws the moved cursor draws its detail line too (main drew the grid's rows in
+                # one pass, the legend in the next)
+                assert passes and all(f"cpu{g.cursor}:" in p for p in passes), passes
     asyncio.run(go())

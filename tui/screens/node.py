@@ -72,7 +72,9 @@ class NodeScreen(ReportScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.query_one(CoreGrid).focus()
+        grid = self.query_one(CoreGrid)
+        grid.cursor_listener = self.on_core_grid_cursor_moved  # the detail line in the cursor's own refresh
+        grid.focus()
         self.refresh_view()
 
     # ------------------------------------------------------------------ data

@@ -14,6 +14,8 @@ clears it, so a theme switch repaints.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
@@ -112,6 +114,9 @@ class CoreGrid(ScrollView, can_focus=True):
         self._shown: dict = {}  # row -> the key of what the terminal shows there
         self._frame_for: tuple = (None, {})  # (view token, per-CPU state), see _frame
         self._keys_for: tuple = (None, [])  # (state token, every row's key), see _keys
+        self._base_for: tuple = (None, ([], {}))  # (token, _base_keys()): the keys but the cursor's flags
+        # called with each CursorMoved as the cursor moves, instead of posting it (the node screen's detail line)
+        self.cursor_listener: Callable[[CoreGrid.CursorMoved], None] | None = None
         self._style_gen = 0  # bumps when the theme's styles change: every row paints again
         self._styles: dict = {}
         self.cache_hits = 0
@@ -287,24 +292,60 @@ class CoreGrid(ScrollView, can_focus=True):
         v = self.view
         stale = v is not None and v.state != "up" and v.snap is not None
         width = self.size.width
-        token = (v.generation if v else None, id(v), self.shade_mode, self.cursor, self.highlight, width,
-                 self.density, self.has_focus, self.glyphs is GLYPHS, self._style_gen, id(self.rows), self.idw)
-        if self._keys_for[0] == token:
-            return self._keys_for[1]
-        ctx = (width, self.density, self.has_focus, stale, self._style_gen)
-        per = self._frame() if v is not None and v.snap is not None else {}
+        base = (v.generation if v else None, id(v), self.shade_mode, width, self.density, self.has_focus,
+                self.glyphs is GLYPHS, self._style_gen, id(self.rows), self.idw, stale)
         cursor, highlight = self.cursor, self.highlight
-        keys: list[tuple] = []
-        held = self._numa_devices() if v is not None and v.snap is not None else {}
-        for ry, row in enumerate(self.rows):
-            if row.label_numas:  # NUMA blocks side by side (wall): each title with its node's devices
-                keys.append((ry, *ctx, row.kind, tuple(held.get(n, "") for _, _, n in row.label_numas)))
-            elif not row.cells:
-                keys.append((ry, *ctx, row.kind, row.text + held.get(row.numa, "") if row.numa is not None else row.text))
-            else:
-                keys.append((ry, *ctx, *(self._cell_key(c, per, cursor, highlight) for c in row.cells)))
+        token = (base, cursor, highlight)
+        last_token, last = self._keys_for
+        if last_token == token:
+            return last
+        if self._base_for[0] != base:
+            self._base_for = (base, self._base_keys(stale))
+            redo = None  # every row
+        else:  # the cursor or the highlight moved: only the rows holding a cell whose flag may change
+            _, old_cursor, old_high = last_token
+            cpus = {old_cursor, cursor} | (old_high ^ highlight)
+            rows_of = self._base_for[1][1]
+            redo = {rows_of[c] for c in cpus if c in rows_of}
+        rows, _ = self._base_for[1]
+        keys: list = list(last) if redo is not None else [None] * len(rows)
+        for ry in (range(len(rows)) if redo is None else redo):
+            head, cells = rows[ry]
+            if cells is None:
+                keys[ry] = head
+                continue
+            keys[ry] = (*head, *((*k, 2 if (cpu == cursor or cursor in members) else
+                                  1 if highlight and any(m in highlight for m in members) else 0)
+                                 for k, cpu, members in cells))
         self._keys_for = (token, keys)
         return keys
+
+    def _base_keys(self, stale: bool) -> tuple[list, dict]:
+        """What each row shows but the cursor and highlight flags: (row key head, None) for a row without
+        cells, else (head, [((text, role, mark), cpu, members) per cell]); and each CPU's row. A cursor move
+        then works out only the flags of the rows it left and entered (every cell's text was worked out
+        again on every key: a third of a keypress's CPU at 256 CPUs)."""
+        v = self.view
+        ctx = (self.size.width, self.density, self.has_focus, stale, self._style_gen)
+        per = self._frame() if v is not None and v.snap is not None else {}
+        held = self._numa_devices() if v is not None and v.snap is not None else {}
+        rows: list = []
+        rows_of: dict = {}
+        for ry, row in enumerate(self.rows):
+            if row.label_numas:  # NUMA blocks side by side (wall): each title with its node's devices
+                rows.append(((ry, *ctx, row.kind, tuple(held.get(n, "") for _, _, n in row.label_numas)), None))
+            elif not row.cells:
+                rows.append(((ry, *ctx, row.kind, row.text + held.get(row.numa, "") if row.numa is not None else row.text),
+                             None))
+            else:
+                cells = []
+                for c in row.cells:
+                    cells.append((self._cell_key(c, per), c.cpu, c.members))
+                    rows_of[c.cpu] = ry
+                    for m in c.members:
+                        rows_of[m] = ry
+                rows.append(((ry, *ctx), cells))
+        return rows, rows_of
 
     def _numa_devices(self) -> dict:
         """NUMA node -> what its subheader adds: the devices kubelet handed out there and the pod tag holding
@@ -321,8 +362,8 @@ class CoreGrid(ScrollView, can_focus=True):
                     out.setdefault(d.numa_node, []).append(f"{display(d.resource.rsplit('/', 1)[-1])} {dev}\u2192{who}")
         return {n: "  devices: " + ", ".join(sorted(items)) for n, items in out.items()}
 
-    def _cell_key(self, cell: Cell, per: dict, cursor: int, highlight: frozenset) -> tuple:
-        """(text, role, mark severity, 2 cursor / 1 highlight / 0) of one cell."""
+    def _cell_key(self, cell: Cell, per: dict) -> tuple:
+        """(text, role, mark severity) of one cell (its flag: _keys)."""
         members = cell.members
         role, u, tag, sev = None, None, None, None
         for m in members:  # a core cell shows its most telling role: exclusive > isolated > reserved > ...
@@ -345,13 +386,7 @@ class CoreGrid(ScrollView, can_focus=True):
             head = f"{cell.cpu:>{self.idw}} {glyph}{shade(u)}" if self.density.startswith("full") else f"{glyph}{shade(u)}"
             # the tag is never cut (pods stay distinguishable in monochrome); the mark takes the last column
             text = head + (tag or "").ljust(cell.width - len(head) - 1)
-        if cell.cpu == cursor or cursor in members:
-            flag = 2
-        elif highlight and any(m in highlight for m in members):
-            flag = 1
-        else:
-            flag = 0
-        return (text, role, sev if sev in ("critical", "warning") else None, flag)
+        return (text, role, sev if sev in ("critical", "warning") else None)
 
     def _paint(self, ry: int, width: int, key: tuple | None = None) -> Strip:
         if ry >= len(self.rows):
@@ -403,8 +438,14 @@ class CoreGrid(ScrollView, can_focus=True):
     # ------------------------------------------------------------------ keyboard and mouse
     def watch_cursor(self, old: int, new: int) -> None:
         self._scroll_to_cursor()
+        listener = self.cursor_listener
+        if listener is not None:
+            # the screen's detail line updated now, in the same refresh as the cursor (a CursorMoved message
+            # was handled after the grid's rows had been drawn: two compositor passes a key)
+            listener(self.CursorMoved(new))
+        else:
+            self.post_message(self.CursorMoved(new))
         self._repaint_changed()
-        self.post_message(self.CursorMoved(new))
 
     def _scroll_to_cursor(self) -> None:
         p = self.pos.get(self.cursor)
