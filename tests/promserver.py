@@ -151,13 +151,22 @@ class Exporter:
         self.proc: subprocess.Popen | None = None
         self.addr = ""
         self.lines: list[str] = []
+        self._part = ""  # a line not yet ended
 
     def start(self, deadline: float = 60) -> "Exporter":
         self.proc = subprocess.Popen([sys.executable, "-m", "pinscope.tui.cli", "exporter", "--listen", "127.0.0.1:0", *self.args],
                                      cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                      stdin=subprocess.DEVNULL, start_new_session=True, env=self.env)
-        line = _readline(self.proc, deadline)
+        return self._read_start(deadline)
+
+    def _read_start(self, deadline: float) -> "Exporter":
+        """The first line (the address it serves), then every line in a thread."""
+        line, rest = _readline(self.proc, deadline)
         self.lines.append(line)
+        # what came with the first line in the same read (a node said unreadable right after the start: a
+        # loaded CI run lost "gone: --root ..." here, as this read kept only the first line)
+        *done, self._part = rest.split("\n")
+        self.lines.extend(done)
         m = re.search(r"http://(\S+)/metrics", line)
         if not m:
             self.close()
@@ -176,8 +185,12 @@ class Exporter:
             except OSError:
                 return
             if not chunk:
+                if self._part:
+                    self.lines.append(self._part)
                 return
-            self.lines.extend(chunk.decode(errors="replace").splitlines())
+            # whole lines only: a line split between two reads is one line
+            *done, self._part = (self._part + chunk.decode(errors="replace")).split("\n")
+            self.lines.extend(done)
 
     def metrics(self) -> str:
         return http_get(f"http://{self.addr}/metrics").decode()
@@ -195,8 +208,9 @@ class Exporter:
         self.close()
 
 
-def _readline(proc: subprocess.Popen, deadline: float) -> str:
-    """One line of the process's stderr, or '' at the deadline or its exit (select: no blocking read)."""
+def _readline(proc: subprocess.Popen, deadline: float) -> tuple[str, str]:
+    """One line of the process's stderr and what was read after it, or what came by the deadline or its exit
+    (select: no blocking read)."""
     import select
 
     end = time.monotonic() + deadline
@@ -207,13 +221,14 @@ def _readline(proc: subprocess.Popen, deadline: float) -> str:
         if r:
             chunk = os.read(fd, 4096).decode(errors="replace")
             if not chunk:
-                return buf
+                return buf, ""
             buf += chunk
             if "\n" in buf:
-                return buf.split("\n", 1)[0]
+                line, rest = buf.split("\n", 1)
+                return line, rest
         elif proc.poll() is not None:
-            return buf
-    return buf
+            return buf, ""
+    return buf, ""
 
 
 def rules_file(dest) -> Path:

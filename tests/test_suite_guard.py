@@ -32,3 +32,30 @@ def test_a_stuck_test_fails_with_where_it_was_and_the_run_finishes(tmp_path, wor
     assert "Timeout: test_stuck.py::test_stuck_here ran over 2 s" in out, out[-3000:]
     assert 'test_stuck.py", line 5, in test_stuck_here' in out and "time.sleep(3600)  # the line" in out, out[-3000:]
     assert not (tmp_path / "got-past-the-sleep").exists()  # cut, not waited out
+
+
+
+def test_the_exporter_helper_keeps_every_line_its_first_read_brought():
+    """tests/promserver.py reads the exporter's first line (its address) with select and os.read: whatever
+    came in that same read belongs to the lines too (a loaded CI run lost the "gone: --root" line printed
+    right after the start, and test_prometheus waited for it in vain); a line split between two reads is
+    one line."""
+    import time
+
+    from promserver import Exporter
+
+    exp = Exporter()
+    exp.proc = subprocess.Popen(["sh", "-c", "printf 'serving http://127.0.0.1:1/metrics\\ngone: --root x\\nre' >&2; "
+                                 "sleep 0.5; printf 'fused: y\\n' >&2"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(0.2)  # both lines in the pipe before the first read
+        exp._read_start(10)
+        assert exp.addr == "127.0.0.1:1"
+        exp.proc.wait(10)
+        end = time.monotonic() + 10
+        while len(exp.lines) < 3 and time.monotonic() < end:
+            time.sleep(0.05)
+        assert exp.lines == ["serving http://127.0.0.1:1/metrics", "gone: --root x", "refused: y"], exp.lines
+    finally:
+        exp.close()
