@@ -153,6 +153,7 @@ class NodeCollector:
         await self.transport.connect(self.opts.connect_timeout)
         self.pipeline.reset()
         self.confine = None  # a new probe: asked again once the first report is in
+        self.exclusive = "*"  # and the CPUs exclusive then are not known yet
 
     def _request(self, depth: str) -> str:
         pl = self.pipeline
@@ -172,7 +173,10 @@ class NodeCollector:
         if self.confine is not None and self.confine != "-":
             confine = self.confine or "?"
             self.confine = "-"  # asked
-        excl = self.exclusive if "a" in req.partition(" ")[0] else ""
+        # only beside a pod task scan (t, T): the probe knows a pod's tasks from the cgroup.procs that scan
+        # reads, and would otherwise read the status of the pods' own tasks too (the CPU pane's "a" every tick)
+        letters = req.partition(" ")[0]
+        excl = self.exclusive if "a" in letters and ("t" in letters or "T" in letters) else ""
         if confine or excl:
             req += ("" if " " in req else " -") + " " + (confine or "-") + (" " + excl if excl else "")
         return req

@@ -489,7 +489,7 @@ tasks() {
   while read -r pid; do
     set -- "$R/proc/$pid/task"/[0-9]*
     case $1 in *'*'*) continue ;; esac
-    printf "$TASKREC%s\\n" "$@"
+    pl "$TASKREC" "$@"
   done < "$1/cgroup.procs"
 }
 
@@ -565,10 +565,10 @@ alltasks() {
   [ -n "$FCPU" ] && printf 'Q%s\n' "$FCPU"
   [ -n "$EXCL" ] && printf 'x%s\n' "$EXCL"
   set -- "$R"/proc/[0-9]*/task/[0-9]*
-  printf 'U%s\n' "$@"
+  pl U "$@"
   # each process's cgroup (awk keeps the cpuset or unified line): who a task belongs to, positively
   set -- "$R"/proc/[0-9]*/cgroup
-  printf 'O%s\n' "$@"
+  pl O "$@"
 }
 
 irqs() {
@@ -864,6 +864,7 @@ function unmatched(p) {
     if (p == "*") { nx = -1; next }
     n = split(p, w, ","); nx = 0
     for (i = 1; i <= n; i++) {
+      if (w[i] !~ /^[0-9]+(-[0-9]+)?$/) continue  # "", "-", "1-": no CPU
       k = index(w[i], "-"); a = k ? substr(w[i], 1, k - 1) + 0 : w[i] + 0; b = k ? substr(w[i], k + 1) + 0 : a
       for (; a <= b && nx < 65536; a++) { excl[a] = 1; nx++ }
     }

@@ -463,3 +463,36 @@ def test_a_measured_intruder_holds_between_task_scans(tmp_path):
 
     got = asyncio.run(go())
     assert got == [[], ["INTRUDER_TASK"], ["INTRUDER_TASK"], ["INTRUDER_TASK"], ["INTRUDER_TASK"]], got
+
+
+def test_the_exclusive_cpus_go_with_a_pod_task_scan_only_and_are_unknown_after_a_reconnect(tmp_path):
+    """The probe tells a pod's task from an outsider by the cgroup.procs a pod task scan (t, T) reads: the
+    exclusive CPUs (whose outsiders' allowed CPUs it reads) go only with such a scan, not with the CPU pane's
+    every-tick "a" (it would read the status of the pods' own tasks, every tick); "*" before the first
+    report of each connection (a node may have changed while it was away)."""
+    import asyncio
+
+    from pinscope.collectors.collect import NodeCollector, Options
+    from pinscope.collectors.sim.node import SimNode
+    from pinscope.collectors.transport.local import LocalTransport
+
+    SimNode(base(), tmp_path).write()
+
+    async def go():
+        col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
+        assert col._request("gta") == "sgtan - - *"  # the first: static, names, and no report yet
+        await col.connect()
+        try:
+            await col.tick("gTa")
+            assert col._request("gta") == "gta - 0,4 1,5"  # the CPUs to keep to, once; the exclusive ones
+            assert col._request("gTai") == "gTai - - 1,5" and col._request("ga") == "ga"
+            col.focus_cpu = 1
+            assert col._request("g") == "ga @1"  # the CPU pane: its scan, no list
+            col.focus_cpu = None
+            await col.close()
+            await col.connect()
+            assert col._request("gta") == "sgtan - - *"  # a new probe: static and names again, and "*"
+        finally:
+            await col.close()
+
+    asyncio.run(go())
