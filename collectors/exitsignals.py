@@ -37,9 +37,19 @@ def last_resort(fn: Callable[[], None]) -> None:
 
 def _arm(sig: int, grace: float) -> None:
     """Start the watchdog (once): a daemon thread, so an orderly end that finishes is not held up by it."""
+    after_main(128 + sig, grace)
+
+
+def after_main(code: int, grace: float = EXIT_GRACE) -> None:
+    """The program's work is done and it returns `code`: should the interpreter's own end not end (it joins
+    every thread that is not a daemon), the watchdog ends it `grace` seconds from now with that code, after
+    the last-resort cleanups. Seen twice in a row here: `q`, then the terminal closed (tmux kill-session) while
+    Textual tore down: its SIGCONT handler started a new input thread on the gone terminal, which spun at
+    70 % of a CPU for good, and the interpreter waited for it forever. An end that ends is not held up (the
+    watchdog is a daemon thread). Only for the program itself (cli.main with sys.argv), never in a test's
+    process."""
     if _watchdog:
         return
-
     def run() -> None:
         threading.Event().wait(grace)
         for fn in list(_LAST_RESORT):
@@ -47,7 +57,7 @@ def _arm(sig: int, grace: float) -> None:
                 fn()
             except Exception:  # noqa: BLE001 -- the last resort goes on to the exit whatever one cleanup did
                 pass
-        os._exit(128 + sig)
+        os._exit(code)
 
     t = threading.Thread(target=run, name="pinscope-exit-watchdog", daemon=True)
     _watchdog.append(t)

@@ -225,6 +225,22 @@ def _command_first(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The program (`argv` None: sys.argv) or a caller's command line (a test's: run in its process)."""
+    if argv is not None:
+        return _main(argv)
+    code = 1
+    try:
+        code = _main(None)
+        return code
+    finally:
+        # the interpreter's end may wait forever on a thread Textual restarted on a closed terminal: ended
+        # after the grace (exitsignals.after_main); an end that ends is not held up
+        from pinscope.collectors.exitsignals import after_main
+
+        after_main(code)
+
+
+def _main(argv: list[str] | None = None) -> int:
     argv = _command_first(list(sys.argv[1:] if argv is None else argv))
     cmd = argv[0] if argv and argv[0] in COMMANDS else ""
     if cmd:

@@ -130,7 +130,9 @@ def test_real_competitor_shows_as_runqueue_wait_on_the_pinned_container():
     assert None not in alone + shared + idle, ticks
     assert max(alone) < 200, ticks
     assert max(shared) > 300, ticks  # within two ticks of the competitor starting
-    assert max(idle) < 100, ticks  # the thread on the other CPU does not wait
+    # the thread on the other CPU waits far less: only its own CPU's load (two busy loops beside a loaded
+    # CI run made it 106 ms/s in one tick: under 100 was a wall-clock bound, not the behaviour)
+    assert max(idle) < max(shared) / 2, ticks
 
 
 def test_real_check_names_the_competitor():

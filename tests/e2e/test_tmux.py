@@ -188,3 +188,54 @@ def test_closing_the_terminal_while_it_starts_leaves_nothing_running(tmp_path):
         subprocess.run(["tmux", "-L", sock, "kill-server"], check=False)
         for pid in ours():
             subprocess.run(["kill", "-9", pid], check=False)
+
+
+def test_quitting_then_closing_the_terminal_leaves_nothing_running():
+    """`q`, then the terminal closed while pinscope ends (tmux kill-session: SIGHUP, then the kernel's
+    SIGCONT, to the pane's shell and pinscope): Textual's SIGCONT handler started a new input thread on the
+    gone terminal, which spun at 70 % of a CPU, and the interpreter's end waited for it forever (seen: three
+    `pinscope demo` of three, after the exit-signal handlers had been removed). Now the program's end is
+    ended after the exit grace whatever a thread does (exitsignals.after_main)."""
+    need(shutil.which("tmux") is not None, "tmux not installed (apt-get install tmux)")
+    import psutil
+
+    from pinscope.collectors.exitsignals import EXIT_GRACE
+
+    pids: list[int] = []
+    sessions = []
+    try:
+        for delay in (0.3, 1.0, 2.0):  # the moment of the close moves with the machine's load: several
+            session = f"pinscope-qhup-{uuid.uuid4().hex[:8]}"
+            sessions.append(session)
+            tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "50",
+                 f"cd {REPO} && TERM=xterm-256color {sys.executable} -m pinscope.tui.cli demo; sleep 60")
+            wait_for(session, "live")
+            shell = int(tmux("display-message", "-p", "-t", session, "#{pane_pid}").stdout)
+            pids += [c.pid for c in psutil.Process(shell).children(recursive=True)]
+            tmux("send-keys", "-t", session, "q")
+            time.sleep(delay)
+            tmux("kill-session", "-t", session, check=False)
+
+        def left() -> list[str]:
+            out = []
+            for pid in pids:
+                try:
+                    p = psutil.Process(pid)
+                    if p.status() != psutil.STATUS_ZOMBIE:
+                        out.append(f"{pid} {' '.join(p.cmdline())[:80]}")
+                except psutil.NoSuchProcess:
+                    pass
+            return out
+
+        end = time.time() + EXIT_GRACE + 15
+        while left() and time.time() < end:
+            time.sleep(0.2)
+        assert left() == [], "left running after q and their terminal closed: " + "; ".join(left())
+    finally:
+        for session in sessions:
+            tmux("kill-session", "-t", session, check=False)
+        for pid in pids:
+            try:
+                psutil.Process(pid).kill()
+            except psutil.NoSuchProcess:
+                pass
