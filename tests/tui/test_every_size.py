@@ -220,8 +220,13 @@ def test_a_wall_shows_the_fleet_side_by_side_largest_trouble_first():
         app = FrozenApp(data)
         async with app.run_test(size=(320, 60)) as pilot:
             await pilot.pause()
-            await pilot.pause(0.5)  # the overview repaints a few times a second, not per node
             fm = app.screen.query_one(FleetMap)
+            # the overview re-sorts on its timer (every 0.5 s), not per report: a loaded CI run read it before
+            # the refresh that followed the last report (0.5 s was a wall-clock bet). Until every node is in
+            for _ in range(100):
+                await pilot.pause(0.1)
+                if all(v.snap is not None for v in fm.views) and not app._fleet_dirty:
+                    break
             assert fm.cols == 2
             first = fm.render_line(0).text
             # both criticals-and-warnings nodes first (by name), the 512-CPU node (no warning) after
