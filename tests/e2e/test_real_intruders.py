@@ -208,12 +208,17 @@ def _check_watching_its_processes(root: Path) -> tuple[int, dict, set[int]]:
     return p.returncode, json.loads(out), ours
 
 
-def test_real_kernel_only_the_pinned_intruder_is_critical():
+def _need_a_real_kernel_pod() -> None:
+    """Root, a cpuset hierarchy, 2 CPUs, taskset, and no kubelet whose pods would be read beside the test's."""
     need(os.geteuid() == 0, "needs root (cgroups, taskset on other processes)")
     kind, why = cgroup_hierarchy()
     need(kind is not None, why)
     need((os.cpu_count() or 1) >= 2 and shutil.which("taskset") is not None, "needs 2 CPUs and taskset")
     need(not kubelet_running(), "a kubelet runs here: its pods would be read beside this test's")
+
+
+def test_real_kernel_only_the_pinned_intruder_is_critical():
+    _need_a_real_kernel_pod()
     with RootedPod() as pod:
         intruder = pod.spawn(["taskset", "-c", "1", "sh", "-c", "while :; do :; done"])
         if pod.outside is not None:
@@ -259,11 +264,7 @@ def test_real_kernel_a_pinned_intruder_that_sleeps_is_critical_on_its_allowed_cp
     every-task scan reads the allowed CPUs of the tasks that last ran on an exclusive CPU (main read them
     only for pods' tasks, so this one was a mere passer-by; a CI run beside busy loops also lost a busy
     pinned intruder whose share fell short)."""
-    need(os.geteuid() == 0, "needs root (cgroups, taskset on other processes)")
-    kind, why = cgroup_hierarchy()
-    need(kind is not None, why)
-    need((os.cpu_count() or 1) >= 2 and shutil.which("taskset") is not None, "needs 2 CPUs and taskset")
-    need(not kubelet_running(), "a kubelet runs here: its pods would be read beside this test's")
+    _need_a_real_kernel_pod()
     with RootedPod() as pod:
         sleeper = _asleep_after_cpu_1(pod)  # pinned to CPU 1 (taskset -c 1), asleep
         rc, o, _ = _check_watching_its_processes(pod.root)
