@@ -598,6 +598,20 @@ class SimNode:
         for t in self.tasks:
             self._write_task(t, dt)
         self._write_cgroups(dt)
+        self._cgroup_stat()
+
+    def _cgroup_stat(self) -> None:
+        """v2: the kubepods root's cgroup.stat, as the kernel counts: every cgroup below it (directories; a
+        fixture's hand-made ones too), then the dying ones (none here). Counted again every tick, so a test
+        that adds or removes a cgroup between ticks is seen as on a node."""
+        if self.spec.cgroup != 2:
+            return
+        kp = self.root / ("sys/fs/cgroup" + layout.pod_cgroup(self.spec.driver, self.spec.cgroup_root,
+                                                              "Burstable", "x").rsplit("/", 2)[0]).lstrip("/")
+        if not kp.is_dir():
+            return
+        n = sum(len(dirs) for _, dirs, _ in os.walk(kp))
+        (kp / "cgroup.stat").write_text(f"nr_descendants {n}\nnr_dying_descendants 0\n")
 
     def _run_tasks(self, dt: float, load: dict | None) -> dict[int, float]:
         """Each task runs its share (with a wobble, at most all of one CPU), now and then on another of its

@@ -1,0 +1,168 @@
+"""Issue 25: the probe's globs over every pod's directory (a quarter of a grid tick at 120 pods) are redone
+only when what they found may have changed. On cgroup v2 the kernel counts every cgroup below a kubepods
+root in its cgroup.stat (nr_descendants); while that count holds and every leaf found is still a directory,
+no leaf came. These tests hold the probe (real sh, real awk, a fixture tree as the kernel lays it out) to
+what that rule promises: a leaf that came is seen on the next tick, a container restarted (one leaf gone,
+one come: the count holds) too, and what the count cannot show is seen by the next cgroup-detail tick.
+"""
+import asyncio
+import os
+import shutil
+from pathlib import Path
+
+from pinscope.collectors.sim.node import SimNode
+from pinscope.collectors.transport.local import LocalTransport
+from nodes import amd_multi_numa_v1, dual_socket_intel
+
+
+def _frames(root, reqs, edit=None):
+    """The frames of one long-lived probe on `root` for `reqs` (edit(i) before request i)."""
+    async def go():
+        tr = LocalTransport(str(root))
+        await tr.connect(10)
+        out = []
+        try:
+            for i, req in enumerate(reqs):
+                if edit:
+                    edit(i)
+                out.append(await asyncio.wait_for(tr.request(req, 15), 30))
+        finally:
+            await tr.close()
+        return out
+    return asyncio.run(go())
+
+
+def _leaves(fr) -> set[str]:
+    """The container leaves a frame's G records read (their cpu.stat, sent whole or said unchanged)."""
+    return {k.rsplit("/", 1)[0] for k in (*fr.files, *fr.unchanged)
+            if k.endswith("/cpu.stat") and (".scope" in k or "crio-" in k)}
+
+
+def _kubepods(root: Path) -> Path:
+    return root / "sys/fs/cgroup/kubepods.slice"
+
+
+def _count(root: Path) -> int:
+    return int((_kubepods(root) / "cgroup.stat").read_text().split()[1])
+
+
+def _new_leaf(old: Path, name: str) -> Path:
+    """A container's leaf beside `old`, with the files a G record reads (as the runtime makes one)."""
+    new = old.parent / name
+    new.mkdir()
+    for f in old.iterdir():
+        if f.is_file():
+            shutil.copy(f, new / f.name)
+    return new
+
+
+def _stat(root: Path, n: int) -> None:
+    (_kubepods(root) / "cgroup.stat").write_text(f"nr_descendants {n}\nnr_dying_descendants 0\n")
+
+
+def test_the_sim_counts_descendants_as_the_kernel_does(tmp_path):
+    SimNode(dual_socket_intel(), tmp_path).write()
+    kp = _kubepods(tmp_path)
+    dirs = [p for p in kp.rglob("*") if p.is_dir()]
+    assert _count(tmp_path) == len(dirs) > 10
+
+
+def test_a_leaf_that_came_is_seen_on_the_next_grid_tick(tmp_path):
+    sim = SimNode(dual_socket_intel(), tmp_path).write()
+    before = None
+    added = {}
+
+    def edit(i):
+        nonlocal before
+        if i == 2:
+            old = sorted(_kubepods(tmp_path).rglob("*.scope"))[0]
+            added["p"] = _new_leaf(old, "cri-containerd-" + "ab" * 32 + ".scope")
+            sim.tick(1.0)  # the kernel's count: one more
+    frames = _frames(tmp_path, ["sgn", "g", "g", "g"], edit)
+    before = _leaves(frames[1])
+    assert before and _leaves(frames[0]) == before
+    new = "/" + str(added["p"].relative_to(tmp_path))
+    assert new not in before
+    assert _leaves(frames[2]) == before | {new}
+    assert _leaves(frames[3]) == before | {new}
+
+
+def test_a_restarted_container_is_seen_though_the_count_held(tmp_path):
+    """kubelet removes the old container's cgroup and the runtime makes the new one within a tick: the
+    count holds; the leaf gone fails its test and the globs are redone."""
+    SimNode(dual_socket_intel(), tmp_path).write()
+    n = _count(tmp_path)
+    swap = {}
+
+    def edit(i):
+        if i == 2:
+            old = sorted(_kubepods(tmp_path).rglob("*.scope"))[0]
+            swap["new"] = _new_leaf(old, "cri-containerd-" + "cd" * 32 + ".scope")
+            swap["old"] = old
+            shutil.rmtree(old)
+            _stat(tmp_path, n)  # one gone, one come: the same count
+    frames = _frames(tmp_path, ["sgn", "g", "g", "g"], edit)
+    old, new = ("/" + str(swap[k].relative_to(tmp_path)) for k in ("old", "new"))
+    assert old in _leaves(frames[1]) and new not in _leaves(frames[1])
+    assert new in _leaves(frames[2]) and old not in _leaves(frames[2])
+    assert _leaves(frames[3]) == _leaves(frames[2])
+
+
+def test_the_globs_are_kept_while_the_count_holds_and_redone_on_a_detail_tick(tmp_path):
+    """The rule's one blind spot, shown so it stays bounded: a leaf that came while a cgroup the globs do
+    not list went (here: the count held by hand) is not seen on grid ticks, and is on the next
+    cgroup-detail tick (every 5th at the live cadence) and static one, which glob anew."""
+    SimNode(dual_socket_intel(), tmp_path).write()
+    n = _count(tmp_path)
+    added = {}
+
+    def edit(i):
+        if i == 2:
+            old = sorted(_kubepods(tmp_path).rglob("*.scope"))[0]
+            added["p"] = _new_leaf(old, "cri-containerd-" + "ef" * 32 + ".scope")
+            _stat(tmp_path, n)
+    frames = _frames(tmp_path, ["sgn", "g", "g", "gc", "g"], edit)
+    new = "/" + str(added["p"].relative_to(tmp_path))
+    assert new not in _leaves(frames[2])  # kept: the globs were not redone
+    assert new in _leaves(frames[3]) and new in _leaves(frames[4])
+
+
+def test_without_a_usable_cgroup_stat_every_tick_globs(tmp_path):
+    """No cgroup.stat (a kernel before 4.14, a fixture), one that is not a regular file (a FIFO: never
+    opened), one in another format: the globs run every tick, as before."""
+    for case in ("missing", "fifo", "garbage"):
+        root = tmp_path / case
+        SimNode(dual_socket_intel(), root).write()
+        st = _kubepods(root) / "cgroup.stat"
+        added = {}
+
+        def edit(i, root=root, st=st, case=case, added=added):
+            if i == 0 or i == 2:
+                st.unlink(missing_ok=True)
+                if case == "fifo":
+                    os.mkfifo(st)
+                elif case == "garbage":
+                    st.write_text("nr_descendants \x1b[2J\nnr_dying_descendants 0\n")
+            if i == 2:
+                old = sorted(_kubepods(root).rglob("*.scope"))[0]
+                added["p"] = _new_leaf(old, "cri-containerd-" + "12" * 32 + ".scope")
+        frames = _frames(root, ["sgn", "g", "g"], edit)
+        new = "/" + str(added["p"].relative_to(root))
+        assert new in _leaves(frames[2]), case
+
+
+def test_cgroup_v1_globs_every_tick(tmp_path):
+    SimNode(amd_multi_numa_v1(), tmp_path).write()
+    kp = tmp_path / "sys/fs/cgroup/cpuset/kubepods"
+    assert not (kp / "cgroup.stat").exists()
+    added = {}
+
+    def edit(i):
+        if i == 2:
+            pod = sorted(p for p in kp.rglob("pod*") if p.is_dir())[0]
+            old = sorted(p for p in pod.iterdir() if p.is_dir())[0]
+            added["p"] = _new_leaf(old, "34" * 32)
+    frames = _frames(tmp_path, ["sgn", "g", "g"], edit)
+    leaves = {k.rsplit("/", 1)[0] for k in (*frames[2].files, *frames[2].unchanged)
+              if k.endswith("/cpuset.effective_cpus")}
+    assert "/" + str(added["p"].relative_to(tmp_path)) in leaves
