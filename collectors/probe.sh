@@ -44,9 +44,9 @@
 #     keys the shell needs are read through dd (one block), the kubelet's argv through tr after test -f.
 # Forks: 3 at start (the forwarder | loop | awk pipeline; 4 with mawk, asked which awk it is), 0 per tick
 # on a node's own /proc and /sys, 1 per tick on any other tree (the find; a second one only when it found
-# something to refuse); od for kubelet's state file and for its device checkpoint, each when it changed and
-# on static and cgroup-detail ticks (rk, rks, rkd); taskset once per connection when the client asks (below). No sleep: the client paces the
-# requests.
+# something to refuse); od for kubelet's state file and for its device checkpoint, each when kubelet
+# replaced it, on static ticks and every 64th frame (rk, rks, rkd); taskset once per connection when the
+# client asks (below). No sleep: the client paces the requests.
 # Nothing is left running: "q" ends the probe in order (the loop ends after the requests before it, awk
 # sees EOF). When stdin ends without "q" (the connection closed, or the client gave up on a frame) the
 # forwarder kills the probe's process group (kill -KILL 0: the loop, awk and whatever either is stuck in),
@@ -198,8 +198,10 @@ OD=""  # od, when the node has one (set below)
 # kubelet's state file, every grid tick: through od only when it changed. Kubelet writes it whole and
 # renames it into place (a new inode), so the shell keeps the file it last read open on fd 8 and compares
 # inodes (test -ef, a builtin: no fork); the same inode is said unchanged ("u" -> U), as are the same bytes
-# read anew. Static and cgroup-detail ticks ("s", "c": every 5th) read it anew whatever the inode says (an
-# edit in place shows there). od reads fd 8 itself, so the text kept is the text of the inode compared.
+# read anew. Static ticks and every 64th frame read it anew whatever the inode says: an edit in place (not
+# kubelet's way: k/k pkg/kubelet/util/store/filestore.go writes a temp file and renames it) shows there,
+# within 64 s at the live cadence (it showed on every cgroup-detail tick, an od fork every 5th tick, for
+# what kubelet never does). od reads fd 8 itself, so the text kept is the text of the inode compared.
 KSH=""  # od's lines of the last read
 KSF=""  # the file they are of ("": read it anew)
 KSS=""  # the file whose lines KSH the client holds (sent whole in this probe): unchanged, it is said "u"
@@ -710,9 +712,10 @@ loop() {
     case $req in *T*) STATUS=1 ;; esac
     KREC=K
     case $req in *T*w*|*w*T*) KREC=V ;; *T*) KREC=S ;; *w*) KREC=Y ;; esac
-    case $req in *[sc]*) KSF="" KDF="" KRF="" ;; esac  # the state files read anew (see rks, rkd, rkr)
-    # and sent whole in a static frame and every 64th (what a client holds of them is never older: rdcg)
-    case $req in *s*) KSS="" KDS="" KRS="" ;; *) [ $((seq % 64)) = 0 ] && KSS="" KDS="" KRS="" ;; esac
+    # the state files read anew and sent whole in a static frame and every 64th (see rks, rkd, rkr; what a
+    # client holds of them is never older: rdcg)
+    case $req in *s*) KSF="" KDF="" KRF="" KSS="" KDS="" KRS="" ;;
+      *) [ $((seq % 64)) = 0 ] && KSF="" KDF="" KRF="" KSS="" KDS="" KRS="" ;; esac
     [ "$GRID" = 1 ] && node_wide
     [ "$GRID$DETAIL$TASKS" != 000 ] || [ -n "$FOCUS" ] && each_leaf
     case $req in *n*) names ;; esac
