@@ -786,8 +786,13 @@ function rd(p) {
 }
 function rd2(p, d, b,   s, n, line, lim, k) {
   if (d != cd) cdir(d)
+  if (p in gone) { print "X" b; return }
   s = (getline line < p)
-  if (s < 0) { print "X" b; delete sent[p]; return }
+  if (s < 0) {
+    print "X" b; delete sent[p]
+    if (stat && d ~ /^\/sys\/fs\/cgroup\//) gone[p] = 1
+    return
+  }
   if (b != "cpu.stat" && d ~ /^\/sys\/fs\/cgroup\//) { rdcg(p, b, s, line); return }  # cpu.stat moves every tick
   print "F" b
   n = 0
@@ -834,6 +839,11 @@ function rd2(p, d, b,   s, n, line, lim, k) {
     if (split(q, w, " ") >= 7 && int(w[7] / 2097152) % 2 == 1) { split(d, w, "/"); kth[w[3]] = 1 }
   }
 }
+# gone[]: the cgroup files a static frame found missing or unreadable (a cgroup v2 leaf without the cpuset
+# controller has no cpuset.cpus.effective): said X again from memory, not opened, until the next static
+# frame or every 64th frame (a file that came meanwhile, e.g. the controller enabled when kubelet
+# restarted, shows within 64 frames). Cgroup paths only: the path of a cgroup is never reused (the uid of
+# a pod, the id of a container), the path of a task is (pids wrap).
 # a cgroup file (its first line read, s its getline status): sent only when its bytes changed since this
 # probe last sent them (U<name>: unchanged, the client holds them); a file cut at the budget is always sent
 # (F, L lines, T) and never said unchanged later. sent[]: the bytes last sent per path; sg[]: the frame that
@@ -976,7 +986,9 @@ function unmatched(p) {
   if (t == "B") {
     cd = ""; pd = ""; split("", podpid); split("", kth); split("", off); fcpu = ""; split("", excl); nx = 0
     gen++; split(p, w, " ")
-    if (w[2] ~ /s/) { split("", sent); split("", sg) }
+    stat = w[2] ~ /s/
+    if (stat || gen % 64 == 0) split("", gone)
+    if (stat) { split("", sent); split("", sg) }
     else if (gen % 16 == 0) for (q in sg) if (sg[q] < gen - 48) { delete sent[q]; delete sg[q] }
   }
   else if (t == "Z") fflush()

@@ -4,6 +4,8 @@ root in its cgroup.stat (nr_descendants); while that count holds and every leaf 
 no leaf came. These tests hold the probe (real sh, real awk, a fixture tree as the kernel lays it out) to
 what that rule promises: a leaf that came is seen on the next tick, a container restarted (one leaf gone,
 one come: the count holds) too, and what the count cannot show is seen by the next cgroup-detail tick.
+And a cgroup file the static frame found missing is said missing from memory, never opened again, until the
+next static frame or the 64th frame.
 """
 import asyncio
 import os
@@ -166,3 +168,43 @@ def test_cgroup_v1_globs_every_tick(tmp_path):
     leaves = {k.rsplit("/", 1)[0] for k in (*frames[2].files, *frames[2].unchanged)
               if k.endswith("/cpuset.effective_cpus")}
     assert "/" + str(added["p"].relative_to(tmp_path)) in leaves
+
+
+def test_a_cgroup_file_the_static_frame_found_missing_is_not_opened_again(tmp_path):
+    """A cgroup v2 leaf whose parent does not delegate cpuset has no cpuset.cpus.effective: the static frame
+    finds it missing and the grid ticks after it say so from memory, never opening it (the file made
+    meanwhile, which no kernel would do, shows that it was not opened); the next static frame reads it."""
+    SimNode(dual_socket_intel(), tmp_path).write()
+    leaf = sorted(_kubepods(tmp_path).rglob("*.scope"))[0]
+    eff = leaf / "cpuset.cpus.effective"
+    text = eff.read_text()
+    key = "/" + str(eff.relative_to(tmp_path))
+
+    def edit(i):
+        if i == 0:
+            eff.unlink()
+        if i == 2:
+            eff.write_text(text)
+    frames = _frames(tmp_path, ["sgn", "g", "g", "gc", "sg", "g"], edit)
+    for fr in frames[:4]:
+        assert key in fr.unreadable and key not in fr.files, fr.request
+    assert frames[4].files[key] == text
+    assert key not in frames[5].unreadable
+
+
+def test_what_the_static_frame_found_missing_is_looked_at_again_every_64th_frame(tmp_path):
+    SimNode(dual_socket_intel(), tmp_path).write()
+    leaf = sorted(_kubepods(tmp_path).rglob("*.scope"))[0]
+    eff = leaf / "cpuset.cpus.effective"
+    text = eff.read_text()
+    key = "/" + str(eff.relative_to(tmp_path))
+
+    def edit(i):
+        if i == 0:
+            eff.unlink()
+        if i == 1:
+            eff.write_text(text)
+    frames = _frames(tmp_path, ["sgn"] + ["g"] * 63, edit)
+    assert [fr.seq for fr in frames[-2:]] == [63, 64]
+    assert all(key in fr.unreadable for fr in frames[:63])
+    assert frames[63].files[key] == text
