@@ -74,7 +74,7 @@ async def fleet_cost(srv, roots, seconds: float) -> dict:
             import pstats
 
             prof.disable()
-            pstats.Stats(prof).sort_stats("tottime").print_stats(30)
+            pstats.Stats(prof).sort_stats(os.environ.get("PSORT", "tottime")).print_stats(int(os.environ.get("PN", "30")))
         ticks = sum(v.ticks for v in app.views.values()) - ticks0
         up = sum(1 for v in app.views.values() if v.state == "up")
         await pilot.press("q")
