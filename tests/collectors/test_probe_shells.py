@@ -270,3 +270,34 @@ def test_the_device_checkpoint_goes_through_od_only_when_it_changed(tmp_path):
 
     with on_path(str(bin_dir)):
         asyncio.run(asyncio.wait_for(go(), 60))
+
+
+@pytest.mark.parametrize("kind", ["dash", "busybox", "bash"])
+def test_kept_globs_and_remembered_missing_files_under_every_shell(tmp_path, kind):
+    """issue 25's probe memory under each shell and awk: the globs kept while kubepods' cgroup.stat count
+    holds (IFS and set -f splitting), a container restarted (the count held) seen on the next grid tick,
+    and a cgroup file the static frame found missing said from memory (awk's gone[])."""
+    from test_leaf_cache import _frames, _kubepods, _leaves, _new_leaf, _stat, _count
+
+    root = tmp_path / "node"
+    SimNode(dual_socket_intel(), root).write()
+    n = _count(root)
+    first = sorted(_kubepods(root).rglob("*.scope"))[0]
+    eff = sorted(_kubepods(root).rglob("*.scope"))[1] / "cpuset.cpus.effective"
+    swap = {}
+
+    def edit(i):
+        if i == 0:
+            eff.unlink()
+        if i == 2:
+            swap["new"] = _new_leaf(first, "cri-containerd-" + "9a" * 32 + ".scope")
+            shutil.rmtree(first)
+            _stat(root, n)
+            eff.write_text("0-3\n")  # made meanwhile: not opened until the next static frame
+    with on_path(toolbox(tmp_path, kind)):
+        frames = _frames(root, ["sgn", "g", "g", "g"], edit)
+    old, new = "/" + str(first.relative_to(root)), "/" + str(swap["new"].relative_to(root))
+    key = "/" + str(eff.relative_to(root))
+    assert old in _leaves(frames[1]) and new not in _leaves(frames[1])
+    assert new in _leaves(frames[2]) and old not in _leaves(frames[2]) and _leaves(frames[3]) == _leaves(frames[2])
+    assert all(key in fr.unreadable for fr in frames)
