@@ -44,8 +44,8 @@
 #     keys the shell needs are read through dd (one block), the kubelet's argv through tr after test -f.
 # Forks: 3 at start (the forwarder | loop | awk pipeline; 4 with mawk, asked which awk it is), 0 per tick
 # on a node's own /proc and /sys, 1 per tick on any other tree (the find; a second one only when it found
-# something to refuse); od for kubelet's state file and for its device checkpoint, each when kubelet
-# replaced it, on static ticks and every 64th frame (rk, rks, rkd); taskset once per connection when the
+# something to refuse); od for kubelet's state file, its device checkpoint and its DRA checkpoint, each
+# (when there) when kubelet replaced it, on static ticks and every 64th frame (rk, rks, rkd, rkr); taskset once per connection when the
 # client asks (below). No sleep: the client paces the requests.
 # Nothing is left running: "q" ends the probe in order (the loop ends after the requests before it, awk
 # sees EOF). When stdin ends without "q" (the connection closed, or the client gave up on a frame) the
@@ -503,22 +503,22 @@ tasks() {
 # cgroup v2 they are redone only when what they found may have changed (LCL: every leaf found, a line
 # each): while every kubepods root's cgroup.stat says the same number of live descendants
 # (nr_descendants, the kernel's count of every cgroup below it, read before the glob, LCN) and every
-# leaf found is still a directory, no leaf came (one that came while one went, a container restarted,
-# keeps the count: the one gone fails its test; a pod's own directory matters on cgroup-detail ticks
-# only, which glob anew). A descendant the globs do not list (a container's own sub-cgroup) that went
-# while a leaf came is the case left: every static and cgroup-detail request globs anew, so such a leaf
-# waits at most until the next one (5 ticks at the live cadence). v1 (no cgroup.stat), a root without
-# one, a cgroup.stat the precheck refused and a leaf whose name holds a newline or a backslash (what pl
-# escapes): globbed every tick.
-LCL="" LCG="" LCN=""  # LCG: the G lines of LCL, as pl prints them
+# pod directory and leaf found is still a directory (LCP: the pods, tested, never printed), no leaf came
+# (one that came while one went keeps the count: a container restarted, a pod gone in a rollout while
+# another's container started; the one gone fails its test). A cgroup the globs do not list (one a
+# workload made inside its container) that went while a leaf came is the case left: every static and
+# cgroup-detail request globs anew, so such a leaf waits until the next one (every 5th tick at the live
+# cadence, every 10th in the fleet overview). v1 (no cgroup.stat), a root without one, a cgroup.stat the
+# precheck refused and a name that holds a newline or a backslash (what pl escapes): globbed every tick.
+LCL="" LCG="" LCN="" LCP=""  # LCG: the G lines of LCL, as pl prints them
 # KN: each kubepods root's nr_descendants, "" when one is not known (v1, no file, refused, other format)
 kcount() {
   KN=""
   [ "$CGV" = 2 ] && [ -n "$KPODS" ] || return 0
   for k in $KPODS; do
-    _a="" _n=""
-    if [ -f "$k/cgroup.stat" ] && ! bad "$k/cgroup.stat" && read -r _a _n 2>/dev/null <"$k/cgroup.stat" \
-       && [ "$_a" = nr_descendants ]; then
+    _w="" _n=""  # (not _a: bad's esc uses it)
+    if [ -f "$k/cgroup.stat" ] && ! bad "$k/cgroup.stat" && read -r _w _n 2>/dev/null <"$k/cgroup.stat" \
+       && [ "$_w" = nr_descendants ]; then
       case $_n in ''|*[!0-9]*) KN=""; return 0 ;; esac
       KN="$KN $_n"
     else
@@ -533,21 +533,33 @@ each_leaf() {
       *[sc]*) ;;
       *)
         _o=$IFS; IFS=$NL; set -f
+        set -- $LCP
+        set +f; IFS=$_o
+        _ok=1
+        for _d; do [ -d "$_d" ] || { _ok=0; break; }; done
+        IFS=$NL; set -f
         set -- $LCL
         set +f; IFS=$_o
-        for _d; do [ -d "$_d" ] || break; done
-        if [ $# = 0 ] || [ -d "$_d" ]; then
+        [ "$_ok" = 1 ] && for _d; do [ -d "$_d" ] || { _ok=0; break; }; done
+        if [ "$_ok" = 1 ]; then
           [ "$GRID" = 1 ] && printf '%s' "$LCG"
           _g=$GRID; GRID=0; leafq - "$@"; GRID=$_g
           return 0
         fi ;;
     esac
   fi
-  LCL="" LCG="" LCN=""
+  LCL="" LCG="" LCN="" LCP=""
   for k in $KPODS; do
     for q in "$k" "$k"/*besteffort* "$k"/*burstable*; do
       case $q in *'*'*) continue ;; esac
-      [ "$DETAIL" = 1 ] && pl "H$HV" "$q"/*pod$H*
+      set -- "$q"/*pod$H*
+      [ "$DETAIL" = 1 ] && pl "H$HV" "$@"
+      if [ -n "$KN" ]; then
+        for _d; do
+          case $_d in *"$NL"*|*\\*) KN=""; break ;; esac
+          [ -d "$_d" ] && LCP="$LCP$_d$NL"
+        done
+      fi
       set -- "$q"/*pod$H*/*.scope "$q"/*pod$H*/crio-$H64 "$q"/*pod$H*/crio-conmon-$H64 "$q"/*pod$H*/$H64
       [ "$CGV" = 2 ] && set -- "$@" "$q"/*pod$H*/*.scope/container
       leafq "$q" "$@"
@@ -790,7 +802,7 @@ function rd2(p, d, b,   s, n, line, lim, k) {
   s = (getline line < p)
   if (s < 0) {
     print "X" b; delete sent[p]
-    if (stat && d ~ /^\/sys\/fs\/cgroup\//) gone[p] = 1
+    if (fresh && d ~ /^\/sys\/fs\/cgroup\/.*pod[0-9a-f]/) gone[p] = 1
     return
   }
   if (b != "cpu.stat" && d ~ /^\/sys\/fs\/cgroup\//) { rdcg(p, b, s, line); return }  # cpu.stat moves every tick
@@ -839,11 +851,12 @@ function rd2(p, d, b,   s, n, line, lim, k) {
     if (split(q, w, " ") >= 7 && int(w[7] / 2097152) % 2 == 1) { split(d, w, "/"); kth[w[3]] = 1 }
   }
 }
-# gone[]: the cgroup files a static frame found missing or unreadable (a cgroup v2 leaf without the cpuset
-# controller has no cpuset.cpus.effective): said X again from memory, not opened, until the next static
-# frame or every 64th frame (a file that came meanwhile, e.g. the controller enabled when kubelet
-# restarted, shows within 64 frames). Cgroup paths only: the path of a cgroup is never reused (the uid of
-# a pod, the id of a container), the path of a task is (pids wrap).
+# gone[]: the files of pod and container cgroups that a static frame or a 64th frame found missing or
+# unreadable (a cgroup v2 leaf without the cpuset controller has no cpuset.cpus.effective): said X again
+# from memory, not opened, until the next such frame (a file that came meanwhile shows within 64 frames).
+# Pod and container cgroups only (a pod uid in the path): their paths are never reused (the uid of a pod,
+# the id of a container); the kubepods and QoS directories are (a file missing there while kubelet
+# restarts is back at once), and so are the paths of tasks (pids wrap).
 # a cgroup file (its first line read, s its getline status): sent only when its bytes changed since this
 # probe last sent them (U<name>: unchanged, the client holds them); a file cut at the budget is always sent
 # (F, L lines, T) and never said unchanged later. sent[]: the bytes last sent per path; sg[]: the frame that
@@ -986,8 +999,8 @@ function unmatched(p) {
   if (t == "B") {
     cd = ""; pd = ""; split("", podpid); split("", kth); split("", off); fcpu = ""; split("", excl); nx = 0
     gen++; split(p, w, " ")
-    stat = w[2] ~ /s/
-    if (stat || gen % 64 == 0) split("", gone)
+    stat = w[2] ~ /s/; fresh = stat || gen % 64 == 0
+    if (fresh) split("", gone)
     if (stat) { split("", sent); split("", sg) }
     else if (gen % 16 == 0) for (q in sg) if (sg[q] < gen - 48) { delete sent[q]; delete sg[q] }
   }
