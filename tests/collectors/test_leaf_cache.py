@@ -7,31 +7,13 @@ one come: the count holds) too, and what the count cannot show is seen by the ne
 And a cgroup file the static frame found missing is said missing from memory, never opened again, until the
 next static frame or the 64th frame.
 """
-import asyncio
 import os
 import shutil
 from pathlib import Path
 
 from pinscope.collectors.sim.node import SimNode
-from pinscope.collectors.transport.local import LocalTransport
 from nodes import amd_multi_numa_v1, dual_socket_intel
-
-
-def _frames(root, reqs, edit=None):
-    """The frames of one long-lived probe on `root` for `reqs` (edit(i) before request i)."""
-    async def go():
-        tr = LocalTransport(str(root))
-        await tr.connect(10)
-        out = []
-        try:
-            for i, req in enumerate(reqs):
-                if edit:
-                    edit(i)
-                out.append(await asyncio.wait_for(tr.request(req, 15), 30))
-        finally:
-            await tr.close()
-        return out
-    return asyncio.run(go())
+from test_news import _frames  # one long-lived probe, edit(i) before request i
 
 
 def _leaves(fr) -> set[str]:
@@ -56,6 +38,13 @@ def _new_leaf(old: Path, name: str) -> Path:
         if f.is_file():
             shutil.copy(f, new / f.name)
     return new
+
+
+def _a_leaf_file(root: Path) -> tuple[Path, str, str]:
+    """A simulated v2 node under `root`; its first leaf's cpuset.cpus.effective: (path, text, frame key)."""
+    SimNode(dual_socket_intel(), root).write()
+    eff = sorted(_kubepods(root).rglob("*.scope"))[0] / "cpuset.cpus.effective"
+    return eff, eff.read_text(), "/" + str(eff.relative_to(root))
 
 
 def _stat(root: Path, n: int) -> None:
@@ -174,11 +163,7 @@ def test_a_cgroup_file_the_static_frame_found_missing_is_not_opened_again(tmp_pa
     """A cgroup v2 leaf whose parent does not delegate cpuset has no cpuset.cpus.effective: the static frame
     finds it missing and the grid ticks after it say so from memory, never opening it (the file made
     meanwhile, which no kernel would do, shows that it was not opened); the next static frame reads it."""
-    SimNode(dual_socket_intel(), tmp_path).write()
-    leaf = sorted(_kubepods(tmp_path).rglob("*.scope"))[0]
-    eff = leaf / "cpuset.cpus.effective"
-    text = eff.read_text()
-    key = "/" + str(eff.relative_to(tmp_path))
+    eff, text, key = _a_leaf_file(tmp_path)
 
     def edit(i):
         if i == 0:
@@ -193,11 +178,7 @@ def test_a_cgroup_file_the_static_frame_found_missing_is_not_opened_again(tmp_pa
 
 
 def test_what_the_static_frame_found_missing_is_looked_at_again_every_64th_frame(tmp_path):
-    SimNode(dual_socket_intel(), tmp_path).write()
-    leaf = sorted(_kubepods(tmp_path).rglob("*.scope"))[0]
-    eff = leaf / "cpuset.cpus.effective"
-    text = eff.read_text()
-    key = "/" + str(eff.relative_to(tmp_path))
+    eff, text, key = _a_leaf_file(tmp_path)
 
     def edit(i):
         if i == 0:
@@ -240,11 +221,7 @@ def test_a_pod_gone_while_another_container_started_is_seen(tmp_path):
 def test_a_file_missing_on_a_64th_frame_is_remembered_after_it(tmp_path):
     """The memory is renewed, not only cleared, every 64th frame (the client asks for a static frame every
     300 ticks: remembered only after static frames, it held for a fifth of the ticks; found by review)."""
-    SimNode(dual_socket_intel(), tmp_path).write()
-    leaf = sorted(_kubepods(tmp_path).rglob("*.scope"))[0]
-    eff = leaf / "cpuset.cpus.effective"
-    text = eff.read_text()
-    key = "/" + str(eff.relative_to(tmp_path))
+    eff, text, key = _a_leaf_file(tmp_path)
 
     def edit(i):
         if i == 0:
