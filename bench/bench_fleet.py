@@ -188,6 +188,7 @@ def say_storm(r: dict) -> None:
 
 async def naive(srv, roots, ticks: int) -> float:
     """One conn.run() per node per tick (a fresh session, shell and probe each time): client CPU per node-tick."""
+    import pinscope.collectors.transport.ssh  # noqa: F401  (before asyncssh: quiets cryptography's DSA warning)
     import asyncssh
 
     conn = await asyncssh.connect("127.0.0.1", port=srv.port, username="root", client_keys=[str(srv.userkey)],

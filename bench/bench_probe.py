@@ -131,6 +131,7 @@ async def ssh_costs(root: str, n: int) -> dict | None:
     ok, why = sshd_mod.available()
     if not ok:
         return {"skipped": why}
+    import pinscope.collectors.transport.ssh  # noqa: F401  (before asyncssh: quiets cryptography's DSA warning)
     import asyncssh
     import psutil
 

@@ -15,12 +15,27 @@ import contextlib
 import os
 import socket
 import time
+import warnings
 from pathlib import Path
-
-import asyncssh
 
 from ..errors import AuthFailed, HostKeyRejected, ProbeFailed, TransportError, Unreachable
 from .base import FrameStream, probe_command
+
+
+def _quiet_asyncssh_deprecations() -> None:
+    """cryptography 51 warns, on every touch of its DSA classes, that DSA is deprecated; asyncssh touches them
+    at import and again when it loads keys, whatever keys the user has. Each warning reached the user's
+    terminal (two lines apiece, before the TUI or a one-line SSH error) and the exporter's first line. Only
+    that category, raised from asyncssh's own modules, is silenced: any other warning still shows."""
+    try:
+        from cryptography.utils import CryptographyDeprecationWarning
+    except ImportError:  # pragma: no cover - asyncssh requires cryptography
+        return
+    warnings.filterwarnings("ignore", category=CryptographyDeprecationWarning, module=r"asyncssh(\.|$)")
+
+
+_quiet_asyncssh_deprecations()
+import asyncssh  # noqa: E402  (after the filter above)
 
 
 def parse_target(target: str) -> tuple[str | None, str, int | None]:
