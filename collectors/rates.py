@@ -6,8 +6,9 @@ reused its tid, a cgroup was recreated) give None, never a negative rate.
 """
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .model import NodeSnapshot
 
@@ -43,8 +44,8 @@ class Rates:
     tasks: dict = field(default_factory=dict)  # tid -> TaskRates
     numa: dict = field(default_factory=dict)  # node -> {"numa_miss_per_s", "numa_hit_per_s", "miss_ratio"}
     noise: dict = field(default_factory=dict)  # cpu -> CpuNoise (shares of the CPU's time)
-    softirqs: dict = field(default_factory=dict)  # cpu -> {kind: per second}
-    ipis: dict = field(default_factory=dict)  # cpu -> {"LOC"|"RES": per second}
+    softirqs: Mapping = field(default_factory=dict)  # cpu -> {kind: per second} (a PerCpu: worked out on first use)
+    ipis: Mapping = field(default_factory=dict)  # cpu -> {"LOC"|"RES": per second} (the same)
     cpu_wait: dict = field(default_factory=dict)  # cpu -> ms/s waited there by the threads read with schedstat
     task_busy: dict = field(default_factory=dict)  # tid -> CPUs used (utime+stime), every-task scan over the window
     task_first_cpu: dict = field(default_factory=dict)  # tid -> its last CPU at the window's start (same scan)
@@ -102,20 +103,24 @@ def compute(prev: NodeSnapshot, cur: NodeSnapshot, wall_dt: float | None = None,
 
 
 def _cpu_util(prev: NodeSnapshot, cur: NodeSnapshot) -> tuple[dict, dict]:
-    """Per CPU: busy share and kernel noise (irq, softirq, steal shares) over the window."""
+    """Per CPU: busy share and kernel noise (irq, softirq, steal shares) over the window. Runs for every CPU
+    every tick: the CpuTimes fields are unpacked once."""
     util = {}
     noise = {}
+    before = prev.cpu_times
     for cpu, t2 in cur.cpu_times.items():
-        t1 = prev.cpu_times.get(cpu)
+        t1 = before.get(cpu)
         if t1 is None:
             continue
-        tot = t2.total - t1.total
-        busy = t2.busy - t1.busy
+        busy2, tot2, irq2, soft2, steal2 = t2
+        busy1, tot1, irq1, soft1, steal1 = t1
+        tot = tot2 - tot1
+        busy = busy2 - busy1
         if tot > 0 and busy >= 0:
             util[cpu] = min(1.0, max(0.0, busy / tot))
-            parts = (t2.irq - t1.irq, t2.softirq - t1.softirq, t2.steal - t1.steal)
-            if min(parts) >= 0:
-                noise[cpu] = CpuNoise(*(min(1.0, x / tot) for x in parts))
+            irq, soft, steal = irq2 - irq1, soft2 - soft1, steal2 - steal1
+            if irq >= 0 and soft >= 0 and steal >= 0:
+                noise[cpu] = CpuNoise(min(1.0, irq / tot), min(1.0, soft / tot), min(1.0, steal / tot))
     return util, noise
 
 
@@ -276,6 +281,40 @@ def _pressure(pc, c) -> float | None:
     return d / 1e3 / (b.pressure_at - a.pressure_at) if d is not None else None
 
 
+class PerCpu(Mapping):
+    """{cpu: {kind: per second}} of two reads of a per-CPU counter table (/proc/softirqs, the IPI rows of
+    /proc/interrupts), worked out when first looked at. Every tick reads /proc/softirqs: ten kinds by every
+    CPU, 2,560 rates a tick on a 256-CPU node, which only the CPU pane (one CPU), a KERNEL_NOISE_EXCLUSIVE
+    finding's evidence, the `softirqs` query and `snapshot --json` look at. Read-only like a dict of the
+    same items, and equal to one."""
+
+    __slots__ = ("_args", "_d")
+
+    def __init__(self, a: dict, b: dict, dt: float) -> None:
+        self._args: tuple | None = (a, b, dt)
+        self._d: dict = {}
+
+    def _get(self) -> dict:
+        if self._args is not None:
+            self._d, self._args = _per_s(*self._args), None
+        return self._d
+
+    def __getitem__(self, cpu: int) -> dict:
+        return self._get()[cpu]
+
+    def get(self, cpu: int, default: Any = None) -> Any:
+        return self._get().get(cpu, default)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __repr__(self) -> str:
+        return f"PerCpu({self._get()!r})"
+
+
 def _per_s(a: dict, b: dict, dt: float) -> dict:
     """{kind: {cpu: count}} twice -> {cpu: {kind: per second}}"""
     out: dict = {}
@@ -293,14 +332,15 @@ def _per_s(a: dict, b: dict, dt: float) -> dict:
     return out
 
 
-def _noise_counts(prev: NodeSnapshot, cur: NodeSnapshot) -> tuple[dict, dict]:
+def _noise_counts(prev: NodeSnapshot, cur: NodeSnapshot) -> tuple[Mapping, Mapping]:
     """Softirqs and IPIs per CPU per second, each over the interval between its own two reads."""
     a, b = prev.noise, cur.noise
     if a is None or b is None:
         return {}, {}
-    soft = ipis = {}
+    soft: Mapping = {}
+    ipis: Mapping = {}
     if a.softirqs_at is not None and b.softirqs_at is not None and b.softirqs_at > a.softirqs_at:
-        soft = _per_s(a.softirqs, b.softirqs, b.softirqs_at - a.softirqs_at)
+        soft = PerCpu(a.softirqs, b.softirqs, b.softirqs_at - a.softirqs_at)
     if a.ipis_at is not None and b.ipis_at is not None and b.ipis_at > a.ipis_at:
-        ipis = _per_s(a.ipis, b.ipis, b.ipis_at - a.ipis_at)
+        ipis = PerCpu(a.ipis, b.ipis, b.ipis_at - a.ipis_at)
     return soft, ipis

@@ -131,10 +131,9 @@ class Assembler:
         lf = tick if "n" in tick.letters or view.names is None else view.names
         logs = self._logs.get((lf, kubelet), pod_logs, lf, kubelet)
         tasks, all_tasks = self.tasks.run(tick, carry, problems)
-        pods = self.pods.run(files, tick, cgv, base, pods_cg, dirset, logs, state, tasks, problems)
         self.noise.next_tick(tick, carry)
-        if cgv == 2:
-            pods = self.noise.stamp_pressure(pods, tick, carry)
+        pods = self.pods.run(files, tick, cgv, base, pods_cg, dirset, logs, state, tasks, problems, carry,
+                             self.noise.at)
         dstate = device_state(files, unreadable, kubelet.root_dir, problems, refused, sudo_was_refused(static))
         pods, orphans = attach(pods, dstate, *self._place.get((static,), placements, static.files))
         rstate = dra_state(files, unreadable, static.truncated | tick.truncated, kubelet.root_dir, problems, refused,

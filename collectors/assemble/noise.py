@@ -3,11 +3,12 @@
 Counters read at different cadences (softirqs every grid tick, /proc/interrupts with the IRQ scan or
 the CPU in focus, cpu.pressure with the cgroup detail or the container in focus) are stamped with the
 uptime of their own frame, so rates.py never divides a stale counter's delta by a fresh interval.
+cpu.pressure is stamped where it is read (the pods stage's CgroupReader), with this stage's `at`.
 """
 from __future__ import annotations
 
 from ..frames import Frame
-from ..model import KernelNoise, Pod
+from ..model import KernelNoise
 from ..parse.noise import parse_ipis, parse_sched_wait, parse_schedstat, parse_softirqs
 from ..parse.procfs import parse_uptime
 
@@ -48,23 +49,3 @@ class NoiseStage:
             ipis = self._ipis[1]
         return KernelNoise(parse_softirqs(soft) if soft is not None else {}, self.at(tick) if soft is not None else None,
                            ipis or {}, self.at(ipi_fr) if ipi_fr is not None else None)
-
-    def stamp_pressure(self, pods: tuple[Pod, ...], tick: Frame, carry: tuple[Frame, ...]) -> tuple[Pod, ...]:
-        """Stamp each container's cpu.pressure with the uptime of the frame that read it (v2 only: v1 has no
-        per-cgroup pressure here)."""
-        frames = (tick, *reversed(carry))
-        out = []
-        for p in pods:
-            ctrs = []
-            changed = False
-            for c in p.containers:
-                cg = c.cgroup
-                if cg is not None and cg.pressure_some_total_us is not None:
-                    f = cg.path + "/cpu.pressure"
-                    fr = next((fr for fr in frames if f in fr.files), None)
-                    if fr is not None:
-                        c = c._replace(cgroup=cg._replace(pressure_at=self.at(fr)))
-                        changed = True
-                ctrs.append(c)
-            out.append(p._replace(containers=tuple(ctrs)) if changed else p)
-        return tuple(out)

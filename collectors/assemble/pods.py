@@ -50,6 +50,8 @@ def _file_paths(path: str, version: int, cpu_path: str | None) -> tuple[str, ...
 class CgroupReader:
     """Each cgroup directory's CgroupFiles, kept from one tick to the next: re-parsed when its files'
     texts changed; when only the counters changed (cpu.stat, cpu.pressure) only those are re-read.
+    A container's cpu.pressure is stamped here with the uptime of the frame that read it (`pressure_at`:
+    it comes at its own cadence), so a directory whose texts and stamp held is the very same object.
     Directories not read in a tick are forgotten (`next_tick()`)."""
 
     def __init__(self) -> None:
@@ -59,38 +61,42 @@ class CgroupReader:
     def next_tick(self) -> None:
         self._last, self._now = self._now, {}
 
-    def read(self, files: dict, path: str, version: int, problems: list, cpu_path: str | None = None) -> CgroupFiles:
+    def read(self, files: dict, path: str, version: int, problems: list, cpu_path: str | None = None,
+             pressure_at: float | None = None) -> CgroupFiles:
         key = (path, version, cpu_path)
         ent = self._now.get(key) or self._last.get(key)
         paths = ent[0] if ent is not None else _file_paths(path, version, cpu_path)
         texts = tuple(map(files.get, paths))
         nfix = 5 if version == 2 else 6  # the files before the counters
-        if ent is not None and texts == ent[1]:
+        if ent is not None and texts == ent[1] and pressure_at == ent[4]:
             cg, probs = ent[2], ent[3]
         elif ent is not None and texts[:nfix] == ent[1][:nfix] and _same_presence(texts, ent[1], nfix):
-            cg, probs = refresh_counters(ent[2], texts[nfix], texts[6] if version == 2 else None), ent[3]
+            cg = refresh_counters(ent[2], texts[nfix], texts[6] if version == 2 else None, pressure_at)
+            probs = ent[3]
         else:
             plist: list[Problem] = []
             cg, probs = parse_cgroup_dir(files, path, version, plist, cpu_path), tuple(plist)
-        self._now[key] = (paths, texts, cg, probs)
+            if pressure_at is not None and cg.pressure_some_total_us is not None:
+                cg = cg._replace(pressure_at=pressure_at)
+        self._now[key] = (paths, texts, cg, probs, pressure_at)
         problems.extend(probs)
         return cg
 
-
-    def recount(self, files: dict, path: str, version: int, cpu_path: str | None = None) -> CgroupFiles | None:
+    def recount(self, files: dict, path: str, version: int, cpu_path: str | None = None,
+                pressure_at: float | None = None) -> CgroupFiles | None:
         """The directory's last CgroupFiles with its counters brought up to date, for a caller that knows
         its other texts held (`shape` compared); None when the directory is not known."""
         key = (path, version, cpu_path)
         ent = self._now.get(key) or self._last.get(key)
         if ent is None:
             return None
-        paths, texts, cg, probs = ent
+        paths, texts, cg, probs, at = ent
         nfix = 5 if version == 2 else 6
         counters = tuple(map(files.get, paths[nfix:]))
-        if counters != texts[nfix:]:
-            cg = refresh_counters(cg, counters[0], counters[1] if version == 2 else None)
+        if counters != texts[nfix:] or pressure_at != at:
+            cg = refresh_counters(cg, counters[0], counters[1] if version == 2 else None, pressure_at)
             texts = (*texts[:nfix], *counters)
-        self._now[key] = (paths, texts, cg, probs)
+        self._now[key] = (paths, texts, cg, probs, pressure_at)
         return cg
 
     def shape(self, files: dict, path: str, version: int, cpu_path: str | None = None) -> tuple:
@@ -111,25 +117,39 @@ class _Ctx:
     """What every pod of one tick is assembled from."""
 
     __slots__ = ("stage", "files", "tick_files", "cgv", "base", "dirset", "logs", "entries", "v1_by_id",
-                 "by_pid", "tasks", "problems", "focus")
+                 "by_pid", "tasks", "problems", "focus", "frames", "uptime_of")
 
-    def __init__(self, stage, files, tick_files, cgv, base, dirset, logs, state, tasks, problems, focus=""):
+    def __init__(self, stage, files, tick_files, cgv, base, dirset, logs, state, tasks, problems, focus="",
+                 frames=(), uptime_of=None):
         self.stage, self.files, self.tick_files, self.cgv, self.base = stage, files, tick_files, cgv, base
+        self.frames, self.uptime_of = frames, uptime_of
         self.dirset, self.focus, self.tasks = dirset, focus, tasks
         self.logs, self.by_pid, self.problems = logs, tasks[0], problems
         self.entries = state.entries if state else {}
         self.v1_by_id = self.entries.get("", {}) if state and state.version == 1 else {}
 
-    def cgfiles(self, path: str, problems: list | None = None):
+    def cgfiles(self, path: str, problems: list | None = None, container: bool = False):
+        """A directory's CgroupFiles; a container's with its cpu.pressure stamped (pressure_at)."""
         cpu_path = f"{CG}/cpu{path[len(self.base):]}" if self.cgv == 1 else None
         return self.stage.cgroups.read(self.files, path, self.cgv or 2,
-                                       self.problems if problems is None else problems, cpu_path)
+                                       self.problems if problems is None else problems, cpu_path,
+                                       self.pressure_at(path) if container else None)
 
     def recount(self, path: str, scratch: list):
-        """The directory's CgroupFiles when only its counters may have moved (see CgroupReader.recount)."""
+        """A container's CgroupFiles when only its counters may have moved (see CgroupReader.recount)."""
         cpu_path = f"{CG}/cpu{path[len(self.base):]}" if self.cgv == 1 else None
-        cg = self.stage.cgroups.recount(self.files, path, self.cgv or 2, cpu_path)
-        return cg if cg is not None else self.cgfiles(path, scratch)
+        cg = self.stage.cgroups.recount(self.files, path, self.cgv or 2, cpu_path, self.pressure_at(path))
+        return cg if cg is not None else self.cgfiles(path, scratch, container=True)
+
+    def pressure_at(self, path: str) -> float | None:
+        """The node uptime of the newest frame that read the directory's cpu.pressure (v2), else None."""
+        if self.cgv != 2 or self.uptime_of is None:
+            return None
+        f = path + "/cpu.pressure"
+        for fr in self.frames:
+            if f in fr.files:
+                return self.uptime_of(fr)
+        return None
 
     def cgshape(self, path: str) -> tuple:
         cpu_path = f"{CG}/cpu{path[len(self.base):]}" if self.cgv == 1 else None
@@ -277,7 +297,8 @@ def _container(x: _Ctx, uid: str, path: str, cid: str, runtime, cname, procs) ->
     if x.focus and cid.startswith(x.focus):
         mp = f"{CG}/memory{path[len(x.base):]}/memory.numa_stat" if x.cgv == 1 else f"{path}/memory.numa_stat"
         numa = parse_numa_stat(x.tick_files.get(mp), x.cgv or 2)
-    return Container(cname, cid, uid, path, x.cgfiles(path), assigned, ctasks, procs, runtime, None, numa)
+    return Container(cname, cid, uid, path, x.cgfiles(path, container=True), assigned, ctasks, procs, runtime, None,
+                     numa)
 
 
 class PodsStage:
@@ -293,12 +314,14 @@ class PodsStage:
         self.pods_built = 0  # pods assembled anew (not reused): what a test counts
 
     def run(self, files: dict, tick: Frame, cgv: int | None, base: str, pods_cg: dict, dirset: set, logs, state,
-            tasks, problems: list) -> tuple[Pod, ...]:
-        """`pods_cg`: pod_dirs() of the tick's cgroup dirs; `tasks`: (tasks by pid, their generation)."""
+            tasks, problems: list, carry: tuple[Frame, ...] = (), uptime_of=None) -> tuple[Pod, ...]:
+        """`pods_cg`: pod_dirs() of the tick's cgroup dirs; `tasks`: (tasks by pid, their generation);
+        `carry`: the older frames carried (oldest first), `uptime_of(frame)`: its node uptime (the stamp of
+        the cpu.pressure it read); without it nothing is stamped."""
         self.cgroups.next_tick()
         self._tasks_last, self._tasks_now = self._tasks_now, {}
         x = _Ctx(self, files, tick.files, cgv, base, dirset, logs, state, tasks, problems,
-                 tick.request.partition(" ")[2].strip())
+                 tick.request.partition(" ")[2].strip(), (tick, *reversed(carry)), uptime_of)
         pods: list[Pod] = []
         seen_uids = set()
         self._pods_last, self._pods_now = self._pods_now, {}

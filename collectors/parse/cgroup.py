@@ -215,10 +215,12 @@ def parse_cgroup_dir(files: dict, path: str, version: int, problems: list[Proble
     )
 
 
-def refresh_counters(cg: CgroupFiles, stat: str | None, pressure: str | None) -> CgroupFiles:
+def refresh_counters(cg: CgroupFiles, stat: str | None, pressure: str | None,
+                     pressure_at: float | None = None) -> CgroupFiles:
     """The same cgroup with new cpu.stat / cpu.pressure texts (the files that change every tick): the
     rest (cpusets, quota, weight) is kept as parsed. Equal to parse_cgroup_dir over the new texts when
-    the same files are present (the caller checks: `raw` keeps its order)."""
+    the same files are present (the caller checks: `raw` keeps its order). `pressure_at`: the node uptime
+    of the frame that read cpu.pressure, kept when its total parsed (v2)."""
     raw = dict(cg.raw)
     if stat is not None:
         raw["cpu.stat"] = stat
@@ -229,8 +231,10 @@ def refresh_counters(cg: CgroupFiles, stat: str | None, pressure: str | None) ->
         tt = st.get("throttled_time")
         return cg._replace(raw=raw, nr_periods=st.get("nr_periods"), nr_throttled=st.get("nr_throttled"),
                            throttled_usec=tt // 1000 if tt is not None else None)
+    total = _pressure(pressure)
     return cg._replace(raw=raw, nr_periods=st.get("nr_periods"), nr_throttled=st.get("nr_throttled"),
-                       throttled_usec=st.get("throttled_usec"), pressure_some_total_us=_pressure(pressure))
+                       throttled_usec=st.get("throttled_usec"), pressure_some_total_us=total,
+                       pressure_at=pressure_at if total is not None else None)
 
 
 def _pressure(pr: str | None) -> int | None:
