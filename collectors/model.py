@@ -8,9 +8,10 @@ Formatting is the widgets' job; arithmetic over two samples is rates.py's.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .errors import Problem
 
@@ -332,12 +333,49 @@ class Irq:
     per_cpu: dict = field(default_factory=dict)  # cpu -> interrupts since boot (/proc/interrupts)
 
 
+class Lazy(Mapping):
+    """A read-only dict worked out on first use, then held: for the per-CPU tables a tick makes and most
+    ticks never read (a 256-CPU node's /proc/softirqs is 2,560 counters, their rates as many). Equal to a
+    dict of the same items; safe to read from two threads (each may work it out; one result is kept)."""
+
+    __slots__ = ("_make", "_d")
+
+    def __init__(self, make: Callable[[], dict]) -> None:
+        self._make: Callable[[], dict] | None = make
+        self._d: dict | None = None
+
+    def _get(self) -> dict:
+        d = self._d
+        if d is None:
+            make = self._make
+            if make is None:  # another thread worked it out in between
+                return self._d or {}
+            d = self._d = make()
+            self._make = None
+        return d
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._get()[key]
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self._get().get(key, default)
+
+    def __iter__(self) -> Iterator:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __repr__(self) -> str:
+        return f"Lazy({self._get()!r})"
+
+
 @dataclass(frozen=True, slots=True)
 class KernelNoise:
     """Per-CPU kernel counters since boot, each stamped with the node uptime it was read at (the IPIs
     come from /proc/interrupts, which is read at its own cadence, so a rate never mixes two clocks)."""
 
-    softirqs: dict  # kind (NET_RX, TIMER, SCHED...) -> {cpu: count}   (/proc/softirqs, every grid tick)
+    softirqs: Mapping  # kind (NET_RX, TIMER, SCHED...) -> {cpu: count} (/proc/softirqs, every grid tick; a Lazy)
     softirqs_at: float | None
     ipis: dict  # "LOC" | "RES" -> {cpu: count}                       (/proc/interrupts)
     ipis_at: float | None

@@ -6,11 +6,12 @@ reused its tid, a cgroup was recreated) give None, never a negative rate.
 """
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from functools import partial
+from typing import NamedTuple
 
-from .model import NodeSnapshot
+from .model import Lazy, NodeSnapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +45,9 @@ class Rates:
     tasks: dict = field(default_factory=dict)  # tid -> TaskRates
     numa: dict = field(default_factory=dict)  # node -> {"numa_miss_per_s", "numa_hit_per_s", "miss_ratio"}
     noise: dict = field(default_factory=dict)  # cpu -> CpuNoise (shares of the CPU's time)
-    softirqs: Mapping = field(default_factory=dict)  # cpu -> {kind: per second} (a PerCpu: worked out on first use)
+    # cpu -> {kind: per second}: a model.Lazy, worked out on first use (2,560 rates a tick on 256 CPUs that only
+    # the CPU pane, a noise finding's evidence, the softirqs query and --json read)
+    softirqs: Mapping = field(default_factory=dict)
     ipis: Mapping = field(default_factory=dict)  # cpu -> {"LOC"|"RES": per second} (the same)
     cpu_wait: dict = field(default_factory=dict)  # cpu -> ms/s waited there by the threads read with schedstat
     task_busy: dict = field(default_factory=dict)  # tid -> CPUs used (utime+stime), every-task scan over the window
@@ -281,41 +284,7 @@ def _pressure(pc, c) -> float | None:
     return d / 1e3 / (b.pressure_at - a.pressure_at) if d is not None else None
 
 
-class PerCpu(Mapping):
-    """{cpu: {kind: per second}} of two reads of a per-CPU counter table (/proc/softirqs, the IPI rows of
-    /proc/interrupts), worked out when first looked at. Every tick reads /proc/softirqs: ten kinds by every
-    CPU, 2,560 rates a tick on a 256-CPU node, which only the CPU pane (one CPU), a KERNEL_NOISE_EXCLUSIVE
-    finding's evidence, the `softirqs` query and `snapshot --json` look at. Read-only like a dict of the
-    same items, and equal to one."""
-
-    __slots__ = ("_args", "_d")
-
-    def __init__(self, a: dict, b: dict, dt: float) -> None:
-        self._args: tuple | None = (a, b, dt)
-        self._d: dict = {}
-
-    def _get(self) -> dict:
-        if self._args is not None:
-            self._d, self._args = _per_s(*self._args), None
-        return self._d
-
-    def __getitem__(self, cpu: int) -> dict:
-        return self._get()[cpu]
-
-    def get(self, cpu: int, default: Any = None) -> Any:
-        return self._get().get(cpu, default)
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(self._get())
-
-    def __len__(self) -> int:
-        return len(self._get())
-
-    def __repr__(self) -> str:
-        return f"PerCpu({self._get()!r})"
-
-
-def _per_s(a: dict, b: dict, dt: float) -> dict:
+def _per_s(a: Mapping, b: Mapping, dt: float) -> dict:
     """{kind: {cpu: count}} twice -> {cpu: {kind: per second}}"""
     out: dict = {}
     for kind, per in b.items():
@@ -340,7 +309,7 @@ def _noise_counts(prev: NodeSnapshot, cur: NodeSnapshot) -> tuple[Mapping, Mappi
     soft: Mapping = {}
     ipis: Mapping = {}
     if a.softirqs_at is not None and b.softirqs_at is not None and b.softirqs_at > a.softirqs_at:
-        soft = PerCpu(a.softirqs, b.softirqs, b.softirqs_at - a.softirqs_at)
+        soft = Lazy(partial(_per_s, a.softirqs, b.softirqs, b.softirqs_at - a.softirqs_at))
     if a.ipis_at is not None and b.ipis_at is not None and b.ipis_at > a.ipis_at:
-        ipis = PerCpu(a.ipis, b.ipis, b.ipis_at - a.ipis_at)
+        ipis = Lazy(partial(_per_s, a.ipis, b.ipis, b.ipis_at - a.ipis_at))
     return soft, ipis

@@ -7,8 +7,10 @@ cpu.pressure is stamped where it is read (the pods stage's CgroupReader), with t
 """
 from __future__ import annotations
 
+from functools import partial
+
 from ..frames import Frame
-from ..model import KernelNoise
+from ..model import KernelNoise, Lazy
 from ..parse.noise import parse_ipis, parse_sched_wait, parse_schedstat, parse_softirqs
 from ..parse.procfs import parse_uptime
 
@@ -47,5 +49,7 @@ class NoiseStage:
             if self._ipis[0] is not ipi_fr:
                 self._ipis = (ipi_fr, parse_ipis(ipi_fr.files["/proc/interrupts"]))
             ipis = self._ipis[1]
-        return KernelNoise(parse_softirqs(soft) if soft is not None else {}, self.at(tick) if soft is not None else None,
+        # parsed when first read: only the rates read it, and only for a CPU or a query that asks (rates.py)
+        return KernelNoise(Lazy(partial(parse_softirqs, soft)) if soft is not None else {},
+                           self.at(tick) if soft is not None else None,
                            ipis or {}, self.at(ipi_fr) if ipi_fr is not None else None)

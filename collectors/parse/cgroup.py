@@ -222,6 +222,7 @@ def refresh_counters(cg: CgroupFiles, stat: str | None, pressure: str | None,
     the same files are present (the caller checks: `raw` keeps its order). `pressure_at`: the node uptime
     of the frame that read cpu.pressure, kept when its total parsed (v2)."""
     raw = dict(cg.raw)
+    same_pressure = pressure == raw.get("cpu.pressure")  # read every 5th tick, cpu.stat every tick
     if stat is not None:
         raw["cpu.stat"] = stat
     if pressure is not None:
@@ -231,7 +232,7 @@ def refresh_counters(cg: CgroupFiles, stat: str | None, pressure: str | None,
         tt = st.get("throttled_time")
         return cg._replace(raw=raw, nr_periods=st.get("nr_periods"), nr_throttled=st.get("nr_throttled"),
                            throttled_usec=tt // 1000 if tt is not None else None)
-    total = _pressure(pressure)
+    total = cg.pressure_some_total_us if same_pressure else _pressure(pressure)
     return cg._replace(raw=raw, nr_periods=st.get("nr_periods"), nr_throttled=st.get("nr_throttled"),
                        throttled_usec=st.get("throttled_usec"), pressure_some_total_us=total,
                        pressure_at=pressure_at if total is not None else None)
