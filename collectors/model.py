@@ -366,8 +366,8 @@ class Lazy(Mapping):
     def __len__(self) -> int:
         return len(self._get())
 
-    def __repr__(self) -> str:
-        return f"Lazy({self._get()!r})"
+    def __repr__(self) -> str:  # never works it out: a repr (a log line, asyncio's task repr) is no reader
+        return f"Lazy({self._d!r})" if self._d is not None else "Lazy(<not read yet>)"
 
 
 @dataclass(frozen=True, slots=True)

@@ -330,3 +330,43 @@ def test_slow_counters_keep_their_last_rate_between_reads(tmp_path):
         assert any(r.rates.tasks[t.tid].wait_ms_per_s == 300.0 for _, c in r.snapshot.containers()
                    if c.name == "engine" for t in c.tasks)
         assert "RUNQUEUE_WAIT_EXCLUSIVE" in {f.code for f in r.findings}
+
+
+def test_softirqs_are_parsed_and_rated_only_when_read(tmp_path, monkeypatch):
+    """Issue 25: /proc/softirqs is read every tick (2,560 counters on 256 CPUs), but only the CPU pane, a
+    noise finding's evidence, the softirqs query and --json look at them. Through the real probe and the
+    Pipeline (findings included): a tick nobody looks at parses none; the first look parses the two reads the
+    rates span, once each, and gives what an eager parse gives; the JSON then costs no parse more."""
+    from pinscope.collectors.assemble import noise as noise_stage
+    from pinscope.collectors.parse.noise import parse_softirqs
+    from pinscope.collectors.rates import _per_s
+
+    calls: list[str] = []
+    monkeypatch.setattr(noise_stage, "parse_softirqs", lambda text: calls.append(text) or parse_softirqs(text))
+    spec = _spec()
+    spec.noise = {}  # no kernel noise over the threshold: no finding reads the softirqs' rates
+    sim = SimNode(spec, tmp_path).write()
+
+    async def go():
+        col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
+        await col.connect()
+        try:
+            out = []
+            for _ in range(3):
+                out.append(await col.tick("g"))
+                sim.tick(1.0)
+            return out
+        finally:
+            await col.close()
+
+    reports = asyncio.run(go())
+    assert calls == []
+    a, b = reports[1].snapshot, reports[2].snapshot
+    got = reports[2].rates.softirqs.get(3)
+    assert len(calls) == 2 and calls[0] != calls[1]  # this tick's read and the one before, each once
+    older, newer = sorted(map(parse_softirqs, calls), key=lambda t: sum(t["TIMER"].values()))  # counters only grow
+    want = _per_s(older, newer, b.noise.softirqs_at - a.noise.softirqs_at)
+    assert got == want[3] and dict(reports[2].rates.softirqs) == want and got["TIMER"] > 0
+    reports[2].to_json()
+    repr(reports[1])  # a repr is no reader (asyncio.run's end repr'd the reports through its task's result)
+    assert len(calls) == 2
