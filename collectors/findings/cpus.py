@@ -11,12 +11,17 @@ from .base import check, finding
                                "Enable cpuManagerPolicyOptions full-pcpus-only: true so containers get whole physical cores.")})
 def smt_sibling_shared(ctx):
     seen = set()
+    excl = ctx.exclusive
+    if not excl:
+        return
     live_owner = {(p.uid, c.name) for p, c in ctx.snap.containers() if c.cgroup is not None}
     for cpu in ctx.topo.cpus:
         sib = cpu.siblings
         if len(sib) < 2 or sib in seen:
             continue
         seen.add(sib)
+        if excl.isdisjoint(sib):  # no sibling exclusive: nothing split (the costly part is for the others)
+            continue
         kinds = _sibling_kinds(ctx, sib, live_owner)
         vals = set(kinds.values())
         if len(vals) > 1 and any(isinstance(v, frozenset) for v in vals):
