@@ -71,10 +71,15 @@ def runqueue_wait_exclusive(ctx):
         ev = []
         for ms, t in slow[:3]:
             tr = rates.tasks[t.tid]
+            on = ("-" if tr.run_ms_per_s is None else f"{tr.run_ms_per_s:.0f}") + " ms/s"
+            if t.runq is None:  # a rate kept from the last window that read them (a drill-down closed since)
+                ev.append(f"/proc/{t.pid}/task/{t.tid}: {t.comm} waited {ms:.0f} ms/s on CPU {t.last_cpu}, on CPU {on}, "
+                          "over the last window its run-queue counters were read in (the drill-down reads them "
+                          "every tick; this sample's read of the thread has none)")
+                continue
             src = "schedstat run_delay" if t.runq.source == "schedstat" else "sched wait_sum"
             ev.append(f"/proc/{t.pid}/task/{t.tid}/{'schedstat' if t.runq.source == 'schedstat' else 'sched'}: "
-                      f"{t.comm} waited {ms:.0f} ms/s on CPU {t.last_cpu} ({src}), on CPU "
-                      + ("-" if tr.run_ms_per_s is None else f"{tr.run_ms_per_s:.0f}") + " ms/s")
+                      f"{t.comm} waited {ms:.0f} ms/s on CPU {t.last_cpu} ({src}), on CPU {on}")
         if psi is not None:
             ev.append(f"{c.cgroup.path}/cpu.pressure: some +{psi:.0f} ms/s (time with a thread of it waiting for a CPU)")
         cpus = {t.last_cpu for _, t in slow if t.last_cpu in mine} or set(mine)

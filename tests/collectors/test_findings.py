@@ -96,7 +96,8 @@ NOT_AS_ROOT = {"READ_PARTIAL"}  # root reads every file: test_read_partial_is_no
 def test_every_code_has_a_case():
     from pinscope.collectors.findings.base import API_CODES  # the API's: tests/collectors/test_findings_api.py
 
-    assert set(CASES) | ALWAYS_INFO | NOT_AS_ROOT | API_CODES == set(CODES)
+    # CHECK_FAILED: no node makes it (a check's own defect): test_a_check_that_raises_is_said_and_the_rest_stands
+    assert set(CASES) | ALWAYS_INFO | NOT_AS_ROOT | API_CODES | {"CHECK_FAILED"} == set(CODES)
     assert API_CODES == {"ADMISSION_REJECTED", "ALLOCATABLE_FRACTIONAL", "KUBELET_PINNING_ERRORS"}
 
 
@@ -496,3 +497,33 @@ def test_the_exclusive_cpus_go_with_a_pod_task_scan_only_and_are_unknown_after_a
             await col.close()
 
     asyncio.run(go())
+
+
+def test_a_check_that_raises_is_said_and_the_rest_stands(tmp_path, monkeypatch):
+    """A check's own defect met on some node's data (RUNQUEUE_WAIT_EXCLUSIVE raised AttributeError on the tick
+    after a drill-down closed: the whole tick failed, the TUI's node stopped) takes neither the report nor
+    the other checks' findings with it: CHECK_FAILED (info: no claim about the node) names the check, the
+    codes left unknown and the error in one line; what the check found before it failed stands."""
+    import dataclasses
+
+    from pinscope.collectors.findings import base as fbase
+
+    spec = base(pods=[PodSpec("rt", containers=[CtrSpec("app", cpus="1")])])  # SMT_SIBLING_SHARED
+    snap, fs = run(tmp_path, spec)
+    assert "SMT_SIBLING_SHARED" in codes(fs)
+    smt = next(c for c in fbase.REGISTRY if "SMT_SIBLING_SHARED" in c.codes)
+    found = next(f for f in fs if f.code == "SMT_SIBLING_SHARED")
+
+    def half(ctx):  # yields its finding, then fails as a defect would
+        yield found
+        raise KeyError("cpu\x1b[31m7")
+
+    monkeypatch.setattr(fbase, "REGISTRY", [dataclasses.replace(c, fn=half) if c is smt else c for c in fbase.REGISTRY])
+    got = evaluate(snap)
+    failed = [f for f in got if f.code == "CHECK_FAILED"]
+    assert len(failed) == 1 and str(failed[0].severity) == "info"
+    assert failed[0].message == "check smt_sibling_shared failed: SMT_SIBLING_SHARED unknown this time"
+    (line,) = failed[0].evidence
+    assert line.startswith("KeyError: ") and "test_findings.py:" in line and "\n" not in line
+    assert found in got  # what it found before it failed
+    assert [f for f in got if f.code != "CHECK_FAILED"] == fs  # every other check as before

@@ -370,3 +370,40 @@ def test_softirqs_are_parsed_and_rated_only_when_read(tmp_path, monkeypatch):
     reports[2].to_json()
     repr(reports[1])  # a repr is no reader (asyncio.run's end repr'd the reports through its task's result)
     assert len(calls) == 2
+
+
+def test_a_wait_rate_kept_after_the_drill_down_closed_is_said_and_does_not_crash(tmp_path):
+    """The drill-down reads its container's threads with schedstat every tick; closed, the threads come from
+    the last pod task scan again (older, without run-queue counters) and keep the wait rate of their last
+    window until read again. RUNQUEUE_WAIT_EXCLUSIVE read the source of that rate from the thread's current
+    read (None): AttributeError on the tick after the drill-down closed, every tick until the next scan.
+    Now the finding stands, from the rate kept, and says it is the last window's."""
+    from pinscope.collectors.collect import live_depth
+
+    sim = SimNode(_spec(wait=0.5), tmp_path).write()
+
+    async def go():
+        col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
+        await col.connect()
+        out = []
+        try:
+            for i in range(30):
+                if i == 21:  # the tick after a pod task scan (tick 20, carried until tick 30)
+                    col.focus = next(c.id for _, c in out[-1].snapshot.containers() if c.name == "engine")
+                if i == 24:
+                    col.focus = None
+                out.append(await col.tick(live_depth(i)))
+                sim.tick(1.0)
+        finally:
+            await col.close()
+        return out
+
+    reports = asyncio.run(go())
+    after = reports[24:]
+    eng = [next(c for _, c in r.snapshot.containers() if c.name == "engine") for r in after]
+    kept = [r for r, c in zip(after, eng) if any(t.runq is None and (r.rates.tasks.get(t.tid) or 0) and
+                                                 r.rates.tasks[t.tid].wait_ms_per_s for t in c.tasks)]
+    assert kept, "no tick where a thread read without schedstat kept a wait rate: the case is not exercised"
+    for r in kept:
+        f = next(f for f in r.findings if f.code == "RUNQUEUE_WAIT_EXCLUSIVE")
+        assert any("the last window" in e for e in f.evidence), f.evidence
