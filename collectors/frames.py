@@ -143,7 +143,7 @@ def _tag(fr: _Parts, tag: str, rest: str, cdir: str) -> None:
         fr.unreadable.add(rest if rest[:1] == "/" else f"{cdir}/{rest}")
     elif tag == "T":
         n, _, name = rest.partition(" ")
-        fr.truncated[name if name[:1] == "/" else f"{cdir}/{name}"] = int(n) if n.isdigit() else 0
+        fr.truncated[name if name[:1] == "/" else f"{cdir}/{name}"] = int(n) if n.isdecimal() else 0
     elif tag == "N":
         kind, _, path = rest.partition(" ")
         fr.refused[path] = kind
@@ -162,7 +162,7 @@ def _tag(fr: _Parts, tag: str, rest: str, cdir: str) -> None:
         fr.warnings.append(rest)
     elif tag == "B":
         seq, _, req = rest.partition(" ")
-        fr.seq = int(seq) if seq.isdigit() else 0
+        fr.seq = int(seq) if seq.isdecimal() else 0
         fr.request = req.strip()
     elif tag == "Z":
         fr.complete = True

@@ -90,7 +90,7 @@ def load_inventory(text: str, source: str = "inventory") -> tuple[list[Target], 
             probs.append(Problem(source, f"nodes[{i}]: no host: skipped"))
             continue
         port = merged.get("port")
-        if port is not None and not str(port).isdigit():
+        if port is not None and not str(port).isdecimal():
             probs.append(Problem(source, f"nodes[{i}]: port {port!r} is not a number: skipped"))
             continue
         name = str(merged.get("name") or host)

@@ -131,7 +131,7 @@ def at_time(rec: Recording, spec: str | None) -> float:
         return rec.end
     s = spec.strip()
     units = {"s": 1, "m": 60, "h": 3600}
-    if s.startswith("-") and s[-1] in units and s[1:-1].replace(".", "").isdigit():
+    if s.startswith("-") and s[-1] in units and s[1:-1].replace(".", "").isdecimal():
         return rec.end - float(s[1:-1]) * units[s[-1]]
     try:
         return float(s)

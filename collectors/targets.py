@@ -34,7 +34,7 @@ def target_problem(word: str, commands: tuple[str, ...] = ()) -> str | None:
     # a bare word without digits, '.', '@' or ':' that is one or two letters off a command: a typo, not
     # a host (a host of that name can still be reached as user@NAME or NAME:22)
     near = difflib.get_close_matches(word, [*commands, "local"], n=1, cutoff=0.75)
-    if near and not any(c.isdigit() or c in "@:." for c in word):
+    if near and not any(c.isdecimal() or c in "@:." for c in word):
         what = "the target" if near[0] == "local" else "the command"
         return (f"{word!r} is not a command or a target; did you mean {what} {near[0]!r}? "
                 f"(a host of that name: write user@{word} or {word}:22)")
@@ -60,7 +60,7 @@ def target_problem(word: str, commands: tuple[str, ...] = ()) -> str | None:
         except ValueError:
             return f"{word!r}: not a host name, an address or [IPv6]:PORT"
     if port is not None:
-        if not port.isdigit() or not 1 <= int(port) <= 65535:
+        if not port.isdecimal() or not 1 <= int(port) <= 65535:
             return f"{word!r}: the port must be a number from 1 to 65535"
     if not host:
         return f"{word!r}: no host name"

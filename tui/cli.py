@@ -76,7 +76,7 @@ def _non_negative(text: str) -> float:
 
 
 def _port(text: str) -> int:
-    if not text.isdigit() or not 1 <= int(text) <= 65535:
+    if not text.isdecimal() or not 1 <= int(text) <= 65535:
         raise argparse.ArgumentTypeError(f"a port is a number from 1 to 65535 (got {text})")
     return int(text)
 

@@ -62,7 +62,7 @@ def host_name(header: str | None) -> str | None:
         name, bracket, rest = h[1:].partition("]")
         return name if name and bracket and re.fullmatch(r"(:\d{1,5})?", rest) else None
     name, colon, port = h.partition(":")
-    if colon and not port.isdigit():
+    if colon and not port.isdecimal():
         return None  # a bare IPv6 address, or junk
     return name or None
 

@@ -82,7 +82,7 @@ def _static(static: Frame):
 
 def _layout(tick: Frame, info: dict, kubelet):
     """-> (cgroup version, base dir, cgroup dirs, pods' dirs, driver): from the tick's directory listing."""
-    cgv = int(info["cgroup-version"]) if info.get("cgroup-version", "").isdigit() else None
+    cgv = int(info["cgroup-version"]) if info.get("cgroup-version", "").isdecimal() else None
     base = f"{CG}/cpuset" if cgv == 1 else CG
     cg_dirs = [d for d in dict.fromkeys(tick.dirs) if d.startswith(base + "/")]
     driver = kubelet.cgroup_driver if kubelet.sources.get("cgroup_driver") else driver_of(cg_dirs)

@@ -60,7 +60,7 @@ def static_parts(static: Frame):
     sinfo = static.info
     root_dir = sinfo.get("kubelet-root", "/var/lib/kubelet")
     cfg_path = sinfo.get("kubelet-config") or None
-    pid = int(sinfo["kubelet-pid"]) if sinfo.get("kubelet-pid", "").isdigit() else None
+    pid = int(sinfo["kubelet-pid"]) if sinfo.get("kubelet-pid", "").isdecimal() else None
     dropins, refused_cfg = _config_inputs(static, root_dir, cfg_path, sprobs)
     if cfg_path and not refused_cfg:
         unreadable_problem(sprobs, static.unreadable, cfg_path, "kubelet config", sudo_refused=sudo_was_refused(static))

@@ -25,7 +25,7 @@ def _frame_tasks(fr: Frame):
         if not p.startswith("/proc/"):
             continue
         parts = p.split("/")  # ['', 'proc', pid, 'task', tid, name]
-        if len(parts) == 4 and parts[3] == "cgroup" and parts[2].isdigit():
+        if len(parts) == 4 and parts[3] == "cgroup" and parts[2].isdecimal():
             path = proc_cgroup_path(text)
             if path is not None:
                 cgroups[int(parts[2])] = path
@@ -38,7 +38,7 @@ def _frame_tasks(fr: Frame):
             continue
         d = parts_by_tid.get(tid)
         if d is None:
-            d = parts_by_tid[tid] = {"pid": int(parts[2]) if parts[2].isdigit() else 0}
+            d = parts_by_tid[tid] = {"pid": int(parts[2]) if parts[2].isdecimal() else 0}
         d[parts[5]] = text
     out: dict[int, Task] = {}
     probs: list[Problem] = []
@@ -74,7 +74,7 @@ def probe_pids(fr: Frame) -> frozenset[int]:
     """The probe's own processes, as the frame says them (probe.sh: "Iprobe-pids"). Tasks of these pids
     are left out of every task list: the intruder scan (findings) and the containers' tasks never show
     the tool that looks."""
-    return frozenset(int(w) for w in fr.info.get("probe-pids", "").split() if w.isdigit())
+    return frozenset(int(w) for w in fr.info.get("probe-pids", "").split() if w.isdecimal())
 
 
 def tid_of(t: Task) -> int:

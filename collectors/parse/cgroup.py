@@ -99,7 +99,7 @@ def parse_numa_stat(text: str | None, version: int) -> dict | None:
             continue
         for w in parts[1:]:
             n, _, v = w.partition("=")
-            if n[:1] == "N" and n[1:].isdigit() and v.isdigit():
+            if n[:1] == "N" and n[1:].isdecimal() and v.isdecimal():
                 nodes.setdefault(int(n[1:]), {"anon": 0, "file": 0})[key] = int(v)
     if not nodes:
         return None
@@ -254,4 +254,4 @@ def _pressure(pr: str | None) -> int | None:
 def parse_procs(text: str | None) -> frozenset[int]:
     if not text:
         return frozenset()
-    return frozenset(int(x) for x in text.split() if x.isdigit())
+    return frozenset(int(x) for x in text.split() if x.isdecimal())

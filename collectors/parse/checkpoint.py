@@ -64,7 +64,7 @@ def go_cpuset(s: str) -> tuple[int, ...]:
 
 def _atoi(s: str) -> int:
     body = s[1:] if s[:1] in "+-" else s
-    if not body.isascii() or not body.isdigit():
+    if not body.isascii() or not body.isdecimal():
         raise g.GoError(f'strconv.Atoi: parsing "{s}": invalid syntax')
     v = int(s)
     if not -(1 << 63) <= v < (1 << 63):

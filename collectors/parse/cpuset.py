@@ -21,7 +21,7 @@ class CpusetError(ValueError):
 def _num(tok: str, nmax: int | None, text: str) -> int:
     if tok == "N" and nmax is not None:
         return nmax
-    if not tok.isdigit() or not tok.isascii():
+    if not tok.isdecimal() or not tok.isascii():
         raise CpusetError(f"bad CPU id {tok!r} in {text!r}")
     v = int(tok)
     if v > MAX_CPU_ID:

@@ -78,7 +78,7 @@ def _struct(obj: dict, pods: bool) -> dict:
 
 def _int_key(k: str) -> int | None:
     body = k[1:] if k[:1] in "+-" else k
-    return int(k) if body.isascii() and body.isdigit() else None
+    return int(k) if body.isascii() and body.isdecimal() else None
 
 
 def _spew_block(b: dict) -> str:

@@ -34,7 +34,7 @@ def parse_schedstat(text: str | None) -> SchedStat | None:
     if not text:
         return None
     w = text.split()
-    if len(w) < 3 or not all(x.isdigit() for x in w[:3]):
+    if len(w) < 3 or not all(x.isdecimal() for x in w[:3]):
         return None
     run, wait, slices = int(w[0]), int(w[1]), int(w[2])
     if run == 0 and wait == 0 and slices == 0:
@@ -45,7 +45,7 @@ def parse_schedstat(text: str | None) -> SchedStat | None:
 def _ms_to_ns(v: str) -> int | None:
     """`187.623569` (SPLIT_NS: ms, then 6 digits of ns) -> 187623569, without float rounding."""
     whole, _, frac = v.partition(".")
-    if not whole.lstrip("-").isdigit() or (frac and not frac.isdigit()):
+    if not whole.lstrip("-").isdecimal() or (frac and not frac.isdecimal()):
         return None
     ns = int(whole) * 1_000_000 + int((frac + "000000")[:6])
     return ns if ns >= 0 else None
@@ -72,7 +72,7 @@ def parse_sched_wait(text: str | None) -> SchedStat | None:
 
 
 def _header_cpus(line: str) -> list[int]:
-    return [int(w[3:]) for w in line.split() if w.startswith("CPU") and w[3:].isdigit()]
+    return [int(w[3:]) for w in line.split() if w.startswith("CPU") and w[3:].isdecimal()]
 
 
 def parse_softirqs(text: str | None) -> dict[str, dict[int, int]]:
@@ -87,12 +87,12 @@ def parse_softirqs(text: str | None) -> dict[str, dict[int, int]]:
         if not sep:
             continue
         ws = rest.split()[:len(cols)]
-        if all(map(str.isdigit, ws)):  # the usual line: one C-level pass per step
+        if all(map(str.isdecimal, ws)):  # the usual line: one C-level pass per step
             counts = dict(zip(cols, map(int, ws)))
         else:
             counts = {}
             for cpu, w in zip(cols, ws):
-                if not w.isdigit():
+                if not w.isdecimal():
                     break
                 counts[cpu] = int(w)
         out[name.strip()] = counts
@@ -122,11 +122,11 @@ def parse_ipis(text: str | None, kinds=IPI_KINDS) -> dict[str, dict[int, int]]:
         parts = rest.split()
         counts = {}
         for cpu, w in zip(cols, parts):
-            if not w.isdigit():
+            if not w.isdecimal():
                 break
             counts[cpu] = int(w)
         desc = " ".join(parts[len(counts):])
-        if name.isdigit():
+        if name.isdecimal():
             kind = "LOC" if desc.endswith("arch_timer") else None
         elif name.startswith("IPI"):
             kind = _IPI_BY_DESC.get(desc)

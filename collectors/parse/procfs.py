@@ -33,7 +33,7 @@ def parse_proc_stat(text: str) -> dict[int, CpuTimes]:
             continue
         parts = line.split()
         name = parts[0][3:]
-        if not name.isdigit() or len(parts) < 5:
+        if not name.isdecimal() or len(parts) < 5:
             continue
         try:
             v = [int(x) for x in parts[1:11]]
@@ -61,7 +61,7 @@ def parse_numastat(text: str) -> dict[str, int]:
     for line in text.splitlines():
         k, _, v = line.partition(" ")
         v = v.strip()
-        if v.isdigit():
+        if v.isdecimal():
             out[k] = int(v)
     return out
 
@@ -105,7 +105,7 @@ def parse_task_status(text: str) -> dict:
             except CpusetError:
                 pass
         elif k in ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches", "Tgid"):
-            if v.isdigit():
+            if v.isdecimal():
                 out[k] = int(v)
     return out
 
@@ -120,7 +120,7 @@ def parse_task_sched(text: str) -> dict:
     for i in range(len(w) - 2):
         if w[i + 1] == ":" and w[i] in _SCHED_KEYS:
             v = w[i + 2]
-            if v.isdigit():
+            if v.isdecimal():
                 out[w[i]] = int(v)
             else:
                 try:
@@ -161,18 +161,18 @@ def parse_interrupts(text: str) -> dict[str, tuple[int, str, dict]]:
     lines = text.splitlines()
     if not lines:
         return {}
-    cols = [int(w[3:]) for w in lines[0].split() if w.startswith("CPU") and w[3:].isdigit()]
+    cols = [int(w[3:]) for w in lines[0].split() if w.startswith("CPU") and w[3:].isdecimal()]
     ncpu = len(cols)
     out = {}
     for line in lines[1:]:
         name, _, rest = line.partition(":")
         name = name.strip()
-        if not name.isdigit():
+        if not name.isdecimal():
             continue
         parts = rest.split()
         counts = []
         for w in parts[:ncpu]:
-            if w.isdigit():
+            if w.isdecimal():
                 counts.append(int(w))
             else:
                 break
@@ -197,5 +197,5 @@ def build_irqs(files: dict, nmax: int | None) -> tuple[Irq, ...]:
             continue
         cnt, desc, per = inter.get(irq, (0, "", {}))
         out.append(Irq(irq, cpus, desc, cnt, per))
-    out.sort(key=lambda i: int(i.irq) if i.irq.isdigit() else 1 << 30)
+    out.sort(key=lambda i: int(i.irq) if i.irq.isdecimal() else 1 << 30)
     return tuple(out)

@@ -106,7 +106,7 @@ def _numa_nodes(files: dict, node_ids: set[int], problems: list[Problem],
         for c in cl:
             cpu_node[c] = n
         dist_t = files.get(f"{NODE}/node{n}/distance", "")
-        dists = tuple(int(x) for x in dist_t.split() if x.isdigit())
+        dists = tuple(int(x) for x in dist_t.split() if x.isdecimal())
         nodes.append(NumaNode(n, tuple(sorted(cl)), dists))
     return nodes, cpu_node
 

@@ -46,11 +46,11 @@ def parse_target(target: str) -> tuple[str | None, str, int | None]:
     port = None
     if target.startswith("["):
         host, _, rest = target[1:].partition("]")
-        if rest.startswith(":") and rest[1:].isdigit():
+        if rest.startswith(":") and rest[1:].isdecimal():
             port = int(rest[1:])
     elif target.count(":") == 1:
         host, _, p = target.partition(":")
-        if p.isdigit():
+        if p.isdecimal():
             port = int(p)
         else:
             host = target
