@@ -257,8 +257,8 @@ class Backoff:
         self.base, self.cap, self.n = base, cap, 0
         self.slow_cap = max(cap, slow_cap if slow_cap is not None else 60.0)
 
-    def next(self, err: BaseException | None = None) -> float:
-        cap = self.slow_cap if isinstance(err, (AuthFailed, HostKeyRejected)) else self.cap
+    def next(self, err: BaseException | None = None, slow: bool = False) -> float:
+        cap = self.slow_cap if slow or isinstance(err, (AuthFailed, HostKeyRejected)) else self.cap
         if err is not None and isinstance(err.__cause__, socket.gaierror):
             cap = min(self.slow_cap, max(cap, 10.0))  # a name that does not resolve now will not in a second
         d = min(cap, self.base * (2 ** self.n))
@@ -299,7 +299,7 @@ async def live(collector: NodeCollector, interval: float, depth_for_tick, on_rep
                 report = await collector.tick(depth_for_tick(collector.ticks))
             on_report(report)
             wait = max(0.0, interval - (time.monotonic() - t0))
-        except PinscopeError as err:
+        except Exception as err:  # noqa: BLE001 -- (not CancelledError) every failure is a state, never a dead task
             if stop.is_set():
                 break  # closed on purpose (Fleet.close() while this tick was in flight): not "down"
             connected = False
@@ -308,8 +308,17 @@ async def live(collector: NodeCollector, interval: float, depth_for_tick, on_rep
                 await asyncio.wait_for(with_close, 2)
             except (asyncio.TimeoutError, TransportError, OSError):
                 pass
-            on_state("down", str(err))
-            wait = backoff.next(err)
+            if isinstance(err, PinscopeError):
+                on_state("down", str(err))
+                wait = backoff.next(err)
+            else:
+                # a defect of pinscope's met on this node's data: the task used to end there, and the node's
+                # last report stayed on screen as if live. Said, and tried again from a new connection (the
+                # data that raised may be gone by then), at the slow pace of a refusal
+                on_state("down", f"pinscope failed on this node's data ({type(err).__name__}: "
+                                 f"{' '.join(str(err).split())[:200]}): a defect of pinscope's, please report it; "
+                                 "reading it again from a new connection")
+                wait = backoff.next(err, slow=True)
         try:
             await asyncio.wait_for(stop.wait(), wait)
         except asyncio.TimeoutError:

@@ -216,3 +216,47 @@ def test_the_exporter_reads_a_nodes_hostname_file_bounded_and_never_blocks_on_a_
         if reader.is_alive():  # blocked in open(): a writer lets it go
             os.close(os.open(hostname, os.O_WRONLY | os.O_NONBLOCK))
             reader.join(5)
+
+
+def test_a_defect_on_a_node_s_data_is_a_state_and_the_node_is_read_again(tmp_path):
+    """An exception that is not one of pinscope's errors (a defect met on some node's data: RUNQUEUE_WAIT_EXCLUSIVE
+    raised AttributeError after a drill-down closed) ended the node's task: the TUI's worker failed silently and
+    the node's last report stayed on screen as if live. Now it is the node's state, "down" with the error in
+    one line, and the node is read again from a new connection, where it comes back up."""
+    SimNode(dual_socket_intel(), tmp_path / "n").write()
+    tr = LocalTransport(str(tmp_path / "n"))
+
+    async def go():
+        f = Fleet([NodeTarget("n", transport=tr)], interval=0.05)
+        col = f.collectors["n"]
+        feeds = {"n": 0}
+        real_feed = col.pipeline.feed
+
+        def feed(*a, **kw):
+            feeds["n"] += 1
+            if feeds["n"] == 3:
+                raise AttributeError("'NoneType' object has no attribute 'source'")
+            return real_feed(*a, **kw)
+
+        states: list[tuple[str, str | None]] = []
+        reports: list = []
+        col.pipeline.feed = feed
+        task = asyncio.create_task(f.run_node("n", lambda name, r: reports.append(r),
+                                              lambda name, st, msg: states.append((st, msg))))
+        for _ in range(600):
+            if sum(st == "up" for st, _ in states) >= 2 and len(reports) >= 4:
+                break
+            await asyncio.sleep(0.05)
+            col.pipeline.feed = feed  # a reconnect keeps the Pipeline object: the same stand-in
+        await asyncio.wait_for(f.close(), 30)
+        await asyncio.wait_for(task, 30)
+        return states, reports
+
+    states, reports = asyncio.run(go())
+    kinds = [st for st, _ in states]
+    assert kinds[:3] == ["connecting", "up", "down"], states
+    msg = states[2][1]
+    assert msg.startswith("pinscope failed on this node's data (AttributeError: 'NoneType' object has no attribute")
+    assert "\n" not in msg and "a defect of pinscope's" in msg
+    assert kinds[3:5] == ["connecting", "up"], states  # read again, and up
+    assert len(reports) >= 4 and tr.proc is None
