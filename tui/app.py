@@ -7,6 +7,9 @@ Workers post messages and never touch widgets; messages for the same node replac
 from __future__ import annotations
 
 import os
+import signal
+import sys
+import termios
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,7 +22,7 @@ from textual.screen import Screen
 from textual.widgets import Input
 
 from pinscope.collectors.collect import Options
-from pinscope.collectors.exitsignals import on_exit_signals
+from pinscope.collectors.exitsignals import after_main, on_exit_signals
 from pinscope.collectors.fleet import Fleet, NodeTarget
 from pinscope.themes import TCSS
 from pinscope.themes.themes import ORDER, THEMES, theme_name
@@ -170,6 +173,32 @@ class PinscopeApp(App):
         self._load_keymap()
         self._start()
         self.call_after_refresh(self._painted)
+        self._watch_terminal()
+
+    def _watch_terminal(self) -> None:
+        """Quit as on SIGHUP when the terminal is gone but no SIGHUP came: the kernel sends it to the session
+        leader only, and a leader that outlives the hang-up without passing it on (runuser -u, su -c, a shell
+        that ignores HUP) left pinscope running with no terminal, reading its nodes every tick, its input
+        thread spinning on the dead tty at half a CPU (Textual reads EOF there and tries again). A hung-up
+        terminal answers tcgetattr with EIO: asked once a second (a system call); not for a web or headless
+        driver, nor when stdin was no terminal."""
+        if self.is_headless or self.is_web or sys.__stdin__ is None:
+            return
+        try:
+            fd = sys.__stdin__.fileno()
+            if not os.isatty(fd):
+                return
+        except (OSError, ValueError):
+            return
+
+        def check() -> None:
+            try:
+                termios.tcgetattr(fd)
+            except (termios.error, OSError):
+                after_main(128 + signal.SIGHUP)  # as a SIGHUP does: ended anyway should the orderly end not end
+                self.exit(return_code=128 + signal.SIGHUP)
+
+        self.set_interval(1.0, check, name="terminal watch")
 
     def _start(self) -> None:
         """The first screen and the long-lived tasks: the nodes' (PromApp: the Prometheus overview's)."""

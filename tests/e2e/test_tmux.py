@@ -239,3 +239,58 @@ def test_quitting_then_closing_the_terminal_leaves_nothing_running():
                 psutil.Process(pid).kill()
             except psutil.NoSuchProcess:
                 pass
+
+
+def test_a_terminal_gone_without_a_sighup_ends_pinscope_and_its_probes(tmp_path):
+    """The kernel sends SIGHUP, on a hang-up, to the session leader only. A leader that outlives the hang-up
+    without passing it on (runuser -u, su -c, here a shell that ignores HUP) left pinscope running with no
+    terminal: reading its nodes every tick, its input thread spinning on the dead tty at half a CPU (seen
+    with `runuser -u nobody -- pinscope demo` and tmux kill-server). Now pinscope sees the terminal gone
+    and ends as on SIGHUP, its probes with it."""
+    need(shutil.which("tmux") is not None, "tmux not installed (apt-get install tmux)")
+    import psutil
+
+    from pinscope.collectors.exitsignals import EXIT_GRACE
+
+    root = tmp_path / "node"
+    SimNode(dual_socket_intel(), root).write()
+    sock = f"pinscope-nohup-{uuid.uuid4().hex[:8]}"
+    cmd = (f"trap '' HUP; cd {REPO} && TERM=xterm-256color {sys.executable} -m pinscope.tui.cli --root {root} local; "
+           "sleep 60")
+    subprocess.run(["tmux", "-L", sock, "-f", "/dev/null", "new-session", "-d", "-x", "200", "-y", "60", cmd],
+                   check=True)
+    pids: list[int] = []
+    try:
+        end = time.time() + 60
+        while "live" not in subprocess.run(["tmux", "-L", sock, "capture-pane", "-p"], capture_output=True,
+                                           text=True).stdout:
+            assert time.time() < end, "pinscope did not draw"
+            time.sleep(0.2)
+        shell = int(subprocess.run(["tmux", "-L", sock, "display-message", "-p", "#{pane_pid}"],
+                                   capture_output=True, text=True, check=True).stdout)
+        pids = [c.pid for c in psutil.Process(shell).children(recursive=True)]
+        assert any("pinscope.tui.cli" in " ".join(psutil.Process(p).cmdline()) for p in pids)
+        subprocess.run(["tmux", "-L", sock, "kill-server"], check=False)
+
+        def left() -> list[str]:
+            out = []
+            for pid in pids:
+                try:
+                    p = psutil.Process(pid)
+                    if p.status() != psutil.STATUS_ZOMBIE:
+                        out.append(f"{pid} {' '.join(p.cmdline())[:80]}")
+                except psutil.NoSuchProcess:
+                    pass
+            return out
+
+        end = time.time() + EXIT_GRACE + 15
+        while left() and time.time() < end:
+            time.sleep(0.2)
+        assert left() == [], "left running after their terminal was gone: " + "; ".join(left())
+    finally:
+        subprocess.run(["tmux", "-L", sock, "kill-server"], check=False)
+        for pid in pids:
+            try:
+                psutil.Process(pid).kill()
+            except psutil.NoSuchProcess:
+                pass
