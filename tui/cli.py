@@ -535,10 +535,11 @@ async def _snapshot_cmd(a, check: bool) -> int:
         for o, _ in results:
             for f in (o or {}).get("findings", []):
                 worst = max(worst, {"critical": 2, "warning": 1}.get(f["severity"], 0))
-                partial = partial or f["code"] in ("READ_PARTIAL", "STATE_NOT_READ_WHOLE")
+                partial = partial or f["code"] in ("READ_PARTIAL", "STATE_NOT_READ_WHOLE", "CHECK_FAILED")
         # a critical fault found is 2 whatever else; a node that could not be read (its line on stderr) makes
         # the check incomplete: 3, not "warnings" nor "read in part"; then warnings 1; a node read only in
-        # part is not "ok": 4, and READ_PARTIAL says what could not be read and how (--sudo, root, a group)
+        # part is not "ok": 4, and READ_PARTIAL says what could not be read and how (--sudo, root, a group);
+        # so is a node one of whose checks failed (CHECK_FAILED: what it judges is unknown)
         if worst == 2:
             return 2
         if failed:

@@ -527,3 +527,30 @@ def test_a_check_that_raises_is_said_and_the_rest_stands(tmp_path, monkeypatch):
     assert line.startswith("KeyError: ") and "test_findings.py:" in line and "\n" not in line
     assert found in got  # what it found before it failed
     assert [f for f in got if f.code != "CHECK_FAILED"] == fs  # every other check as before
+
+
+def test_check_exits_4_when_a_check_failed(tmp_path, monkeypatch, capsys):
+    """`pinscope check` on a node one of whose checks failed is not "ok" (0) nor "warnings" (1): what that
+    check judges is unknown, as for a node read only in part: 4 (README, exit codes)."""
+    import dataclasses
+
+    from pinscope.collectors.findings import base as fbase
+    from pinscope.collectors.sim.node import SimNode
+    from pinscope.tui.cli import main
+
+    SimNode(base(init_affinity="0,2-4,6-7"), tmp_path / "n").write()
+    assert main(["check", "--root", str(tmp_path / "n"), "local"]) == 0  # a healthy node: ok
+
+    def broken(ctx):
+        raise ValueError("boom")
+        yield  # a generator, as every check is
+
+    monkeypatch.setattr(fbase, "REGISTRY", [dataclasses.replace(c, fn=broken) if c.name == "cgroup_drift" else c
+                                            for c in fbase.REGISTRY])
+    capsys.readouterr()
+    assert main(["check", "--root", str(tmp_path / "n"), "local"]) == 4
+    out = capsys.readouterr().out
+    assert "check cgroup_drift failed: STATE_CGROUP_DRIFT unknown this time" in out
+    assert main(["check", "--json", "--root", str(tmp_path / "n"), "local"]) == 4
+    (f,) = [f for f in json.loads(capsys.readouterr().out)["findings"] if f["code"] == "CHECK_FAILED"]
+    assert f["severity"] == "info" and f["evidence"][0].startswith("ValueError: boom (at test_findings.py:")
