@@ -32,6 +32,31 @@ def wait_for(session, needle, timeout=60.0) -> str:  # a hang guard: a loaded ma
     raise AssertionError(f"{needle!r} not on screen after {timeout}s:\n{text}")
 
 
+def _left(pids: list[int]) -> list[str]:
+    """Those of `pids` still running (a zombie has ended), each with its command line."""
+    import psutil
+
+    out = []
+    for pid in pids:
+        try:
+            p = psutil.Process(pid)
+            if p.status() != psutil.STATUS_ZOMBIE:
+                out.append(f"{pid} {' '.join(p.cmdline())[:80]}")
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+def _kill(pids: list[int]) -> None:
+    import psutil
+
+    for pid in pids:
+        try:
+            psutil.Process(pid).kill()
+        except psutil.NoSuchProcess:
+            pass
+
+
 def test_filter_enter_enter_shows_the_containers_cgroup_files(tmp_path):
     need(shutil.which("tmux") is not None, "tmux not installed (apt-get install tmux)")
     root = tmp_path / "node"
@@ -216,29 +241,14 @@ def test_quitting_then_closing_the_terminal_leaves_nothing_running():
             time.sleep(delay)
             tmux("kill-session", "-t", session, check=False)
 
-        def left() -> list[str]:
-            out = []
-            for pid in pids:
-                try:
-                    p = psutil.Process(pid)
-                    if p.status() != psutil.STATUS_ZOMBIE:
-                        out.append(f"{pid} {' '.join(p.cmdline())[:80]}")
-                except psutil.NoSuchProcess:
-                    pass
-            return out
-
         end = time.time() + EXIT_GRACE + 15
-        while left() and time.time() < end:
+        while _left(pids) and time.time() < end:
             time.sleep(0.2)
-        assert left() == [], "left running after q and their terminal closed: " + "; ".join(left())
+        assert _left(pids) == [], "left running after q and their terminal closed: " + "; ".join(_left(pids))
     finally:
         for session in sessions:
             tmux("kill-session", "-t", session, check=False)
-        for pid in pids:
-            try:
-                psutil.Process(pid).kill()
-            except psutil.NoSuchProcess:
-                pass
+        _kill(pids)
 
 
 def test_a_terminal_gone_without_a_sighup_ends_pinscope_and_its_probes(tmp_path):
@@ -272,25 +282,10 @@ def test_a_terminal_gone_without_a_sighup_ends_pinscope_and_its_probes(tmp_path)
         assert any("pinscope.tui.cli" in " ".join(psutil.Process(p).cmdline()) for p in pids)
         subprocess.run(["tmux", "-L", sock, "kill-server"], check=False)
 
-        def left() -> list[str]:
-            out = []
-            for pid in pids:
-                try:
-                    p = psutil.Process(pid)
-                    if p.status() != psutil.STATUS_ZOMBIE:
-                        out.append(f"{pid} {' '.join(p.cmdline())[:80]}")
-                except psutil.NoSuchProcess:
-                    pass
-            return out
-
         end = time.time() + EXIT_GRACE + 15
-        while left() and time.time() < end:
+        while _left(pids) and time.time() < end:
             time.sleep(0.2)
-        assert left() == [], "left running after their terminal was gone: " + "; ".join(left())
+        assert _left(pids) == [], "left running after their terminal was gone: " + "; ".join(_left(pids))
     finally:
         subprocess.run(["tmux", "-L", sock, "kill-server"], check=False)
-        for pid in pids:
-            try:
-                psutil.Process(pid).kill()
-            except psutil.NoSuchProcess:
-                pass
+        _kill(pids)
