@@ -257,8 +257,8 @@ class Backoff:
         self.base, self.cap, self.n = base, cap, 0
         self.slow_cap = max(cap, slow_cap if slow_cap is not None else 60.0)
 
-    def next(self, err: BaseException | None = None, slow: bool = False) -> float:
-        cap = self.slow_cap if slow or isinstance(err, (AuthFailed, HostKeyRejected)) else self.cap
+    def next(self, err: BaseException | None = None) -> float:
+        cap = self.slow_cap if isinstance(err, (AuthFailed, HostKeyRejected)) else self.cap
         if err is not None and isinstance(err.__cause__, socket.gaierror):
             cap = min(self.slow_cap, max(cap, 10.0))  # a name that does not resolve now will not in a second
         d = min(cap, self.base * (2 ** self.n))
@@ -269,6 +269,9 @@ class Backoff:
         self.n = 0
 
 
+DEFECT_FORGIVEN = 30  # good reports in a row after which a node's past defects no longer slow its reconnects
+
+
 async def live(collector: NodeCollector, interval: float, depth_for_tick, on_report, on_state,
                stop: asyncio.Event | None = None, connect_sem=None) -> None:
     """The long-lived task of one node: collect, post, sleep; a failure is a state, then a reconnect.
@@ -277,6 +280,11 @@ async def live(collector: NodeCollector, interval: float, depth_for_tick, on_rep
     slot until the first frame is in) or a plain asyncio.Semaphore."""
     stop = stop or asyncio.Event()
     backoff = Backoff(base=min(0.25, interval), cap=max(1.0, interval))
+    # a defect of pinscope's (not one of its errors) has its own backoff, not reset by a connect that works:
+    # one that strikes on a later tick would otherwise reconnect the node every cycle for good (a new SSH
+    # session, probe, or debug pod each time). Forgiven after DEFECT_FORGIVEN good reports in a row
+    defects = Backoff(base=max(1.0, interval), cap=max(60.0, interval))
+    good = 0
     connected = False
     while not stop.is_set():
         try:
@@ -298,6 +306,9 @@ async def live(collector: NodeCollector, interval: float, depth_for_tick, on_rep
             else:
                 report = await collector.tick(depth_for_tick(collector.ticks))
             on_report(report)
+            good += 1
+            if good >= DEFECT_FORGIVEN:
+                defects.reset()
             wait = max(0.0, interval - (time.monotonic() - t0))
         except Exception as err:  # noqa: BLE001 -- (not CancelledError) every failure is a state, never a dead task
             if stop.is_set():
@@ -312,13 +323,14 @@ async def live(collector: NodeCollector, interval: float, depth_for_tick, on_rep
                 on_state("down", str(err))
                 wait = backoff.next(err)
             else:
-                # a defect of pinscope's met on this node's data: the task used to end there, and the node's
-                # last report stayed on screen as if live. Said, and tried again from a new connection (the
-                # data that raised may be gone by then), at the slow pace of a refusal
-                on_state("down", f"pinscope failed on this node's data ({type(err).__name__}: "
+                # a defect of pinscope's met on this node (its data, or the report's handling): the task used
+                # to end there, and the node's last report stayed on screen as if live. Said, and tried again
+                # from a new connection (the data that raised may be gone by then), ever more slowly
+                good = 0
+                on_state("down", f"pinscope failed on this node ({type(err).__name__}: "
                                  f"{' '.join(str(err).split())[:200]}): a defect of pinscope's, please report it; "
                                  "reading it again from a new connection")
-                wait = backoff.next(err, slow=True)
+                wait = defects.next()
         try:
             await asyncio.wait_for(stop.wait(), wait)
         except asyncio.TimeoutError:

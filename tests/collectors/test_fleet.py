@@ -256,7 +256,48 @@ def test_a_defect_on_a_node_s_data_is_a_state_and_the_node_is_read_again(tmp_pat
     kinds = [st for st, _ in states]
     assert kinds[:3] == ["connecting", "up", "down"], states
     msg = states[2][1]
-    assert msg.startswith("pinscope failed on this node's data (AttributeError: 'NoneType' object has no attribute")
+    assert msg.startswith("pinscope failed on this node (AttributeError: 'NoneType' object has no attribute")
     assert "\n" not in msg and "a defect of pinscope's" in msg
     assert kinds[3:5] == ["connecting", "up"], states  # read again, and up
     assert len(reports) >= 4 and tr.proc is None
+
+
+def test_a_defect_on_every_connection_s_second_tick_slows_its_reconnects(tmp_path):
+    """The reconnect after a defect is paced by its own backoff, which a connect that works does not reset:
+    reset with the connection's, a defect on every connection's second tick reconnected the node every cycle
+    for good, a new session and probe each time (review: 17 reconnects in 20 s at a 1 s interval). Over 4 s
+    at a 0.05 s interval: waits of 0.5-1, 1-2, 2-4 s, so at most 4 connects, where the reset gave ~40."""
+    SimNode(dual_socket_intel(), tmp_path / "n").write()
+    tr = LocalTransport(str(tmp_path / "n"))
+
+    async def go():
+        f = Fleet([NodeTarget("n", transport=tr)], interval=0.05)
+        col = f.collectors["n"]
+        real_feed = col.pipeline.feed
+
+        def feed(*a, **kw):
+            if col.pipeline.ticks == 1:  # reset() does not renew the counter: count this connection's own
+                raise RuntimeError("defect")
+            return real_feed(*a, **kw)
+
+        states: list[tuple[str, str | None]] = []
+        col.pipeline.feed = feed
+        col.pipeline.ticks = 0
+        real_connect = col.connect
+
+        async def connect():
+            await real_connect()
+            col.pipeline.ticks = 0
+
+        col.connect = connect
+        task = asyncio.create_task(f.run_node("n", lambda name, r: None, lambda name, st, msg: states.append((st, msg))))
+        await asyncio.sleep(4.0)
+        await asyncio.wait_for(f.close(), 30)
+        await asyncio.wait_for(task, 30)
+        return states
+
+    states = asyncio.run(go())
+    connects = sum(st == "connecting" for st, _ in states)
+    downs = [m for st, m in states if st == "down"]
+    assert downs and all(m.startswith("pinscope failed on this node (RuntimeError: defect)") for m in downs), states
+    assert 2 <= connects <= 4, states
