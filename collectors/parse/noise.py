@@ -45,7 +45,7 @@ def parse_schedstat(text: str | None) -> SchedStat | None:
 def _ms_to_ns(v: str) -> int | None:
     """`187.623569` (SPLIT_NS: ms, then 6 digits of ns) -> 187623569, without float rounding."""
     whole, _, frac = v.partition(".")
-    if not whole.lstrip("-").isdecimal() or (frac and not frac.isdecimal()):
+    if not (whole[1:] if whole[:1] == "-" else whole).isdecimal() or (frac and not frac.isdecimal()):  # one "-"
         return None
     ns = int(whole) * 1_000_000 + int((frac + "000000")[:6])
     return ns if ns >= 0 else None

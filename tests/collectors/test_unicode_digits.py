@@ -13,7 +13,7 @@ import pytest
 from pinscope.collectors.collect import NodeCollector, Options
 from pinscope.collectors.frames import parse_frame
 from pinscope.collectors.parse.cgroup import parse_numa_stat, parse_procs
-from pinscope.collectors.parse.noise import parse_ipis, parse_schedstat, parse_softirqs
+from pinscope.collectors.parse.noise import parse_ipis, parse_sched_wait, parse_schedstat, parse_softirqs
 from pinscope.collectors.parse.procfs import (parse_interrupts, parse_numastat, parse_proc_stat, parse_task_sched,
                                               parse_task_status)
 from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
@@ -30,6 +30,8 @@ SUP = "\u00b2"  # SUPERSCRIPT TWO: isdigit() True, int() refuses it
     (parse_task_status, f"Tgid:\t{SUP}\nvoluntary_ctxt_switches:\t{SUP}\n"),
     (parse_task_sched, f"nr_switches : {SUP}\nse.nr_migrations : 4\n"),
     (parse_schedstat, f"1{SUP} 2 3\n"),
+    (parse_sched_wait, "se.sum_exec_runtime : --5.0\nse.statistics.wait_sum : 1.0\nnr_switches : 3\n"),
+    (parse_sched_wait, f"se.sum_exec_runtime : 5.{SUP}\nse.statistics.wait_sum : 1.0\nnr_switches : 3\n"),
     (parse_procs, f"1\n{SUP}\n3\n"),
     (lambda t: parse_numa_stat(t, 2), f"anon N0={SUP} N1=4096\n"),
     (parse_proc_stat, f"cpu  1 2 3 4 5 6 7 8 9 10\ncpu{SUP} 1 2 3 4 5 6 7 8 9 10\ncpu1 1 2 3 {SUP} 5 6 7 8 9 10\n"),
