@@ -326,7 +326,9 @@ class KubeTransport(FrameStream):
                 await stream.close_stdin(0.2 if owned else 1.0, quit=self.idle)
         if pod and owned and self.api is not None:
             with contextlib.suppress(KubeError, Unreachable):
-                await self._call(self.api.delete_namespaced_pod, "delete", "pods", self.namespace, 1.5,
+                # 4 s for the API's answer (1.5 s ran out once in a loaded CI run: the pod was left to its
+                # watchdog); `snapshot`/`check` wait for it inside the exit grace, the app's 2 s a node cut it short
+                await self._call(self.api.delete_namespaced_pod, "delete", "pods", self.namespace, 4.0,
                                  namespace=self.namespace, name=pod, grace_period_seconds=0)
         if stream is not None:
             await stream.aclose()
