@@ -272,6 +272,23 @@ class Backoff:
 DEFECT_FORGIVEN = 30  # good reports in a row after which a node's past defects no longer slow its reconnects
 
 
+async def _down(collector: NodeCollector, err: Exception, backoff: Backoff, defects: Backoff, on_state) -> float:
+    """A tick failed: the connection closed (2 s at most), the node said down, and the wait before the next
+    try. A defect of pinscope's met on this node (its data, or the report's handling; not one of pinscope's
+    errors): the task used to end there, and the node's last report stayed on screen as if live. Said, and
+    tried again from a new connection (the data that raised may be gone by then), ever more slowly."""
+    try:
+        await asyncio.wait_for(collector.close(), 2)
+    except (asyncio.TimeoutError, TransportError, OSError):
+        pass
+    if isinstance(err, PinscopeError):
+        on_state("down", str(err))
+        return backoff.next(err)
+    on_state("down", f"pinscope failed on this node ({type(err).__name__}: {' '.join(str(err).split())[:200]}): "
+                     "a defect of pinscope's, please report it; reading it again from a new connection")
+    return defects.next()
+
+
 async def live(collector: NodeCollector, interval: float, depth_for_tick, on_report, on_state,
                stop: asyncio.Event | None = None, connect_sem=None) -> None:
     """The long-lived task of one node: collect, post, sleep; a failure is a state, then a reconnect.
@@ -314,23 +331,9 @@ async def live(collector: NodeCollector, interval: float, depth_for_tick, on_rep
             if stop.is_set():
                 break  # closed on purpose (Fleet.close() while this tick was in flight): not "down"
             connected = False
-            with_close = collector.close()
-            try:
-                await asyncio.wait_for(with_close, 2)
-            except (asyncio.TimeoutError, TransportError, OSError):
-                pass
-            if isinstance(err, PinscopeError):
-                on_state("down", str(err))
-                wait = backoff.next(err)
-            else:
-                # a defect of pinscope's met on this node (its data, or the report's handling): the task used
-                # to end there, and the node's last report stayed on screen as if live. Said, and tried again
-                # from a new connection (the data that raised may be gone by then), ever more slowly
+            if not isinstance(err, PinscopeError):
                 good = 0
-                on_state("down", f"pinscope failed on this node ({type(err).__name__}: "
-                                 f"{' '.join(str(err).split())[:200]}): a defect of pinscope's, please report it; "
-                                 "reading it again from a new connection")
-                wait = defects.next()
+            wait = await _down(collector, err, backoff, defects, on_state)
         try:
             await asyncio.wait_for(stop.wait(), wait)
         except asyncio.TimeoutError:
