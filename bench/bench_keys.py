@@ -116,7 +116,7 @@ async def _direct(app, shown, n: int) -> tuple[list[float], list[float]]:
 
 def _pinscope_shown(app, fast: bool = False):
     g = app.screen.query_one(CoreGrid)
-    legend = app.screen.query_one("#legend", Static)
+    legend = app.screen.query_one("#legend-cursor", Static)
     check = lambda: f"cpu{g.cursor}:" in str(legend.render())  # noqa: E731
     return check if fast else check()
 

@@ -152,7 +152,7 @@ def test_the_cursor_line_never_wraps_a_word_onto_a_line_of_its_own():
             await pilot.pause()
             app.screen.query_one(CoreGrid).cursor = 511
             await pilot.pause()
-            legend = app.screen.query_one("#legend")
+            legend = app.screen.query_one("#legend-cursor")
             lines = str(legend.render()).split("\n")
             cursor = next(ln for ln in lines if ln.startswith("cpu511"))
             assert "load" in cursor and len(cursor) <= legend.content_region.width, lines

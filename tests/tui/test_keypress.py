@@ -41,7 +41,7 @@ def test_a_move_repaints_two_grid_rows_and_the_legend_in_the_same_refresh(tmp_pa
             real_pass = app.screen._compositor_refresh
 
             def counting_pass(*a, **kw):
-                passes.append(str(app.screen.query_one("#legend", Static).render()))
+                passes.append(str(app.screen.query_one("#legend-cursor", Static).render()))
                 return real_pass(*a, **kw)
 
             app.screen._compositor_refresh = counting_pass  # each time the screen's changes are drawn
@@ -53,7 +53,7 @@ def test_a_move_repaints_two_grid_rows_and_the_legend_in_the_same_refresh(tmp_pa
                 await pilot.press("right")
                 await pilot.pause()
                 assert g.cursor != before
-                legend = str(app.screen.query_one("#legend", Static).render())
+                legend = str(app.screen.query_one("#legend-cursor", Static).render())
                 assert f"cpu{g.cursor}:" in legend and f"cpu{before}:" not in legend
                 rows = {y for y in painted}
                 assert 1 <= len(rows) <= 2, sorted(rows)  # the row it left and the row it entered (often one)

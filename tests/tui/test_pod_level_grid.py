@@ -45,7 +45,7 @@ def test_pod_level_cpus_carry_their_pods_tag_in_lower_case(tmp_path):
                 assert whole.lower() in cell_text[cpu] and whole not in cell_text[cpu], cell_text[cpu]
             for cpu in (1, 5):
                 assert rt in cell_text[cpu], cell_text[cpu]
-            legend = str(app.screen.query_one("#legend").render())
+            legend = str(app.screen.query_one("#legend-key").render())
             assert "lower-case letter = CPUs the pod holds as a whole" in legend
             pods = app.screen.query_one("#pods", DataTable)
             shown = [[str(c) for c in pods.get_row_at(i)] for i in range(pods.row_count)]
@@ -54,6 +54,6 @@ def test_pod_level_cpus_carry_their_pods_tag_in_lower_case(tmp_path):
                     or [whole.lower(), "whole/(whole pod)", "2,6"] in shown), shown
             g.cursor = 2
             await pilot.pause()
-            assert "prod/whole/(whole pod)" in str(app.screen.query_one("#legend").render())
+            assert "prod/whole/(whole pod)" in str(app.screen.query_one("#legend-cursor").render())
             await pilot.press("q")
     asyncio.run(go())

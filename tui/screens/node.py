@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import time
 
+from rich.cells import cell_len
 from rich.console import Console
 from rich.text import Text
 from textual.app import ComposeResult
@@ -27,6 +28,16 @@ from pinscope.tui.widgets.coregrid import NOISE_FULL, CoreGrid
 
 # measures how a text wraps (cell widths, words) as Rich will draw it; it writes nowhere
 _MEASURE = Console(file=io.StringIO(), width=400, color_system=None)
+
+
+def _wrapped_lines(t: Text, width: int) -> int:
+    """The lines `t` takes `width` wide, as Rich wraps it: its own lines when each fits (no tab to expand),
+    without wrapping it (a cursor move's legend lines: Rich's wrap was a tenth of the move's time)."""
+    plain = t.plain
+    lines = plain.split("\n")
+    if "\t" not in plain and all(cell_len(ln) <= width for ln in lines):
+        return len(lines)
+    return len(t.wrap(_MEASURE, width))
 
 class NodeScreen(ReportScreen):
     BINDINGS = [
@@ -51,6 +62,7 @@ class NodeScreen(ReportScreen):
         self._shown_findings: list = []  # the findings in the pane's order (the worst first)
         self._plan = lay.Plan(False, None, 32, 0, 80, True, ())  # until the first _arrange
         self._painted: dict = {}  # Static -> (its last text, the shape of that text)
+        self._key_lines: tuple = (None, None, 0)  # the legend key's plain text, width, lines (text_lines)
 
     @property
     def grid_widget(self) -> CoreGrid:
@@ -64,7 +76,9 @@ class NodeScreen(ReportScreen):
         with Container(id="main"):
             yield CoreGrid(id="grid")
             with Vertical(id="side"):
-                yield Static("", id="legend")
+                with Vertical(id="legend"):  # its key, then the cursor's lines: a move repaints those alone
+                    yield Static("", id="legend-key")
+                    yield Static("", id="legend-cursor")
                 yield DataTable(id="pods", cursor_type="row", zebra_stripes=False)
             yield DataTable(id="findings", cursor_type="row", show_header=False)
         yield Static("", id="folded")
@@ -216,6 +230,16 @@ class NodeScreen(ReportScreen):
         self._update(w, Text(text))  # escaped by worst_line
 
     def _legend_text(self, width: int) -> Text:
+        """The whole legend as it shows (its key, then the cursor's lines): what the plan counts."""
+        t = self._legend_key(width)
+        cursor = self._legend_cursor(width)
+        if cursor.plain:
+            t.append("\n")
+            t.append(cursor)
+        return t
+
+    def _legend_key(self, width: int) -> Text:
+        """The legend's key: what each glyph and shade means (a cursor move leaves it as it was)."""
         g = self.query_one(CoreGrid).glyphs
         v = self.view
         grid = self.query_one(CoreGrid)
@@ -233,6 +257,14 @@ class NodeScreen(ReportScreen):
             t.append("\nshade = load ▁▂▃▄▅▆▇█   ! = finding   letter = pod")
         if v.snap and any(o.pod_level for r in v.snap.roles for o in r.owners):
             t.append("\nlower-case letter = CPUs the pod holds as a whole (pod-level resources)")
+        return t
+
+    def _legend_cursor(self, width: int) -> Text:
+        """The cursor's lines: its CPU, load and place, its noise (noise shade), who holds it."""
+        v = self.view
+        grid = self.query_one(CoreGrid)
+        noise = grid.shade_mode == "noise"
+        lines: list[str] = []
         if v.snap:
             c = v.snap.role_of(grid.cursor)
             cpu = v.snap.topology.cpu(c.id) if c else None
@@ -241,19 +273,28 @@ class NodeScreen(ReportScreen):
                 who = ", ".join(f"{o.namespace or '?'}/{o.pod or o.pod_uid[:8]}/"
                                 + ("(whole pod)" if o.pod_level else o.container or "?") for o in c.owners)
                 # the cursor's line, part by part as they fit: it never wraps a word onto a line of its own
-                t.append("\n" + lay.fit([f"cpu{c.id}: {c.role}", f"load {'-' if u is None else f'{u * 100:.0f}%'}",
-                                         f"socket {cpu.socket} NUMA {cpu.numa_node} core {cpu.core}",
-                                         f"sib {format_cpuset(cpu.siblings)}"], width))
+                lines.append(lay.fit([f"cpu{c.id}: {c.role}", f"load {'-' if u is None else f'{u * 100:.0f}%'}",
+                                      f"socket {cpu.socket} NUMA {cpu.numa_node} core {cpu.core}",
+                                      f"sib {format_cpuset(cpu.siblings)}"], width))
                 nz = v.rates.noise.get(c.id) if v.rates else None
                 if noise and nz is not None:
-                    t.append(f"\n  noise {nz.total * 100:.1f}% (irq {nz.irq * 100:.1f}  softirq {nz.softirq * 100:.1f}"
-                             f"  steal {nz.steal * 100:.1f})")
+                    lines.append(f"  noise {nz.total * 100:.1f}% (irq {nz.irq * 100:.1f}  softirq {nz.softirq * 100:.1f}"
+                                 f"  steal {nz.steal * 100:.1f})")
                 if who:
-                    t.append("\n  " + elide_middle(display(who), max(8, width - 2)))
-        return t
+                    lines.append("  " + elide_middle(display(who), max(8, width - 2)))
+        return Text("\n".join(lines))
 
     def _legend(self) -> None:
-        self._update(self.query_one("#legend", Static), self._legend_text(max(20, self._plan.side - 3)))
+        width = max(20, self._plan.side - 3)
+        self._update(self.query_one("#legend-key", Static), self._legend_key(width))
+        self._show_cursor(self._legend_cursor(width))
+
+    def _show_cursor(self, text: Text) -> None:
+        """The cursor's lines under the key; none (no node data yet): no line at all."""
+        w = self.query_one("#legend-cursor", Static)
+        if w.display != bool(text.plain):
+            w.display = bool(text.plain)
+        self._update(w, text)
 
     def _pod_list(self) -> list[tuple]:
         """(tag, namespace/pod, container, cpus, NUMA nodes, pod uid, container id) of each pinned
@@ -336,13 +377,24 @@ class NodeScreen(ReportScreen):
             return
         self.query_one(CoreGrid).set_highlight(self._highlight())
         width = max(20, self._plan.side - 3)
-        text = self._legend_text(width)
+        text = self._legend_cursor(width)
         key = self._arranged_for
-        if key is None or lay.text_lines(text.plain, lay.side_width(self.size.width) - 3) != key[7]:
+        if key is None or self._legend_lines(text) != key[7]:
             self._arrange()
-            width = max(20, self._plan.side - 3)
-            text = self._legend_text(width)
-        self._update(self.query_one("#legend", Static), text)
+            self._legend()
+            return
+        self._show_cursor(text)
+
+    def _legend_lines(self, cursor: Text) -> int:
+        """The legend's lines (as the plan counts them) with these cursor lines: the key's counted once for
+        the key shown (a cursor move leaves it as it was)."""
+        lw = lay.side_width(self.size.width) - 3
+        key_text = self._painted.get(self.query_one("#legend-key", Static), (None, None))[0]
+        if key_text is None:
+            return lay.text_lines(self._legend_text(lw).plain, lw)
+        if self._key_lines[:2] != (key_text.plain, lw):
+            self._key_lines = (key_text.plain, lw, lay.text_lines(key_text.plain, lw))
+        return self._key_lines[2] + (lay.text_lines(cursor.plain, lw) if cursor.plain else 0)
 
     def on_core_grid_relaid(self, event: CoreGrid.Relaid) -> None:
         self._status()
@@ -445,6 +497,6 @@ class NodeScreen(ReportScreen):
         # a Static fills the width its container gives it: only its height (the lines the text wraps to at
         # that width) can change the layout
         width = w.content_region.width
-        shape = (width, len(t.wrap(_MEASURE, width))) if width > 0 else None  # as Rich will wrap it
+        shape = (width, _wrapped_lines(t, width)) if width > 0 else None
         w.update(t, layout=last is None or shape is None or shape != last_shape)
         self._painted[w] = (t, shape)

@@ -138,5 +138,8 @@ def finding_rows(findings: Sequence, width: int) -> list[tuple]:
 
 
 def text_lines(text: str, width: int) -> int:
-    """How many lines `text` takes in a Static `width` wide (each of its lines wrapped at words)."""
-    return sum(len(textwrap.wrap(line, max(1, width))) or 1 for line in text.split("\n"))
+    """How many lines `text` takes in a Static `width` wide (each of its lines wrapped at words). A line that
+    fits (no tab to expand) is one line, without wrapping it: a cursor move counts the legend's."""
+    w = max(1, width)
+    return sum(1 if len(line) <= w and "\t" not in line else (len(textwrap.wrap(line, w)) or 1)
+               for line in text.split("\n"))
