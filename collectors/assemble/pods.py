@@ -146,7 +146,7 @@ class _Ctx:
         if self.cgv != 2 or self.uptime_of is None:
             return None
         f = path + "/cpu.pressure"
-        for fr in self.frames:
+        for fr in self.frames:  # the tick's frames that read some cpu.pressure, newest first
             if f in fr.files:
                 return self.uptime_of(fr)
         return None
@@ -154,6 +154,23 @@ class _Ctx:
     def cgshape(self, path: str) -> tuple:
         cpu_path = f"{CG}/cpu{path[len(self.base):]}" if self.cgv == 1 else None
         return self.stage.cgroups.shape(self.files, path, self.cgv or 2, cpu_path)
+
+
+def _key_paths(x: _Ctx, pdir: str, leaves: tuple[str, ...]) -> tuple:
+    """The paths `_pod_key` looks up for one pod under this layout: (the dirset it holds for, cgroup version,
+    base, which leaves have a "container" dir, the files compared by text, the counters (compared by
+    presence only))."""
+    version = x.cgv or 2
+    nfix = 5 if version == 2 else 6
+    inners = tuple(f"{leaf}/container" in x.dirset for leaf in leaves)
+    fixed: list[str] = [f"{pdir}/cgroup.procs"]
+    counters: list[str] = []
+    for leaf, inner in zip(leaves, inners):
+        path = f"{leaf}/container" if inner else leaf
+        paths = _file_paths(path, version, f"{CG}/cpu{path[len(x.base):]}" if x.cgv == 1 else None)
+        fixed += [f"{path}/cgroup.procs", *paths[:nfix]]
+        counters += paths[nfix:]
+    return x.dirset, x.cgv, x.base, inners, tuple(fixed), tuple(counters)
 
 
 def _pod_key(x: _Ctx, uid: str, pdir: str, leaves: list[str]) -> tuple:
@@ -164,12 +181,15 @@ def _pod_key(x: _Ctx, uid: str, pdir: str, leaves: list[str]) -> tuple:
     pod-level cgroup as this tick read it (`_pod_level`: read on cgroup-detail ticks only, so it came and
     went every 5th tick and every pod was assembled anew twice in 5 ticks)."""
     get = x.files.get
-    texts: list = [get(f"{pdir}/cgroup.procs")]
-    for leaf in leaves:
-        inner = f"{leaf}/container" in x.dirset
-        path = f"{leaf}/container" if inner else leaf
-        texts += [inner, get(f"{path}/cgroup.procs"), x.cgshape(path)]
-    return (pdir, tuple(leaves), x.cgv, x.base, x.entries.get(uid), x.v1_by_id or None, tuple(texts))
+    lt = tuple(leaves)
+    kp = x.stage.key_paths
+    ent = kp.get((pdir, lt))
+    if ent is None or ent[0] is not x.dirset or ent[1] != x.cgv or ent[2] != x.base:
+        if kp and next(iter(kp.values()))[0] is not x.dirset:
+            kp.clear()  # a new layout: the pods of the old one go
+        ent = kp[(pdir, lt)] = _key_paths(x, pdir, lt)
+    return (pdir, lt, x.cgv, x.base, x.entries.get(uid), x.v1_by_id or None, ent[3], tuple(map(get, ent[4])),
+            tuple([get(q) is None for q in ent[5]]))
 
 
 def _pod_level(x: _Ctx, pdir: str, problems: list | None = None):
@@ -312,6 +332,8 @@ class PodsStage:
         self._pods_last: dict = {}
         self._pods_now: dict = {}
         self.pods_built = 0  # pods assembled anew (not reused): what a test counts
+        self.key_paths: dict = {}  # (pod dir, leaves) -> _key_paths(...) under the current layout
+        self._pressure: dict = {}  # id(frame) -> (frame, does it hold some cpu.pressure)
 
     def run(self, files: dict, tick: Frame, cgv: int | None, base: str, pods_cg: dict, dirset: set, logs, state,
             tasks, problems: list, carry: tuple[Frame, ...] = (), uptime_of=None) -> tuple[Pod, ...]:
@@ -321,7 +343,7 @@ class PodsStage:
         self.cgroups.next_tick()
         self._tasks_last, self._tasks_now = self._tasks_now, {}
         x = _Ctx(self, files, tick.files, cgv, base, dirset, logs, state, tasks, problems,
-                 tick.request.partition(" ")[2].strip(), (tick, *reversed(carry)), uptime_of)
+                 tick.request.partition(" ")[2].strip(), self._pressure_frames((tick, *reversed(carry))), uptime_of)
         pods: list[Pod] = []
         seen_uids = set()
         self._pods_last, self._pods_now = self._pods_now, {}
@@ -359,6 +381,20 @@ class PodsStage:
         if key is not None:
             self._pods_now[uid] = (key, x.logs, x.tasks[1], pod, before, after)
         return pod
+
+    def _pressure_frames(self, frames: tuple[Frame, ...]) -> tuple[Frame, ...]:
+        """The frames that read some cpu.pressure (cgroup detail, a focused container): each frame's files
+        looked through once, not once per container and tick."""
+        last, self._pressure = self._pressure, {}
+        out = []
+        for fr in frames:
+            ent = last.get(id(fr))
+            if ent is None or ent[0] is not fr:
+                ent = (fr, any(p.endswith("/cpu.pressure") for p in fr.files))
+            self._pressure[id(fr)] = ent
+            if ent[1]:
+                out.append(fr)
+        return tuple(out)
 
     def container_tasks(self, path: str, procs: frozenset, tasks) -> tuple:
         """The tasks of a container's processes, sorted by tid: kept while its procs and the tasks hold."""
