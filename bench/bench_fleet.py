@@ -68,18 +68,23 @@ async def fleet_cost(srv, roots, seconds: float) -> dict:
 
             prof = cProfile.Profile()
             prof.enable()
-        c0, w0 = cpu_now(), time.perf_counter()
+        r0, w0 = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
         await asyncio.sleep(seconds)
-        cpu, wall = cpu_now() - c0, time.perf_counter() - w0
+        r1, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter() - w0
+        user, system = r1.ru_utime - r0.ru_utime, r1.ru_stime - r0.ru_stime
+        cpu = user + system
         if prof is not None:
             import pstats
 
             prof.disable()
             pstats.Stats(prof).sort_stats(os.environ.get("PSORT", "tottime")).print_stats(int(os.environ.get("PN", "30")))
+            if os.environ.get("PDUMP"):
+                prof.dump_stats(os.environ["PDUMP"])
         ticks = sum(v.ticks for v in app.views.values()) - ticks0
         up = sum(1 for v in app.views.values() if v.state == "up")
         await pilot.press("q")
-    return {"pct": cpu / wall * 100, "per_tick": cpu / max(1, ticks), "ticks": ticks, "up": up, "ready": ready}
+    return {"pct": cpu / wall * 100, "per_tick": cpu / max(1, ticks), "ticks": ticks, "up": up, "ready": ready,
+            "user_per_tick": user / max(1, ticks), "sys_per_tick": system / max(1, ticks)}
 
 
 def node_cpu(srv) -> float:
@@ -239,6 +244,7 @@ def main() -> None:
               f" all delivering after {fc['ready']:.1f} s")
         print(f"  client: {fc['pct']:.1f} % of one core  (target <= 25 %), {fc['per_tick'] * 1000:.2f} ms per node-tick"
               f" over {fc['ticks']} node-ticks  (target <= 1 ms)")
+        print(f"    of which user {fc['user_per_tick'] * 1000:.2f} ms, kernel {fc['sys_per_tick'] * 1000:.2f} ms")
         if not QUICK:
             nv = asyncio.run(naive(srv, roots[:20], 3))
             print(f"  naive client (one conn.run() per node per tick): {nv * 1000:.2f} ms client CPU per node-tick"

@@ -335,7 +335,8 @@ async def live(collector: NodeCollector, interval: float, depth_for_tick, on_rep
                 good = 0
             wait = await _down(collector, err, backoff, defects, on_state)
         try:
-            await asyncio.wait_for(stop.wait(), wait)
-        except asyncio.TimeoutError:
+            async with asyncio.timeout(wait):  # not wait_for: no task of its own a tick, for every node
+                await stop.wait()
+        except TimeoutError:
             pass
     await collector.close()

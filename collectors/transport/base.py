@@ -100,8 +100,9 @@ class FrameStream:
     async def request(self, req: str, timeout: float = 10.0) -> Frame:
         """Ask for one frame ('s', 'g', 'gt', 'gta', 'gi', ...) and wait for it, at most `timeout` s."""
         try:
-            return await asyncio.wait_for(self._request(req), timeout)
-        except asyncio.TimeoutError as err:
+            async with asyncio.timeout(timeout):  # not wait_for: no task of its own a frame, for every node
+                return await self._request(req)
+        except TimeoutError as err:
             where = self.stuck_on()
             raise ProbeFailed(f"no frame within {timeout:g} s" + (f"; the probe was reading at {where} (the last "
                                                                   "file it sent)" if where else "")) from err
