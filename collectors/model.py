@@ -333,6 +333,22 @@ class Irq:
     per_cpu: dict = field(default_factory=dict)  # cpu -> interrupts since boot (/proc/interrupts)
 
 
+_FIELD_INDEX: dict[type, dict[str, int]] = {}
+
+
+def replaced(nt, **changes):
+    """`nt._replace(**changes)` for the tuples rebuilt every tick (a container's cgroup files, the container,
+    its pod): the fields' places looked up once per type, not the generic map over every field."""
+    cls = type(nt)
+    index = _FIELD_INDEX.get(cls)
+    if index is None:
+        index = _FIELD_INDEX[cls] = {f: i for i, f in enumerate(cls._fields)}
+    values = list(nt)
+    for name, value in changes.items():
+        values[index[name]] = value  # a KeyError for a field the type has not, as _replace's ValueError
+    return tuple.__new__(cls, values)
+
+
 class Lazy(Mapping):
     """A read-only dict worked out on first use, then held: for the per-CPU tables a tick makes and most
     ticks never read (a 256-CPU node's /proc/softirqs is 2,560 counters, their rates as many). Equal to a

@@ -110,6 +110,7 @@ def _cpu_util(prev: NodeSnapshot, cur: NodeSnapshot) -> tuple[dict, dict]:
     every tick: the CpuTimes fields are unpacked once."""
     util = {}
     noise = {}
+    new = tuple.__new__  # CpuNoise(...) without its argument handling: one per CPU every tick
     before = prev.cpu_times
     for cpu, t2 in cur.cpu_times.items():
         t1 = before.get(cpu)
@@ -123,7 +124,7 @@ def _cpu_util(prev: NodeSnapshot, cur: NodeSnapshot) -> tuple[dict, dict]:
             util[cpu] = min(1.0, max(0.0, busy / tot))
             irq, soft, steal = irq2 - irq1, soft2 - soft1, steal2 - steal1
             if irq >= 0 and soft >= 0 and steal >= 0:
-                noise[cpu] = CpuNoise(min(1.0, irq / tot), min(1.0, soft / tot), min(1.0, steal / tot))
+                noise[cpu] = new(CpuNoise, (min(1.0, irq / tot), min(1.0, soft / tot), min(1.0, steal / tot)))
     return util, noise
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..errors import Problem
 from ..frames import Frame
-from ..model import CgroupFiles, Container, Pod
+from ..model import CgroupFiles, Container, Pod, replaced
 from ..parse.cgroup import (V1_CPU_FILES, V1_CPUSET_FILES, V2_FILES, conmon_id_of, container_id_of, parse_cgroup_dir,
                             parse_numa_stat, parse_procs, pod_uid_of, qos_of, refresh_counters)
 from ..parse.podlogs import parse_pod_logs
@@ -207,10 +207,10 @@ def _counters_moved(x: _Ctx, pod: Pod, pod_cg) -> Pod:
     ctrs = []
     for c in pod.containers:
         cg = x.recount(c.cgroup_path, scratch) if c.cgroup is not None and c.cgroup_path else c.cgroup
-        ctrs.append(c if cg is c.cgroup else c._replace(cgroup=cg))
+        ctrs.append(c if cg is c.cgroup else replaced(c, cgroup=cg))
     if pod_cg is pod.cgroup and all(a is b for a, b in zip(ctrs, pod.containers)):
         return pod
-    return pod._replace(containers=tuple(ctrs), cgroup=pod_cg)
+    return replaced(pod, containers=tuple(ctrs), cgroup=pod_cg)
 
 
 def _is_pause(procs, by_pid) -> bool:

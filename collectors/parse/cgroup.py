@@ -13,7 +13,7 @@ import re
 from functools import lru_cache
 
 from ..errors import Problem
-from ..model import CgroupFiles
+from ..model import CgroupFiles, replaced
 from .cpuset import CpusetError, parse_cpuset
 
 # a static pod's uid is a hash of its manifest: 32 hex digits, no dashes (k/k pkg/kubelet/config/common.go)
@@ -230,12 +230,12 @@ def refresh_counters(cg: CgroupFiles, stat: str | None, pressure: str | None,
     st = _kv(stat)
     if cg.version == 1:
         tt = st.get("throttled_time")
-        return cg._replace(raw=raw, nr_periods=st.get("nr_periods"), nr_throttled=st.get("nr_throttled"),
-                           throttled_usec=tt // 1000 if tt is not None else None)
+        return replaced(cg, raw=raw, nr_periods=st.get("nr_periods"), nr_throttled=st.get("nr_throttled"),
+                        throttled_usec=tt // 1000 if tt is not None else None)
     total = cg.pressure_some_total_us if same_pressure else _pressure(pressure)
-    return cg._replace(raw=raw, nr_periods=st.get("nr_periods"), nr_throttled=st.get("nr_throttled"),
-                       throttled_usec=st.get("throttled_usec"), pressure_some_total_us=total,
-                       pressure_at=pressure_at if total is not None else None)
+    return replaced(cg, raw=raw, nr_periods=st.get("nr_periods"), nr_throttled=st.get("nr_throttled"),
+                    throttled_usec=st.get("throttled_usec"), pressure_some_total_us=total,
+                    pressure_at=pressure_at if total is not None else None)
 
 
 def _pressure(pr: str | None) -> int | None:
