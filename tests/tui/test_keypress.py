@@ -6,6 +6,7 @@ import asyncio
 from frozen import FrozenApp, frozen_samples
 from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
 from pinscope.tui.widgets.coregrid import CoreGrid
+from textual.content import Content
 from textual.widgets import Static
 
 
@@ -61,4 +62,31 @@ def test_a_move_repaints_two_grid_rows_and_the_legend_in_the_same_refresh(tmp_pa
                 # the pass that draws the moved cursor draws its detail line too (main drew the grid's rows in
                 # one pass, the legend in the next)
                 assert passes and all(f"cpu{g.cursor}:" in p for p in passes), passes
+    asyncio.run(go())
+
+
+def test_a_theme_switch_repaints_the_legend_key_in_the_new_styles(tmp_path):
+    """The key is its own Static, which a cursor move leaves alone: after a theme switch it must be painted
+    in the new theme's role styles by itself, not at the next tick (a paused replay or a down node has none)."""
+    spec = NodeSpec(hostname="k-16", cores=8, threads=2, reserved="0,8",
+                    pods=[PodSpec("rt", containers=[CtrSpec("app", cpus="2,10")])])
+    frozen = {"k-16": frozen_samples(spec, tmp_path)}
+
+    def key_styles(app):
+        return [s.style for s in app.screen.query_one("#legend-key", Static).render().spans]
+
+    async def go():
+        app = FrozenApp(frozen, start="k-16")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            before = key_styles(app)
+            await pilot.press("t")
+            for _ in range(3):
+                await pilot.pause()
+            await pilot.press("right")  # a move repaints the cursor's lines, not the key
+            await pilot.pause()
+            scr = app.screen
+            fresh = [s.style for s in Content.from_rich_text(scr._legend_key(max(20, scr._plan.side - 3))).spans]
+            assert fresh != before, "the theme switch changed no role style: the test shows nothing"
+            assert key_styles(app) == fresh
     asyncio.run(go())

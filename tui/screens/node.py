@@ -399,6 +399,11 @@ class NodeScreen(ReportScreen):
     def on_core_grid_relaid(self, event: CoreGrid.Relaid) -> None:
         self._status()
 
+    def on_core_grid_restyled(self, event: CoreGrid.Restyled) -> None:
+        """A theme switch: the legend's key is painted in the grid's new styles (a cursor move leaves the key
+        as it was, so it must not wait for one; nor for a tick, which a paused replay or a down node never has)."""
+        self._legend()
+
     def on_core_grid_selected(self, event: CoreGrid.Selected) -> None:
         self.nav.open_cpu_or_container(self.view.target, event.cpu)
 

@@ -97,6 +97,9 @@ class CoreGrid(ScrollView, can_focus=True):
             self.cpu = cpu
             super().__init__()
 
+    class Restyled(Message):
+        """The grid's role styles changed (a theme switch): what shows them beside the grid paints again."""
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.view: NodeView | None = None
@@ -185,6 +188,7 @@ class CoreGrid(ScrollView, can_focus=True):
         self._shown.clear()
         self._styles = {}
         self._style_gen += 1
+        self.post_message(self.Restyled())
 
     def on_resize(self) -> None:
         self._layout_for = None
