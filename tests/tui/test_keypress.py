@@ -90,3 +90,25 @@ def test_a_theme_switch_repaints_the_legend_key_in_the_new_styles(tmp_path):
             assert fresh != before, "the theme switch changed no role style: the test shows nothing"
             assert key_styles(app) == fresh
     asyncio.run(go())
+
+
+def test_the_cursor_line_of_an_offline_cpu_says_its_place_is_unknown(tmp_path):
+    """An offline CPU has no topology/ directory: its line said "socket None NUMA None core None  sib"."""
+    spec = NodeSpec(hostname="k-off", cores=4, threads=2, reserved="0,4", offline="3,7",
+                    pods=[PodSpec("rt", containers=[CtrSpec("app", cpus="2,6")])])
+    frozen = {"k-off": frozen_samples(spec, tmp_path)}
+
+    async def go():
+        app = FrozenApp(frozen, start="k-off")
+        async with app.run_test(size=(200, 60)) as pilot:
+            await pilot.pause()
+            g = app.screen.query_one(CoreGrid)
+            lines = {}
+            for cpu in (2, 3):
+                g.cursor = cpu
+                await pilot.pause()
+                lines[cpu] = str(app.screen.query_one("#legend-cursor", Static).render()).split("\n")[0]
+            assert lines[3].startswith("cpu3: offline") and "None" not in lines[3], lines
+            assert "no topology while offline" in lines[3] and not lines[3].rstrip().endswith("sib"), lines
+            assert "socket 0 NUMA 0 core 2" in lines[2], lines  # an online CPU: as before
+    asyncio.run(go())

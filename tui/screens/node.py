@@ -30,6 +30,16 @@ from pinscope.tui.widgets.coregrid import NOISE_FULL, CoreGrid
 _MEASURE = Console(file=io.StringIO(), width=400, color_system=None)
 
 
+def _place(cpu) -> str:
+    """Where a CPU sits ("socket 0 NUMA 1 core 7"): what the node said of it; an offline CPU's topology files
+    are gone (the kernel removes them), so it has none ("socket None" was shown)."""
+    known = [f"{k} {v}" for k, v in (("socket", cpu.socket), ("NUMA", cpu.numa_node), ("core", cpu.core))
+             if v is not None]
+    if known:
+        return " ".join(known)
+    return "no topology while offline" if not cpu.online else "place unknown"
+
+
 def _wrapped_lines(t: Text, width: int) -> int:
     """The lines `t` takes `width` wide, as Rich wraps it: its own lines when each fits (no tab to expand),
     without wrapping it (a cursor move's legend lines: Rich's wrap was a tenth of the move's time)."""
@@ -274,8 +284,8 @@ class NodeScreen(ReportScreen):
                                 + ("(whole pod)" if o.pod_level else o.container or "?") for o in c.owners)
                 # the cursor's line, part by part as they fit: it never wraps a word onto a line of its own
                 lines.append(lay.fit([f"cpu{c.id}: {c.role}", f"load {'-' if u is None else f'{u * 100:.0f}%'}",
-                                      f"socket {cpu.socket} NUMA {cpu.numa_node} core {cpu.core}",
-                                      f"sib {format_cpuset(cpu.siblings)}"], width))
+                                      _place(cpu), f"sib {format_cpuset(cpu.siblings)}" if cpu.siblings else ""],
+                                     width))
                 nz = v.rates.noise.get(c.id) if v.rates else None
                 if noise and nz is not None:
                     lines.append(f"  noise {nz.total * 100:.1f}% (irq {nz.irq * 100:.1f}  softirq {nz.softirq * 100:.1f}"
