@@ -73,6 +73,7 @@ class NodeScreen(ReportScreen):
         self._plan = lay.Plan(False, None, 32, 0, 80, True, ())  # until the first _arrange
         self._painted: dict = {}  # Static -> (its last text, the shape of that text)
         self._key_lines: tuple = (None, None, 0)  # the legend key's plain text, width, lines (text_lines)
+        self._refs: dict = {}  # selector -> widget: what a cursor move touches, looked up once
 
     @property
     def grid_widget(self) -> CoreGrid:
@@ -86,9 +87,9 @@ class NodeScreen(ReportScreen):
         with Container(id="main"):
             yield CoreGrid(id="grid")
             with Vertical(id="side"):
-                with Vertical(id="legend"):  # its key, then the cursor's lines: a move repaints those alone
-                    yield Static("", id="legend-key")
-                    yield Static("", id="legend-cursor")
+                # the legend: its key, then the cursor's lines (a move repaints those alone)
+                yield Static("", id="legend-key", classes="legend")
+                yield Static("", id="legend-cursor", classes="legend")
                 yield DataTable(id="pods", cursor_type="row", zebra_stripes=False)
             yield DataTable(id="findings", cursor_type="row", show_header=False)
         yield Static("", id="folded")
@@ -167,10 +168,18 @@ class NodeScreen(ReportScreen):
             main.styles.grid_columns = f"1fr {p.side}"
             main.styles.grid_rows = f"1fr {max(1, p.findings)}"
         fs.display = p.findings > 0
-        self.query_one("#legend").display = p.legend
+        self._one("#legend-key").display = p.legend
+        self._show_cursor_display()
         folded = self.query_one("#folded", Static)
         folded.display = bool(p.folded)
         self._update(folded, Text(" " + "  ·  ".join(p.folded), style="italic"))
+
+    def _one(self, selector: str):
+        """query_one, once: the widgets a cursor move touches (the screen composes them once, never again)."""
+        w = self._refs.get(selector)
+        if w is None:
+            w = self._refs[selector] = self.query_one(selector)
+        return w
 
     def _highlight(self) -> frozenset[int]:
         v = self.view
@@ -182,8 +191,7 @@ class NodeScreen(ReportScreen):
         shown = self._shown_findings
         if fs.display and fs.has_focus and shown and fs.cursor_row < len(shown):
             return frozenset(shown[fs.cursor_row].cpus)
-        grid = self.query_one(CoreGrid)
-        r = v.snap.role_of(grid.cursor)
+        r = v.snap.role_of(self._one("#grid").cursor)
         if r and r.owners:
             return pod_cpus(v.snap, r.owners[0].pod_uid)
         return frozenset()
@@ -272,7 +280,7 @@ class NodeScreen(ReportScreen):
     def _legend_cursor(self, width: int) -> Text:
         """The cursor's lines: its CPU, load and place, its noise (noise shade), who holds it."""
         v = self.view
-        grid = self.query_one(CoreGrid)
+        grid = self._one("#grid")
         noise = grid.shade_mode == "noise"
         lines: list[str] = []
         if v.snap:
@@ -301,10 +309,17 @@ class NodeScreen(ReportScreen):
 
     def _show_cursor(self, text: Text) -> None:
         """The cursor's lines under the key; none (no node data yet): no line at all."""
-        w = self.query_one("#legend-cursor", Static)
-        if w.display != bool(text.plain):
-            w.display = bool(text.plain)
+        w = self._one("#legend-cursor")
         self._update(w, text)
+        self._show_cursor_display()
+
+    def _show_cursor_display(self) -> None:
+        """The cursor's lines show with the legend, and only when there are some."""
+        w = self._one("#legend-cursor")
+        last = self._painted.get(w, (None, None))[0]
+        show = self._plan.legend and last is not None and bool(last.plain)
+        if w.display != show:
+            w.display = show
 
     def _pod_list(self) -> list[tuple]:
         """(tag, namespace/pod, container, cpus, NUMA nodes, pod uid, container id) of each pinned
@@ -385,7 +400,7 @@ class NodeScreen(ReportScreen):
         The panes are arranged again only when the legend's height changed (the plan counts its lines)."""
         if self.view.snap is None:
             return
-        self.query_one(CoreGrid).set_highlight(self._highlight())
+        self._one("#grid").set_highlight(self._highlight())
         width = max(20, self._plan.side - 3)
         text = self._legend_cursor(width)
         key = self._arranged_for
@@ -399,7 +414,7 @@ class NodeScreen(ReportScreen):
         """The legend's lines (as the plan counts them) with these cursor lines: the key's counted once for
         the key shown (a cursor move leaves it as it was)."""
         lw = lay.side_width(self.size.width) - 3
-        key_text = self._painted.get(self.query_one("#legend-key", Static), (None, None))[0]
+        key_text = self._painted.get(self._one("#legend-key"), (None, None))[0]
         if key_text is None:
             return lay.text_lines(self._legend_text(lw).plain, lw)
         if self._key_lines[:2] != (key_text.plain, lw):
