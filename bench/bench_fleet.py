@@ -9,8 +9,9 @@ node reading a fixture root), the real app on the fleet overview.
     `--unpaced` runs the same storm through a plain 64-wide semaphore first, for comparison.
   - 100 nodes at 1 Hz: the client's CPU (collect, parse, findings, render), per node-tick and in % of a core
   - against a naive client: one conn.run() per node per tick
-Run: python3 bench/bench_fleet.py [--quick] [--unpaced] [--nodes 100,300] [--cost-only]
-  (--cost-only: only the 100 nodes at 1 Hz, no connect storms)
+Run: python3 bench/bench_fleet.py [--quick] [--unpaced] [--nodes 100,300] [--cost-only] [--marginal]
+  (--cost-only: only the 100 nodes at 1 Hz, no connect storms; --marginal: the same with 50 nodes too, so
+  what one node more costs is told from what the overview costs whatever the count)
 """
 from __future__ import annotations
 
@@ -245,6 +246,16 @@ def main() -> None:
         print(f"  client: {fc['pct']:.1f} % of one core  (target <= 25 %), {fc['per_tick'] * 1000:.2f} ms per node-tick"
               f" over {fc['ticks']} node-ticks  (target <= 1 ms)")
         print(f"    of which user {fc['user_per_tick'] * 1000:.2f} ms, kernel {fc['sys_per_tick'] * 1000:.2f} ms")
+        if "--marginal" in sys.argv:  # the same at half the nodes: what one more node costs, what the screen does
+            srv.kill()
+            srv.start()
+            half = asyncio.run(fleet_cost(srv, roots[:len(roots) // 2], 15 if QUICK else 40))
+            per_s = (fc["pct"] - half["pct"]) / 100 / (len(roots) - len(roots) // 2)  # core-s a node adds a second
+            fixed = half["pct"] / 100 - per_s * (len(roots) // 2)
+            print(f"  {len(roots) // 2} nodes: {half['pct']:.1f} % of one core; so one node more costs"
+                  f" {per_s * 1000:.2f} ms a second (its tick, at 1 Hz), and the rest (the overview's repaints, timers)"
+                  f" {fixed * 100:.1f} % of a core: ~{(1 - fixed) / per_s:.0f} nodes per core"
+                  " (issue 25: 1,000)" if per_s > 0 else "  (no cost per node measured: too noisy)")
         if not QUICK:
             nv = asyncio.run(naive(srv, roots[:20], 3))
             print(f"  naive client (one conn.run() per node per tick): {nv * 1000:.2f} ms client CPU per node-tick"
