@@ -85,7 +85,7 @@ class CgroupReader:
     def recount(self, files: dict, path: str, version: int, cpu_path: str | None = None,
                 pressure_at: float | None = None) -> CgroupFiles | None:
         """The directory's last CgroupFiles with its counters brought up to date, for a caller that knows
-        its other texts held (`shape` compared); None when the directory is not known."""
+        its other texts held (the pod's reuse key compared them); None when the directory is not known."""
         key = (path, version, cpu_path)
         ent = self._now.get(key) or self._last.get(key)
         if ent is None:
@@ -98,15 +98,6 @@ class CgroupReader:
             texts = (*texts[:nfix], *counters)
         self._now[key] = (paths, texts, cg, probs, pressure_at)
         return cg
-
-    def shape(self, files: dict, path: str, version: int, cpu_path: str | None = None) -> tuple:
-        """The directory's texts but the counters, and which counters are there: what its CgroupFiles
-        depends on beyond the counters (compared, never parsed)."""
-        key = (path, version, cpu_path)
-        ent = self._now.get(key) or self._last.get(key)
-        paths = ent[0] if ent is not None else _file_paths(path, version, cpu_path)
-        nfix = 5 if version == 2 else 6
-        return (*map(files.get, paths[:nfix]), *(files.get(q) is None for q in paths[nfix:]))
 
 
 def _same_presence(a: tuple, b: tuple, start: int) -> bool:
@@ -150,10 +141,6 @@ class _Ctx:
             if f in fr.files:
                 return self.uptime_of(fr)
         return None
-
-    def cgshape(self, path: str) -> tuple:
-        cpu_path = f"{CG}/cpu{path[len(self.base):]}" if self.cgv == 1 else None
-        return self.stage.cgroups.shape(self.files, path, self.cgv or 2, cpu_path)
 
 
 def _key_paths(x: _Ctx, pdir: str, leaves: tuple[str, ...]) -> tuple:

@@ -49,6 +49,7 @@ def _wrapped_lines(t: Text, width: int) -> int:
         return len(lines)
     return len(t.wrap(_MEASURE, width))
 
+
 class NodeScreen(ReportScreen):
     BINDINGS = [
         Binding("slash", "filter", "Filter", id="node.filter"),
