@@ -14,6 +14,7 @@ frozen and hold no caches: what is parsed out of them is kept by the assembly's 
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass, field
 
 PROTOCOL = "4"  # the wire format this client reads (probe.sh PROTO; each frame says "Iprobe-protocol N")
@@ -111,6 +112,9 @@ def parse_frame(data: bytes) -> Frame:
             _tag(fr, tag, rest, cdir)
     if cur is not None:
         _close(fr, cur, buf, hexbuf, nonutf8)
+    ascii_run = _LONG_RUN in data.translate(_DIGITS)
+    if ascii_run or not data.isascii():
+        _leave_out_long_numbers(fr, ascii_run)
     return Frame(fr.seq, fr.request, fr.files, fr.unreadable, fr.truncated, fr.refused, fr.nonutf8, fr.dirs,
                  fr.info, fr.argv, fr.warnings, fr.complete, fr.garbage_lines, tuple(fr.unchanged))
 
@@ -182,6 +186,27 @@ def unescape(s: str) -> str:
         out.append(s[i:j])
         out.append("\n" if s[j + 1] == "n" else s[j + 1])
         i = j + 2
+
+
+# A number this long is no value the kernel or kubelet writes (a u64 has 20 digits), and int() refuses
+# one of 4300 digits (CPython's limit, which may be set as low as 640): a file holding one is garbage, left
+# out as TOO_LONG rather than let a parser raise and take the node's whole report with it. A frame is
+# checked in one pass over its bytes (digits to "0", the rest to " "); its files only when that found a run
+# (or it is not ASCII: another script's digits, which int() reads too, are looked for in those files).
+LONG_NUMBER = 640
+TOO_LONG = f"file holding a number of {LONG_NUMBER} digits or more (no kernel or kubelet value)"
+_DIGITS = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))
+_LONG_RUN = b"0" * LONG_NUMBER
+_LONG_NUMBER = re.compile(r"\d{%d}" % LONG_NUMBER)
+
+
+def _leave_out_long_numbers(fr: _Parts, ascii_run: bool) -> None:
+    """`ascii_run`: the frame's bytes hold a run of ASCII digits that long (else only its files that are not
+    ASCII can hold one, of another script's digits)."""
+    for path, text in list(fr.files.items()):
+        if len(text) >= LONG_NUMBER and (ascii_run or not text.isascii()) and _LONG_NUMBER.search(text):
+            del fr.files[path]
+            fr.refused[path] = TOO_LONG  # said as a refused file is: not read, and nothing said of it
 
 
 KUBELET_FILE_MAX = 1 << 20  # probe.sh KMAX: od reads one byte more, so a larger file shows as cut

@@ -10,7 +10,7 @@ per frame that read them. `assemble(...)` is the one-shot form (tests, benchmark
 from __future__ import annotations
 
 from ..errors import Problem
-from ..frames import Frame, View
+from ..frames import TOO_LONG, Frame, View
 from ..model import NodeSnapshot
 from ..parse.cgroup import driver_of
 from ..parse.procfs import parse_numastat, parse_proc_stat, parse_task_status, parse_uptime
@@ -34,7 +34,8 @@ def _frame_problems(static: Frame, tick: Frame) -> list[Problem]:
         else:  # said before it was opened (probe.sh precheck): nothing of it was read
             problems.append(Problem(p, f"larger than {n} bytes: not read"))
     for p, kind in sorted((static.refused | tick.refused).items()):
-        problems.append(Problem(p, f"is a {kind}, not a regular file: not opened"))
+        problems.append(Problem(p, f"is a {TOO_LONG}: not read" if kind == TOO_LONG
+                                else f"is a {kind}, not a regular file: not opened"))
     for p in sorted(static.nonutf8 | tick.nonutf8):
         problems.append(Problem(p, "not UTF-8: undecodable bytes replaced"))
     if not tick.complete:

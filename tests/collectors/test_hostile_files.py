@@ -351,3 +351,29 @@ def test_snapshot_and_check_have_a_deadline_that_names_the_target_and_end_the_wh
         assert line.startswith("pinscope: local: no answer within 3 s"), line
         assert "Traceback" not in r.stderr
         assert gone(root) == []
+
+
+def test_a_number_too_long_for_int_leaves_its_file_out_not_the_node(tmp_path):
+    """int() refuses a number of 4300 digits: one in /proc/stat or a container's cpu.stat took the node's
+    whole report down ("internal error: ValueError", no JSON). Now that file is left out and said, and the
+    rest of the node is read; a run of another script's digits (int() reads those too) likewise."""
+    spec = NodeSpec(hostname="long-numbers", cores=4, threads=2, reserved="0,4",
+                    pods=[PodSpec("rt", containers=[CtrSpec("app", cpus="2,6")]),
+                          PodSpec("web", qos="Burstable", containers=[CtrSpec("app")])])
+    root = tmp_path / "node"
+    SimNode(spec, root).write()
+    stat = root / "proc/stat"
+    lines = stat.read_text().split("\n")
+    lines = [ln.replace("cpu3 ", "cpu3 " + "9" * 5000, 1) if ln.startswith("cpu3 ") else ln for ln in lines]
+    stat.write_text("\n".join(lines))
+    (cpu_stat,) = [p for p in root.rglob("cpu.stat") if "burstable" in str(p) and "cri-containerd" in str(p)]
+    cpu_stat.write_text("usage_usec " + "\u0663" * 5000 + "\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n")
+    o = read(root)
+    said = {e["source"]: e["message"] for e in o["errors"]}
+    assert "number of 640 digits or more" in said.get("/proc/stat", ""), said
+    assert "number of 640 digits or more" in said.get(str(cpu_stat)[len(str(root)):], ""), said
+    # the rest of the node is there: its CPUs and roles, both pods, the pinned container's CPUs
+    roles = [c["role"] for c in o["cpus"]]
+    assert len(roles) == 8 and roles.count("exclusive") == 2 and roles.count("reserved") == 2, roles
+    assert sorted(p["name"] for p in o["pods"]) == ["rt", "web"]
+    assert [c["util"] for c in o["cpus"]] == [None] * 8  # /proc/stat was not read: load unknown, not 0
