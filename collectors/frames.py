@@ -39,6 +39,7 @@ class _Parts:
     complete: bool = False
     garbage_lines: int = 0
     unchanged: list[str] = field(default_factory=list)
+    hexed: set[str] = field(default_factory=set)  # files sent as od's hex (kubelet's own): not a Frame field
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # eq=False: frames compare by identity (cheap, exact)
@@ -122,6 +123,7 @@ def parse_frame(data: bytes) -> Frame:
 def _close(fr: _Parts, cur: str, buf: list[str], hexbuf: list[str], nonutf8: bool) -> None:
     """The lines of one file -> its text: L lines as they came, H lines (od's hex: kubelet's files) as bytes."""
     if hexbuf:
+        fr.hexed.add(cur)
         data = _from_hex(hexbuf)
         if len(data) > KUBELET_FILE_MAX:
             data = data[:KUBELET_FILE_MAX]
@@ -194,7 +196,7 @@ def unescape(s: str) -> str:
 # checked in one pass over its bytes (digits to "0", the rest to " "); its files only when that found a run
 # (or it is not ASCII: another script's digits, which int() reads too, are looked for in those files).
 LONG_NUMBER = 640
-TOO_LONG = f"file holding a number of {LONG_NUMBER} digits or more (no kernel or kubelet value)"
+TOO_LONG = f"file holding a number of {LONG_NUMBER} digits or more (no kernel value is that long)"
 _DIGITS = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))
 _LONG_RUN = b"0" * LONG_NUMBER
 _LONG_NUMBER = re.compile(r"\d{%d}" % LONG_NUMBER)
@@ -202,8 +204,12 @@ _LONG_NUMBER = re.compile(r"\d{%d}" % LONG_NUMBER)
 
 def _leave_out_long_numbers(fr: _Parts, ascii_run: bool) -> None:
     """`ascii_run`: the frame's bytes hold a run of ASCII digits that long (else only its files that are not
-    ASCII can hold one, of another script's digits)."""
+    ASCII can hold one, of another script's digits). Kubelet's own files (sent as od's hex: their digits are
+    not in the frame's bytes) are left to their parsers, which say such a file is not JSON or YAML kubelet
+    reads: left out here, a config would read as a missing one (policy none)."""
     for path, text in list(fr.files.items()):
+        if path in fr.hexed:
+            continue
         if len(text) >= LONG_NUMBER and (ascii_run or not text.isascii()) and _LONG_NUMBER.search(text):
             del fr.files[path]
             fr.refused[path] = TOO_LONG  # said as a refused file is: not read, and nothing said of it
@@ -265,7 +271,8 @@ class Held:
     said so, and the client asks for a static frame, in which the probe sends everything whole."""
 
     def __init__(self) -> None:
-        self.files: dict[str, tuple[str, bool, int | None, int]] = {}
+        # text None: a file parse_frame left out for a number too long (TOO_LONG): a U keeps it out
+        self.files: dict[str, tuple[str | None, bool, int | None, int]] = {}
         self.seq: int | None = None
 
     def take(self, frame: Frame) -> Frame:
@@ -281,6 +288,7 @@ class Held:
         out = frame
         if frame.unchanged:
             files, nonutf8, cut = dict(frame.files), set(frame.nonutf8), dict(frame.truncated)
+            refused = frame.refused
             lost = []
             for p in frame.unchanged:
                 if p in frame.files:  # read twice in this frame (a focused container's detail): sent whole first
@@ -288,6 +296,9 @@ class Held:
                 h = held.get(p)
                 if h is None:
                     lost.append(p)
+                    continue
+                if h[0] is None:  # the same bytes parse_frame left out: out again, not lost (no static frame)
+                    refused = {**refused, p: TOO_LONG}
                     continue
                 files[p] = h[0]
                 if h[1]:
@@ -299,10 +310,13 @@ class Held:
                 warnings = [*warnings, f"{len(lost)} file(s) said unchanged by the probe, but this client holds no "
                             f"copy (a frame it did not see, e.g. {lost[0]}): left out of this tick; read whole "
                             "at the next static frame"]
-            out = dataclasses.replace(frame, files=files, nonutf8=nonutf8, truncated=cut, warnings=warnings,
-                                      unchanged=(), lost=tuple(lost))
+            out = dataclasses.replace(frame, files=files, nonutf8=nonutf8, truncated=cut, refused=refused,
+                                      warnings=warnings, unchanged=(), lost=tuple(lost))
         for p in frame.unreadable | frame.refused.keys() | frame.truncated.keys():
             held.pop(p, None)
+        for p, kind in frame.refused.items():
+            if kind == TOO_LONG and (p.startswith("/sys/fs/cgroup/") or p.endswith(_HELD_NAMES)):
+                held[p] = (None, False, None, seq)
         for p, text in frame.files.items():
             if p.startswith("/sys/fs/cgroup/") or p.endswith(_HELD_NAMES):
                 held[p] = (text, p in frame.nonutf8, frame.truncated.get(p), seq)

@@ -34,7 +34,7 @@ def _frame_problems(static: Frame, tick: Frame) -> list[Problem]:
         else:  # said before it was opened (probe.sh precheck): nothing of it was read
             problems.append(Problem(p, f"larger than {n} bytes: not read"))
     for p, kind in sorted((static.refused | tick.refused).items()):
-        problems.append(Problem(p, f"is a {TOO_LONG}: not read" if kind == TOO_LONG
+        problems.append(Problem(p, f"is a {TOO_LONG}: left out, not parsed" if kind == TOO_LONG
                                 else f"is a {kind}, not a regular file: not opened"))
     for p in sorted(static.nonutf8 | tick.nonutf8):
         problems.append(Problem(p, "not UTF-8: undecodable bytes replaced"))

@@ -124,7 +124,10 @@ def roles_stage(topo, kubelet, state, pods, problems, state_file):
     out = tuple(CpuRole(cpu, _role(cpu, online, owners, reserved, topo.isolated, shared), tuple(owners.get(cpu, ())))
                 for cpu in sorted(topo.possible | online))
     if policy == "static" and not kubelet.reserved_cpus:
-        problems.append(_reserved_problem(kubelet))
+        # a config that could not be read (policy None) says nothing of reservedSystemCPUs: not "not set"
+        problems.append(_reserved_problem(kubelet) if kubelet.cpu_manager_policy is not None else
+                        Problem(kubelet.config_path or "kubelet", "reservedSystemCPUs unknown (kubelet's config was "
+                                "not read): the CPUs kubelet reserves are shown as shared"))
     return out, shared, roles_from
 
 

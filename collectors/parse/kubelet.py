@@ -120,6 +120,10 @@ def _yaml_doc(src: str, text: str, problems: list[Problem]) -> tuple[dict | None
     except RecursionError:  # PyYAML composes nested nodes recursively
         problems.append(Problem(src, "kubelet config is nested too deeply to be read: policy unknown"))
         return None, False
+    except ValueError as err:  # an int of 4300 digits or more (PyYAML drops "_" before int(): 1_1_1...)
+        problems.append(Problem(src, f"kubelet config holds a value YAML cannot read ({str(err).partition(':')[0]}): "
+                                     "policy unknown"))
+        return None, False
     if doc is None or isinstance(doc, dict):
         return doc, True
     problems.append(Problem(src, "kubelet config is not a YAML mapping: policy unknown"))

@@ -377,3 +377,70 @@ def test_a_number_too_long_for_int_leaves_its_file_out_not_the_node(tmp_path):
     assert len(roles) == 8 and roles.count("exclusive") == 2 and roles.count("reserved") == 2, roles
     assert sorted(p["name"] for p in o["pods"]) == ["rt", "web"]
     assert [c["util"] for c in o["cpus"]] == [None] * 8  # /proc/stat was not read: load unknown, not 0
+
+
+@pytest.mark.parametrize("number", ["9" * 5000, "1_" * 4400 + "1"], ids=["digits", "underscores"])
+def test_a_number_too_long_for_int_in_kubelets_config_is_said_and_the_policy_unknown(tmp_path, number):
+    """Kubelet's config comes as od's hex, so the frame's check cannot see its digits: its YAML parse raised
+    (review). PyYAML drops "_" before int(), so a number written 1_1_1... raises without 640 digits in a row."""
+    root = tmp_path / "node"
+    SimNode(NodeSpec(hostname="long-config", cores=4, threads=2, reserved="0,4",
+                     pods=[PodSpec("rt", containers=[CtrSpec("app", cpus="2,6")])]), root).write()
+    cfg = root / "var/lib/kubelet/config.yaml"
+    cfg.write_text(cfg.read_text() + f"foo: {number}\n")
+    o = read(root)
+    said = [e["message"] for e in o["errors"] if e["source"] == "/var/lib/kubelet/config.yaml"]
+    assert any("YAML cannot read" in m and "policy unknown" in m for m in said), said
+    assert not any("is not set" in m for m in said), said  # not read: nothing is claimed of what it sets
+    assert o["kubelet"]["cpu_manager_policy"] is None
+    assert [f["code"] for f in o["findings"] if f["severity"] == "critical"] == []
+    assert len(o["cpus"]) == 8 and [p["name"] for p in o["pods"]] == ["rt"]
+
+
+def test_a_long_run_elsewhere_never_leaves_kubelets_config_out(tmp_path):
+    """A quoted 700-digit string in the config is no number; a long run in /proc/stat in the same frame used
+    to leave the config out with it, and a missing config read as policy none: a critical STATE_POLICY_MISMATCH
+    and "reservedSystemCPUs is not set" (review)."""
+    root = tmp_path / "node"
+    SimNode(NodeSpec(hostname="quoted", cores=4, threads=2, reserved="0,4",
+                     pods=[PodSpec("rt", containers=[CtrSpec("app", cpus="2,6")])]), root).write()
+    cfg = root / "var/lib/kubelet/config.yaml"
+    cfg.write_text(cfg.read_text() + f'foo: "{"1" * 700}"\n')
+    stat = root / "proc/stat"
+    stat.write_text(stat.read_text().replace("cpu3 ", "cpu3 " + "7" * 700, 1))
+    o = read(root)
+    said = {e["source"]: e["message"] for e in o["errors"]}
+    assert list(said) == ["/proc/stat"], said
+    assert o["kubelet"]["cpu_manager_policy"] == "static"
+    assert [f["code"] for f in o["findings"] if f["severity"] == "critical"] == []
+
+
+def test_a_file_left_out_for_a_long_number_stays_out_when_said_unchanged(tmp_path):
+    """The probe says "unchanged" of a cgroup file it sent whole; the client had left that one out, held no
+    copy, called it lost and asked for a static frame every other tick (review). Now it stays out, said."""
+    root = tmp_path / "node"
+    SimNode(NodeSpec(hostname="held", cores=4, threads=2, reserved="0,4",
+                     pods=[PodSpec("rt", containers=[CtrSpec("app", cpus="2,6")])]), root).write()
+    (eff,) = [p for p in root.rglob("cpuset.cpus.effective") if p.read_text().strip() == "2,6"]  # the pinned app
+    eff.write_text("7" * 700 + "\n")
+    where = str(eff)[len(str(root)):]
+
+    async def go():
+        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
+        await col.connect()
+        try:
+            out = []
+            for depth in ("g", "g", "g", "g"):
+                rep = await col.tick(depth)
+                out.append((rep.snapshot.request, col.pipeline.want_static,
+                            [p.message for p in rep.snapshot.problems if p.source == where],
+                            [p.message for p in rep.snapshot.problems if "said unchanged" in p.message]))
+            return out
+        finally:
+            await col.close()
+
+    ticks = asyncio.run(go())
+    assert [t[0][0] for t in ticks] == ["s", "g", "g", "g"], ticks  # one static frame, at the start only
+    for request, want_static, said, lost in ticks:
+        assert not want_static and lost == [], (request, lost)
+        assert len(said) == 1 and "number of 640 digits or more" in said[0], (request, said)
