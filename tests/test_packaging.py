@@ -18,7 +18,9 @@ def test_the_links_name_the_three_folders():
     for name in ("collectors", "tui", "themes"):
         link = ROOT / "pinscope" / name
         assert link.is_symlink() and os.readlink(link) == f"../{name}", link
-    assert sorted(p.name for p in (ROOT / "pinscope").iterdir()) == ["collectors", "themes", "tui"]
+    # and `python3 -m pinscope` (the command without its script on PATH)
+    assert sorted(p.name for p in (ROOT / "pinscope").iterdir() if p.name != "__pycache__") == [
+        "__main__.py", "collectors", "themes", "tui"]
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +43,7 @@ def test_the_wheel_holds_one_top_level_name(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/", 1)[0] for n in names if not n.startswith("pinscope-")}
     assert tops == {"pinscope"}, tops
-    for must in ("pinscope/collectors/probe.sh", "pinscope/collectors/__init__.py", "pinscope/tui/cli.py",
+    for must in ("pinscope/__main__.py", "pinscope/collectors/probe.sh", "pinscope/collectors/__init__.py", "pinscope/tui/cli.py",
                  "pinscope/themes/pinscope.tcss", "pinscope/collectors/sim/node.py", "pinscope/tui/widgets/coregrid.py"):
         assert must in names, must
     assert not [n for n in names if n.startswith(("pinscope/tests", "pinscope/bench"))]
@@ -77,6 +79,7 @@ def test_the_wheel_installs_and_runs_outside_the_checkout(wheel, tmp_path):
                         "print(pinscope.tui.cli.__file__); print('tui' in sys.modules, 'collectors' in sys.modules)"],
                        capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert r.returncode == 0 and r.stdout.splitlines() == [f"{site}/pinscope/tui/cli.py", "False False"], r.stdout + r.stderr
-    r = subprocess.run([str(py), "-m", "pinscope.tui.cli", "check", "--help"], capture_output=True, text=True,
-                       timeout=120, cwd=tmp_path)
-    assert r.returncode == 0 and "check" in r.stdout, r.stdout + r.stderr
+    for module in ("pinscope.tui.cli", "pinscope"):  # python3 -m pinscope: the command, installed
+        r = subprocess.run([str(py), "-m", module, "check", "--help"], capture_output=True, text=True,
+                           timeout=120, cwd=tmp_path)
+        assert r.returncode == 0 and "usage: pinscope check" in r.stdout, (module, r.stdout + r.stderr)
