@@ -26,6 +26,7 @@ import socket
 import time
 from dataclasses import dataclass
 
+from .aio import deadline, within
 from .errors import AuthFailed, HostKeyRejected, PinscopeError, ProbeFailed, TransportError
 from .frames import Frame
 from .model import Role
@@ -214,7 +215,7 @@ async def snapshot(target: str, opts: Options, samples: int = 1, interval: float
     ends the probe's whole process group on the node."""
     col = NodeCollector(target, opts, name=name)
     try:
-        return await asyncio.wait_for(_samples(col, samples, interval, depth), timeout)
+        return await within(_samples(col, samples, interval, depth), timeout)
     except asyncio.TimeoutError as err:
         raise ProbeFailed(_stuck(col, f"no answer within {timeout:g} s")) from err
     except ProbeFailed as err:
@@ -278,7 +279,7 @@ async def _down(collector: NodeCollector, err: Exception, backoff: Backoff, defe
     errors): the task used to end there, and the node's last report stayed on screen as if live. Said, and
     tried again from a new connection (the data that raised may be gone by then), ever more slowly."""
     try:
-        await asyncio.wait_for(collector.close(), 2)
+        await within(collector.close(), 2)
     except (asyncio.TimeoutError, TransportError, OSError):
         pass
     if isinstance(err, PinscopeError):
@@ -335,7 +336,7 @@ async def live(collector: NodeCollector, interval: float, depth_for_tick, on_rep
                 good = 0
             wait = await _down(collector, err, backoff, defects, on_state)
         try:
-            async with asyncio.timeout(wait):  # not wait_for: no task of its own a tick, for every node
+            async with deadline(wait):
                 await stop.wait()
         except TimeoutError:
             pass

@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
+from .aio import within
 from .collect import NodeCollector, Options, live, live_depth, overview_depth
 from .inventory import Target
 from .kube import ApiWindow
@@ -148,7 +149,7 @@ class Fleet:
                 err = err or node.pods_error
             on_api(err)
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.stop.wait(), self.kube_period)
+                await within(self.stop.wait(), self.kube_period)
 
     def close(self, name: str | None = None) -> Awaitable[None]:
         """Close one node's connection, or (no name) stop every task and close them all at once: node/NAME
@@ -165,6 +166,6 @@ class Fleet:
 async def _close_all(cols: list[NodeCollector]) -> None:
     async def close(col: NodeCollector) -> None:
         with contextlib.suppress(Exception):  # closing a dead connection must not block the exit
-            await asyncio.wait_for(col.close(), 2)
+            await within(col.close(), 2)
 
     await asyncio.gather(*(close(c) for c in cols))

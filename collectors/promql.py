@@ -17,6 +17,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 
+from .aio import within
 from .errors import PinscopeError
 
 
@@ -119,7 +120,7 @@ class PromSource:
 
     async def query(self, promql: str) -> list:
         # a thread per request (urllib blocks); the deadline is the socket timeout, plus a margin here
-        return await asyncio.wait_for(asyncio.to_thread(self._get, promql), self.timeout + 1)
+        return await within(asyncio.to_thread(self._get, promql), self.timeout + 1)
 
     def _m(self, extra: str = "") -> str:
         parts = [p for p in (extra, self.sel) if p]

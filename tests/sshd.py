@@ -102,7 +102,12 @@ class Sshd:
             f"AuthorizedKeysFile {self.d}/authorized_keys\nPermitRootLogin prohibit-password\n"
             "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
             f"PidFile {self.d}/sshd.pid\nMaxSessions 100\nMaxStartups 200\nLogLevel ERROR\n"
-            f"SetEnv {MARK}={self.mark}\n")
+            # HOME: the session's shell reads $HOME/.bashrc (bash does when sshd runs it, even for a command), so
+            # the tests never run this machine's root dotfiles: here they ran `pyenv rehash`, whose lock file a
+            # session killed mid-way (a frozen node's test) left behind, and every later session waited 60 s for
+            # it: every SSH test failed with "no frame". One SetEnv line: sshd takes the first one only.
+            f"SetEnv {MARK}={self.mark} HOME={self.d / 'home'}\n")
+        (self.d / "home").mkdir(exist_ok=True)
         self.proc: subprocess.Popen | None = None
         Path("/run/sshd").mkdir(exist_ok=True)
 

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import time
 
+from pinscope.collectors.aio import within
 from pinscope.collectors.collect import Options
 from pinscope.collectors.errors import PinscopeError
 from pinscope.collectors.fleet import NodeTarget
@@ -72,7 +73,7 @@ class PromApp(PinscopeApp):
                 next_fleet = time.monotonic() + self.refresh_s  # retry at the refresh cadence, no faster
             self._wake.clear()
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), max(0.05, next_fleet - time.monotonic()))
+                await within(self._wake.wait(), max(0.05, next_fleet - time.monotonic()))
 
     # ---------------------------------------------------------------- a node, live
     def address_of(self, name: str) -> str:

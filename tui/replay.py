@@ -10,6 +10,7 @@ import datetime as dt
 
 from textual.binding import Binding
 
+from pinscope.collectors.aio import within
 from pinscope.collectors.fleet import NodeTarget
 from pinscope.collectors.pipeline import Pipeline
 from pinscope.collectors.record import Recording, restore
@@ -111,7 +112,7 @@ class ReplayApp(PinscopeApp):
             wait = (self.rec.index[i][0] - self.t) / self.speed if self.pos >= 0 else 0
             if wait > 0:
                 try:
-                    await asyncio.wait_for(self._wake.wait(), min(wait, 5.0))
+                    await within(self._wake.wait(), min(wait, 5.0))
                     self._wake.clear()
                     continue  # a key changed the plan
                 except asyncio.TimeoutError:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
 
+from ..aio import within
 from ..collect import Backoff, NodeCollector, Options, live_depth
 from ..errors import PinscopeError, ProbeFailed
 from ..fleet import NodeTarget
@@ -86,7 +87,7 @@ async def node_loop(col: NodeCollector, node: str, interval: float, store: Lates
         wait = interval
         try:
             if not connected:
-                await asyncio.wait_for(col.connect(), connect_timeout + 1)
+                await within(col.connect(), connect_timeout + 1)
                 connected = True
             report = await col.tick(exporter_depth(col.ticks))
             why = unread_reason(report)
@@ -115,12 +116,12 @@ async def node_loop(col: NodeCollector, node: str, interval: float, store: Lates
             connected = False
             cpu.new_probe()
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(col.close(), 2)
+                await within(col.close(), 2)
             wait = backoff.next()
         with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(stop.wait(), max(0.0, wait - (time.monotonic() - t0)))
+            await within(stop.wait(), max(0.0, wait - (time.monotonic() - t0)))
     with contextlib.suppress(Exception):
-        await asyncio.wait_for(col.close(), 2)
+        await within(col.close(), 2)
 
 
 def _local_name(root: str | None) -> str:
@@ -231,4 +232,4 @@ async def _serve(nodes, store, interval, connect_timeout) -> None:
 
 async def _close(col) -> None:
     with contextlib.suppress(Exception):
-        await asyncio.wait_for(col.close(), 2)
+        await within(col.close(), 2)

@@ -11,6 +11,7 @@ import re
 import shlex
 from typing import Protocol
 
+from ..aio import deadline
 from .. import probe_text
 from ..errors import ProbeFailed
 from ..frames import MAX_FRAME_BYTES, PROTOCOL, Frame, parse_frame, unescape
@@ -100,7 +101,7 @@ class FrameStream:
     async def request(self, req: str, timeout: float = 10.0) -> Frame:
         """Ask for one frame ('s', 'g', 'gt', 'gta', 'gi', ...) and wait for it, at most `timeout` s."""
         try:
-            async with asyncio.timeout(timeout):  # not wait_for: no task of its own a frame, for every node
+            async with deadline(timeout):
                 return await self._request(req)
         except TimeoutError as err:
             where = self.stuck_on()

@@ -34,11 +34,14 @@ import re
 import secrets
 import socket
 import string
+import threading
 import time
 from typing import TYPE_CHECKING
 
 from .. import probe_text
+from ..aio import within
 from ..errors import ProbeFailed, Unreachable
+from ..exitsignals import last_resort
 from ..kube import KubeError, NotFound, Refused, call, load_config
 from .base import PROBE_END, FrameStream, stdin_probe_command
 from .kubeexec import ExecStream, exec_url
@@ -71,6 +74,31 @@ WATCHDOG = (
 # waiting reasons that will not resolve by waiting longer (kubelet: images.ErrImagePull and friends)
 _HOPELESS = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull",
              "CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
+
+
+# Our debug pods not known deleted yet, by (namespace, name): the exit watchdog's last resort deletes them when
+# an orderly end has not ended within its grace (exitsignals.py), rather than leave them to their own watchdog.
+_UNDELETED: dict[tuple[str, str], CoreV1Api] = {}
+LAST_DELETE = 3.0  # s for all of the last resort's deletes together (they run at once)
+
+
+def _delete_undeleted() -> None:
+    """Delete every debug pod still ours, at once, LAST_DELETE s at most in all; errors ignored (the pod's
+    own watchdog and activeDeadlineSeconds remain). Runs in the exit watchdog's thread."""
+    def delete(ns: str, name: str, api: CoreV1Api) -> None:
+        with contextlib.suppress(Exception):
+            call(api.delete_namespaced_pod, "delete", "pods", ns, LAST_DELETE, namespace=ns, name=name,
+                 grace_period_seconds=0)
+    threads = [threading.Thread(target=delete, args=(ns, name, api), daemon=True)
+               for (ns, name), api in list(_UNDELETED.items())]
+    for t in threads:
+        t.start()
+    end = time.monotonic() + LAST_DELETE
+    for t in threads:
+        t.join(max(0.0, end - time.monotonic()))
+
+
+last_resort(_delete_undeleted)
 
 
 # a node's name is a DNS subdomain (k8s.io/apimachinery validation.IsDNS1123Subdomain)
@@ -193,7 +221,7 @@ class KubeTransport(FrameStream):
 
     async def _call(self, fn, verb: str, resource: str, in_ns: str | None = None, timeout: float = 10.0, **kw):
         try:
-            return await asyncio.wait_for(
+            return await within(
                 asyncio.to_thread(call, fn, verb, resource, in_ns, timeout, **kw), timeout + 2)
         except asyncio.TimeoutError as err:
             raise Unreachable(f"{self.target}: Kubernetes API did not answer {verb} {resource} "
@@ -242,6 +270,7 @@ class KubeTransport(FrameStream):
             # read _content_type
             _content_type="application/json", _headers={"Content-Type": "application/json"}))
         self._creating = (creating, manifest["metadata"]["name"])
+        _UNDELETED[(self.namespace, manifest["metadata"]["name"])] = self._core()
         try:
             created = await asyncio.shield(creating)  # cancelled (a signal): the request goes on, close() waits
         except NotFound as err:
@@ -311,7 +340,7 @@ class KubeTransport(FrameStream):
         if creating is not None and pod is None:  # closed while its create was in flight: the pod may exist
             fut, name = creating
             try:
-                await asyncio.wait_for(asyncio.shield(fut), 3)
+                await within(asyncio.shield(fut), 3)
             except asyncio.CancelledError as err:  # our caller is cancelled: clean up first, then say so
                 cancelled = err
             except (KubeError, Unreachable, asyncio.TimeoutError):  # its outcome is read below
@@ -321,15 +350,22 @@ class KubeTransport(FrameStream):
             refused = fut.done() and not fut.cancelled() and isinstance(fut.exception(), (Refused, NotFound))
             if not refused:  # made, or maybe made (no answer yet, a timeout): deleted by name, NotFound ignored
                 pod, owned = name, True
+            else:
+                _UNDELETED.pop((self.namespace, name), None)
         if stream is not None:
             with contextlib.suppress(Exception):
                 await stream.close_stdin(0.2 if owned else 1.0, quit=self.idle)
         if pod and owned and self.api is not None:
-            with contextlib.suppress(KubeError, Unreachable):
+            try:
                 # 4 s for the API's answer (1.5 s ran out once in a loaded CI run: the pod was left to its
                 # watchdog); `snapshot`/`check` wait for it inside the exit grace, the app's 2 s a node cut it short
                 await self._call(self.api.delete_namespaced_pod, "delete", "pods", self.namespace, 4.0,
                                  namespace=self.namespace, name=pod, grace_period_seconds=0)
+                _UNDELETED.pop((self.namespace, pod), None)
+            except NotFound:
+                _UNDELETED.pop((self.namespace, pod), None)
+            except (KubeError, Unreachable):
+                pass  # still in _UNDELETED: the exit watchdog's last resort tries again
         if stream is not None:
             await stream.aclose()
         if cancelled is not None:

@@ -23,6 +23,7 @@ from urllib.parse import quote, urlencode
 
 import aiohttp
 
+from ..aio import within
 from ..errors import ProbeFailed, TransportError, Unreachable
 from ..frames import MAX_FRAME_BYTES
 from ..kube import Refused
@@ -97,7 +98,7 @@ class ExecStream:
         if getattr(self.cfg, "proxy", None):
             kw["proxy"] = self.cfg.proxy
         try:
-            self.ws = ws = await asyncio.wait_for(self.session.ws_connect(
+            self.ws = ws = await within(self.session.ws_connect(
                 url, protocols=(V5, V4), headers=auth_headers(self.cfg), heartbeat=15.0,
                 max_msg_size=MAX_FRAME_BYTES, **kw), timeout)
         except aiohttp.WSServerHandshakeError as err:
@@ -178,17 +179,18 @@ class ExecStream:
                 await self.ws.send_bytes(bytes([CLOSE, STDIN]))
         if self._pump is not None:
             # the server closes the websocket after the command's Status: wait for it, briefly
-            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(asyncio.shield(self._pump), wait)
+            # asyncio.wait: neither cancels the pump nor raises its end; a cancel of ours goes on (no suppress)
+            await asyncio.wait({self._pump}, timeout=wait)
 
     async def aclose(self) -> None:
         with contextlib.suppress(Exception):
             if self.ws is not None:
-                await asyncio.wait_for(self.ws.close(), 2)
+                await within(self.ws.close(), 2)
         if self._pump is not None:
             self._pump.cancel()
-            with contextlib.suppress(BaseException):
-                await self._pump
+            await asyncio.wait({self._pump})  # its end, whatever it was; a cancel of ours is not swallowed
+            if not self._pump.cancelled():
+                self._pump.exception()  # read: never "Task exception was never retrieved"
         with contextlib.suppress(Exception):
             if self.session is not None:
                 await self.session.close()

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 
+from ..aio import within
 from ..errors import Unreachable
 from ..exitsignals import last_resort
 from ..frames import MAX_FRAME_BYTES, Frame
@@ -163,7 +164,7 @@ class LocalTransport(FrameStream):
                     stdin.write(b"q\n")
                 stdin.close()
         try:
-            await asyncio.wait_for(proc.wait(), 2)
+            await within(proc.wait(), 2)
         except (asyncio.TimeoutError, ProcessLookupError):
             pass
         with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -18,6 +18,7 @@ import time
 import warnings
 from pathlib import Path
 
+from ..aio import within
 from ..errors import AuthFailed, HostKeyRejected, ProbeFailed, TransportError, Unreachable
 from .base import FrameStream, probe_command
 
@@ -103,7 +104,7 @@ class SSHTransport(FrameStream):
 
     async def _host_key_text(self) -> str:
         with contextlib.suppress(Exception):
-            key = await asyncio.wait_for(
+            key = await within(
                 asyncssh.get_server_host_key(self.host, self.port or (),
                                              config=[self.ssh_config] if self.ssh_config else ()),
                 self.connect_timeout)
@@ -125,7 +126,7 @@ class SSHTransport(FrameStream):
         """accept-new: record the key of a host we have never seen; a changed key is never accepted."""
         if self._has_known_key():
             return
-        key = await asyncio.wait_for(
+        key = await within(
             asyncssh.get_server_host_key(self.host, self.port or (),
                                          config=[self.ssh_config] if self.ssh_config else ()),
             self.connect_timeout)
@@ -156,9 +157,9 @@ class SSHTransport(FrameStream):
             if not task.done() and not tcp_at:
                 raise Unreachable(f"{self.target}: no answer within {t:g} s (host down, or packets dropped)")
             try:
-                self.conn = await asyncio.wait_for(task, max(0.1, budget - (time.monotonic() - t0)))
+                self.conn = await within(task, max(0.1, budget - (time.monotonic() - t0)))
                 # encoding=None: bytes (create_process's AnyStr is not inferred from it)
-                proc: asyncssh.SSHClientProcess[bytes] = await asyncio.wait_for(
+                proc: asyncssh.SSHClientProcess[bytes] = await within(
                     self.conn.create_process(probe_command(self.root, self.sudo), encoding=None),
                     max(0.1, budget - (time.monotonic() - t0)))
                 self.proc = proc
@@ -219,5 +220,5 @@ class SSHTransport(FrameStream):
         with contextlib.suppress(Exception):
             if self.conn is not None:
                 self.conn.close()
-                await asyncio.wait_for(self.conn.wait_closed(), 2)
+                await within(self.conn.wait_closed(), 2)
         self.conn = self.proc = None

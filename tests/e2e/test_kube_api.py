@@ -8,6 +8,7 @@ skipped on a laptop without them, FAILS in CI.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -23,6 +24,7 @@ import yaml
 import kube_standin
 from pinscope.collectors import probe_text
 from pinscope.collectors.collect import NodeCollector, Options, live
+from pinscope.collectors.errors import PinscopeError
 from pinscope.collectors.frames import parse_frame
 from pinscope.collectors.sim.node import SimNode
 from pinscope.collectors.transport.base import PROBE_END, stdin_probe_command
@@ -448,7 +450,8 @@ def test_sigterm_while_the_pod_starts_deletes_it(sim, tmp_path):
             if p.poll() is None:
                 p.kill()
                 p.wait()
-        assert probe_pods(srv) == [] and not _exec_seen(srv)
+        said = p.stderr.read() if p.stderr else ""
+        assert probe_pods(srv) == [] and not _exec_seen(srv), (said, srv.requests[-6:])
     finally:
         srv.stop()
 
@@ -470,6 +473,41 @@ def test_sigterm_while_the_create_is_answered_deletes_the_pod(sim, tmp_path):
                 p.kill()
                 p.wait()
         assert probe_pods(srv) == [] and not _exec_seen(srv)
+    finally:
+        srv.stop()
+
+
+def test_the_exit_watchdogs_last_resort_deletes_the_debug_pods_left(sim, tmp_path):
+    """An orderly end that does not end within the exit grace (the CI run's: a lost cancel kept pinscope
+    polling its Pending pod) left the pod to its own watchdog: the exit watchdog killed only local probes.
+    Its last resort now deletes every debug pod not known deleted; run here from a thread, as the watchdog
+    does, while the transport still waits for its pod."""
+    from pinscope.collectors import exitsignals
+
+    assert kube_transport._delete_undeleted in exitsignals._LAST_RESORT
+    srv, kc = standin(sim, tmp_path, start_delay=60.0)
+    try:
+        async def go():
+            tr = KubeTransport(f"node/{NODE}", kubeconfig=kc)
+            connecting = asyncio.create_task(tr.connect(10.0))
+            for _ in range(300):
+                if probe_pods(srv):
+                    break
+                await asyncio.sleep(0.05)
+            (pod,) = probe_pods(srv)
+            assert ("pinscope", pod) in kube_transport._UNDELETED
+            await asyncio.to_thread(kube_transport._delete_undeleted)
+            gone = probe_pods(srv) == []
+            connecting.cancel()
+            with contextlib.suppress(asyncio.CancelledError, PinscopeError):
+                await connecting
+            return pod, gone
+
+        pod, gone = asyncio.run(go())
+        assert gone, "the last resort did not delete the pod"
+        assert ("DELETE", f"/api/v1/namespaces/pinscope/pods/{pod}") in [
+            (m, path.split("?")[0]) for m, path, _ in srv.requests]
+        assert ("pinscope", pod) not in kube_transport._UNDELETED  # the orderly close's delete: NotFound, done
     finally:
         srv.stop()
 

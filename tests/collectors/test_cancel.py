@@ -1,0 +1,134 @@
+"""A cancel (an exit signal's) is never swallowed.
+
+Python 3.11's asyncio.wait_for returns the inner result when its own task is cancelled in the instant the inner
+awaitable has finished but the task has not resumed yet (bpo-42130, fixed in 3.12 by building wait_for on
+asyncio.timeout). Seen in a CI run: SIGTERM while `node/NAME` waited for its debug pod to run; the cancel
+landed as a `get pods` poll's answer came in, was swallowed, and the poll went on; 10 s later the exit watchdog
+ended the process with the pod still on the node. Debian 12's python3 is 3.11: pinscope must not rely on it.
+"""
+from __future__ import annotations
+
+import ast
+import asyncio
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pinscope.collectors.aio import within
+from pinscope.collectors.transport.kube import KubeTransport
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class _Answer:
+    """What the kubernetes client returns for _preload_content=False: the body in `.data`."""
+
+    def __init__(self, doc: dict) -> None:
+        self.data = json.dumps(doc).encode()
+
+
+async def _cancel_as_it_answers(call, hops: int) -> tuple[bool, str]:
+    """Run `call(fn)` (fn: the blocking API call, in a worker thread) and cancel its task in the loop turn its
+    answer comes in: the loop is held while the worker answers (its result queued, not yet run), then the
+    cancel is queued `hops` callbacks later. Returns (whether cancel() was accepted, how the task ended).
+    `cancel()` returning True promises a CancelledError; wait_for broke the promise at hops=1 on 3.11."""
+    loop = asyncio.get_running_loop()
+    started, go_on = threading.Event(), threading.Event()
+
+    def fn(**_kw):
+        started.set()
+        go_on.wait(5)
+        return _Answer({"kind": "Pod", "status": {"phase": "Pending"}})
+
+    task = asyncio.create_task(call(fn))
+    while not started.is_set():
+        await asyncio.sleep(0.001)
+    accepted: list[bool] = []
+
+    def hop(n: int) -> None:
+        if n:
+            loop.call_soon(hop, n - 1)
+        else:
+            accepted.append(task.cancel())
+    go_on.set()
+    time.sleep(0.2)  # noqa: ASYNC251 -- the loop held on purpose: the worker returns and queues its answer
+    loop.call_soon(hop, hops)
+    try:
+        await task
+        ended = "answered"
+    except asyncio.CancelledError:
+        ended = "cancelled"
+    while not accepted:  # the hops that come after the task's end
+        await asyncio.sleep(0)
+    return accepted[0], ended
+
+
+def _never_lost(call) -> None:
+    async def go():
+        runs = [await _cancel_as_it_answers(call, hops) for hops in range(5)]
+        assert all(ended == ("cancelled" if accepted else "answered") for accepted, ended in runs), runs
+        assert any(accepted for accepted, _ in runs), runs  # the cancel did land while the task waited
+    asyncio.run(go())
+
+
+def test_a_kube_api_call_cancelled_as_its_answer_comes_is_cancelled():
+    """The defect: KubeTransport._call (every API request: the debug pod's polls, its delete) returned the
+    answer and the cancel was lost. Fails on wait_for (Python 3.11)."""
+    tr = KubeTransport("node/n1")
+    tr.api = object()  # type: ignore[assignment]  # "connected"; the call below is all it asks
+    _never_lost(lambda fn: tr._call(fn, "get", "pods", "pinscope", 5.0))
+
+
+def test_within_keeps_the_cancel_and_the_deadline():
+    _never_lost(lambda fn: within(asyncio.to_thread(fn), 5.0))
+
+    async def go():
+        # the deadline: TimeoutError (asyncio's is the builtin since 3.11), the awaited work cancelled
+        ev = asyncio.Event()
+        with pytest.raises(asyncio.TimeoutError):
+            await within(ev.wait(), 0.05)
+        assert await within(asyncio.sleep(0, "done"), None) == "done"
+    asyncio.run(go())
+
+
+def test_a_deadline_in_the_cleanup_a_cancel_runs_is_a_timeout():
+    """The cleanup after a cancel (the debug pod's delete, with its own deadline): its expiry is a TimeoutError,
+    which the cleanup handles, and the cancel goes on after it. asyncio.timeout before 3.11.3 raised
+    CancelledError there and cut the cleanup short."""
+    said: list[str] = []
+
+    async def work():
+        try:
+            await asyncio.sleep(30)
+        finally:
+            try:
+                await within(asyncio.sleep(30), 0.05)
+            except TimeoutError:
+                said.append("the delete timed out")
+            said.append("cleanup ran to its end")
+
+    async def go():
+        task = asyncio.create_task(work())
+        await asyncio.sleep(0.01)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    asyncio.run(go())
+    assert said == ["the delete timed out", "cleanup ran to its end"]
+
+
+def test_no_wait_for_in_pinscope():
+    """Every deadline goes through aio.within/deadline: asyncio.wait_for and asyncio.timeout are nowhere else."""
+    found = []
+    for part in ("collectors", "tui"):
+        for path in sorted((ROOT / part).rglob("*.py")):
+            if path == ROOT / "collectors" / "aio.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Attribute) and (node.attr == "wait_for" or node.attr == "timeout" and
+                                                        isinstance(node.value, ast.Name) and node.value.id == "asyncio"):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+    assert found == []
