@@ -5,6 +5,7 @@ the REAL probe and parsers (collectors.transport.demo, a LocalTransport with --r
 """
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -69,13 +70,33 @@ def demo_specs() -> list[NodeSpec]:
     return [trading, inference, plain]
 
 
+SHM = "/dev/shm"
+SHM_FREE = 256 << 20  # bytes free on it before the demo's trees go there (~20 MB; Docker's default is 64 MB)
+
+
+def tree_dir() -> str | None:
+    """Where the demo's trees go: the in-memory /dev/shm when it is a writable directory with room, and
+    TMPDIR is not set (the user's choice wins); else tempfile's default (None). Each demo tick writes its
+    nodes' files, and quitting removes ~6,000 of them: on a disk filesystem with both cores busy that was
+    ~1.5 s to write and ~0.5 s to remove (blocking the quit), on tmpfs ~0.3 s and ~0.1 s."""
+    if os.environ.get("TMPDIR"):
+        return None
+    try:
+        st = os.statvfs(SHM)
+    except OSError:
+        return None
+    if not os.path.isdir(SHM) or not os.access(SHM, os.W_OK | os.X_OK) or st.f_bavail * st.f_frsize < SHM_FREE:
+        return None
+    return SHM
+
+
 class DemoCluster:
     """Writes the demo nodes under one temporary directory; `close()` removes it. `write=False`: each
     node's tree is written when its transport first connects, in a thread (`pinscope demo`: the UI is up
     before the trees are, and no tree is written on the UI thread)."""
 
     def __init__(self, specs: list[NodeSpec] | None = None, root: str | None = None, write: bool = True) -> None:
-        self.dir = Path(root or tempfile.mkdtemp(prefix="pinscope-demo-"))
+        self.dir = Path(root or tempfile.mkdtemp(prefix="pinscope-demo-", dir=tree_dir()))
         self.written = write
         self.sims = []
         for spec in specs or demo_specs():
