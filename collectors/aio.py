@@ -13,6 +13,8 @@ Python 3.11's own deadlines lose it or misread it:
 
 So every deadline here is `deadline`/`within` (tests/collectors/test_cancel.py: no wait_for, no
 asyncio.timeout anywhere else), with 3.11.3's rule: our expiry is a TimeoutError unless another cancel came.
+And as wait_for did: once a cancel from outside is under way, a deadline entered before it stands down, so
+the cleanup that cancel runs (a debug pod's delete) is not cut at a deadline meant for the work.
 """
 from __future__ import annotations
 
@@ -20,8 +22,12 @@ import asyncio
 from collections.abc import Awaitable
 from types import TracebackType
 from typing import TypeVar
+from weakref import WeakKeyDictionary
 
 T = TypeVar("T")
+# per task: the cancels our deadlines requested and have not taken back yet (so a deadline can tell them
+# from a cancel from outside: task.cancelling() counts both)
+_OURS: WeakKeyDictionary[asyncio.Task, int] = WeakKeyDictionary()
 
 
 class deadline:
@@ -41,22 +47,29 @@ class deadline:
         if task is None:
             raise RuntimeError("deadline() is for a task")
         self._task, self._entered = task, task.cancelling()
+        self._outside = self._entered - _OURS.get(task, 0)  # cancels from outside already under way
         if self.seconds is not None:
             self._handle = asyncio.get_running_loop().call_later(max(0.0, self.seconds), self._expire)
         return self
 
     def _expire(self) -> None:
-        assert self._task is not None
+        task = self._task
+        assert task is not None
+        if task.done() or task.cancelling() - _OURS.get(task, 0) > self._outside:
+            return  # a cancel from outside came meanwhile: its cleanup runs without this deadline
         self.expired = True
-        self._task.cancel()
+        _OURS[task] = _OURS.get(task, 0) + 1
+        task.cancel()
 
     async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         if self._handle is not None:
             self._handle.cancel()
-        if self.expired and self._task is not None:
+        task = self._task
+        if self.expired and task is not None:
+            _OURS[task] = _OURS.get(task, 1) - 1
             # ours is taken back; a cancel that came besides it (more requests than when we began) goes on
-            if self._task.uncancel() <= self._entered and kind is asyncio.CancelledError:
+            if task.uncancel() <= self._entered and kind is asyncio.CancelledError:
                 raise TimeoutError from exc
 
 

@@ -26,7 +26,16 @@ EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 EXIT_GRACE = 10.0  # s from the first exit signal to the watchdog's exit (a debug pod's delete takes ~1-3 s)
 T = TypeVar("T")
 _LAST_RESORT: list[Callable[[], None]] = []
+_AT_END: list[Callable[[], None]] = []
 _watchdog: list[threading.Thread] = []
+
+
+def at_end(fn: Callable[[], None]) -> None:
+    """Run `fn` (bounded, thread-safe, never raising) when the program's work is done (after_main), and as a
+    last resort: what an orderly close could not finish (a debug pod whose delete was cut short or failed) is
+    tried once more before the process ends."""
+    _AT_END.append(fn)
+    last_resort(fn)
 
 
 def last_resort(fn: Callable[[], None]) -> None:
@@ -37,7 +46,7 @@ def last_resort(fn: Callable[[], None]) -> None:
 
 def _arm(sig: int, grace: float) -> None:
     """Start the watchdog (once): a daemon thread, so an orderly end that finishes is not held up by it."""
-    after_main(128 + sig, grace)
+    _start_watchdog(128 + sig, grace)
 
 
 def after_main(code: int, grace: float = EXIT_GRACE) -> None:
@@ -48,8 +57,18 @@ def after_main(code: int, grace: float = EXIT_GRACE) -> None:
     70 % of a CPU for good, and the interpreter waited for it forever. An end that ends is not held up (the
     watchdog is a daemon thread). Only for the program itself (cli.main with sys.argv), never in a test's
     process."""
+    for fn in list(_AT_END):
+        try:
+            fn()
+        except Exception:  # noqa: BLE001 -- the end goes on whatever one sweep did
+            pass
+    _start_watchdog(code, grace)
+
+
+def _start_watchdog(code: int, grace: float) -> None:
     if _watchdog:
         return
+
     def run() -> None:
         threading.Event().wait(grace)
         for fn in list(_LAST_RESORT):

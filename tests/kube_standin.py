@@ -105,6 +105,7 @@ class StandIn:
         self.images = images
         self.admission = None  # callable(pod dict) -> refusal message or None
         self.create_answer_delay = 0.0  # s between storing a created pod and answering (a slow API server)
+        self.stalled_deletes = 0  # how many pod DELETEs, first come, the server sits on (read, never answered)
         self.allocatable: dict[str, str] = {}  # node -> status.allocatable.cpu (default "8")
         self.kubelet_metrics: dict[str, list] = {}  # node -> the /metrics texts (str or bytes) served in turn
         self.metrics_served: dict[str, int] = {}  # node -> how many times its /metrics was served
@@ -473,6 +474,9 @@ class StandIn:
         ns, name = request.match_info["ns"], request.match_info["name"]
         if (r := self._allowed(request, "delete", "pods", ns)):
             return r
+        if self.stalled_deletes > 0:  # an API server (or its etcd) that hangs: the client's deadline ends it
+            self.stalled_deletes -= 1
+            await asyncio.sleep(3600)
         pod = self.pods.pop((ns, name), None)
         if pod is None:
             return status(404, "NotFound", f'pods "{name}" not found', {"name": name, "kind": "pods"})

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import getpass
 import os
 import re
@@ -41,7 +42,7 @@ from typing import TYPE_CHECKING
 from .. import probe_text
 from ..aio import within
 from ..errors import ProbeFailed, Unreachable
-from ..exitsignals import last_resort
+from ..exitsignals import at_end
 from ..kube import KubeError, NotFound, Refused, call, load_config
 from .base import PROBE_END, FrameStream, stdin_probe_command
 from .kubeexec import ExecStream, exec_url
@@ -76,8 +77,9 @@ _HOPELESS = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNe
              "CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
 
 
-# Our debug pods not known deleted yet, by (namespace, name): the exit watchdog's last resort deletes them when
-# an orderly end has not ended within its grace (exitsignals.py), rather than leave them to their own watchdog.
+# Our debug pods not known deleted yet, by (namespace, name): deleted once more when the program's work is done,
+# and by the exit watchdog when an orderly end has not ended within its grace (exitsignals.at_end), rather than
+# left to their own watchdog (a delete cut short by the app's 2 s a node, or one the API did not answer).
 _UNDELETED: dict[tuple[str, str], CoreV1Api] = {}
 LAST_DELETE = 3.0  # s for all of the last resort's deletes together (they run at once)
 
@@ -98,7 +100,7 @@ def _delete_undeleted() -> None:
         t.join(max(0.0, end - time.monotonic()))
 
 
-last_resort(_delete_undeleted)
+at_end(_delete_undeleted)
 
 
 # a node's name is a DNS subdomain (k8s.io/apimachinery validation.IsDNS1123Subdomain)
@@ -336,40 +338,53 @@ class KubeTransport(FrameStream):
         stream, self.stream = self.stream, None
         pod, owned, self.pod, self.owned = self.pod, self.owned, None, False
         creating, self._creating = self._creating, None
-        cancelled = None
+        cancelled: list[BaseException] = []  # a cancel of our caller's (a signal): each step still runs
+
+        async def step(aw) -> None:
+            try:
+                await aw
+            except asyncio.CancelledError as err:
+                cancelled.append(err)
+            except Exception:  # noqa: BLE001 -- closing: what failed is read from the futures below
+                pass
+
+        made_by: asyncio.Future | None = None  # the create in flight, when the pod's existence hangs on it
         if creating is not None and pod is None:  # closed while its create was in flight: the pod may exist
             fut, name = creating
-            try:
-                await within(asyncio.shield(fut), 3)
-            except asyncio.CancelledError as err:  # our caller is cancelled: clean up first, then say so
-                cancelled = err
-            except (KubeError, Unreachable, asyncio.TimeoutError):  # its outcome is read below
-                pass
+            await step(within(asyncio.shield(fut), 3))
             if not fut.done():
                 fut.add_done_callback(lambda f: f.cancelled() or f.exception())  # its error is nobody's now
+                made_by = fut
             refused = fut.done() and not fut.cancelled() and isinstance(fut.exception(), (Refused, NotFound))
             if not refused:  # made, or maybe made (no answer yet, a timeout): deleted by name, NotFound ignored
                 pod, owned = name, True
             else:
                 _UNDELETED.pop((self.namespace, name), None)
         if stream is not None:
-            with contextlib.suppress(Exception):
-                await stream.close_stdin(0.2 if owned else 1.0, quit=self.idle)
+            await step(stream.close_stdin(0.2 if owned else 1.0, quit=self.idle))
         if pod and owned and self.api is not None:
-            try:
-                # 4 s for the API's answer (1.5 s ran out once in a loaded CI run: the pod was left to its
-                # watchdog); `snapshot`/`check` wait for it inside the exit grace, the app's 2 s a node cut it short
-                await self._call(self.api.delete_namespaced_pod, "delete", "pods", self.namespace, 4.0,
-                                 namespace=self.namespace, name=pod, grace_period_seconds=0)
-                _UNDELETED.pop((self.namespace, pod), None)
-            except NotFound:
-                _UNDELETED.pop((self.namespace, pod), None)
-            except (KubeError, Unreachable):
-                pass  # still in _UNDELETED: the exit watchdog's last resort tries again
+            # 4 s for the API's answer (1.5 s ran out once in a loaded CI run: the pod was left to its
+            # watchdog); `snapshot`/`check` wait for it inside the exit grace, the app's 2 s a node cut it short.
+            # Its own task: a cancel meanwhile does not stop it, and its end says whether the pod is gone
+            deleting = asyncio.ensure_future(self._call(
+                self.api.delete_namespaced_pod, "delete", "pods", self.namespace, 4.0, namespace=self.namespace,
+                name=pod, grace_period_seconds=0))
+            deleting.add_done_callback(functools.partial(_deleted, (self.namespace, pod), made_by))
+            await step(asyncio.shield(deleting))
         if stream is not None:
-            await stream.aclose()
-        if cancelled is not None:
-            raise cancelled
+            await step(stream.aclose())
+        if cancelled:
+            raise cancelled[0]
+
+
+def _deleted(key: tuple[str, str], made_by: asyncio.Future | None, deleting: asyncio.Future) -> None:
+    """A debug pod's delete ended: gone (deleted, or not found while no create of it is still in flight) is
+    forgotten; else it stays in _UNDELETED for the program's end (exitsignals.at_end) and the watchdog."""
+    if deleting.cancelled():
+        return
+    err = deleting.exception()
+    if err is None or isinstance(err, NotFound) and (made_by is None or made_by.done()):
+        _UNDELETED.pop(key, None)
 
 
 def gc(context: str | None, kubeconfig: str | None, namespace: str = DEFAULT_NAMESPACE,

@@ -183,18 +183,21 @@ class ExecStream:
             await asyncio.wait({self._pump}, timeout=wait)
 
     async def aclose(self) -> None:
-        with contextlib.suppress(Exception):
-            if self.ws is not None:
-                await within(self.ws.close(), 2)
-        if self._pump is not None:
-            self._pump.cancel()
-            await asyncio.wait({self._pump})  # its end, whatever it was; a cancel of ours is not swallowed
-            if not self._pump.cancelled():
-                self._pump.exception()  # read: never "Task exception was never retrieved"
-        with contextlib.suppress(Exception):
-            if self.session is not None:
-                await self.session.close()
-        self.ws = self.session = self._pump = None
+        try:
+            with contextlib.suppress(Exception):
+                if self.ws is not None:
+                    await within(self.ws.close(), 2)
+            if self._pump is not None:
+                self._pump.cancel()
+                await asyncio.wait({self._pump})  # its end, whatever it was; a cancel of ours is not swallowed
+                if not self._pump.cancelled():
+                    self._pump.exception()  # read: never "Task exception was never retrieved"
+        finally:  # cancelled meanwhile: the session (its connector, its sockets) is closed all the same
+            session, self.session = self.session, None
+            if session is not None:
+                with contextlib.suppress(Exception):
+                    await session.close()
+            self.ws = self._pump = None
 
 
 def _why(stream: ExecStream) -> str:

@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from pinscope.collectors.aio import within
+from pinscope.collectors.aio import deadline, within
 from pinscope.collectors.transport.kube import KubeTransport
 
 ROOT = Path(__file__).resolve().parents[2]
+BANNED = {"wait_for", "timeout", "timeout_at", "Timeout"}
 
 
 class _Answer:
@@ -120,6 +121,49 @@ def test_a_deadline_in_the_cleanup_a_cancel_runs_is_a_timeout():
     assert said == ["the delete timed out", "cleanup ran to its end"]
 
 
+def test_a_deadline_stands_down_for_the_cleanup_of_a_cancel_from_outside():
+    """The work is cancelled from outside (a signal) 0.1 s before its deadline; the cleanup that cancel runs
+    takes 0.3 s: it runs to its end, as under wait_for (a deadline that kept its timer cut it after 0.1 s)."""
+    said: list[str] = []
+
+    async def work():
+        try:
+            await asyncio.sleep(30)
+        finally:
+            await asyncio.sleep(0.3)  # the debug pod's delete
+            said.append("cleanup ran to its end")
+
+    async def go():
+        task = asyncio.create_task(within(work(), 0.2))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    asyncio.run(go())
+    assert said == ["cleanup ran to its end"]
+
+
+def test_nested_deadlines():
+    """The inner one expires: TimeoutError inside, the outer block goes on and its own deadline still holds."""
+    async def go():
+        said = []
+        with pytest.raises(TimeoutError):
+            async with deadline(0.3):
+                try:
+                    await within(asyncio.sleep(30), 0.05)
+                except TimeoutError:
+                    said.append("inner")
+                await asyncio.sleep(30)
+        assert said == ["inner"] and asyncio.current_task().cancelling() == 0
+        # both at once: the outer's TimeoutError, nothing left cancelled
+        with pytest.raises(TimeoutError):
+            async with deadline(0.05):
+                await within(asyncio.sleep(30), 0.05)
+        assert asyncio.current_task().cancelling() == 0
+        assert await within(asyncio.sleep(0.01, "after"), 1) == "after"
+    asyncio.run(go())
+
+
 def test_no_wait_for_in_pinscope():
     """Every deadline goes through aio.within/deadline: asyncio.wait_for and asyncio.timeout are nowhere else."""
     found = []
@@ -128,7 +172,10 @@ def test_no_wait_for_in_pinscope():
             if path == ROOT / "collectors" / "aio.py":
                 continue
             for node in ast.walk(ast.parse(path.read_text(), str(path))):
-                if isinstance(node, ast.Attribute) and (node.attr == "wait_for" or node.attr == "timeout" and
+                if isinstance(node, ast.Attribute) and (node.attr == "wait_for" or node.attr in BANNED and
                                                         isinstance(node.value, ast.Name) and node.value.id == "asyncio"):
+                    found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
+                if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("asyncio") and any(
+                        a.name in BANNED for a in node.names):
                     found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert found == []

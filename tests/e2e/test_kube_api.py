@@ -512,6 +512,53 @@ def test_the_exit_watchdogs_last_resort_deletes_the_debug_pods_left(sim, tmp_pat
         srv.stop()
 
 
+def test_a_delete_the_api_never_answers_is_tried_again_at_the_end(api):
+    """The API server sat on the debug pod's DELETE, and on each retry of it (a hung etcd): the close gave up
+    and pinscope ended, the pod left to its own watchdog. The program's end now tries every pod not known
+    deleted once more (exitsignals.at_end)."""
+    api.stalled_deletes = 4  # the close's request and urllib3's three retries of it (DELETE is idempotent)
+    t0 = time.monotonic()
+    p = _pinscope(api.kc)
+    try:
+        rc = p.wait(90)  # a hang guard
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    deletes = [path.split("?")[0] for m, path, _ in api.requests if m == "DELETE"]
+    assert rc == 0 and len(deletes) == 5 and len(set(deletes)) == 1, (rc, deletes, p.stderr.read() if p.stderr else "")
+    assert probe_pods(api) == [], time.monotonic() - t0
+
+
+def test_close_cancelled_at_any_moment_still_deletes_the_pod(api):
+    """A second cancel (the app's 2 s a node, a deadline) while the transport closes: the exec stream's close
+    no longer swallows it, and no step after it may be skipped: the DELETE is sent and the session closed,
+    wherever the cancel lands."""
+    async def once(delay: float) -> tuple[str, bool, bool]:
+        tr = KubeTransport(f"node/{NODE}", kubeconfig=api.kc)
+        await tr.connect(10.0)
+        pod = tr.pod
+        stream = tr.stream
+        assert pod and stream is not None
+        closing = asyncio.create_task(tr.close())
+        await asyncio.sleep(delay)
+        closing.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await closing
+        for _ in range(100):  # the delete runs on in its task
+            if ("pinscope", pod) not in api.pods:
+                break
+            await asyncio.sleep(0.05)
+        return pod, ("pinscope", pod) not in api.pods, stream.session is None
+
+    async def go():
+        return [await once(d) for d in (0.0, 0.01, 0.05, 0.1)]
+
+    for pod, gone, session_closed in asyncio.run(go()):
+        assert gone and session_closed, pod
+        assert ("pinscope", pod) not in kube_transport._UNDELETED
+
+
 def test_killed_pinscope_leaves_a_pod_that_ends_by_itself_and_gc_removes(api, tmp_path):
     """SIGKILL cannot be caught: the exec stream ends with the process, the probe reads EOF and exits, and
     the pod's watchdog exits --pod-idle s later (main's pod slept until its activeDeadlineSeconds, an hour
