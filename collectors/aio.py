@@ -55,8 +55,13 @@ class deadline:
     def _expire(self) -> None:
         task = self._task
         assert task is not None
-        if task.done() or task.cancelling() - _OURS.get(task, 0) > self._outside:
-            return  # a cancel from outside came meanwhile: its cleanup runs without this deadline
+        if task.done():
+            return
+        if task.cancelling() - _OURS.get(task, 0) > self._outside:
+            # a cancel from outside is under way: its cleanup runs without this deadline. Looked at again
+            # shortly: a cancel that is taken back (aiohttp's own timeouts do) leaves this deadline in force
+            self._handle = asyncio.get_running_loop().call_later(0.1, self._expire)
+            return
         self.expired = True
         _OURS[task] = _OURS.get(task, 0) + 1
         task.cancel()

@@ -46,7 +46,7 @@ def last_resort(fn: Callable[[], None]) -> None:
 
 def _arm(sig: int, grace: float) -> None:
     """Start the watchdog (once): a daemon thread, so an orderly end that finishes is not held up by it."""
-    _start_watchdog(128 + sig, grace)
+    arm_watchdog(128 + sig, grace)
 
 
 def after_main(code: int, grace: float = EXIT_GRACE) -> None:
@@ -57,15 +57,18 @@ def after_main(code: int, grace: float = EXIT_GRACE) -> None:
     70 % of a CPU for good, and the interpreter waited for it forever. An end that ends is not held up (the
     watchdog is a daemon thread). Only for the program itself (cli.main with sys.argv), never in a test's
     process."""
-    for fn in list(_AT_END):
+    while _AT_END:  # once: each sweep is taken off as it runs
+        fn = _AT_END.pop(0)
         try:
             fn()
         except Exception:  # noqa: BLE001 -- the end goes on whatever one sweep did
             pass
-    _start_watchdog(code, grace)
+    arm_watchdog(code, grace)
 
 
-def _start_watchdog(code: int, grace: float) -> None:
+def arm_watchdog(code: int, grace: float = EXIT_GRACE) -> None:
+    """Start the watchdog (once): `grace` s from now it runs the last resorts and exits with `code`. As an
+    exit signal does: the end-of-work sweeps are left to after_main."""
     if _watchdog:
         return
 

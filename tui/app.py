@@ -22,7 +22,7 @@ from textual.screen import Screen
 from textual.widgets import Input
 
 from pinscope.collectors.collect import Options
-from pinscope.collectors.exitsignals import after_main, on_exit_signals
+from pinscope.collectors.exitsignals import arm_watchdog, on_exit_signals
 from pinscope.collectors.fleet import Fleet, NodeTarget
 from pinscope.themes import TCSS
 from pinscope.themes.themes import ORDER, THEMES, theme_name
@@ -195,7 +195,7 @@ class PinscopeApp(App):
             try:
                 termios.tcgetattr(fd)
             except (termios.error, OSError):
-                after_main(128 + signal.SIGHUP)  # as a SIGHUP does: ended anyway should the orderly end not end
+                arm_watchdog(128 + signal.SIGHUP)  # as a SIGHUP does: ended anyway should the orderly end not end
                 self.exit(return_code=128 + signal.SIGHUP)
 
         self.set_interval(1.0, check, name="terminal watch")

@@ -334,7 +334,9 @@ class KubeTransport(FrameStream):
 
     async def close(self) -> None:
         """Close stdin so the probe exits (in the exporter's pod it must), then delete our debug pod. Quick:
-        the app gives every node 2 s to close; a pod left behind ends `idle` s later (its watchdog)."""
+        the app gives every node 2 s to close; cancelled meanwhile, the delete and the stream's close go on in
+        their own tasks, not waited for. A pod left behind is deleted at the program's end (at_end), else ends
+        `idle` s later (its watchdog)."""
         stream, self.stream = self.stream, None
         pod, owned, self.pod, self.owned = self.pod, self.owned, None, False
         creating, self._creating = self._creating, None
@@ -370,11 +372,22 @@ class KubeTransport(FrameStream):
                 self.api.delete_namespaced_pod, "delete", "pods", self.namespace, 4.0, namespace=self.namespace,
                 name=pod, grace_period_seconds=0))
             deleting.add_done_callback(functools.partial(_deleted, (self.namespace, pod), made_by))
-            await step(asyncio.shield(deleting))
+            _RUNNING.add(deleting)
+            deleting.add_done_callback(_RUNNING.discard)
+            if not cancelled:  # cancelled meanwhile (a caller's deadline: the app's 2 s a node): not waited for
+                await step(asyncio.shield(deleting))
         if stream is not None:
-            await step(stream.aclose())
+            if cancelled:
+                closing = asyncio.ensure_future(stream.aclose())  # its session closed, on its own
+                _RUNNING.add(closing)
+                closing.add_done_callback(_RUNNING.discard)
+            else:
+                await step(stream.aclose())
         if cancelled:
             raise cancelled[0]
+
+
+_RUNNING: set[asyncio.Future] = set()  # the deletes and stream closes a cancelled close() left running
 
 
 def _deleted(key: tuple[str, str], made_by: asyncio.Future | None, deleting: asyncio.Future) -> None:
@@ -383,8 +396,12 @@ def _deleted(key: tuple[str, str], made_by: asyncio.Future | None, deleting: asy
     if deleting.cancelled():
         return
     err = deleting.exception()
-    if err is None or isinstance(err, NotFound) and (made_by is None or made_by.done()):
+    if err is None:
         _UNDELETED.pop(key, None)
+    elif isinstance(err, NotFound):  # gone; or not made yet, when its create was still in flight: made later?
+        if made_by is None or (made_by.done() and not made_by.cancelled()
+                               and isinstance(made_by.exception(), (Refused, NotFound))):
+            _UNDELETED.pop(key, None)
 
 
 def gc(context: str | None, kubeconfig: str | None, namespace: str = DEFAULT_NAMESPACE,

@@ -143,6 +143,27 @@ def test_a_deadline_stands_down_for_the_cleanup_of_a_cancel_from_outside():
     assert said == ["cleanup ran to its end"]
 
 
+def test_a_deadline_that_stood_down_for_a_cancel_taken_back_still_holds():
+    """aiohttp's own timeouts cancel the task and take the cancel back (uncancel). A deadline that stood down
+    meanwhile stood down for good: the block ran on without it (a 0.5 s block ran 3.5 s in a review)."""
+    async def work():
+        async with deadline(0.2):
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:  # a cancel at 0.1 s, handled and taken back at 0.35 s
+                await asyncio.sleep(0.25)
+                asyncio.current_task().uncancel()
+            await asyncio.sleep(30)
+
+    async def go():
+        task = asyncio.create_task(work())
+        await asyncio.sleep(0.1)
+        task.cancel()
+        await asyncio.wait({task}, timeout=10)
+        assert task.done() and isinstance(task.exception(), TimeoutError)
+    asyncio.run(go())
+
+
 def test_nested_deadlines():
     """The inner one expires: TimeoutError inside, the outer block goes on and its own deadline still holds."""
     async def go():

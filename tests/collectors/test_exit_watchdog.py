@@ -73,3 +73,25 @@ def test_an_orderly_end_is_not_held_up_by_the_watchdog(tmp_path):
     t0 = time.monotonic()
     r = subprocess.run([sys.executable, "-c", code], timeout=30)
     assert r.returncode == 7 and time.monotonic() - t0 < 8
+
+
+def test_the_end_of_work_sweeps_run_once_and_never_from_the_terminal_watch(monkeypatch):
+    """exitsignals.at_end: run by after_main (the program's end), once however often it is called; the live
+    view's terminal watch (a Textual timer, on the UI thread, each second until the exit) only arms the
+    watchdog: a sweep there deleted every live debug pod before the orderly close, blocking the UI up to 3 s."""
+    import ast
+    from pathlib import Path
+
+    from pinscope.collectors import exitsignals
+
+    ran: list[str] = []
+    armed: list[int] = []
+    monkeypatch.setattr(exitsignals, "_AT_END", [lambda: ran.append("sweep")])
+    monkeypatch.setattr(exitsignals, "arm_watchdog", lambda code, grace=0: armed.append(code))
+    exitsignals.after_main(0)
+    exitsignals.after_main(0)
+    assert ran == ["sweep"] and armed == [0, 0]
+    app = Path(__file__).resolve().parents[2] / "tui" / "app.py"
+    called = {n.func.id for n in ast.walk(ast.parse(app.read_text()))
+              if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    assert "arm_watchdog" in called and "after_main" not in called
