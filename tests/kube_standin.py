@@ -105,6 +105,7 @@ class StandIn:
         self.images = images
         self.admission = None  # callable(pod dict) -> refusal message or None
         self.create_answer_delay = 0.0  # s between storing a created pod and answering (a slow API server)
+        self.log = False  # print each request (the CLI's --log)
         self.stalled_deletes = 0  # how many pod DELETEs, first come, the server sits on (read, never answered)
         self.allocatable: dict[str, str] = {}  # node -> status.allocatable.cpu (default "8")
         self.kubelet_metrics: dict[str, list] = {}  # node -> the /metrics texts (str or bytes) served in turn
@@ -221,6 +222,8 @@ class StandIn:
             return status(401, "Unauthorized", "Unauthorized")
         request[USER] = self.users[token]
         self.requests.append((request.method, request.path_qs, self.users[token][0]))
+        if self.log:
+            print(f"{time.strftime('%H:%M:%S')} {request.method} {request.path_qs[:160]}", flush=True)
         return await handler(request)
 
     def _allowed(self, request, verb: str, resource: str, ns: str | None) -> web.Response | None:
@@ -615,6 +618,9 @@ def main() -> int:
     ap.add_argument("--kubeconfig", required=True, help="write a kubeconfig for the stand-in here")
     ap.add_argument("--v4-only", action="store_true", help="offer only v4.channel.k8s.io (API servers before 1.30)")
     ap.add_argument("--plain-http", action="store_true", help="no TLS (kubectl then sends no token)")
+    ap.add_argument("--log", action="store_true", help="print each request the stand-in serves")
+    ap.add_argument("--start-delay", type=float, default=0.2, metavar="S",
+                    help="seconds a created pod stays Pending before it runs (a slow image pull)")
     ap.add_argument("--kubelet-story", action="store_true",
                     help="what kubelet says on a troubled node: a pod rejected with TopologyAffinityError, Allocatable "
                          "cpu 7500m, pinning errors that grow by one at each read of /metrics")
@@ -630,7 +636,9 @@ def main() -> int:
         spec = specs.get(name) or NodeSpec(hostname=name, cores=4)
         sims.append(SimNode(spec, base / name).write())
     nodes = {s.spec.hostname: s.root for s in sims}
-    srv = StandIn(nodes, protocols=(V4,) if a.v4_only else (V5, V4), tls=not a.plain_http).start()
+    srv = StandIn(nodes, protocols=(V4,) if a.v4_only else (V5, V4), tls=not a.plain_http,
+                  start_delay=a.start_delay).start()
+    srv.log = a.log
     srv.kubeconfig(Path(a.kubeconfig))
     if a.kubelet_story:
         for name in nodes:
