@@ -309,6 +309,8 @@ async def live(collector: NodeCollector, interval: float, depth_for_tick, on_rep
             t0 = time.monotonic()
             if not connected:
                 on_state("connecting", None)
+                if isinstance(collector.transport, FrameStream):  # a slow connect says what it waits for
+                    collector.transport.progress = lambda what: on_state("connecting", what)
                 if connect_sem is None:
                     await collector.connect()
                     report = await collector.tick(depth_for_tick(collector.ticks))

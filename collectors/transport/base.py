@@ -7,6 +7,7 @@ constant and the only arguments (root prefix) come from the user, quoted with sh
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 import re
 import shlex
 from typing import Protocol
@@ -83,6 +84,9 @@ class FrameStream:
     idle = True
     partial = b""
     pending = ""  # the request in flight
+    # what a slow connect is waiting for, said while it waits (node/NAME: its debug pod Pending, its image
+    # being pulled): collect.live hands it on as the "connecting" state's message
+    progress: Callable[[str], object] | None = None
 
     def _streams(self) -> tuple[ProbeReader, ProbeWriter]:
         if self.reader is None or self.writer is None:

@@ -283,12 +283,14 @@ class KubeTransport(FrameStream):
         self.owned = True
         self.deadline = time.monotonic() + self.lifetime
         self.via = f"debug pod {self.namespace}/{self.pod}"
+        self._said(f"{self.via} created, waiting for it to run")
         await self._wait_running(timeout)
         return "probe", HOST_MOUNT
 
     async def _wait_running(self, timeout: float) -> None:
         """Poll until the debug pod runs; a hopeless state (image pull, kubelet refusal) ends the wait early."""
-        end = time.monotonic() + self.start_timeout
+        t0 = time.monotonic()
+        end = t0 + self.start_timeout
         why = "Pending"
         pause = 0.1  # a pod on a node with the image already there runs within a second or two
         while time.monotonic() < end:
@@ -307,9 +309,15 @@ class KubeTransport(FrameStream):
                     why = f"{waiting['reason']}: {waiting.get('message') or ''}".strip().rstrip(":")
                     if waiting["reason"] in _HOPELESS:
                         raise ProbeFailed(f"{self.target}: {self.via} cannot start ({why}; image {self.image})")
+            self._said(f"{self.via} not running yet ({why[:200]}), {time.monotonic() - t0:.0f} s of at most "
+                       f"{self.start_timeout:g} s")
             await asyncio.sleep(pause)
             pause = min(1.0, pause * 1.5)
         raise Unreachable(f"{self.target}: {self.via} not running after {self.start_timeout:g} s ({why})")
+
+    def _said(self, what: str) -> None:
+        if self.progress is not None:
+            self.progress(what)
 
     async def _exec(self, container: str, root: str, timeout: float) -> None:
         if self.pod is None:  # _pick_pod() named it

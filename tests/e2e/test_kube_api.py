@@ -23,6 +23,7 @@ import yaml
 
 import kube_standin
 from pinscope.collectors import probe_text
+from pinscope.collectors.aio import within
 from pinscope.collectors.collect import NodeCollector, Options, live
 from pinscope.collectors.errors import PinscopeError
 from pinscope.collectors.frames import parse_frame
@@ -328,7 +329,8 @@ def test_down_and_reconnect_when_the_pod_goes_away(api):
         return first, second
 
     first, second = asyncio.run(go())
-    seen = [s for s, _ in states]
+    # each state once in a row: a connect says what its pod waits for as more "connecting" states
+    seen = [s for i, (s, _) in enumerate(states) if i == 0 or states[i - 1][0] != s]
     assert seen[:2] == ["connecting", "up"] and "down" in seen and seen.count("up") >= 2, states
     down = next(m for s, m in states if s == "down")
     assert f"node/{NODE}" in down and "debug pod" in down
@@ -389,6 +391,65 @@ def test_debug_pod_lifetime_rotates(api):
     assert any(s == "down" and "lifetime" in (m or "") for s, m in states), states
     assert [s for s, _ in states].count("up") >= 2
     assert probe_pods(api) == []
+
+
+def test_a_slow_debug_pod_says_what_it_waits_for(sim, tmp_path):
+    """A debug pod that takes its time (an image pulled, a busy kubelet): the live view said 'connecting' and
+    'waiting for the first frame' for as long as it took. The connect now says which pod, in what state, for
+    how long, as the 'connecting' state's message (the status line and the grid show it)."""
+    srv, kc = standin(sim, tmp_path, start_delay=2.0)
+    try:
+        async def go():
+            col = NodeCollector(f"node/{NODE}", Options(kubeconfig=kc))
+            states: list[tuple[str, str | None]] = []
+            stop = asyncio.Event()
+            task = asyncio.ensure_future(live(col, 0.3, lambda t: "g", lambda rep: None,
+                                              lambda st, msg: states.append((st, msg)), stop))
+            for _ in range(300):
+                await asyncio.sleep(0.1)
+                if any(st == "up" for st, _ in states):
+                    break
+            stop.set()
+            await within(task, 10)
+            return states
+
+        states = asyncio.run(go())
+        said = [m for st, m in states if st == "connecting" and m]
+        assert said and "created, waiting for it to run" in said[0], states
+        waits = [m for m in said if "not running yet (Pending)" in m]
+        assert waits and all(m.startswith("debug pod pinscope/pinscope-xeon-2s-") for m in said), said
+        assert states.index(("up", None)) > states.index(("connecting", waits[-1]))
+    finally:
+        srv.stop()
+
+
+def test_the_live_view_shows_what_a_slow_debug_pod_waits_for(sim, tmp_path):
+    """The same in the TUI: the status line and the grid say the pod, its state and for how long (it said
+    'connecting' and 'waiting for the first frame'); quitting while it waits deletes it."""
+    from pinscope.collectors.fleet import NodeTarget
+    from pinscope.tui.app import PinscopeApp
+
+    srv, kc = standin(sim, tmp_path, start_delay=60.0)
+    target = f"node/{NODE}"
+    try:
+        async def go():
+            app = PinscopeApp([NodeTarget(target)], Options(kubeconfig=kc), 1.0)
+            async with app.run_test(size=(180, 40)) as pilot:
+                for _ in range(300):  # hang guard
+                    await asyncio.sleep(0.1)
+                    await pilot.pause()
+                    if "not running yet" in (app.views[target].message or ""):
+                        break
+                await asyncio.sleep(1.2)  # a second poll: the seconds move on
+                await pilot.pause()
+                return app.export_screenshot().replace("&#160;", " "), app.views[target].state
+
+        svg, state = asyncio.run(go())
+        assert state == "connecting"
+        assert "not running yet (Pending)" in svg and "waiting for the first frame" not in svg
+        assert probe_pods(srv) == []  # the app's close deleted the Pending pod
+    finally:
+        srv.stop()
 
 
 def _pinscope(kc: str, *args: str) -> subprocess.Popen:

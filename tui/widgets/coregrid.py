@@ -198,8 +198,8 @@ class CoreGrid(ScrollView, can_focus=True):
     def _relayout(self) -> None:
         if self.view is None or self.view.snap is None:
             v = self.view
-            if v is not None and v.state == "down" and v.message:
-                note = display(f"{v.target}: {v.message}")
+            if v is not None and v.state in ("down", "connecting") and v.message:
+                note = display(f"{v.target}: {v.message}")  # down: why; connecting: what it waits for
             else:
                 note = "waiting for the first frame from " + (display(v.target) if v else "the node") + " ..."
             self.rows = [Row("note", text=note)]
