@@ -2,8 +2,8 @@
 
 The demo keeps its simulated nodes' trees (~6,000 files) in /dev/shm when it can (collectors/sim/demo.py
 tree_dir); quitting removes them. Both sides in one run, interleaved, through the same command: the demo as
-it starts, and the demo with TMPDIR=/var/tmp (the user's choice wins: the trees on the disk, where they were
-before). `--load`: two busy loops run meanwhile (a loaded node or CI machine: where it mattered, 3-4 s).
+it starts, and the demo with /dev/shm taken away from it (demo.SHM pointed elsewhere) and TMPDIR=/var/tmp: the
+trees on the disk, where they were before. `--load`: two busy loops run meanwhile (a loaded node or CI machine: where it mattered, 3-4 s).
 Run: python3 bench/bench_quit.py [--runs N] [--load]   (needs tmux)
 """
 from __future__ import annotations
@@ -28,13 +28,18 @@ def tmux(*args: str) -> str:
     return subprocess.run(["tmux", "-L", SOCK, *args], capture_output=True, text=True, timeout=10).stdout
 
 
+DISK = ("import sys; from pinscope.collectors.sim import demo; demo.SHM = '/nonexistent'; "
+        "from pinscope.tui.cli import main; sys.argv = ['pinscope', 'demo']; sys.exit(main())")
+
+
 def one(env: str, settle: float = 3.0, timeout: float = 60.0) -> float:
     """Start the demo in a new tmux window, wait for its grid and `settle` s of ticks, press q; seconds from
     the key to the process's end (the window's shell writes a file when it does)."""
     fd, done = tempfile.mkstemp(prefix="pinscope-bench-quit-")
     os.close(fd)
     os.unlink(done)
-    cmd = (f"cd {shlex.quote(str(REPO))} && {env} PYTHONPATH=. {shlex.quote(sys.executable)} -m pinscope.tui.cli demo; "
+    how = f"-c {shlex.quote(DISK)}" if "TMPDIR=/var/tmp" in env else "-m pinscope.tui.cli demo"
+    cmd = (f"cd {shlex.quote(str(REPO))} && {env} PYTHONPATH=. {shlex.quote(sys.executable)} {how}; "
            f"touch {shlex.quote(done)}; sleep 60")
     tmux("new-window", "-d", "-n", "q", cmd)
     try:
@@ -73,7 +78,7 @@ def main() -> None:
           f"{platform.python_version()}, load average {os.getloadavg()[0]:.1f}"
           + (", two busy loops running" if load else ""))
     sides = [("pinscope demo (trees in /dev/shm when it can)", "env -u TMPDIR"),
-             ("pinscope demo, TMPDIR=/var/tmp (trees on the disk)", "env TMPDIR=/var/tmp")]
+             ("pinscope demo, no /dev/shm, TMPDIR=/var/tmp (on disk)", "env TMPDIR=/var/tmp")]
     tmux("-f", "/dev/null", "new-session", "-d", "-s", "bench", "-x", "200", "-y", "60")
     try:
         times: dict[int, list[float]] = {i: [] for i in range(len(sides))}

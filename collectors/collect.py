@@ -242,7 +242,8 @@ def _stuck(col: NodeCollector, why: str) -> str:
         if where not in why:
             why += f"; the probe was reading at {where} (the last file it sent)"
     elif isinstance(tr, FrameStream) and tr.reader is None:
-        why += " (while connecting)"
+        # what the connect waited for (node/NAME: its debug pod Pending, an image pulled), when it said
+        why += f" (while connecting: {tr.said})" if tr.said else " (while connecting)"
     elif isinstance(tr, FrameStream) and not tr.idle:
         why += f" (the probe had sent nothing yet of its frame for {tr.pending!r})"
     return why if why.startswith(f"{col.name}:") or why.startswith(f"{col.target}:") else f"{col.name}: {why}"

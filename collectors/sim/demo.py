@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 
 from ..fleet import NodeTarget
@@ -71,16 +72,16 @@ def demo_specs() -> list[NodeSpec]:
 
 
 SHM = "/dev/shm"
-SHM_FREE = 256 << 20  # bytes free on it before the demo's trees go there (~20 MB; Docker's default is 64 MB)
+SHM_FREE = 48 << 20  # bytes free on it before the demo's trees go there (they take ~18 MB; Docker gives 64 MB)
+PREFIX = "pinscope-demo-"
 
 
 def tree_dir() -> str | None:
-    """Where the demo's trees go: the in-memory /dev/shm when it is a writable directory with room, and
-    TMPDIR is not set (the user's choice wins); else tempfile's default (None). Each demo tick writes its
-    nodes' files, and quitting removes ~6,000 of them: on a disk filesystem with both cores busy that was
-    ~1.5 s to write and ~0.5 s to remove (blocking the quit), on tmpfs ~0.3 s and ~0.1 s."""
-    if os.environ.get("TMPDIR"):
-        return None
+    """Where the demo's trees go: the in-memory /dev/shm when it is a writable directory with room, else
+    tempfile's default (TMPDIR, /tmp: None). Each demo tick writes its nodes' files, and quitting removes
+    ~6,000 of them: on a disk with both cores busy that took 3-6 s of the quit (the UI frozen), on tmpfs
+    ~0.4 s (bench/bench_quit.py). So /dev/shm even when TMPDIR is set (a user trial with TMPDIR=/tmp waited
+    3-5 s at each quit); TMPDIR is where they go when /dev/shm cannot take them."""
     try:
         st = os.statvfs(SHM)
     except OSError:
@@ -90,13 +91,46 @@ def tree_dir() -> str | None:
     return SHM
 
 
+def stale_trees(where: str) -> list[Path]:
+    """The trees in `where` of demos that died without removing them (kill -9: ~18 MB of memory each, in
+    /dev/shm): named with their process's pid, owned by this user, that process gone. A pid in use again by
+    another process keeps its tree (the next demo after that one ends sweeps it)."""
+    found = []
+    try:
+        entries = list(os.scandir(where))
+    except OSError:
+        return []
+    for e in entries:
+        pid = e.name[len(PREFIX):].split("-", 1)[0] if e.name.startswith(PREFIX) else ""
+        try:
+            if not pid.isdigit() or e.is_symlink() or not e.is_dir() or e.stat().st_uid != os.getuid():
+                continue
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            found.append(Path(e.path))
+        except OSError:  # alive (EPERM: another user's process), or the entry went meanwhile
+            continue
+    return found
+
+
+def _sweep(paths: list[Path]) -> None:
+    for p in paths:
+        shutil.rmtree(p, ignore_errors=True)
+
+
 class DemoCluster:
     """Writes the demo nodes under one temporary directory; `close()` removes it. `write=False`: each
     node's tree is written when its transport first connects, in a thread (`pinscope demo`: the UI is up
     before the trees are, and no tree is written on the UI thread)."""
 
     def __init__(self, specs: list[NodeSpec] | None = None, root: str | None = None, write: bool = True) -> None:
-        self.dir = Path(root or tempfile.mkdtemp(prefix="pinscope-demo-", dir=tree_dir()))
+        if root is None:
+            where = tree_dir()
+            stale = stale_trees(where or tempfile.gettempdir())
+            if stale:  # removed beside the demo, never in its way
+                threading.Thread(target=_sweep, args=(stale,), name="pinscope-demo-sweep", daemon=True).start()
+            root = tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=where)
+        self.dir = Path(root)
         self.written = write
         self.sims = []
         for spec in specs or demo_specs():

@@ -87,6 +87,7 @@ class FrameStream:
     # what a slow connect is waiting for, said while it waits (node/NAME: its debug pod Pending, its image
     # being pulled): collect.live hands it on as the "connecting" state's message
     progress: Callable[[str], object] | None = None
+    said = ""  # the last thing a connect said it waits for (an error at a deadline names it)
 
     def _streams(self) -> tuple[ProbeReader, ProbeWriter]:
         if self.reader is None or self.writer is None:

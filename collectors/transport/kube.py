@@ -234,6 +234,7 @@ class KubeTransport(FrameStream):
     async def connect(self, timeout: float = 10.0) -> None:
         if self.stream is not None or self.pod is not None:
             await self.close()
+        self.said = ""
         if not valid_node_name(self.node):  # it goes into a field selector and a pod name: checked first
             raise Unreachable(f"{self.target}: {self.node!r} is not a node name (a DNS subdomain: a-z, 0-9, '-', '.')")
         from kubernetes import client
@@ -316,6 +317,7 @@ class KubeTransport(FrameStream):
         raise Unreachable(f"{self.target}: {self.via} not running after {self.start_timeout:g} s ({why})")
 
     def _said(self, what: str) -> None:
+        self.said = what
         if self.progress is not None:
             self.progress(what)
 

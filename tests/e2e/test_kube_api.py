@@ -423,6 +423,27 @@ def test_a_slow_debug_pod_says_what_it_waits_for(sim, tmp_path):
         srv.stop()
 
 
+def test_a_snapshot_whose_pod_never_runs_in_time_says_so(sim, tmp_path):
+    """`snapshot`'s --timeout (30 s by default) ran out while its debug pod was Pending (a slow image pull):
+    it said only 'no answer within 30 s (while connecting)'. It now says what it was waiting for, and the
+    pod is deleted."""
+    srv, kc = standin(sim, tmp_path, start_delay=60.0)
+    try:
+        p = _pinscope(kc, "--timeout", "4")
+        try:
+            rc = p.wait(90)  # a hang guard
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        err = p.stderr.read() if p.stderr else ""
+        assert rc == 1 and "no answer within 4 s (while connecting: debug pod pinscope/pinscope-xeon-2s-" in err, err
+        assert "not running yet (Pending)" in err, err
+        assert probe_pods(srv) == []
+    finally:
+        srv.stop()
+
+
 def test_the_live_view_shows_what_a_slow_debug_pod_waits_for(sim, tmp_path):
     """The same in the TUI: the status line and the grid say the pod, its state and for how long (it said
     'connecting' and 'waiting for the first frame'); quitting while it waits deletes it."""
