@@ -39,7 +39,8 @@ class deadline:
         self.seconds = seconds
         self._task: asyncio.Task | None = None
         self._handle: asyncio.TimerHandle | None = None
-        self._entered = 0
+        self._entered = 0  # task.cancelling() when the block began
+        self._outside = 0  # of those, the cancels from outside (not a deadline's)
         self.expired = False
 
     async def __aenter__(self) -> deadline:

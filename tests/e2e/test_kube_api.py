@@ -430,12 +430,7 @@ def test_a_snapshot_whose_pod_never_runs_in_time_says_so(sim, tmp_path):
     srv, kc = standin(sim, tmp_path, start_delay=60.0)
     try:
         p = _pinscope(kc, "--timeout", "4")
-        try:
-            rc = p.wait(90)  # a hang guard
-        finally:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
+        rc = _ended(p)
         err = p.stderr.read() if p.stderr else ""
         assert rc == 1 and "no answer within 4 s (while connecting: debug pod pinscope/pinscope-xeon-2s-" in err, err
         assert "not running yet (Pending)" in err, err
@@ -476,6 +471,16 @@ def test_the_live_view_shows_what_a_slow_debug_pod_waits_for(sim, tmp_path):
 def _pinscope(kc: str, *args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "pinscope.tui.cli", "snapshot", f"node/{NODE}", "--kubeconfig", kc,
                              *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def _ended(p: subprocess.Popen, within_s: float = 90.0) -> int:
+    """The exit code of a pinscope that ends by itself; killed (and the test failed) if it hangs."""
+    try:
+        return p.wait(within_s)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
 
 
 def _wait(cond, what: str, tries: int = 600, pause: float = 0.1) -> None:
@@ -601,12 +606,7 @@ def test_a_delete_the_api_never_answers_is_tried_again_at_the_end(api):
     api.stalled_deletes = 4  # the close's request and urllib3's three retries of it (DELETE is idempotent)
     t0 = time.monotonic()
     p = _pinscope(api.kc)
-    try:
-        rc = p.wait(90)  # a hang guard
-    finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
+    rc = _ended(p)
     deletes = [path.split("?")[0] for m, path, _ in api.requests if m == "DELETE"]
     assert rc == 0 and len(deletes) == 5 and len(set(deletes)) == 1, (rc, deletes, p.stderr.read() if p.stderr else "")
     assert probe_pods(api) == [], time.monotonic() - t0
