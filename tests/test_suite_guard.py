@@ -59,3 +59,36 @@ def test_the_exporter_helper_keeps_every_line_its_first_read_brought():
         assert exp.lines == ["serving http://127.0.0.1:1/metrics", "gone: --root x", "refused: y"], exp.lines
     finally:
         exp.close()
+
+
+def test_the_tmux_helper_survives_sessions_ending_while_others_start():
+    """tests/e2e/test_tmux.py's `tmux` runs a server of the test process's own, kept up while it has no
+    session: on the shared default server, a session's end (the last one) ended the server while another
+    test (the same test's next loop turn, or the other xdist worker) started one on it, and tmux said
+    "server exited unexpectedly" (a CI run failed so). Two threads start and end sessions at once."""
+    import shutil
+    import threading
+    import uuid
+
+    from helpers import need
+
+    need(shutil.which("tmux") is not None, "tmux not installed (apt-get install tmux)")
+    sys.path.insert(0, str(TESTS / "e2e"))
+    from test_tmux import tmux
+
+    failed: list[str] = []
+
+    def churn():
+        for _ in range(60):
+            s = f"guard-{uuid.uuid4().hex[:8]}"
+            r = tmux("new-session", "-d", "-s", s, "sleep 0.2", check=False)
+            if r.returncode:
+                failed.append(r.stderr.strip())
+            tmux("kill-session", "-t", s, check=False)
+
+    threads = [threading.Thread(target=churn) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert failed == []

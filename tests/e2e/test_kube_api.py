@@ -35,6 +35,7 @@ from pinscope.collectors.transport.local import LocalTransport
 from helpers import need, run_cli
 from kube_standin import V4, V5, StandIn
 from nodes import dual_socket_intel
+from test_tmux import tmux
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE = "xeon-2s"  # dual_socket_intel's hostname: the node's name in the API too
@@ -927,18 +928,17 @@ def test_the_tui_under_tmux_deletes_its_pod_on_sigterm_and_when_its_terminal_clo
     need(shutil.which("tmux") is not None, "tmux not installed (apt-get install tmux)")
     session = f"pinscope-kube-{uuid.uuid4().hex[:8]}"
     cmd = f"cd {ROOT} && TERM=xterm-256color exec {sys.executable} -m pinscope.tui.cli node/{NODE} --kubeconfig {api.kc}"
-    subprocess.run(["tmux", "new-session", "-d", "-s", session, "-x", "160", "-y", "48", cmd], check=True)
+    tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "48", cmd)
     try:
-        pid = int(subprocess.run(["tmux", "display-message", "-p", "-t", session, "#{pane_pid}"],
-                                 capture_output=True, text=True, check=True).stdout)
+        pid = int(tmux("display-message", "-p", "-t", session, "#{pane_pid}").stdout)
         _wait(lambda: _exec_seen(api) and len(probe_pods(api)) == 1, "the probe running in a debug pod")
         (pod,) = probe_pods(api)
         if how == "SIGTERM":
             os.kill(pid, signal.SIGTERM)
         else:
-            subprocess.run(["tmux", "kill-session", "-t", session], check=True)
+            tmux("kill-session", "-t", session)
         _wait(lambda: _gone(pid), "pinscope's end")
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        tmux("kill-session", "-t", session, check=False)
     assert ("DELETE", f"/api/v1/namespaces/pinscope/pods/{pod}") in [(m, p.split("?")[0]) for m, p, _ in api.requests]
     assert probe_pods(api) == [] and api.running("pinscope", pod) == 0

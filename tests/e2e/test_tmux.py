@@ -1,4 +1,6 @@
 """A real terminal: tmux runs `pinscope --root <fixture> local` as a person would; we type and read the screen."""
+import atexit
+import os
 import shutil
 import subprocess
 import sys
@@ -13,8 +15,22 @@ from nodes import dual_socket_intel
 REPO = Path(__file__).resolve().parents[2]
 
 
+# One tmux server of this test process's own, without the machine's config, kept up while it has no session
+# (exit-empty off) and killed at the process's end. On the shared default server a session's end could end
+# the server while another test (this one's next loop turn, or the other xdist worker) started a session on
+# it: "server exited unexpectedly", exit 1 (seen in CI; reproduced with two loops of new/kill-session).
+SOCKET = f"pinscope-tests-{os.getpid()}"
+_started = False
+
+
 def tmux(*args, check=True):
-    return subprocess.run(["tmux", *args], capture_output=True, text=True, check=check)
+    global _started
+    if not _started:
+        subprocess.run(["tmux", "-L", SOCKET, "-f", "/dev/null", "start-server", ";",
+                        "set-option", "-g", "exit-empty", "off"], capture_output=True, check=True, timeout=20)
+        atexit.register(subprocess.run, ["tmux", "-L", SOCKET, "kill-server"], capture_output=True, timeout=20)
+        _started = True
+    return subprocess.run(["tmux", "-L", SOCKET, *args], capture_output=True, text=True, check=check, timeout=20)
 
 
 def screen(session) -> str:
