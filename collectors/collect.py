@@ -25,6 +25,7 @@ import re
 import socket
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 from .aio import deadline, within
 from .errors import AuthFailed, HostKeyRejected, PinscopeError, ProbeFailed, TransportError
@@ -208,12 +209,16 @@ class NodeCollector:
 
 
 async def snapshot(target: str, opts: Options, samples: int = 1, interval: float = 1.0,
-                   depth: str = FULL, name: str | None = None, timeout: float | None = None) -> NodeReport:
+                   depth: str = FULL, name: str | None = None, timeout: float | None = None,
+                   progress: Callable[[str], object] | None = None) -> NodeReport:
     """Connect, take `samples` samples `interval` apart, return the last one's report, with rates over
     the whole window when there were two samples or more. `timeout`: seconds for all of it; past it (or
     past a frame's own deadline) ProbeFailed names the target and the file the probe was at, and closing
-    ends the probe's whole process group on the node."""
+    ends the probe's whole process group on the node. `progress`: told what a slow connect waits for (a
+    debug pod that is not running yet), as the live view's "connecting" state is."""
     col = NodeCollector(target, opts, name=name)
+    if progress is not None and isinstance(col.transport, FrameStream):
+        col.transport.progress = progress
     try:
         return await within(_samples(col, samples, interval, depth), timeout)
     except asyncio.TimeoutError as err:

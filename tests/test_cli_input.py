@@ -238,3 +238,26 @@ def test_a_tree_without_proc_and_sys_is_not_read_and_says_why(tmp_path):
     assert r.returncode == 3 and last_line(r).startswith(why) and r.stdout == "", (r.returncode, r.stdout, r.stderr)
     r = run_cli("snapshot", "--json", "--root", str(tmp_path / "empty"), "local", timeout=60)
     assert r.returncode == 1 and last_line(r).startswith(why)
+
+
+def test_a_slow_connect_is_said_when_its_state_changes_and_every_ten_seconds_escaped(capsys, monkeypatch):
+    """`snapshot`/`check` on a terminal: what a slow connect waits for, a line when the pod's state changes
+    (not its seconds), again every 10 s while it holds; the API's words escaped (they are remote data)."""
+    from pinscope.tui import cli
+
+    now = [100.0]
+    monkeypatch.setattr(cli.time, "monotonic", lambda: now[0])
+    w = cli._Waiting("node/n1")
+    for t, what in ((0, "debug pod ns/p created, waiting for it to run"),
+                    (0.5, "debug pod ns/p not running yet (Pending), 0 s of at most 120 s"),
+                    (3, "debug pod ns/p not running yet (Pending), 3 s of at most 120 s"),
+                    (10.6, "debug pod ns/p not running yet (Pending), 10 s of at most 120 s"),
+                    (11, "debug pod ns/p not running yet (ErrImagePull: \x1b]0;owned\x07), 11 s of at most 120 s")):
+        now[0] = 100.0 + t
+        w(what)
+    lines = capsys.readouterr().err.splitlines()
+    assert [ln.rsplit("(", 1)[-1] if "(" in ln else ln for ln in lines] == [
+        "pinscope: node/n1: debug pod ns/p created, waiting for it to run",
+        "Pending), 0 s of at most 120 s", "Pending), 10 s of at most 120 s",
+        "ErrImagePull: \\033]0;owned\\a), 11 s of at most 120 s"], lines
+    assert "\x1b" not in "".join(lines)

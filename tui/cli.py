@@ -14,7 +14,9 @@ import contextlib
 import dataclasses
 import json
 import os
+import re
 import sys
+import time
 from pathlib import Path
 
 from pinscope.collectors.collect import Options, snapshot
@@ -446,7 +448,7 @@ async def _one(target, a) -> tuple[dict | None, str | None]:
     first = await _api_round(api_name, a) if api_name and a.samples >= 2 else None
     try:
         report = await snapshot(address, opts, samples=max(1, a.samples), interval=a.interval,
-                                timeout=a.timeout)
+                                timeout=a.timeout, progress=_Waiting(_name(target)) if sys.stderr.isatty() else None)
     except PinscopeError as err:
         if isinstance(target, str) or str(err).startswith(f"{target.name}:"):
             return None, str(err)
@@ -463,6 +465,29 @@ async def _one(target, a) -> tuple[dict | None, str | None]:
     if not isinstance(target, str):
         o["node"] = target.name  # the inventory's (or --kube's) name, not the node's hostname: one name everywhere
     return o, None
+
+
+class _Waiting:
+    """What a slow connect waits for (a debug pod not running yet: Pending, an image pull), said on stderr
+    when it is a terminal: a line when the state changes, and every 10 s while it does not. A script's
+    stderr (a pipe, a file) gets none of it: only errors, as before."""
+
+    EVERY = 10.0
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.last: str | None = None
+        self.at = 0.0
+
+    def __call__(self, what: str) -> None:
+        state = _SECONDS.sub("", what)
+        now = time.monotonic()
+        if state != self.last or now - self.at >= self.EVERY:
+            self.last, self.at = state, now
+            _err(f"pinscope: {self.target}: {what}")
+
+
+_SECONDS = re.compile(r", \d+ s of at most [\d.]+ s$")
 
 
 def _api_name(target) -> str | None:

@@ -440,6 +440,42 @@ def test_a_snapshot_whose_pod_never_runs_in_time_says_so(sim, tmp_path):
         srv.stop()
 
 
+def test_a_snapshot_on_a_terminal_says_what_its_pod_waits_for_and_a_script_gets_only_errors(sim, tmp_path):
+    """`snapshot`/`check` by hand against a node whose debug pod is Pending (a slow image pull) said nothing
+    until the answer came (the live view says it all along). On a terminal, stderr now says which pod and
+    its state when that changes, and every 10 s while it does not; a script's stderr (a pipe) gets none of
+    it, and the answer on stdout is the same."""
+    import pty
+
+    srv, kc = standin(sim, tmp_path, start_delay=3.0)
+    try:
+        leader, follower = pty.openpty()
+        p = subprocess.Popen([sys.executable, "-m", "pinscope.tui.cli", "snapshot", f"node/{NODE}", "--kubeconfig",
+                              kc, "--json"], cwd=ROOT, stdout=subprocess.PIPE, stderr=follower, text=True)
+        os.close(follower)
+        said = b""
+        with contextlib.suppress(OSError):  # EIO once the last writer is gone
+            while chunk := os.read(leader, 4096):
+                said += chunk
+        os.close(leader)
+        out = p.stdout.read() if p.stdout else ""
+        assert _ended(p) == 0, said
+        lines = said.decode().splitlines()
+        assert lines and all(ln.startswith(f"pinscope: node/{NODE}: debug pod pinscope/pinscope-xeon-2s-")
+                             for ln in lines), lines
+        assert "created, waiting for it to run" in lines[0], lines
+        waits = [ln for ln in lines if "not running yet (Pending), " in ln]
+        assert len(waits) == 1, lines  # a line when the state changes, not one per poll (3 s: no 10 s repeat)
+        assert json.loads(out)["node"] == NODE
+
+        p = _pinscope(kc, "--json")
+        assert _ended(p) == 0
+        assert (p.stderr.read() if p.stderr else "") == ""  # a pipe: nothing but errors
+        assert probe_pods(srv) == []
+    finally:
+        srv.stop()
+
+
 def test_the_live_view_shows_what_a_slow_debug_pod_waits_for(sim, tmp_path):
     """The same in the TUI: the status line and the grid say the pod, its state and for how long (it said
     'connecting' and 'waiting for the first frame'); quitting while it waits deletes it."""
