@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -476,18 +477,21 @@ def test_a_snapshot_on_a_terminal_says_what_its_pod_waits_for_and_a_script_gets_
         srv.stop()
 
 
-def test_the_live_view_shows_what_a_slow_debug_pod_waits_for(sim, tmp_path):
+@pytest.mark.parametrize("size", [(180, 40), (80, 24)])
+def test_the_live_view_shows_what_a_slow_debug_pod_waits_for(sim, tmp_path, size):
     """The same in the TUI: the status line and the grid say the pod, its state and for how long (it said
-    'connecting' and 'waiting for the first frame'); quitting while it waits deletes it."""
+    'connecting' and 'waiting for the first frame'); quitting while it waits deletes it. The grid's note
+    is wrapped at its width: at 80 columns it was cut before the state and the seconds."""
     from pinscope.collectors.fleet import NodeTarget
     from pinscope.tui.app import PinscopeApp
+    from pinscope.tui.widgets.coregrid import CoreGrid
 
     srv, kc = standin(sim, tmp_path, start_delay=60.0)
     target = f"node/{NODE}"
     try:
         async def go():
             app = PinscopeApp([NodeTarget(target)], Options(kubeconfig=kc), 1.0)
-            async with app.run_test(size=(180, 40)) as pilot:
+            async with app.run_test(size=size) as pilot:
                 for _ in range(300):  # hang guard
                     await asyncio.sleep(0.1)
                     await pilot.pause()
@@ -495,11 +499,17 @@ def test_the_live_view_shows_what_a_slow_debug_pod_waits_for(sim, tmp_path):
                         break
                 await asyncio.sleep(1.2)  # a second poll: the seconds move on
                 await pilot.pause()
-                return app.export_screenshot().replace("&#160;", " "), app.views[target].state
+                grid = app.screen.query_one(CoreGrid)
+                lines = [grid.render_line(y).text for y in range(grid.size.height)]
+                return app.export_screenshot().replace("&#160;", " "), app.views[target].state, lines, grid.size.width
 
-        svg, state = asyncio.run(go())
+        svg, state, lines, width = asyncio.run(go())
         assert state == "connecting"
-        assert "not running yet (Pending)" in svg and "waiting for the first frame" not in svg
+        assert "waiting for the first frame" not in svg
+        assert "not running yet (Pending)" in svg or size[0] < 100  # at 80 columns it is on two of the grid's lines
+        shown = " ".join(ln.strip() for ln in lines if ln.strip())
+        assert re.search(r"not running yet \(Pending\), \d+ s of at most 120 s", shown), lines
+        assert all(len(ln.rstrip()) <= width for ln in lines)
         assert probe_pods(srv) == []  # the app's close deleted the Pending pod
     finally:
         srv.stop()

@@ -14,6 +14,7 @@ clears it, so a theme switch repaints.
 """
 from __future__ import annotations
 
+import textwrap
 from typing import Callable
 
 from rich.segment import Segment
@@ -202,7 +203,9 @@ class CoreGrid(ScrollView, can_focus=True):
                 note = display(f"{v.target}: {v.message}")  # down: why; connecting: what it waits for
             else:
                 note = "waiting for the first frame from " + (display(v.target) if v else "the node") + " ..."
-            self.rows = [Row("note", text=note)]
+            # wrapped at the grid's width: a debug pod's state and its seconds come last in a long line
+            self.rows = [Row("note", text=line) for line in
+                         textwrap.wrap(note, max(20, self.size.width - 1), break_on_hyphens=False) or [note]]
             self.pos = {}
             self.virtual_size = Size(self.size.width, len(self.rows))
             self._cache.clear()
