@@ -82,6 +82,7 @@ class Sshd:
     def __init__(self, d: Path, port: int | None = None) -> None:
         self.d = Path(d)
         self.d.mkdir(parents=True, exist_ok=True)
+        self.fixed_port = port is not None  # else picked by free_port(): taken again if another bind won it
         self.port = port or free_port()
         self.mark = f"{os.getpid()}-{next(_seq)}-{self.port}"
         self.hostkey = self.d / "host_ed25519"
@@ -93,10 +94,17 @@ class Sshd:
         (self.d / "authorized_keys").write_text((self.d / "user_ed25519.pub").read_text())
         os.chmod(self.d / "authorized_keys", 0o600)
         self.known_hosts = self.d / "known_hosts"
-        self.known_hosts.write_text(f"[127.0.0.1]:{self.port} {self.hostkey.with_suffix('.pub').read_text()}")
         self.ssh_config = self.d / "ssh_config"
         self.ssh_config.write_text("")
         self.cfg = self.d / "sshd_config"
+        self._configure()
+        (self.d / "home").mkdir(exist_ok=True)
+        self.proc: subprocess.Popen | None = None
+        Path("/run/sshd").mkdir(exist_ok=True)
+
+    def _configure(self) -> None:
+        """known_hosts and sshd_config for self.port (written again when start() moves to another port)."""
+        self.known_hosts.write_text(f"[127.0.0.1]:{self.port} {self.hostkey.with_suffix('.pub').read_text()}")
         self.cfg.write_text(
             f"Port {self.port}\nListenAddress 127.0.0.1\nHostKey {self.hostkey}\n"
             f"AuthorizedKeysFile {self.d}/authorized_keys\nPermitRootLogin prohibit-password\n"
@@ -107,9 +115,6 @@ class Sshd:
             # session killed mid-way (a frozen node's test) left behind, and every later session waited 60 s for
             # it: every SSH test failed with "no frame". One SetEnv line: sshd takes the first one only.
             f"SetEnv {MARK}={self.mark} HOME={self.d / 'home'}\n")
-        (self.d / "home").mkdir(exist_ok=True)
-        self.proc: subprocess.Popen | None = None
-        Path("/run/sshd").mkdir(exist_ok=True)
 
     @property
     def target(self) -> str:
@@ -119,6 +124,23 @@ class Sshd:
         return ["-i", str(self.userkey), "--known-hosts", str(self.known_hosts), "--ssh-config", str(self.ssh_config)]
 
     def start(self, timeout: float = 10.0) -> "Sshd":
+        """sshd on self.port. The port free_port() found free may be bound meanwhile by anything else on the
+        machine (the other xdist worker's sshd, Prometheus, an exporter, a connection's local port): sshd then
+        exits "Address already in use", and a port it picked itself is picked again (as promserver does) at
+        the first start; a restart keeps its port (the tests bring a node back where it was)."""
+        first, self.started = not getattr(self, "started", False), True
+        for _ in range(5 if first else 0):
+            try:
+                return self._start(timeout)
+            except RuntimeError as err:
+                if self.fixed_port or "Address already in use" not in str(err):
+                    raise
+            self.port = free_port()
+            self.mark = f"{self.mark.rsplit('-', 1)[0]}-{self.port}"
+            self._configure()
+        return self._start(timeout)
+
+    def _start(self, timeout: float) -> "Sshd":
         if self.proc is not None:
             self.kill()
         with open(self.d / "sshd.log", "ab") as log:
@@ -129,12 +151,20 @@ class Sshd:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 break
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", self.port)) == 0:
-                    return self
+            if self._listening():
+                return self
             time.sleep(0.05)
         self.kill()
         raise RuntimeError("sshd did not start: " + (self.d / "sshd.log").read_text())
+
+    def _listening(self) -> bool:
+        """Our sshd listens on self.port: its own socket, not merely something that answers on the port (a
+        connect succeeded against another process that had bound it meanwhile, and the test talked to that)."""
+        try:
+            conns = psutil.Process(self.proc.pid).net_connections(kind="tcp4") if self.proc else []
+        except psutil.NoSuchProcess:
+            return False
+        return any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == self.port for c in conns)
 
     def kill(self, timeout: float = 10.0) -> None:
         """sshd and every session it spawned: as if the node dropped off the network. Bounded: raises

@@ -122,19 +122,21 @@ def test_a_deadline_in_the_cleanup_a_cancel_runs_is_a_timeout():
 
 
 def test_a_deadline_stands_down_for_the_cleanup_of_a_cancel_from_outside():
-    """The work is cancelled from outside (a signal) 0.1 s before its deadline; the cleanup that cancel runs
-    takes 0.3 s: it runs to its end, as under wait_for (a deadline that kept its timer cut it after 0.1 s)."""
+    """The work is cancelled from outside (a signal) well before its deadline; the cleanup that cancel runs
+    takes longer than the deadline had left: it runs to its end, as under wait_for (a deadline that kept its
+    timer cut it). The cancel comes at 0.1 s, the deadline at 3 s: a loaded machine that stalls the loop past
+    a deadline as close as 0.2 s let the deadline fire first (the cleanup then cut by the cancel)."""
     said: list[str] = []
 
     async def work():
         try:
             await asyncio.sleep(30)
         finally:
-            await asyncio.sleep(0.3)  # the debug pod's delete
+            await asyncio.sleep(3.5)  # the debug pod's delete: past the deadline
             said.append("cleanup ran to its end")
 
     async def go():
-        task = asyncio.create_task(within(work(), 0.2))
+        task = asyncio.create_task(within(work(), 3.0))
         await asyncio.sleep(0.1)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
@@ -145,13 +147,15 @@ def test_a_deadline_stands_down_for_the_cleanup_of_a_cancel_from_outside():
 
 def test_a_deadline_that_stood_down_for_a_cancel_taken_back_still_holds():
     """aiohttp's own timeouts cancel the task and take the cancel back (uncancel). A deadline that stood down
-    meanwhile stood down for good: the block ran on without it (a 0.5 s block ran 3.5 s in a review)."""
+    meanwhile stood down for good: the block ran on without it (a 0.5 s block ran 3.5 s in a review).
+    The deadline (3 s) is far from the cancel (0.1 s): with 0.2 s, a loaded machine's stalled loop let the
+    deadline fire first, and the handler below took back the deadline's own cancel (the task then hung)."""
     async def work():
-        async with deadline(0.2):
+        async with deadline(3.0):
             try:
                 await asyncio.sleep(30)
-            except asyncio.CancelledError:  # a cancel at 0.1 s, handled and taken back at 0.35 s
-                await asyncio.sleep(0.25)
+            except asyncio.CancelledError:  # a cancel at 0.1 s, handled and taken back at 3.6 s (past the deadline)
+                await asyncio.sleep(3.5)
                 asyncio.current_task().uncancel()
             await asyncio.sleep(30)
 

@@ -303,6 +303,14 @@ def test_no_such_node_and_api_gone(api, tmp_path):
     assert "Kubernetes API did not answer get nodes" in r.stderr
 
 
+async def _until(cond, seconds: float) -> None:
+    """Polls `cond` until it holds or `seconds` (a hang guard, not a time limit: a loaded CI machine
+    connects, deletes and reconnects debug pods slowly) have passed; the assertions after it say what failed."""
+    end = time.monotonic() + seconds
+    while not cond() and time.monotonic() < end:
+        await asyncio.sleep(0.1)
+
+
 def test_down_and_reconnect_when_the_pod_goes_away(api):
     """Someone deletes our debug pod (or `pinscope gc` does): the node goes down, then comes back with a
     new pod, as an SSH node does after its connection drops."""
@@ -314,17 +322,11 @@ def test_down_and_reconnect_when_the_pod_goes_away(api):
         stop = asyncio.Event()
         task = asyncio.ensure_future(live(col, 0.2, lambda t: "g", lambda rep: snaps.append(rep),
                                           lambda st, msg: states.append((st, msg)), stop))
-        for _ in range(100):
-            await asyncio.sleep(0.1)
-            if snaps:
-                break
+        await _until(lambda: snaps, 30)
         first = probe_pods(api)
         assert len(first) == 1
         await asyncio.to_thread(lambda: run_cli("gc", "--kubeconfig", api.kc))
-        for _ in range(150):
-            await asyncio.sleep(0.1)
-            if [s for s, _ in states].count("up") >= 2 and len(snaps) > 3:
-                break
+        await _until(lambda: [s for s, _ in states].count("up") >= 2 and len(snaps) > 3, 60)
         second = probe_pods(api)
         stop.set()
         await asyncio.wait_for(task, 10)
@@ -351,17 +353,11 @@ def test_a_hung_node_goes_down_and_comes_back_with_a_new_pod(api):
         stop = asyncio.Event()
         task = asyncio.ensure_future(live(col, 0.2, lambda t: "g", reports.append,
                                           lambda st, msg: states.append((st, msg)), stop))
-        for _ in range(100):
-            await asyncio.sleep(0.1)
-            if reports:
-                break
+        await _until(lambda: reports, 30)
         (first,) = probe_pods(api)
         api.call(lambda: api.freeze("pinscope", first))
         n = len(reports)
-        for _ in range(200):
-            await asyncio.sleep(0.1)
-            if [s for s, _ in states].count("up") >= 2 and len(reports) > n:
-                break
+        await _until(lambda: [s for s, _ in states].count("up") >= 2 and len(reports) > n, 60)
         stop.set()
         await asyncio.wait_for(task, 10)
         return first
@@ -381,10 +377,7 @@ def test_debug_pod_lifetime_rotates(api):
         stop = asyncio.Event()
         task = asyncio.ensure_future(live(col, 0.3, lambda t: "g", lambda rep: None,
                                           lambda st, msg: states.append((st, msg)), stop))
-        for _ in range(100):
-            await asyncio.sleep(0.1)
-            if [s for s, _ in states].count("up") >= 2:
-                break
+        await _until(lambda: [s for s, _ in states].count("up") >= 2, 60)
         stop.set()
         await asyncio.wait_for(task, 10)
         return states

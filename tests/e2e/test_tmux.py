@@ -84,12 +84,16 @@ def test_filter_enter_enter_shows_the_containers_cgroup_files(tmp_path):
     tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "60", cmd)
     try:
         wait_for(session, "live")
+        # each key once the one before has taken effect (Textual gives the focus later, by call_later: keys
+        # sent after a fixed 0.3 s could still reach the grid before the filter box had the focus, on a
+        # loaded machine)
         tmux("send-keys", "-t", session, "/")
-        time.sleep(0.3)
+        wait_for(session, "filter: pod, namespace or container")  # the box is shown, its focus given
         tmux("send-keys", "-t", session, "-l", "matcher")
-        time.sleep(0.3)
+        wait_for(session, "filter: 'matcher'")  # the status line: all of it typed into the box
         tmux("send-keys", "-t", session, "Enter")
-        time.sleep(0.5)
+        wait_for(session, "Drill down")  # the footer: the grid has the focus back, the cursor on matcher
+        time.sleep(0.5)  # (the footer may say it before the box lets the focus go)
         tmux("send-keys", "-t", session, "Enter")
         text = wait_for(session, "cgroup files")
         text = wait_for(session, "cpuset.cpus.effective")
