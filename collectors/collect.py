@@ -219,12 +219,14 @@ async def snapshot(target: str, opts: Options, samples: int = 1, interval: float
     col = NodeCollector(target, opts, name=name)
     if progress is not None and isinstance(col.transport, FrameStream):
         col.transport.progress = progress
+    if timeout is not None and getattr(col.transport, "start_timeout", 0) > timeout:
+        col.transport.start_timeout = timeout  # what it waits for says this bound, not 120 s it never waits
     try:
         return await within(_samples(col, samples, interval, depth), timeout)
     except asyncio.TimeoutError as err:
         raise ProbeFailed(_stuck(col, f"no answer within {timeout:g} s")) from err
     except ProbeFailed as err:
-        raise ProbeFailed(_stuck(col, str(err))) from err
+        raise ProbeFailed(_stuck(col, str(err), said=False)) from err
     finally:
         await col.close()
 
@@ -239,8 +241,10 @@ async def _samples(col: NodeCollector, samples: int, interval: float, depth: str
     return report
 
 
-def _stuck(col: NodeCollector, why: str) -> str:
-    """One line: the target, why, and where the probe was (the last file of the frame that did not come)."""
+def _stuck(col: NodeCollector, why: str, said: bool = True) -> str:
+    """One line: the target, why, and where the probe was (the last file of the frame that did not come).
+    `said=False`: `why` is the connect's own error (a debug pod that cannot start says why itself: the last
+    progress, "not running yet (Pending)", would contradict it)."""
     tr = col.transport
     where = tr.stuck_on() if isinstance(tr, FrameStream) and not tr.idle else None
     if where:
@@ -248,7 +252,8 @@ def _stuck(col: NodeCollector, why: str) -> str:
             why += f"; the probe was reading at {where} (the last file it sent)"
     elif isinstance(tr, FrameStream) and tr.reader is None:
         # what the connect waited for (node/NAME: its debug pod Pending, an image pulled), when it said
-        why += f" (while connecting: {tr.said})" if tr.said else " (while connecting)"
+        if said:
+            why += f" (while connecting: {tr.said})" if tr.said else " (while connecting)"
     elif isinstance(tr, FrameStream) and not tr.idle:
         why += f" (the probe had sent nothing yet of its frame for {tr.pending!r})"
     return why if why.startswith(f"{col.name}:") or why.startswith(f"{col.target}:") else f"{col.name}: {why}"

@@ -1,5 +1,6 @@
 """Bad input on the command line (issue 15): each is refused before anything connects, with one plain line
 and exit 2; --help lists the commands; --version; a closed pipe ends quietly."""
+import json
 import os
 import subprocess
 import sys
@@ -241,8 +242,9 @@ def test_a_tree_without_proc_and_sys_is_not_read_and_says_why(tmp_path):
 
 
 def test_a_slow_connect_is_said_when_its_state_changes_and_every_ten_seconds_escaped(capsys, monkeypatch):
-    """`snapshot`/`check` on a terminal: what a slow connect waits for, a line when the pod's state changes
-    (not its seconds), again every 10 s while it holds; the API's words escaped (they are remote data)."""
+    """`snapshot`/`check` on a terminal: what a slow connect waits for, nothing in the first 2 s (a pod that
+    starts at once), then a line when the pod's state changes (not its seconds), again every 10 s while it
+    holds; the API's words escaped (they are remote data)."""
     from pinscope.tui import cli
 
     now = [100.0]
@@ -250,14 +252,48 @@ def test_a_slow_connect_is_said_when_its_state_changes_and_every_ten_seconds_esc
     w = cli._Waiting("node/n1")
     for t, what in ((0, "debug pod ns/p created, waiting for it to run"),
                     (0.5, "debug pod ns/p not running yet (Pending), 0 s of at most 120 s"),
-                    (3, "debug pod ns/p not running yet (Pending), 3 s of at most 120 s"),
-                    (10.6, "debug pod ns/p not running yet (Pending), 10 s of at most 120 s"),
-                    (11, "debug pod ns/p not running yet (ErrImagePull: \x1b]0;owned\x07), 11 s of at most 120 s")):
+                    (2.5, "debug pod ns/p not running yet (Pending), 2 s of at most 120 s"),
+                    (5, "debug pod ns/p not running yet (Pending), 5 s of at most 120 s"),
+                    (12.6, "debug pod ns/p not running yet (Pending), 12 s of at most 120 s"),
+                    (13, "debug pod ns/p not running yet (ErrImagePull: \x1b]0;owned\x07), 13 s of at most 120 s")):
         now[0] = 100.0 + t
         w(what)
     lines = capsys.readouterr().err.splitlines()
-    assert [ln.rsplit("(", 1)[-1] if "(" in ln else ln for ln in lines] == [
-        "pinscope: node/n1: debug pod ns/p created, waiting for it to run",
-        "Pending), 0 s of at most 120 s", "Pending), 10 s of at most 120 s",
-        "ErrImagePull: \\033]0;owned\\a), 11 s of at most 120 s"], lines
+    assert [ln.rsplit("(", 1)[-1] for ln in lines] == [
+        "Pending), 2 s of at most 120 s", "Pending), 12 s of at most 120 s",
+        "ErrImagePull: \\033]0;owned\\a), 13 s of at most 120 s"], lines
     assert "\x1b" not in "".join(lines)
+
+
+def test_a_terminal_gone_while_a_connect_waits_ends_the_saying_not_the_run(monkeypatch):
+    """The terminal closed while a debug pod was Pending (a run under setsid, or with stdout redirected):
+    writing the next wait line failed with EIO and the run ended with no report (exit 1: "warnings" for
+    check). The saying stops; the run goes on."""
+    from pinscope.tui import cli
+
+    now = [100.0]
+    monkeypatch.setattr(cli.time, "monotonic", lambda: now[0])
+
+    def gone(msg):
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(cli, "_err", gone)
+    w = cli._Waiting("node/n1")
+    for t in (0, 3, 20, 40):
+        now[0] = 100.0 + t
+        w(f"debug pod ns/p not running yet (Pending), {t} s of at most 30 s")
+    assert w.gone
+
+
+def test_a_closed_stderr_still_gives_the_report(tmp_path):
+    """`2>&-`: Python's sys.stderr is None. Asking whether it was a terminal raised AttributeError, said as
+    "internal error" on stdout (into --json's output), exit 3."""
+    from nodes import dual_socket_intel
+    from pinscope.collectors.sim.node import SimNode
+
+    root = tmp_path / "node"
+    SimNode(dual_socket_intel(), root).write()
+    r = subprocess.run(["sh", "-c", f'exec "$0" -m pinscope.tui.cli snapshot --root {root} local --json 2>&-',
+                        sys.executable], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert r.returncode == 0, r.stdout[-2000:]
+    assert json.loads(r.stdout)["cpus"], r.stdout[-2000:]

@@ -448,7 +448,7 @@ async def _one(target, a) -> tuple[dict | None, str | None]:
     first = await _api_round(api_name, a) if api_name and a.samples >= 2 else None
     try:
         report = await snapshot(address, opts, samples=max(1, a.samples), interval=a.interval,
-                                timeout=a.timeout, progress=_Waiting(_name(target)) if sys.stderr.isatty() else None)
+                                timeout=a.timeout, progress=_Waiting(_name(target)) if _stderr_tty() else None)
     except PinscopeError as err:
         if isinstance(target, str) or str(err).startswith(f"{target.name}:"):
             return None, str(err)
@@ -469,22 +469,40 @@ async def _one(target, a) -> tuple[dict | None, str | None]:
 
 class _Waiting:
     """What a slow connect waits for (a debug pod not running yet: Pending, an image pull), said on stderr
-    when it is a terminal: a line when the state changes, and every 10 s while it does not. A script's
-    stderr (a pipe, a file) gets none of it: only errors, as before."""
+    when it is a terminal: nothing in the first QUIET seconds (a pod that starts at once says nothing), then
+    a line when the state changes, and every 10 s while it does not. A script's stderr (a pipe, a file) gets
+    none of it: only errors, as before. A terminal gone meanwhile (EIO) ends the saying, not the run."""
 
+    QUIET = 2.0
     EVERY = 10.0
 
     def __init__(self, target: str) -> None:
         self.target = target
         self.last: str | None = None
         self.at = 0.0
+        self.t0: float | None = None
+        self.gone = False
 
     def __call__(self, what: str) -> None:
-        state = _SECONDS.sub("", what)
         now = time.monotonic()
-        if state != self.last or now - self.at >= self.EVERY:
-            self.last, self.at = state, now
+        if self.t0 is None:
+            self.t0 = now
+        state = _SECONDS.sub("", what)
+        if self.gone or now - self.t0 < self.QUIET or (state == self.last and now - self.at < self.EVERY):
+            return
+        self.last, self.at = state, now
+        try:
             _err(f"pinscope: {self.target}: {what}")
+        except (OSError, ValueError):
+            self.gone = True
+
+
+def _stderr_tty() -> bool:
+    """stderr is a terminal (None when it was closed: `2>&-`)."""
+    try:
+        return sys.stderr is not None and sys.stderr.isatty()
+    except (OSError, ValueError):
+        return False
 
 
 _SECONDS = re.compile(r", \d+ s of at most [\d.]+ s$")

@@ -276,6 +276,7 @@ def test_refusals_are_one_plain_line(sim, tmp_path, capsys):
         srv.namespaces.add("pinscope")
         line = run("c", "--image", "no-such-image:1")
         assert "cannot start (ErrImagePull" in line and "no-such-image:1" in line, line
+        assert "while connecting" not in line and "Pending" not in line, line  # it said its last wait too
         line = run("c", "--kubeconfig", str(tmp_path / "nope"))
         assert "no usable kubeconfig" in line, line
         # --context picks the kubeconfig's user: the current context works, alice's is refused
@@ -437,11 +438,12 @@ def test_a_snapshot_whose_pod_never_runs_in_time_says_so(sim, tmp_path):
 def test_a_snapshot_on_a_terminal_says_what_its_pod_waits_for_and_a_script_gets_only_errors(sim, tmp_path):
     """`snapshot`/`check` by hand against a node whose debug pod is Pending (a slow image pull) said nothing
     until the answer came (the live view says it all along). On a terminal, stderr now says which pod and
-    its state when that changes, and every 10 s while it does not; a script's stderr (a pipe) gets none of
-    it, and the answer on stdout is the same."""
+    its state when that changes, and every 10 s while it does not (nothing in the first 2 s: a pod that
+    starts at once says nothing); a script's stderr (a pipe) gets none of it, and the answer on stdout is
+    the same."""
     import pty
 
-    srv, kc = standin(sim, tmp_path, start_delay=3.0)
+    srv, kc = standin(sim, tmp_path, start_delay=4.0)
     try:
         leader, follower = pty.openpty()
         p = subprocess.Popen([sys.executable, "-m", "pinscope.tui.cli", "snapshot", f"node/{NODE}", "--kubeconfig",
@@ -457,9 +459,9 @@ def test_a_snapshot_on_a_terminal_says_what_its_pod_waits_for_and_a_script_gets_
         lines = said.decode().splitlines()
         assert lines and all(ln.startswith(f"pinscope: node/{NODE}: debug pod pinscope/pinscope-xeon-2s-")
                              for ln in lines), lines
-        assert "created, waiting for it to run" in lines[0], lines
         waits = [ln for ln in lines if "not running yet (Pending), " in ln]
-        assert len(waits) == 1, lines  # a line when the state changes, not one per poll (3 s: no 10 s repeat)
+        assert len(waits) == 1 and lines == waits, lines  # after 2 s quiet, once (4 s: no 10 s repeat)
+        assert re.search(r"Pending\), [234] s of at most 30 s$", waits[0]), waits  # --timeout's 30 s, not 120
         assert json.loads(out)["node"] == NODE
 
         p = _pinscope(kc, "--json")

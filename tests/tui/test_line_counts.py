@@ -35,3 +35,20 @@ def test_a_static_shape_counts_as_rich_wraps():
     key = Text("█ exclusive  ▓ reserved  ▒ shared  ░ isolated  · offline  ? unassigned  \nshade = load")
     assert _wrapped_lines(key, 40) == len(key.wrap(measure, 40)) > 2
     assert _wrapped_lines(Text("cpu7: exclusive  load 3%\n  prod/rt/app"), 40) == 2
+
+
+def test_the_connect_note_wraps_by_terminal_cells_at_any_width():
+    """The grid's note while connecting (a debug pod's state, from the API: any text) wrapped in lines no
+    wider than the grid in terminal cells: a wide character takes two (wrapped by characters, a line of
+    them ran over the legend beside the grid); at 12 columns (a 40-column terminal) the minimum of 20 cut it."""
+    from rich.cells import cell_len
+
+    from pinscope.tui.widgets.coregrid import wrap_cells
+
+    note = "node/trade-xeon-96: debug pod pinscope/pinscope-trade-xeon-96-2bkdj not running yet (中文中文中文中文中文 Pending), 7 s of at most 30 s"
+    for width in (11, 15, 39, 47, 69):
+        lines = wrap_cells(note, width)
+        assert all(cell_len(ln) <= width for ln in lines), (width, lines)
+        assert "".join(lines).replace(" ", "") == note.replace(" ", ""), (width, lines)  # nothing lost
+        assert lines[-1].endswith("30 s")
+    assert wrap_cells("", 40) == [""]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import textwrap
 from typing import Callable
 
+from rich.cells import cell_len, chop_cells
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
@@ -64,6 +65,16 @@ def bar(u: float | None, width: int) -> str:
 _ORDER = {"exclusive": 0, "isolated": 1, "reserved": 2, "unassigned": 3, "shared": 4, "offline": 5}
 _UNASSIGNED = ("unassigned", None, None, None)  # a CPU no role names: (role, share, tag, severity)
 
+
+
+def wrap_cells(text: str, width: int) -> list[str]:
+    """`text` in lines of at most `width` terminal cells (a wide character takes two), broken at spaces
+    where it can be; never fewer than 8 cells (a grid not laid out yet is 0 wide)."""
+    width = max(8, width)
+    out: list[str] = []
+    for line in textwrap.wrap(text, width, break_on_hyphens=False) or [text]:
+        out += chop_cells(line, width) if cell_len(line) > width else [line]
+    return out
 
 class CoreGrid(ScrollView, can_focus=True):
     COMPONENT_CLASSES = {
@@ -204,8 +215,7 @@ class CoreGrid(ScrollView, can_focus=True):
             else:
                 note = "waiting for the first frame from " + (display(v.target) if v else "the node") + " ..."
             # wrapped at the grid's width: a debug pod's state and its seconds come last in a long line
-            self.rows = [Row("note", text=line) for line in
-                         textwrap.wrap(note, max(20, self.size.width - 1), break_on_hyphens=False) or [note]]
+            self.rows = [Row("note", text=line) for line in wrap_cells(note, self.size.width - 1)]
             self.pos = {}
             self.virtual_size = Size(self.size.width, len(self.rows))
             self._cache.clear()
