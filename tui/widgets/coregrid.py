@@ -66,7 +66,6 @@ _ORDER = {"exclusive": 0, "isolated": 1, "reserved": 2, "unassigned": 3, "shared
 _UNASSIGNED = ("unassigned", None, None, None)  # a CPU no role names: (role, share, tag, severity)
 
 
-
 def wrap_cells(text: str, width: int) -> list[str]:
     """`text` in lines of at most `width` terminal cells (a wide character takes two), broken at spaces
     where it can be; never fewer than 8 cells (a grid not laid out yet is 0 wide)."""
@@ -75,6 +74,7 @@ def wrap_cells(text: str, width: int) -> list[str]:
     for line in textwrap.wrap(text, width, break_on_hyphens=False) or [text]:
         out += chop_cells(line, width) if cell_len(line) > width else [line]
     return out
+
 
 class CoreGrid(ScrollView, can_focus=True):
     COMPONENT_CLASSES = {
