@@ -100,6 +100,7 @@ class Sshd:
         self._configure()
         (self.d / "home").mkdir(exist_ok=True)
         self.proc: subprocess.Popen | None = None
+        self.started = False  # a restart keeps its port; only the first start may move to another
         Path("/run/sshd").mkdir(exist_ok=True)
 
     def _configure(self) -> None:
@@ -128,7 +129,7 @@ class Sshd:
         machine (the other xdist worker's sshd, Prometheus, an exporter, a connection's local port): sshd then
         exits "Address already in use", and a port it picked itself is picked again (as promserver does) at
         the first start; a restart keeps its port (the tests bring a node back where it was)."""
-        first, self.started = not getattr(self, "started", False), True
+        first, self.started = not self.started, True
         for _ in range(5 if first else 0):
             try:
                 return self._start(timeout)
