@@ -83,6 +83,15 @@ def _port(text: str) -> int:
     return int(text)
 
 
+def _image(text: str) -> str:
+    """--image: a reference a container runtime can pull, by tag or by digest (checked before anything connects)."""
+    from pinscope.collectors.transport.kube import image_problem
+
+    if why := image_problem(text):
+        raise argparse.ArgumentTypeError(why)
+    return text
+
+
 def _err(msg: str) -> None:
     """One line on stderr; node data in it (names, a server's words) is escaped like any text output."""
     print(display(msg), file=sys.stderr)
@@ -108,8 +117,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--kube-user", metavar="USER", help="with --kube: the SSH user")
     p.add_argument("--via", choices=("ssh", "api"), default="ssh",
                    help="with --kube: reach each node over SSH (default) or through the Kubernetes API (as node/NAME)")
-    p.add_argument("--image", default="busybox:1.36",
-                   help="node/NAME: the debug pod's image when no exporter pod runs there (needs sh and awk)")
+    p.add_argument("--image", type=_image, default="busybox:1.36",
+                   help="node/NAME: the debug pod's image when no exporter pod runs there (needs sh and awk); "
+                        "a tag or a digest (busybox@sha256:...)")
     p.add_argument("--pod-lifetime", type=_positive(int), default=3600, metavar="S",
                    help="node/NAME: a debug pod's activeDeadlineSeconds (a new one is started after it)")
     p.add_argument("--pod-idle", type=_positive(int), default=30, metavar="S",

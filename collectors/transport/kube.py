@@ -119,6 +119,34 @@ def valid_node_name(name: str) -> bool:
     return len(name) <= 253 and _DNS_SUBDOMAIN.fullmatch(name) is not None
 
 
+# An image reference as container runtimes parse it (github.com/distribution/reference, reference.go):
+# [host[:port]/]path[:tag][@digest]; path components are lowercase; a digest is algorithm:hex, and the
+# algorithms the OCI image spec registers have a fixed length (sha256: 64 hex digits, sha512: 128)
+_HOST = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*|\[[0-9a-fA-F:.]+\])"
+_PATH_COMPONENT = r"[a-z0-9]+(?:(?:[_.]|__|-+)[a-z0-9]+)*"
+_IMAGE = re.compile(rf"(?P<name>(?:{_HOST}(?::[0-9]+)?/)?{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*)"
+                    r"(?::(?P<tag>[\w][\w.-]{0,127}))?"
+                    r"(?:@(?P<alg>[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*):(?P<hex>[0-9a-zA-Z]+))?", re.ASCII)
+_DIGEST_HEX = {"sha256": 64, "sha512": 128}
+
+
+def image_problem(image: str) -> str | None:
+    """Why `image` is not a reference a runtime can pull (one phrase), or None. A tag (busybox:1.36) or a
+    digest (busybox@sha256:...: the very image, whatever the tag points at later), or both."""
+    if not image:
+        return "an image reference is not empty"
+    m = _IMAGE.fullmatch(image)
+    if m is None or len(m["name"]) > 255:
+        return f"{image!r} is not an image reference (NAME[:TAG][@sha256:DIGEST], e.g. busybox:1.36)"
+    if m["alg"] is not None:
+        want = _DIGEST_HEX.get(m["alg"])
+        if want is None:
+            return f"{image!r}: a digest is sha256:<64 hex digits> (or sha512:<128>)"
+        if len(m["hex"]) != want or not re.fullmatch("[0-9a-f]+", m["hex"]):
+            return f"{image!r}: a {m['alg']} digest is {want} lowercase hex digits"
+    return None
+
+
 def debug_pod(node: str, image: str = DEFAULT_IMAGE, lifetime: int = DEFAULT_LIFETIME,
               idle: int = DEFAULT_IDLE) -> dict:
     """The debug pod's manifest (see the module docstring for what it may do and why)."""
