@@ -122,6 +122,7 @@ class CoreGrid(ScrollView, can_focus=True):
         self.forced: str | None = None  # a density chosen by use_density(), else the best that fits
         self.idw = 4  # width of a CPU id column (set by the layout)
         self._layout_for: tuple | None = None  # the (view shape, size, density) the rows were laid out for
+        self._laid_out_at: Size | None = None  # the size the rows were laid out at (None: not yet)
         self._sticky: tuple[int, int] | None = None  # (cursor, column x) of the last move up or down
         self.rows: list[Row] = []
         self.pos: dict[int, tuple[int, int]] = {}  # cpu -> (row index, cell index)
@@ -202,12 +203,25 @@ class CoreGrid(ScrollView, can_focus=True):
         self._style_gen += 1
         self.post_message(self.Restyled())
 
+    def _size_updated(self, size: Size, virtual_size: Size, container_size: Size, layout: bool = True) -> bool:
+        """Laid out again here, where Textual gives the grid its new size, not in on_resize: Textual paints the
+        screen before the Resize message is handled, and the rows laid out for the old size were painted once
+        at the new one (the first report: NUMA 0 alone over the whole width, NUMA 1 cut off, then laid out
+        again, as the screen had just arranged its panes for the node)."""
+        changed = super()._size_updated(size, virtual_size, container_size, layout)
+        if self._laid_out_at is not None and self._laid_out_at != self.size:
+            self._layout_for = None
+            self._relayout()
+        return changed
+
     def on_resize(self) -> None:
-        self._layout_for = None
-        self._relayout()
+        if self._laid_out_at != self.size:  # laid out already when the size came (_size_updated)
+            self._layout_for = None
+            self._relayout()
 
     # ------------------------------------------------------------------ layout
     def _relayout(self) -> None:
+        self._laid_out_at = self.size
         if self.view is None or self.view.snap is None:
             v = self.view
             if v is not None and v.state in ("down", "connecting") and v.message:
