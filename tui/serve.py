@@ -157,7 +157,11 @@ class PinscopeServer(Server):
             "config": {"static": {"url": f"{base}/static/"}},
             "application": {"name": self.title},
         }
-        return aiohttp_jinja2.render_template("app_index.html", request, context)
+        page = aiohttp_jinja2.render_template("app_index.html", request, context)
+        # pinscope before issue 34 kept the token in a cookie of this port, which the browser sends to every
+        # port of this host: expire it, should this browser still hold one (a fixed token outlives a run)
+        page.del_cookie(f"pinscope-serve-{self.opts.port}", path="/")
+        return page
 
     def serve(self, debug: bool = False) -> None:
         """textual-serve's serve(), with the TLS context it has no parameter for."""
@@ -209,8 +213,7 @@ def serve(args: list[str], opts: ServeOptions = ServeOptions()) -> int:
     opts = replace(opts, public=public)
     hosts, any_ip = answer_names(opts.host, public, opts.allow_hosts)
     origins = frozenset(o for o in (origin_of(u) for u in (public, *opts.allow_origins)) if o)
-    guard = Guard(token, hosts, any_ip, origins, cookie=f"pinscope-serve-{opts.port}",
-                  https=opts.scheme == "https" or bool(public and public.startswith("https")))
+    guard = Guard(token, hosts, any_ip, origins)
     read_only = opts.read_only if opts.read_only is not None else not is_loopback(opts.host)
     if not is_loopback(opts.host) and not opts.certfile:
         print(NO_TLS.format(host=opts.host, port=opts.port), file=sys.stderr)

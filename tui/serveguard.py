@@ -8,8 +8,10 @@ rebinding) could load the page itself. Every request passes the `Guard` (one aio
   --allow-host (a wildcard listen address also answers to this machine's names and to IP literals, which
   no rebinding can produce);
 - the per-run token (random, printed as the URL to open, like Jupyter's; `--token` or
-  PINSCOPE_SERVE_TOKEN fix one) is on the page's URL (`?token=`, then a cookie of this port) and in the
-  websocket's path (the page writes it there), compared in constant time;
+  PINSCOPE_SERVE_TOKEN fix one) is on the page's URL (`?token=`) and in the websocket's path (the page
+  writes it there), compared in constant time. No cookie carries it: browsers do not keep cookies apart by
+  port, so a cookie of 127.0.0.1:8000 went with every request to any other server on 127.0.0.1 (issue 34);
+  a reload and the page's Restart button keep the URL, token and all;
 - a websocket's `Origin`, when it has one (browsers always send it), is this server's own origin, the
   --public-url's, or an --allow-origin.
 
@@ -99,8 +101,6 @@ class Guard:
     hosts: frozenset[str]  # Host names answered to (lower case, no port, no brackets)
     any_ip: bool = False  # a wildcard listen address: any IP literal too (no DNS rebinding makes one)
     origins: frozenset[str] = frozenset()  # origins allowed besides the request's own (origin_of form)
-    cookie: str = "pinscope-serve"
-    https: bool = False  # the browser reaches us over https: the cookie is Secure
 
     def host_allowed(self, header: str | None) -> bool:
         name = host_name(header)
@@ -160,15 +160,11 @@ def guard_middleware(guard: Guard) -> Callable:
             if not guard.token_matches(request.match_info.get("token")):
                 return refuse("a websocket without the right token", "no valid token")
             return await handler(request)
-        query = request.query.get("token")
-        if not guard.token_matches(query if query is not None else request.cookies.get(guard.cookie)):
+        if not guard.token_matches(request.query.get("token")):
             return refuse("a page request without the token",
                           "open the URL with the token that `pinscope serve` printed (…/?token=…)")
         response = await handler(request)
         if isinstance(response, web.Response):
-            if path == "/" and query is not None:  # a reload or the Restart button without ?token= works
-                response.set_cookie(guard.cookie, guard.token, httponly=True, samesite="Strict", path="/",
-                                    secure=guard.https)
             response.headers.update({"Cache-Control": "no-store", "Referrer-Policy": "no-referrer",
                                      "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff"})
         return response

@@ -254,13 +254,11 @@ def test_the_page_wants_the_token(served):
     status, body, _ = srv.get(f"/?token={wrong}", with_token=False)
     assert status == 403 and srv.token not in body
     status, body, headers = srv.get("/")
-    assert status == 200 and "data-session-websocket-url" in body
-    cookie = headers["Set-Cookie"]
-    assert cookie.startswith(f"pinscope-serve-{srv.port}={srv.token};") and "HttpOnly" in cookie
-    assert "SameSite=Strict" in cookie and headers["Cache-Control"] == "no-store"
-    # after the first visit the cookie is enough (a reload, the page's Restart button); a wrong one is not
-    assert srv.get("/", with_token=False, Cookie=f"pinscope-serve-{srv.port}={srv.token}")[0] == 200
-    assert srv.get("/", with_token=False, Cookie=f"pinscope-serve-{srv.port}=x{srv.token}")[0] == 403
+    assert status == 200 and "data-session-websocket-url" in body and headers["Cache-Control"] == "no-store"
+    # no cookie carries the token (a browser sends a cookie of 127.0.0.1 to every port of it, issue 34): the
+    # one an earlier pinscope set is expired, and is no key
+    assert srv.token not in headers.get("Set-Cookie", "") and "Max-Age=0" in headers["Set-Cookie"]
+    assert srv.get("/", with_token=False, Cookie=f"pinscope-serve-{srv.port}={srv.token}")[0] == 403
 
 
 def test_the_websocket_wants_the_token_and_its_own_origin(served):
@@ -353,7 +351,7 @@ def test_tls_with_certfile_and_keyfile(tmp_path):
         assert srv.url.startswith(f"https://127.0.0.1:{srv.port}/?token=")
         assert f'"wss://127.0.0.1:{srv.port}/ws/{srv.token}"' in srv.index
         status, _, headers = srv.get("/")
-        assert status == 200 and "Secure" in headers["Set-Cookie"]
+        assert status == 200 and srv.token not in headers.get("Set-Cookie", "")
         status, first = asyncio.run(handshake(ws_url(srv), tls=tls, Origin=f"https://127.0.0.1:{srv.port}"))
         assert status == 101 and first
         assert asyncio.run(handshake(ws_url(srv), tls=tls, Origin=f"http://127.0.0.1:{srv.port}"))[0] == 403
@@ -419,3 +417,71 @@ def test_read_only_wall_in_the_browser(tmp_path):
         asyncio.run(asyncio.wait_for(drive(), 150))
     assert not shots.exists() or not any(shots.iterdir())
     assert "a websocket from another origin 'http://127.0.0.1:" in srv.output  # refused for that reason
+
+
+# ---------------------------------------------------------------- issue 34: the token stays with this server
+
+class Recorder:
+    """A plain HTTP server on another port of 127.0.0.1 (another user's dev server, say): it answers every
+    path with a small page and keeps each request's line and headers."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    async def __aenter__(self) -> "Recorder":
+        from aiohttp import web
+
+        async def any_path(request: web.Request) -> web.Response:
+            self.seen.append("\n".join([f"{request.method} {request.raw_path}",
+                                         *(f"{k}: {v}" for k, v in request.headers.items())]))
+            return web.Response(text="<html><body>another server</body></html>", content_type="text/html")
+
+        app = web.Application()
+        app.router.add_route("*", "/{tail:.*}", any_path)
+        self.runner = web.AppRunner(app)
+        await self.runner.setup()
+        self.port = free_port()
+        await web.TCPSite(self.runner, "127.0.0.1", self.port).start()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.runner.cleanup()
+
+
+def test_the_token_reaches_no_other_server_on_the_host():
+    """Cookies are not kept apart by port: the page's cookie (`pinscope-serve-PORT=<token>`, Path=/) went
+    with every request of this browser to any server on 127.0.0.1. Chromium opens the printed URL, the wall
+    works (the websocket connects, the app draws, a reload draws again); then the same browser (same
+    profile) visits another server on another port of 127.0.0.1, at the paths the wall uses: no request it
+    receives carries the token, in its line or in any header."""
+    need(shutil.which(CHROMIUM) is not None or Path(CHROMIUM).exists(), "chromium not installed (apt-get install chromium)")
+    with Served("--", "demo") as srv:
+
+        async def drive() -> list[str]:
+            async with Browser() as b, Recorder() as other:
+                await b.goto(srv.url)
+                await b.wait_text("live", "Socket 0", timeout=60)
+                await b.wait_js("document.body.classList.contains('-first-byte')")
+                mark = len(b.received)  # a reload (the URL in the address bar) draws the app again
+                await b.send("Page.reload")
+                await b.wait_text("live", "Socket 0", since=mark, timeout=60)
+                await b.wait_js("document.body.classList.contains('-first-byte')")
+                for path in ("/", "/ws/", "/static/js/textual.js", "/download/x", "/?token="):
+                    n = len(other.seen)
+                    await b.goto(f"http://127.0.0.1:{other.port}{path}")
+                    end = time.monotonic() + 30
+                    while len(other.seen) == n and time.monotonic() < end:
+                        await asyncio.sleep(0.1)
+                    # and from that server's page: a fetch to this server's address with credentials
+                    await b.eval(f"fetch('http://127.0.0.1:{other.port}/fetched', {{credentials: 'include'}})")
+                end = time.monotonic() + 30
+                while sum("/fetched" in s for s in other.seen) < 5 and time.monotonic() < end:
+                    await asyncio.sleep(0.1)
+                return list(other.seen)
+
+        seen = asyncio.run(asyncio.wait_for(drive(), 150))
+    assert len(seen) >= 10, seen
+    for request in seen:
+        assert srv.token not in request, request
+        assert "pinscope-serve" not in request, request
+
