@@ -349,18 +349,33 @@ class NodeScreen(ReportScreen):
 
     def _pods(self) -> None:
         """Wide: tag, namespace/pod, container, cpus, NUMA. Narrow: the labels shortened, not dropped:
-        tag, pod/container (the middle elided to fit), cpus."""
+        tag, pod/container (the middle elided to fit), cpus. Wide or narrow, the table fits its column:
+        a long name (a Deployment's, its ReplicaSet's hash, the pod's hash: up to 63 characters) loses its
+        middle, never the columns after it."""
         table = self.query_one("#pods", DataTable)
         rows = self._pod_list()
         width = self._plan.side - 1  # its border
+        cpus_w = max((len(r[3]) for r in rows), default=4)
+        tag_w = max((len(r[0]) for r in rows), default=3)
         wide = width >= 50
+        shown: list[tuple]
         if wide:
-            shown = [r[:5] for r in rows]
+            numa_w = max(4, *(len(r[4]) for r in rows)) if rows else 4
+            # each of the 5 columns' padding (2) and the scrollbar (2)
+            room = width - max(3, tag_w) - max(4, cpus_w) - numa_w - 12
+            pod_need = max((len(display(r[1])) for r in rows), default=3)
+            ctr_need = max((len(display(r[2])) for r in rows), default=9)
+            ctr_w = ctr_need if pod_need + ctr_need <= room else min(ctr_need, max(10, room * 2 // 5))
+            pod_w = room - ctr_w
+            wide = pod_w >= 16  # else the narrow form: the pod's name matters more than its namespace
+        if wide:
+            # the pod's end (its hashes) is what tells replicas apart: two thirds of the room for it
+            shown = [(r[0], Text(elide_middle(display(r[1]), pod_w, keep_tail=pod_w * 2 // 3)),
+                      Text(elide_middle(display(r[2]), ctr_w)), r[3], r[4]) for r in rows]
         else:
-            cpus_w = max((len(r[3]) for r in rows), default=4)
-            tag_w = max((len(r[0]) for r in rows), default=3)
             room = max(8, width - cpus_w - max(3, tag_w) - 8)  # each column's padding, the scrollbar
-            shown = [(r[0], elide_middle(f"{r[1].split('/', 1)[-1]}/{r[2]}", room), r[3]) for r in rows]
+            shown = [(r[0], Text(elide_middle(display(f"{r[1].split('/', 1)[-1]}/{r[2]}"), room)), r[3])
+                     for r in rows]
         if (shown, wide) == self._pod_rows:
             return  # unchanged: no repaint of the table
         cols = ("tag", "pod", "container", "cpus", "NUMA") if wide else ("tag", "pod", "cpus")
