@@ -56,6 +56,7 @@ class Options:
     kube_image: str = "busybox:1.36"
     kube_pod_lifetime: int = 3600
     kube_pod_idle: int = 30  # s: a debug pod whose pinscope died ends this long after its last session
+    kube_pod_heartbeat: int = 10  # s between the heartbeats a session writes on its debug pod (for `gc`)
 
 
 FULL = "gcTaiw"
@@ -90,7 +91,8 @@ def make_transport(target: str, opts: Options):
 
         return KubeTransport(target, context=opts.kube_context, kubeconfig=opts.kubeconfig,
                              namespace=opts.kube_namespace, image=opts.kube_image,
-                             lifetime=opts.kube_pod_lifetime, idle=opts.kube_pod_idle)
+                             lifetime=opts.kube_pod_lifetime, idle=opts.kube_pod_idle,
+                             heartbeat=opts.kube_pod_heartbeat)
     from .transport.ssh import SSHTransport  # asyncssh only when SSH is used
 
     return SSHTransport(target, root=opts.root, sudo=opts.sudo, identity=opts.identity,

@@ -6,8 +6,9 @@ What it serves (enough for pinscope and for Debian's real `kubectl` to drive it)
   nodes/proxy GET /api/v1/nodes/NAME/proxy/metrics: kubelet's /metrics text (`kubelet_metrics`, per node; a
               list is served in turn, its last text from then on), authorized as get nodes/proxy like a real
               API server
-  pods        list (all namespaces or one; labelSelector, fieldSelector), get, create, delete; as a
-              meta.k8s.io Table when the client asks (what `kubectl get pods` prints)
+  pods        list (all namespaces or one; labelSelector, fieldSelector), get, create, delete, patch (a JSON
+              merge patch of metadata.labels/annotations: what pinscope's heartbeat and `kubectl annotate`
+              send); as a meta.k8s.io Table when the client asks (what `kubectl get pods` prints)
   pods/exec   the websocket exec stream, subprotocols v5.channel.k8s.io and v4.channel.k8s.io (or only
               v4, like an API server before 1.30); the error channel carries a v1 Status at the end
   authz       bearer tokens -> users -> RBAC-like rules (verb, resource, namespace); 403 Status bodies
@@ -147,6 +148,7 @@ class StandIn:
         r.add_post("/api/v1/namespaces/{ns}/pods", self._create_pod)
         r.add_get("/api/v1/namespaces/{ns}/pods/{name}", self._get_pod)
         r.add_delete("/api/v1/namespaces/{ns}/pods/{name}", self._delete_pod)
+        r.add_patch("/api/v1/namespaces/{ns}/pods/{name}", self._patch_pod)
         r.add_route("*", "/api/v1/namespaces/{ns}/pods/{name}/exec", self._exec)
         self.runner = web.AppRunner(app, handle_signals=False)
         self.loop.run_until_complete(self.runner.setup())
@@ -257,7 +259,7 @@ class StandIn:
         return web.json_response({"kind": "APIResourceList", "groupVersion": "v1", "resources": [
             res("nodes", "Node", False, ["get", "list"], ("no",)),
             res("nodes/proxy", "NodeProxyOptions", False, ["create", "delete", "get", "patch", "update"]),
-            res("pods", "Pod", True, ["create", "delete", "get", "list"], ("po",)),
+            res("pods", "Pod", True, ["create", "delete", "get", "list", "patch"], ("po",)),
             res("pods/exec", "PodExecOptions", True, ["create", "get"]),
         ]})
 
@@ -485,6 +487,39 @@ class StandIn:
             return status(404, "NotFound", f'pods "{name}" not found', {"name": name, "kind": "pods"})
         self._kill_execs((ns, name))
         pod["metadata"]["deletionTimestamp"] = now()
+        return web.json_response(pod)
+
+    async def _patch_pod(self, request):
+        """A JSON merge patch (RFC 7386; a strategic merge patch is the same for maps) of the pod's labels and
+        annotations. Anything else in the patch is refused (422): the stand-in does not model spec updates."""
+        ns, name = request.match_info["ns"], request.match_info["name"]
+        if (r := self._allowed(request, "patch", "pods", ns)):
+            return r
+        pod = self.pods.get((ns, name))
+        if pod is None:
+            return status(404, "NotFound", f'pods "{name}" not found', {"name": name, "kind": "pods"})
+        if request.content_type not in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+            return status(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - "
+                                                       f"accepted media types include: application/merge-patch+json "
+                                                       f"(got {request.content_type})")
+        try:
+            patch = await request.json()
+        except ValueError:
+            return status(400, "BadRequest", "the patch is not JSON")
+        meta = patch.get("metadata") if isinstance(patch, dict) else None
+        if set(patch or {}) - {"metadata"} or not isinstance(meta, dict) or set(meta) - {"labels", "annotations"}:
+            return status(422, "Invalid", f'Pod "{name}" is invalid: the stand-in patches metadata.labels and '
+                                          f'metadata.annotations only')
+        for key in ("labels", "annotations"):
+            for k, v in (meta.get(key) or {}).items():
+                if v is None:
+                    (pod["metadata"].get(key) or {}).pop(k, None)
+                elif not isinstance(v, str):
+                    return status(422, "Invalid", f'Pod "{name}" is invalid: metadata.{key}: a value must be a string')
+                else:
+                    pod["metadata"].setdefault(key, {})[k] = v
+        self.rv += 1
+        pod["metadata"]["resourceVersion"] = str(self.rv)
         return web.json_response(pod)
 
     # ------------------------------------------------------------------ exec

@@ -124,6 +124,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="node/NAME: a debug pod's activeDeadlineSeconds (a new one is started after it)")
     p.add_argument("--pod-idle", type=_positive(int), default=30, metavar="S",
                    help="node/NAME: a debug pod whose pinscope died (SIGKILL) ends this many seconds after (default 30)")
+    p.add_argument("--pod-heartbeat", type=_positive(int), default=10, metavar="S",
+                   help="node/NAME: seconds between the heartbeats a session writes on its debug pod; `pinscope gc` "
+                        "keeps a pod whose heartbeat moves (default 10)")
 
 
 def _sampling(p: argparse.ArgumentParser) -> None:
@@ -174,9 +177,10 @@ def build_parser(cmd: str) -> argparse.ArgumentParser:
         p.add_argument("--listen", required=True, metavar="ADDR:PORT", help="serve /metrics here (:9847 for every address)")
         p.add_argument("--node-name", metavar="NAME", help="the node label of a 'local' target (a DaemonSet passes spec.nodeName)")
     elif cmd == "gc":
-        p.description = "List pinscope's debug pods (left by a crash) and delete them."
+        p.description = ("Delete pinscope's debug pods that no live session holds (ended, or whose heartbeat stopped), "
+                         "and say of each what was done and why.")
         _kube_api(p)
-        p.add_argument("--dry-run", action="store_true", help="list them, delete nothing")
+        p.add_argument("--dry-run", action="store_true", help="say what would be done, delete nothing")
     elif cmd == "demo":
         _sampling(p)
         p.add_argument("--theme", default="dark")
@@ -215,7 +219,8 @@ def _opts(a) -> Options:
     return Options(root=a.root, sudo=a.sudo, identity=a.identity, ssh_config=a.ssh_config,
                    known_hosts=a.known_hosts, accept_new_host_key=a.accept_new_host_key,
                    connect_timeout=a.connect_timeout, kube_context=a.context, kubeconfig=a.kubeconfig,
-                   kube_namespace=a.namespace, kube_image=a.image, kube_pod_lifetime=a.pod_lifetime, kube_pod_idle=a.pod_idle)
+                   kube_namespace=a.namespace, kube_image=a.image, kube_pod_lifetime=a.pod_lifetime, kube_pod_idle=a.pod_idle,
+                   kube_pod_heartbeat=a.pod_heartbeat)
 
 
 def _command_first(argv: list[str]) -> list[str]:

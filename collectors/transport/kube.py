@@ -29,11 +29,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import getpass
-import os
 import re
 import secrets
-import socket
 import string
 import threading
 import time
@@ -44,6 +41,7 @@ from ..aio import within
 from ..errors import ProbeFailed, Unreachable
 from ..exitsignals import at_end
 from ..kube import KubeError, NotFound, Refused, call, load_config
+from ..text import display
 from .base import PROBE_END, FrameStream, stdin_probe_command
 from .kubeexec import ExecStream, exec_url
 
@@ -57,6 +55,14 @@ DEFAULT_IMAGE = "busybox:1.36"  # has sh and awk (the probe needs nothing else)
 DEFAULT_NAMESPACE = "pinscope"
 DEFAULT_LIFETIME = 3600  # s: activeDeadlineSeconds of a debug pod (and the watchdog's own bound)
 DEFAULT_IDLE = 30  # s without a live exec session before a debug pod's container exits by itself
+DEFAULT_HEARTBEAT = 10  # s between a session's heartbeats on its debug pod
+# What `gc` tells a live session's pod from a dead one's by: the session writes the time (its own clock,
+# UTC) into HEARTBEAT every HEARTBEAT_EVERY s (a JSON merge patch: `patch` pods in --namespace). gc looks
+# twice, 2 x that apart, and keeps the pods whose heartbeat moved: no clock is compared with another.
+# Nothing in the pod names who made it (user, host, pid): anyone who may list pods reads its metadata.
+HEARTBEAT = "pinscope.io/heartbeat"
+HEARTBEAT_EVERY = "pinscope.io/heartbeat-every"
+GC_WAIT_CAP = 121  # s: the longest gc watches heartbeats (a pod's heartbeat-every is capped at 60 s)
 HOST_MOUNT = "/host"
 RUN_DIR = "/run/pinscope"  # the debug pod's in-memory emptyDir: the session file, nothing else
 SESSION_FILE = RUN_DIR + "/session"
@@ -147,8 +153,12 @@ def image_problem(image: str) -> str | None:
     return None
 
 
+def _utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
 def debug_pod(node: str, image: str = DEFAULT_IMAGE, lifetime: int = DEFAULT_LIFETIME,
-              idle: int = DEFAULT_IDLE) -> dict:
+              idle: int = DEFAULT_IDLE, heartbeat: int = DEFAULT_HEARTBEAT) -> dict:
     """The debug pod's manifest (see the module docstring for what it may do and why)."""
     suffix = "".join(secrets.choice(string.ascii_lowercase + string.digits) for _ in range(5))
     return {
@@ -156,7 +166,7 @@ def debug_pod(node: str, image: str = DEFAULT_IMAGE, lifetime: int = DEFAULT_LIF
         "metadata": {
             "name": f"pinscope-{node[:40].rstrip('.-')}-{suffix}",
             "labels": dict(PROBE_LABELS),
-            "annotations": {"pinscope.io/started-by": _started_by()},
+            "annotations": {HEARTBEAT: _utc_now(), HEARTBEAT_EVERY: str(int(heartbeat))},
         },
         "spec": {
             "nodeName": node,
@@ -192,14 +202,6 @@ def session_command(root: str) -> str:
     return f"echo $$ >{SESSION_FILE}; " + stdin_probe_command(root)
 
 
-def _started_by() -> str:
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = str(os.getuid())
-    return f"{user}@{socket.gethostname()} pid {os.getpid()}"
-
-
 def host_root_of(pod: dict) -> tuple[str, str] | None:
     """(container, mountPath) where this pod mounts the host's "/" (how the exporter DaemonSet reads the
     node), or None. Read from the pod spec, so the exporter's manifest may choose its own path."""
@@ -225,12 +227,14 @@ class KubeTransport(FrameStream):
     def __init__(self, target: str, *, context: str | None = None, kubeconfig: str | None = None,
                  namespace: str = DEFAULT_NAMESPACE, image: str = DEFAULT_IMAGE,
                  lifetime: int = DEFAULT_LIFETIME, start_timeout: float = 120.0,
-                 use_exporter: bool = True, idle: int = DEFAULT_IDLE) -> None:
+                 use_exporter: bool = True, idle: int = DEFAULT_IDLE, heartbeat: int = DEFAULT_HEARTBEAT) -> None:
         self.target = self.name = target
         self.node = node_name(target) or target
         self.context, self.kubeconfig = context, kubeconfig
         self.namespace, self.image, self.lifetime, self.pod_idle = namespace, image, int(lifetime), int(idle)
         self.start_timeout = start_timeout
+        self.heartbeat = max(1, int(heartbeat))
+        self._beating: asyncio.Task | None = None  # the heartbeat on our debug pod, while we hold it
         self.use_exporter = use_exporter
         self.api: CoreV1Api | None = None
         self.cfg: Configuration | None = None
@@ -292,7 +296,7 @@ class KubeTransport(FrameStream):
                     self.pod, self.owned = pod["metadata"]["name"], False
                     self.via = f"exporter pod {self.namespace}/{self.pod}"
                     return where
-        manifest = debug_pod(self.node, self.image, self.lifetime, self.pod_idle)
+        manifest = debug_pod(self.node, self.image, self.lifetime, self.pod_idle, self.heartbeat)
         creating = asyncio.ensure_future(self._call(
             self._core().create_namespaced_pod, "create", "pods", self.namespace, timeout,
             namespace=self.namespace, body=manifest,
@@ -312,6 +316,7 @@ class KubeTransport(FrameStream):
         self.owned = True
         self.deadline = time.monotonic() + self.lifetime
         self.via = f"debug pod {self.namespace}/{self.pod}"
+        self._beating = asyncio.ensure_future(self._beat(self.pod))  # from now on: gc must see it is ours
         self._said(f"{self.via} created, waiting for it to run")
         await self._wait_running(timeout)
         return "probe", HOST_MOUNT
@@ -343,6 +348,27 @@ class KubeTransport(FrameStream):
             await asyncio.sleep(pause)
             pause = min(1.0, pause * 1.5)
         raise Unreachable(f"{self.target}: {self.via} not running after {self.start_timeout:g} s ({why})")
+
+    async def _beat(self, pod: str) -> None:
+        """Write the time into our debug pod's heartbeat annotation every `heartbeat` s while we hold it (until
+        close() cancels this). A missed beat (the API slow or down) is tried again at the next; a pod gone, or
+        a refusal (a role without `patch` pods), ends the beating: gc then takes the pod for one a dead
+        pinscope left, and this session reconnects on a new pod if gc deletes it."""
+        while True:
+            await asyncio.sleep(self.heartbeat)
+            try:
+                await self._call(self._core().patch_namespaced_pod, "patch", "pods", self.namespace,
+                                 min(10.0, self.heartbeat * 2.0), namespace=self.namespace, name=pod,
+                                 body={"metadata": {"annotations": {HEARTBEAT: _utc_now()}}},
+                                 _content_type="application/merge-patch+json",
+                                 _headers={"Content-Type": "application/merge-patch+json"})
+            except (NotFound, Refused) as err:
+                self.heartbeat_problem = str(err)
+                return
+            except (KubeError, Unreachable):
+                continue
+
+    heartbeat_problem = ""  # why the heartbeat stopped (a refusal, the pod gone)
 
     def _said(self, what: str) -> None:
         self.said = what
@@ -377,6 +403,9 @@ class KubeTransport(FrameStream):
         `idle` s later (its watchdog)."""
         stream, self.stream = self.stream, None
         pod, owned, self.pod, self.owned = self.pod, self.owned, None, False
+        beating, self._beating = self._beating, None
+        if beating is not None:
+            beating.cancel()  # not awaited: a beat in flight lands on a pod about to be deleted
         creating, self._creating = self._creating, None
         cancelled: list[BaseException] = []  # a cancel of our caller's (a signal): each step still runs
 
@@ -443,37 +472,81 @@ def _deleted(key: tuple[str, str], made_by: asyncio.Future | None, deleting: asy
 
 
 def gc(context: str | None, kubeconfig: str | None, namespace: str = DEFAULT_NAMESPACE,
-       dry_run: bool = False, out=None) -> int:
-    """`pinscope gc`: list pinscope's debug pods in `namespace` (by their labels) and delete them. Any
-    pinscope still running re-creates its pod on its next reconnect."""
+       dry_run: bool = False, out=None, err=None) -> int:
+    """`pinscope gc`: delete pinscope's debug pods in `namespace` (by their labels) that no live session holds,
+    and say of each pod what was done and why. A pod that ended (Succeeded, Failed) runs nothing: deleted. A
+    pod that runs (or is starting) is watched for 2 x its heartbeat-every s: a live session renews its
+    heartbeat within that (kept), a dead one's stays put (deleted). Clocks are never compared: only whether
+    the heartbeat moved, as gc saw it. A pod without a heartbeat (an older pinscope's) is kept: it ends by
+    itself (its watchdog, its activeDeadlineSeconds)."""
     import datetime as dt
     import sys
 
     from kubernetes import client
 
     out = out or sys.stdout
+    err = err or sys.stderr
     api = client.CoreV1Api(client.ApiClient(load_config(context, kubeconfig)))
-    doc = call(api.list_namespaced_pod, "list", "pods", namespace, namespace=namespace, label_selector=PROBE_SELECTOR)
-    pods = doc.get("items") or []
+
+    def listed() -> dict[str, dict]:
+        doc = call(api.list_namespaced_pod, "list", "pods", namespace, namespace=namespace,
+                   label_selector=PROBE_SELECTOR)
+        return {str((p.get("metadata") or {}).get("name")): p for p in doc.get("items") or []}
+
+    pods = listed()
     if not pods:
         print(f"no pinscope debug pods in namespace {namespace}", file=out)
         return 0
+    verdicts: dict[str, tuple[bool, str]] = {}  # name -> (delete?, why)
+    watched: dict[str, str] = {}  # name -> its heartbeat when first seen
+    wait = 0
+    for name, pod in pods.items():
+        meta, st = pod.get("metadata") or {}, pod.get("status") or {}
+        notes = meta.get("annotations") or {}
+        phase = st.get("phase") or "Pending"
+        if meta.get("deletionTimestamp"):
+            verdicts[name] = (False, "kept: being deleted already")
+        elif phase in ("Succeeded", "Failed"):
+            verdicts[name] = (True, "ended: nothing runs in it")
+        elif HEARTBEAT not in notes:
+            verdicts[name] = (False, "kept: it has no heartbeat to judge it by (an older pinscope's?); it ends by "
+                                     "itself (its watchdog, its activeDeadlineSeconds)")
+        else:
+            every = str(notes.get(HEARTBEAT_EVERY) or "")
+            every_s = min(int(every), 60) if every.isdecimal() and int(every) > 0 else DEFAULT_HEARTBEAT
+            wait = max(wait, min(2 * every_s + 1, GC_WAIT_CAP))
+            watched[name] = str(notes[HEARTBEAT])
+    if watched:
+        print(f"watching the heartbeat of {len(watched)} running debug pod(s) for {wait} s", file=err, flush=True)
+        time.sleep(wait)
+        now_pods = listed()
+        for name, beat in watched.items():
+            again = now_pods.get(name)
+            if again is None:
+                verdicts[name] = (False, "gone meanwhile")
+            elif str(((again.get("metadata") or {}).get("annotations") or {}).get(HEARTBEAT)) != beat:
+                verdicts[name] = (False, f"kept: a live session renewed its heartbeat within {wait} s")
+                pods[name] = again
+            else:
+                verdicts[name] = (True, f"no heartbeat for {wait} s: its pinscope is gone")
+                pods[name] = again
     now = dt.datetime.now(dt.timezone.utc)
-    for pod in pods:
+    for name, pod in pods.items():
         meta, spec, st = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
         age = "?"
-        with contextlib.suppress(KeyError, ValueError):
+        with contextlib.suppress(KeyError, ValueError, AttributeError):
             born = dt.datetime.fromisoformat(meta["creationTimestamp"].replace("Z", "+00:00"))
             age = f"{int((now - born).total_seconds())}s"
-        started = (meta.get("annotations") or {}).get("pinscope.io/started-by", "?")
-        line = (f"{namespace}/{meta.get('name')}  node {spec.get('nodeName')}  {st.get('reason') or st.get('phase')}  "
-                f"age {age}  started by {started}")
-        if not dry_run:
+        delete, why = verdicts[name]
+        line = f"{namespace}/{name}  node {spec.get('nodeName')}  {st.get('reason') or st.get('phase')}  age {age}  {why}"
+        if delete and dry_run:
+            line += "; would be deleted"
+        elif delete:
             try:
-                call(api.delete_namespaced_pod, "delete", "pods", namespace, namespace=namespace,
-                     name=meta.get("name"), grace_period_seconds=0)
-                line += "  deleted"
+                call(api.delete_namespaced_pod, "delete", "pods", namespace, namespace=namespace, name=name,
+                     grace_period_seconds=0)
+                line += "; deleted"
             except NotFound:
-                line += "  already gone"
-        print(line, file=out)
+                line += "; already gone"
+        print(display(line), file=out)  # the API's words (a status reason) are escaped like any text output
     return 0

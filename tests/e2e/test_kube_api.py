@@ -160,6 +160,32 @@ def test_the_debug_pod_is_what_the_issue_asks(api):
         kubernetes_validate.validate(debug_pod(NODE), v, strict=True)
 
 
+def test_the_debug_pod_tells_the_cluster_nothing_of_who_ran_it(api):
+    """Anyone who may list pods reads a pod's labels and annotations: they carry what `gc` needs (a heartbeat
+    and how often it moves), never the user, the host or the pid of whoever ran pinscope (main wrote
+    `pinscope.io/started-by: root@host pid N`)."""
+    import getpass
+    import socket
+
+    async def go():
+        t = KubeTransport(f"node/{NODE}", kubeconfig=api.kc)
+        await t.connect()
+        try:
+            return json.loads(json.dumps(api.pods[("pinscope", t.pod)]["metadata"]))
+        finally:
+            await t.close()
+
+    meta = asyncio.run(go())
+    assert meta["labels"] == PROBE_LABELS
+    notes = meta.get("annotations") or {}
+    assert set(notes) == {"pinscope.io/heartbeat", "pinscope.io/heartbeat-every"}, notes
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", notes["pinscope.io/heartbeat"])
+    assert notes["pinscope.io/heartbeat-every"] == "10"
+    text = json.dumps(meta)
+    assert f"{getpass.getuser()}@" not in text and f"@{socket.gethostname()}" not in text
+    assert f"pid {os.getpid()}" not in text and "started-by" not in text
+
+
 def test_the_debug_pod_has_the_least_the_probe_needs(api):
     """Not privileged, not on the host network (main made it both); uid 0 with every capability dropped,
     no privilege escalation, seccomp RuntimeDefault, a read-only root. The stand-in enforces the read-only
@@ -313,8 +339,9 @@ async def _until(cond, seconds: float) -> None:
 
 
 def test_down_and_reconnect_when_the_pod_goes_away(api):
-    """Someone deletes our debug pod (or `pinscope gc` does): the node goes down, then comes back with a
-    new pod, as an SSH node does after its connection drops."""
+    """Someone deletes our debug pod (kubectl delete; never `pinscope gc`, which keeps the pod of a live
+    session): the node goes down, then comes back with a new pod, as an SSH node does after its connection
+    drops."""
     states: list[tuple[str, str | None]] = []
     snaps = []
 
@@ -326,7 +353,7 @@ def test_down_and_reconnect_when_the_pod_goes_away(api):
         await _until(lambda: snaps, 30)
         first = probe_pods(api)
         assert len(first) == 1
-        await asyncio.to_thread(lambda: run_cli("gc", "--kubeconfig", api.kc))
+        await asyncio.to_thread(_delete_pod, api.kc, first[0])
         await _until(lambda: [s for s, _ in states].count("up") >= 2 and len(snaps) > 3, 60)
         second = probe_pods(api)
         stop.set()
@@ -541,6 +568,16 @@ def _gone(pid: int) -> bool:
         return True
 
 
+def _delete_pod(kc: str, name: str) -> None:
+    """What `kubectl delete pod` does, through the kubernetes client."""
+    from kubernetes import client, config
+
+    cfg = client.Configuration()
+    config.load_kube_config(config_file=kc, client_configuration=cfg, persist_config=False)
+    client.CoreV1Api(client.ApiClient(cfg)).delete_namespaced_pod(name, "pinscope", grace_period_seconds=0,
+                                                                  _preload_content=False)
+
+
 def _exec_seen(srv: StandIn) -> bool:
     return any(m == "GET" and "/exec?" in path for m, path, _ in srv.requests)
 
@@ -710,12 +747,58 @@ def test_killed_pinscope_leaves_a_pod_that_ends_by_itself_and_gc_removes(api, tm
     assert api.running("pinscope", left) == 0  # no process of it left on the node
     r = run_cli("gc", "--dry-run", "--kubeconfig", api.kc)
     assert r.returncode == 0 and f"pinscope/{left}  node {NODE}  Succeeded  " in r.stdout, r.stdout
-    assert "started by" in r.stdout and "deleted" not in r.stdout
+    assert "ended: nothing runs in it; would be deleted" in r.stdout and "started by" not in r.stdout
     r = run_cli("gc", "--kubeconfig", api.kc)
     assert r.returncode == 0 and "deleted" in r.stdout, r.stdout
     assert probe_pods(api) == []
     r = run_cli("gc", "--kubeconfig", api.kc)
     assert r.stdout.strip() == "no pinscope debug pods in namespace pinscope"
+
+
+def test_gc_keeps_the_pod_of_a_live_session_and_deletes_a_dead_ones(api):
+    """Two pinscopes on one node, each on its debug pod: one is killed (SIGKILL: its pod runs on until its
+    watchdog sees no session), the other lives. `gc` deletes only the dead one's pod and says why it kept the
+    other (main deleted both: the live session went down and reconnected on a new pod)."""
+    args = ("--samples", "600", "--interval", "0.5", "--pod-heartbeat", "1", "--pod-idle", "600")
+    dead = _pinscope(api.kc, *args)
+    live = None
+    try:
+        _wait(lambda: len(probe_pods(api)) == 1 and api.running("pinscope", probe_pods(api)[0]),
+              "the first pinscope on its debug pod", tries=900)
+        (dead_pod,) = probe_pods(api)
+        live = _pinscope(api.kc, *args)
+        _wait(lambda: len(probe_pods(api)) == 2 and all(api.running("pinscope", n) for n in probe_pods(api)),
+              "both pinscopes on their debug pods", tries=900)
+        (live_pod,) = set(probe_pods(api)) - {dead_pod}
+        before = {dead_pod, live_pod}
+        requests = len(api.requests)
+        _wait(lambda: {path.split("?")[0].rsplit("/", 1)[1] for m, path, _ in api.requests[requests:]
+                       if m == "PATCH"} == before, "each session's heartbeat on its own pod", tries=100)
+        dead.send_signal(signal.SIGKILL)
+        dead.wait()
+        assert api.pods[("pinscope", dead_pod)]["status"]["phase"] == "Running"  # its watchdog waits 600 s
+        r = run_cli("gc", "--dry-run", "--kubeconfig", api.kc)
+        assert r.returncode == 0, r.stderr
+        lines = {ln.split()[0]: ln for ln in r.stdout.splitlines()}
+        assert lines[f"pinscope/{live_pod}"].endswith("kept: a live session renewed its heartbeat within 3 s"), r.stdout
+        assert lines[f"pinscope/{dead_pod}"].endswith("no heartbeat for 3 s: its pinscope is gone; would be deleted")
+        assert set(probe_pods(api)) == before  # a dry run deletes nothing
+        r = run_cli("gc", "--kubeconfig", api.kc)
+        assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+        lines = {ln.split()[0]: ln for ln in r.stdout.splitlines()}
+        assert lines[f"pinscope/{live_pod}"].endswith("kept: a live session renewed its heartbeat within 3 s"), r.stdout
+        assert lines[f"pinscope/{dead_pod}"].endswith("no heartbeat for 3 s: its pinscope is gone; deleted"), r.stdout
+        assert set(probe_pods(api)) == {live_pod}
+        assert live.poll() is None and api.running("pinscope", live_pod)  # the live session goes on, same pod
+        time.sleep(1.5)
+        assert set(probe_pods(api)) == {live_pod}  # no reconnect on a new pod
+    finally:
+        for p in (live, dead):
+            if p is not None and p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+            if p is not None:
+                _ended(p)
+    assert probe_pods(api) == []
 
 
 def test_the_deadline_still_bounds_a_pod_in_use(api):
@@ -801,7 +884,9 @@ def test_rbac_yaml_grants_exactly_the_verbs_used(sim, tmp_path, exec_verb):
     srv = StandIn({NODE: sim.root}, users={"t": ("pinscope-user", rules)}, exec_verb=exec_verb).start()
     try:
         kc = srv.kubeconfig(tmp_path / "kc", token="t")
-        r = run_cli("snapshot", "--json", "--kube", "--via", "api", "--kubeconfig", kc)
+        # 3 s on the debug pod: its heartbeat (patch) beats at least once
+        r = run_cli("snapshot", "--json", "--kube", "--via", "api", "--kubeconfig", kc, "--pod-heartbeat", "1",
+                    "--samples", "4", "--interval", "1")
         assert r.returncode == 0, r.stderr
         said = [e["message"] for e in json.loads(r.stdout)["errors"] if e["source"] == "kubernetes"]
         assert said == ["kubelet metrics: not allowed (get nodes/proxy)"]
