@@ -69,16 +69,46 @@ def test_first_read_has_no_rates_and_counters_only_where_the_kernel_counts(tmp_p
             assert x.name.endswith("_total")
 
 
+def _many_findings():
+    """Several findings of each severity (issue 34 item 21: with one of each, a count of 1 passed): four
+    drifted containers (critical; two in one pod), three split SMT cores (warning, node-wide: one series,
+    counted 3 times), two infos."""
+    from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+
+    return NodeSpec(hostname="many", sockets=1, cores=8, threads=2, reserved="0,8", pods=[
+        PodSpec("gw-1", "trading", containers=[CtrSpec("fix-gw", cpus="2,10", effective="2-3,10")]),
+        PodSpec("gw-2", "trading", containers=[CtrSpec("fix-gw", cpus="4,12", effective="4-5,12"),
+                                               CtrSpec("sidecar", cpus="6", effective="6-7")]),
+        PodSpec("gw-3", "trading", containers=[CtrSpec("fix-gw", cpus="15", effective="14-15")]),
+        PodSpec("tick", "trading", containers=[CtrSpec("t", cpus="1")]),
+        PodSpec("api", "web", qos="Burstable", containers=[CtrSpec("api", tasks=3)]),
+    ])
+
+
 def test_findings_are_one_series_per_code_and_container_and_counted(tmp_path):
-    rep = read_sim(broken(), tmp_path / "n", samples=1)
-    s = node_samples("broken", rep)
-    codes = {(x.labels["code"], x.labels["severity"]) for x in s["pinscope_finding"]}
-    assert ("STATE_UNREADABLE", "critical") in codes
+    rep = read_sim(_many_findings(), tmp_path / "n", samples=1)
+    s = node_samples("many", rep)
+    series = sorted((x.labels["code"], x.labels["severity"], x.labels["pod"], x.labels["container"])
+                    for x in s["pinscope_finding"])
+    assert series == [("SAMPLES_NEEDED", "info", "", ""),
+                      ("SMT_SIBLING_SHARED", "warning", "", ""),  # three findings, one series
+                      ("STATE_CGROUP_DRIFT", "critical", "gw-1", "fix-gw"),
+                      ("STATE_CGROUP_DRIFT", "critical", "gw-2", "fix-gw"),
+                      ("STATE_CGROUP_DRIFT", "critical", "gw-2", "sidecar"),
+                      ("STATE_CGROUP_DRIFT", "critical", "gw-3", "fix-gw"),
+                      ("SYSTEM_NOT_CONFINED", "info", "", "")]
+    assert all(x.value == 1 for x in s["pinscope_finding"])
+    # counted: findings, not series, per severity (every severity present)
     per = {x.labels["severity"]: x.value for x in s["pinscope_findings"]}
-    assert set(per) == {"critical", "warning", "info"}
-    assert per["critical"] == sum(1 for f in rep.findings if f.severity == "critical") >= 1
+    assert per == {"critical": 4, "warning": 3, "info": 2}
     keys = [tuple(x.labels.values()) for x in s["pinscope_finding"]]
     assert len(keys) == len(set(keys))
+
+
+def test_a_node_wide_critical_finding_has_empty_owner_labels(tmp_path):
+    s = node_samples("broken", read_sim(broken(), tmp_path / "n", samples=1))
+    (x,) = [x for x in s["pinscope_finding"] if x.labels["code"] == "STATE_UNREADABLE"]
+    assert (x.labels["severity"], x.labels["namespace"], x.labels["pod"], x.labels["container"]) == ("critical", "", "", "")
 
 
 def test_collector_serves_the_latest_state_and_an_unreadable_node_only_as_read_success_0(tmp_path):
