@@ -444,24 +444,31 @@ class PinscopeApp(App):
 
     def action_screenshot(self, filename: str | None = None, path: str | None = None) -> None:
         """Textual's action (same signature), saved in $PINSCOPE_SCREENSHOTS unless a path is given; refused
-        in a read-only session."""
+        in a read-only session. A directory that takes no file is said, as `e` says it: the app goes on."""
+        from pinscope.tui.export import failed_line, save_svg, saved_line
+
         if self._refuse_write():
             return
-        path = self.save_screenshot(filename, path or os.environ.get("PINSCOPE_SCREENSHOTS", "."))
-        self.notify(f"saved {path}", timeout=3)
-
+        directory = path or os.environ.get("PINSCOPE_SCREENSHOTS", ".")
+        try:
+            written = save_svg(self, directory, filename)
+        except OSError as err:
+            self.notify(failed_line("screenshot", directory, err), severity="error", timeout=8, markup=False)
+            return
+        self.notify(saved_line([written]), timeout=4, markup=False)
 
     def action_export(self) -> None:
-        from pinscope.tui.export import export_current
+        from pinscope.tui.export import export_current, failed_line, saved_line
 
         if self._refuse_write():
             return
+        directory = os.environ.get("PINSCOPE_SCREENSHOTS", ".")
         try:
-            paths = export_current(self, os.environ.get("PINSCOPE_SCREENSHOTS", "."))
+            paths = export_current(self, directory)
         except OSError as err:
-            self.notify(f"export failed: {err}", severity="error", timeout=6)
+            self.notify(failed_line("export", directory, err), severity="error", timeout=8, markup=False)
             return
-        self.notify("saved " + ", ".join(os.path.basename(p) for p in paths), timeout=4)
+        self.notify(saved_line(paths), timeout=4, markup=False)
 
 
 def _raise_nofile(nodes: int) -> None:

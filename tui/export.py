@@ -8,13 +8,16 @@ rest of it unchanged) and every text cell is double-quoted. Numbers pinscope wro
 NUMA, L3, load: Python ints and floats, never text from the node) stay bare numbers, a negative one
 included: a spreadsheet reads `-1` as the number it is. JSON is data, not a sheet: left as it is.
 
-Pure functions of NodeViews (no Textual): the app only picks the views and the file names.
+Pure functions of NodeViews (no Textual), and the writing of `s` and `e` (save_svg, export_current): the
+same file names for both (pinscope-<node>-<time>), and the same words for where they wrote or why not.
 """
 from __future__ import annotations
 
 import csv
 import io
 import json
+
+from pinscope.collectors.text import display
 
 COLUMNS = ("node", "cpu", "socket", "numa", "l3", "role", "owner", "load", "finding", "highlighted")
 
@@ -86,18 +89,75 @@ def to_json(views, highlights: dict, context: dict) -> str:
     return json.dumps({"schema": 1, **context, "nodes": nodes}, indent=1)
 
 
-def export_current(app, directory: str) -> list[str]:
-    """Write <stem>.svg, <stem>.csv and <stem>.json for what the app shows: the node on screen (or the node
-    of the pane on screen), or every node from the fleet overview. Returns the paths written."""
-    import datetime as dt
-    import os
-    import re
-
+def _shown(app) -> tuple[list, object]:
+    """The views of what the app shows (the node on screen, or the node of the pane on screen, or every node
+    from the fleet overview) and the screen."""
     from pinscope.tui.screens.base import ReportScreen
 
     scr = app.screen
     target = scr.target if isinstance(scr, ReportScreen) else None
     views = [app.views[target]] if target in app.views else [app.views[t] for t in app.targets]
+    return views, scr
+
+
+def _when(app):
+    import datetime as dt
+
+    t = app.replay_clock  # a replay: its own clock
+    return dt.datetime.fromtimestamp(t) if t else dt.datetime.now()
+
+
+def _stem(directory: str, views, when, exts: tuple[str, ...]) -> str:
+    """pinscope-<node or fleet>-<YYYYmmdd-HHMMSS>, `-2`, `-3`... when a file of that name is there already
+    (two keys in the same second, a paused replay): `s` and `e` name their files alike, never over another."""
+    import os
+    import re
+
+    name = views[0].name if len(views) == 1 else "fleet"
+    base = f"pinscope-{re.sub(r'[^A-Za-z0-9._-]+', '_', name)}-{when:%Y%m%d-%H%M%S}"
+    stem, n = base, 1
+    while any(os.path.lexists(os.path.join(directory, f"{stem}.{ext}")) for ext in exts):
+        n += 1
+        stem = f"{base}-{n}"
+    return stem
+
+
+def save_svg(app, directory: str, filename: str | None = None) -> str:
+    """`s`: the screen as <stem>.svg in `directory` (made when missing); the path written. OSError when the
+    directory takes no file."""
+    import os
+
+    os.makedirs(directory, exist_ok=True)
+    if not filename:
+        filename = _stem(directory, _shown(app)[0], _when(app), ("svg",)) + ".svg"
+    return app.save_screenshot(filename=filename, path=directory)
+
+
+def saved_line(paths: list[str]) -> str:
+    """What `s` and `e` say when they wrote: the file names, and the directory they are in (absolute)."""
+    import os
+
+    where = os.path.dirname(os.path.abspath(paths[0]))
+    return display("saved " + ", ".join(os.path.basename(p) for p in paths) + f" in {where}")
+
+
+def failed_line(what: str, directory: str, err: OSError) -> str:
+    """What `s` and `e` say when the directory takes no file: the directory, the system's reason, the way out."""
+    import os
+
+    return display(f"{what} failed: cannot write in {os.path.abspath(directory)} ({err.strerror or err}); "
+                   "set PINSCOPE_SCREENSHOTS to a directory you can write")
+
+
+def export_current(app, directory: str) -> list[str]:
+    """Write <stem>.svg, <stem>.csv and <stem>.json for what the app shows: the node on screen (or the node
+    of the pane on screen), or every node from the fleet overview. Returns the paths written."""
+    import os
+
+    from pinscope.tui.screens.base import ReportScreen
+
+    views, scr = _shown(app)
+    target = scr.target if isinstance(scr, ReportScreen) else None
     highlights: dict[str, frozenset[int]] = {}
     context = {"screen": type(scr).__name__}
     grid = scr.grid_widget if isinstance(scr, ReportScreen) else None
@@ -106,13 +166,11 @@ def export_current(app, directory: str) -> list[str]:
         context["density"] = grid.density
     if isinstance(scr, ReportScreen) and scr.filter_text:
         context["filter"] = scr.filter_text
-    t = app.replay_clock  # a replay: its own clock
-    when = dt.datetime.fromtimestamp(t) if t else dt.datetime.now()
+    when = _when(app)
     context["time"] = when.isoformat(timespec="seconds")
-    name = views[0].name if len(views) == 1 else "fleet"
-    stem = f"pinscope-{re.sub(r'[^A-Za-z0-9._-]+', '_', name)}-{when:%Y%m%d-%H%M%S}"
     os.makedirs(directory, exist_ok=True)
-    svg = app.save_screenshot(filename=stem + ".svg", path=directory)
+    stem = _stem(directory, views, when, ("svg", "csv", "json"))
+    svg = save_svg(app, directory, stem + ".svg")
     rows = [r for v in views for r in cpu_rows(v, highlights.get(v.target, frozenset()))]
     paths = [svg]
     for ext, text in (("csv", to_csv(rows)), ("json", to_json(views, highlights, context))):
