@@ -1,0 +1,170 @@
+// Command kubeletsim is pinscope's oracle: it runs kubelet's own CPU manager
+// (static policy) and topology manager code on cases read as JSON lines on
+// stdin and prints, one JSON line per case on stdout, what kubelet decides.
+//
+// Each directory v1.N/ is its own Go module pinning one kubelet release
+// (k8s.io/kubernetes v1.N.M and every k8s.io/* staging module at v0.N.M);
+// this file is linked into each, and v1.N/release.go holds the glue for that
+// release's signatures. Nothing here re-implements kubelet: the decision is
+// made by topology.Discover, NewStaticPolicy, the in-memory state, and the
+// topology manager's NewManager / Admit with the static policy as its hint
+// provider. Build: tests/kubeletsim/build.py (cached outside the checkout).
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"time"
+
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/klog/v2"
+)
+
+// Case is one question put to kubelet.
+type Case struct {
+	// CPUs online, each [id, socket, numa, core, uncore]; core is the physical
+	// core's key (sysfs core_id), uncore < 0 means no uncore cache known.
+	CPUs [][5]int `json:"cpus"`
+	// NUMA nodes without CPUs (cadvisor lists them in its topology).
+	CPUlessNUMA []int               `json:"cpuless_numa,omitempty"`
+	Distances   map[string][]uint64 `json:"distances,omitempty"`
+	CPUOpts     map[string]string   `json:"cpu_options,omitempty"`
+	TMPolicy    string              `json:"tm_policy"`
+	TMScope     string              `json:"tm_scope"`
+	TMOpts      map[string]string   `json:"tm_options,omitempty"`
+	Reserved    string              `json:"reserved"`
+	NumRes      int                 `json:"num_reserved"`
+	// Assignments podUID -> container -> cpuset; Default the shared pool
+	// (nil: all online CPUs minus the assigned, minus reserved with strict).
+	Assignments map[string]map[string]string `json:"assignments,omitempty"`
+	Default     *string                      `json:"default,omitempty"`
+	// Containers of the next (Guaranteed) pod: CPUs each.
+	Containers []int `json:"containers"`
+}
+
+// Error is kubelet's admission reason and message.
+type Error struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+// Result is what kubelet decided.
+type Result struct {
+	CPUs    []string `json:"cpus"`
+	Error   *Error   `json:"error"`
+	Release string   `json:"release"`
+}
+
+func main() {
+	timeout := flag.Duration("timeout", 5*time.Second, "a case that runs longer is reported as kind Hang and the program exits")
+	flag.Parse()
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("alsologtostderr", "false")
+	_ = fs.Set("stderrthreshold", "FATAL")
+	_ = fs.Set("v", "0")
+	klog.SetOutput(io.Discard)
+	// Every option of the CPU manager, alpha ones included, is exercised.
+	_ = utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{"CPUManagerPolicyAlphaOptions": true})
+
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 64<<20)
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	enc := json.NewEncoder(out)
+	for in.Scan() {
+		line := in.Bytes()
+		if len(line) == 0 {
+			continue
+		}
+		var c Case
+		if err := json.Unmarshal(line, &c); err != nil {
+			_ = enc.Encode(Result{Error: &Error{Kind: "BadCase", Message: err.Error()}, Release: release})
+			_ = out.Flush()
+			continue
+		}
+		done := make(chan Result, 1)
+		go func() {
+			defer func() {
+				if r := recover(); r != nil {
+					done <- Result{Error: &Error{Kind: "Panic", Message: fmt.Sprint(r)}}
+				}
+			}()
+			done <- run(c)
+		}()
+		select {
+		case r := <-done:
+			r.Release = release
+			_ = enc.Encode(r)
+			_ = out.Flush()
+		case <-time.After(*timeout):
+			// kubelet's code did not return: a hang (the goroutine spins on).
+			_ = enc.Encode(Result{Error: &Error{Kind: "Hang", Message: "kubelet's code did not return within " + timeout.String()}, Release: release})
+			_ = out.Flush()
+			os.Exit(0)
+		}
+	}
+}
+
+type coreKey struct{ numa, socket, core int }
+
+// machine groups the case's CPUs as cadvisor reports them: NUMA nodes holding
+// cores holding threads.
+type machineCore struct {
+	id, socket, uncore int
+	threads            []int
+}
+
+type machineNode struct {
+	id        int
+	cores     []machineCore
+	distances []uint64
+}
+
+func machine(c Case) ([]machineNode, int, int) {
+	cores := map[coreKey]*machineCore{}
+	var keys []coreKey
+	sockets := map[int]bool{}
+	for _, cpu := range c.CPUs {
+		k := coreKey{cpu[2], cpu[1], cpu[3]}
+		mc, ok := cores[k]
+		if !ok {
+			mc = &machineCore{id: cpu[3], socket: cpu[1], uncore: cpu[4]}
+			cores[k] = mc
+			keys = append(keys, k)
+		}
+		mc.threads = append(mc.threads, cpu[0])
+		sockets[cpu[1]] = true
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i], keys[j]
+		if a.numa != b.numa {
+			return a.numa < b.numa
+		}
+		if a.socket != b.socket {
+			return a.socket < b.socket
+		}
+		return a.core < b.core
+	})
+	var nodes []machineNode
+	for _, k := range keys {
+		if len(nodes) == 0 || nodes[len(nodes)-1].id != k.numa {
+			nodes = append(nodes, machineNode{id: k.numa, distances: c.Distances[fmt.Sprint(k.numa)]})
+		}
+		n := &nodes[len(nodes)-1]
+		n.cores = append(n.cores, *cores[k])
+	}
+	for _, id := range c.CPUlessNUMA {
+		nodes = append(nodes, machineNode{id: id, distances: c.Distances[fmt.Sprint(id)]})
+	}
+	sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].id < nodes[j].id })
+	return nodes, len(c.CPUs), len(sockets)
+}
+
+func containerName(i int) string { return fmt.Sprintf("c%d", i) }
