@@ -34,6 +34,8 @@ def _kustomize(d: Path) -> list[dict]:
 
 CORE = _kustomize(DEPLOY)
 OPERATOR = _kustomize(DEPLOY / "operator")
+IN_CLUSTER = DEPLOY / "components/in-cluster"  # the ServiceAccount `pinscope` and its bindings: opt-in
+BINDINGS = _kustomize(IN_CLUSTER)
 
 
 def _kind(docs, kind):
@@ -44,6 +46,7 @@ def _kind(docs, kind):
 def test_every_file_is_listed_in_a_kustomization():
     listed = {DEPLOY / r for r in yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["resources"]}
     listed |= {DEPLOY / "operator" / r for r in yaml.safe_load((DEPLOY / "operator/kustomization.yaml").read_text())["resources"]}
+    listed |= {IN_CLUSTER / r for r in yaml.safe_load((IN_CLUSTER / "kustomization.yaml").read_text())["resources"]}
     on_disk = {p for p in DEPLOY.rglob("*.yaml") if p.name != "kustomization.yaml"}
     assert on_disk == listed
 
@@ -54,8 +57,47 @@ def test_core_manifests_validate_against_kubernetes_schemas(version):
     from kubernetes_validate.utils import latest_version
 
     v = latest_version() if version == "latest" else version
-    for doc in CORE:
+    for doc in CORE + BINDINGS:
         kubernetes_validate.validate(doc, v, strict=True)  # raises ValidationError naming the field
+
+
+def test_apply_k_deploy_grants_nothing_that_nothing_uses():
+    """`kubectl apply -k deploy/` made the ServiceAccount `pinscope`, used by nothing, and bound it to
+    pinscope-prober (root on every node, in effect) and the cluster-wide reader. deploy/ now defines the roles
+    and binds none; the one ServiceAccount is the exporter's (no token, no role). Binding is opt-in: the
+    in-cluster component, which binds exactly the roles deploy/rbac.yaml defines (the opt-in kubelet-metrics
+    one apart), the prober only in pinscope's namespace."""
+    docs = _render(DEPLOY)
+    kinds = sorted(d["kind"] for d in docs)
+    assert "RoleBinding" not in kinds and "ClusterRoleBinding" not in kinds, kinds
+    (sa,) = [d for d in docs if d["kind"] == "ServiceAccount"]
+    assert sa["metadata"]["name"] == "pinscope-exporter" and sa["automountServiceAccountToken"] is False
+    ds = _kind(docs, "DaemonSet")["spec"]["template"]["spec"]
+    assert ds["serviceAccountName"] == "pinscope-exporter" and ds["automountServiceAccountToken"] is False
+    roles = {d["metadata"]["name"]: d for d in docs if d["kind"] in ("Role", "ClusterRole")}
+    assert set(roles) == {"pinscope-node-reader", "pinscope-pod-reader", "pinscope-prober", "pinscope-kubelet-metrics"}
+    # the component, rendered as a user applies it (kubectl apply -k deploy/in-cluster/)
+    bound = _render(DEPLOY / "in-cluster")
+    assert sorted(d["kind"] for d in bound) == ["ClusterRoleBinding", "ClusterRoleBinding", "RoleBinding",
+                                               "ServiceAccount"]
+    refs = {d["roleRef"]["name"]: d for d in bound if "roleRef" in d}
+    assert set(refs) == set(roles) - {"pinscope-kubelet-metrics"}
+    assert refs["pinscope-prober"]["kind"] == "RoleBinding" and refs["pinscope-prober"]["metadata"]["namespace"] == "pinscope"
+    for d in refs.values():
+        assert d["subjects"] == [{"kind": "ServiceAccount", "name": "pinscope", "namespace": "pinscope"}]
+        assert d["roleRef"]["kind"] == roles[d["roleRef"]["name"]]["kind"]
+    assert yaml.safe_load((IN_CLUSTER / "kustomization.yaml").read_text())["kind"] == "Component"
+
+
+def test_no_role_reads_pods_and_nodes_together():
+    """Reading every pod of the cluster (env values and all) is a role of its own, so pinscope can be given
+    the nodes and the probe without it; the prober lists pods in pinscope's namespace only."""
+    roles = {d["metadata"]["name"]: d for d in CORE if d["kind"] in ("Role", "ClusterRole")}
+    for d in roles.values():
+        resources = {r for rule in d["rules"] for r in rule["resources"]}
+        if d["kind"] == "ClusterRole" and "pods" in resources:
+            assert resources == {"pods"} and d["metadata"]["name"] == "pinscope-pod-reader"
+    assert {r for rule in roles["pinscope-node-reader"]["rules"] for r in rule["resources"]} == {"nodes"}
 
 
 def test_the_validator_catches_a_mistake():

@@ -859,19 +859,47 @@ def _rbac_docs() -> list[dict]:
     return [d for d in yaml.safe_load_all((ROOT / "deploy/rbac.yaml").read_text()) if d]
 
 
-def _rules_from_rbac(bound: bool = True) -> list:
-    """deploy/rbac.yaml's rules as the stand-in's (verbs, resources, namespace) triples: those of the roles its
-    bindings bind (bound=True), or of the roles nothing binds (the opt-in ones)."""
+def _bindings() -> list[dict]:
+    """The bindings pinscope ships: only in the in-cluster component (deploy/ itself binds nothing)."""
+    path = ROOT / "deploy/components/in-cluster/binding.yaml"
+    return [d for d in yaml.safe_load_all(path.read_text()) if d and d["kind"] in ("ClusterRoleBinding", "RoleBinding")]
+
+
+def _rules_from_rbac(bound: bool = True, only: set[str] | None = None) -> list:
+    """deploy/rbac.yaml's rules as the stand-in's (verbs, resources, namespace) triples: those of the roles the
+    in-cluster component binds (bound=True; `only` these roles by name), or of the roles nothing binds (the
+    opt-in ones)."""
     docs = _rbac_docs()
-    bound_names = {d["roleRef"]["name"] for d in docs if d["kind"] in ("ClusterRoleBinding", "RoleBinding")}
+    bound_names = {d["roleRef"]["name"] for d in _bindings()}
     rules = []
     for doc in docs:
-        if doc["kind"] in ("ClusterRole", "Role") and (doc["metadata"]["name"] in bound_names) == bound:
+        name = doc["metadata"]["name"]
+        if doc["kind"] in ("ClusterRole", "Role") and (name in bound_names) == bound and (only is None or name in only):
             ns = doc["metadata"].get("namespace")
             for r in doc["rules"]:
                 assert r.get("apiGroups") == [""]
                 rules.append((tuple(r["verbs"]), tuple(r["resources"]), ns))
     return rules
+
+
+def test_pods_are_read_only_with_the_pod_reader_and_the_rest_works_without_it(sim, tmp_path):
+    """pinscope-pod-reader (list every pod of the cluster, env values and all) is the one role that reads pod
+    specs: node/NAME works without it (node-reader and prober), saying once that list pods was refused, and
+    names the node's pods from its own files."""
+    rules = _rules_from_rbac(only={"pinscope-node-reader", "pinscope-prober"})
+    assert not [r for r in rules if "pods" in r[1] and r[2] is None]  # no cluster-wide pod access in them
+    srv = StandIn({NODE: sim.root}, users={"t": ("pinscope-user", rules)}).start()
+    try:
+        kc = srv.kubeconfig(tmp_path / "kc", token="t")
+        r = run_cli("snapshot", "--json", f"node/{NODE}", "--kubeconfig", kc)
+        assert r.returncode == 0, r.stderr
+        o = json.loads(r.stdout)
+        said = [e["message"] for e in o["errors"] if e["source"] == "kubernetes"]
+        assert len([m for m in said if "list pods" in m]) == 1 and "403" in said[0], said
+        assert o["cpus"] and probe_pods(srv) == []
+        assert ("list", "pods") in srv.used  # in pinscope's namespace only (the exporter pod)
+    finally:
+        srv.stop()
 
 
 @pytest.mark.parametrize("exec_verb", ["create", "get"])
