@@ -239,6 +239,35 @@ def rules_file(dest) -> Path:
     return Path(dest)
 
 
+def podmonitor_scrape_config(targets: list[str], job_name: str = "podMonitor/pinscope/pinscope-exporter/0") -> dict:
+    """deploy/operator/podmonitor.yaml as the Prometheus operator turns it into a scrape config, for static
+    targets (here, not Kubernetes discovery): the exporter pod's own target labels (namespace, pod,
+    container), `job` set to <namespace>/<name> and `endpoint` to the port's name, then the PodMonitor's
+    relabelings, in that order (prometheus-operator pkg/prometheus/promcfg.go, generatePodMonitorConfig)."""
+    pm = yaml.safe_load((REPO / "deploy/operator/podmonitor.yaml").read_text())
+    (ep,) = pm["spec"]["podMetricsEndpoints"]
+    meta = pm["metadata"]
+    keys = {"sourceLabels": "source_labels", "targetLabel": "target_label", "regex": "regex",
+            "replacement": "replacement", "separator": "separator", "modulus": "modulus", "action": "action"}
+    own = [{keys[k]: (v.lower() if k == "action" else v) for k, v in r.items()} for r in ep.get("relabelings", ())]
+    return {"job_name": job_name, "metrics_path": ep.get("path", "/metrics"),
+            "static_configs": [{"targets": list(targets), "labels": {
+                "namespace": meta["namespace"], "pod": "pinscope-exporter-x7", "container": "exporter"}}],
+            "relabel_configs": [{"target_label": "job", "replacement": f"{meta['namespace']}/{meta['name']}"},
+                                {"target_label": "endpoint", "replacement": ep["port"]}, *own]}
+
+
+def readme_scrape_config(targets: list[str]) -> dict:
+    """The scrape job of the README's plain Prometheus ("Try it on one machine"), as written there, for
+    these targets."""
+    text = (REPO / "README.md").read_text()
+    part = text[text.index("**Try it on one machine**"):]
+    (line,) = re.findall(r"\"\s*- (\{job_name: .*\})\"", part[:part.index("\n```\n", part.index("```sh"))])
+    job = yaml.safe_load(line)
+    job["static_configs"] = [{"targets": list(targets)}]
+    return job
+
+
 def backfill(fleet, data_dir, at: float | None = None, timeout: float = 300) -> float:
     """Write `fleet` (collectors.sim.promfleet) as OpenMetrics and turn it into TSDB blocks in data_dir
     with `promtool tsdb create-blocks-from openmetrics`. One sample per series, `at` (default 5 minutes

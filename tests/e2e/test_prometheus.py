@@ -15,7 +15,8 @@ import yaml
 
 from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
 from helpers import need, run_cli
-from promserver import PROMTOOL, Exporter, Prometheus, have_prometheus, rules_file
+from promserver import (PROMTOOL, REPO, Exporter, Prometheus, free_port, have_prometheus, podmonitor_scrape_config,
+                        readme_scrape_config, rules_file)
 
 SPEC = NodeSpec(
     hostname="sim-a", sockets=1, cores=8, threads=2, reserved="0,8",
@@ -53,10 +54,7 @@ def stack(tmp_path_factory):
     rules_file(rules)
     exp = Exporter("--interval", "1", "--inventory", str(inv), "--connect-timeout", "3").start()
     try:
-        podmonitor = {"job_name": "pinscope/pinscope-exporter", "static_configs": [{
-            "targets": [exp.addr], "labels": {"namespace": "pinscope", "pod": "pinscope-exporter-x7", "container": "exporter"}}],
-            "relabel_configs": [{"action": "labeldrop", "regex": "namespace|pod|container"}]}
-        with Prometheus(scrape_configs=[podmonitor], rules=str(rules)) as prom:
+        with Prometheus(scrape_configs=[podmonitor_scrape_config([exp.addr])], rules=str(rules)) as prom:
             yield exp, prom
     finally:
         exp.close()
@@ -118,6 +116,30 @@ def test_alert_rules_go_pending_on_a_critical_finding_and_an_unreadable_node(sta
     prom.wait_for('count(ALERTS{alertname="PinscopeCriticalFinding",alertstate="pending",node="sim-a",code="STATE_CGROUP_DRIFT"})', 1.0)
     prom.wait_for('count(ALERTS{alertname="PinscopeNodeUnreadable",alertstate="pending"})', 2.0)
     assert prom.value('count(ALERTS{alertname="PinscopeExporterDown"})') is None
+
+
+def test_exporter_down_fires_for_either_way_the_readme_deploys(tmp_path):
+    """Issue 34 item 9: an exporter nothing answers at, scraped as the README's plain Prometheus does (its
+    own scrape job, as written) and as the operator does from deploy/operator/podmonitor.yaml: the alert
+    goes pending for both. The labels each `up` has are the ones tests/deploy/alerts_test.yaml gives
+    promtool, so the unit test's two shapes are the real ones."""
+    need(have_prometheus(), "prometheus and promtool (Debian package prometheus)")
+    plain, operator = f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"  # nothing listens there
+    rules = rules_file(tmp_path / "rules.yaml")
+    with Prometheus(scrape_configs=[readme_scrape_config([plain]), podmonitor_scrape_config([operator])],
+                    rules=str(rules)) as prom:
+        prom.wait_for("count(up == 0)", 2.0)
+        shapes = {r["metric"]["instance"]: r["metric"] for r in prom.query("up")}
+        prom.wait_for('count(ALERTS{alertname="PinscopeExporterDown",alertstate="pending"})', 2.0)
+        pending = {r["metric"]["instance"] for r in prom.query('ALERTS{alertname="PinscopeExporterDown"}')}
+    assert pending == {plain, operator}
+    cases = yaml.safe_load((REPO / "tests/deploy/alerts_test.yaml").read_text())["tests"]
+    tested = [{k: v for k, v in a["exp_labels"].items() if k not in ("instance", "severity")}
+              for case in cases for t in case["alert_rule_test"] if t["alertname"] == "PinscopeExporterDown"
+              for a in t["exp_alerts"]]
+    for inst in (plain, operator):
+        got = {k: v for k, v in shapes[inst].items() if k not in ("__name__", "instance")}
+        assert got in tested, (got, tested)
 
 
 def test_promtool_check_metrics_is_clean(stack):
