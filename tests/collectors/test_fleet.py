@@ -301,3 +301,61 @@ def test_a_defect_on_every_connection_s_second_tick_slows_its_reconnects(tmp_pat
     downs = [m for st, m in states if st == "down"]
     assert downs and all(m.startswith("pinscope failed on this node (RuntimeError: defect)") for m in downs), states
     assert 2 <= connects <= 4, states
+
+
+def test_a_node_s_defects_are_forgiven_after_enough_good_reports_in_a_row_only(tmp_path, monkeypatch):
+    """collect.DEFECT_FORGIVEN: a node's defects stop slowing its reconnects after that many good reports IN A
+    ROW, and a defect starts the count again. The defects' backoff is watched (its step at each defect; every
+    wait 0 s, so the test runs at the probe's pace): 29 good reports, a defect (step 0), 5 good ones, a defect
+    (step 1: 5 in a row forgive nothing, and the 29 before the first defect do not count), then
+    DEFECT_FORGIVEN + 4 good ones, a defect (step 0 again: forgiven). Never resetting the count forgave the
+    second defect; never forgiving took the third to step 2."""
+    from pinscope.collectors import collect
+
+    made: list = []
+
+    class Watched(collect.Backoff):
+        def __init__(self, *a, **kw) -> None:
+            super().__init__(*a, **kw)
+            self.steps: list[int] = []
+            made.append(self)
+
+        def next(self, err=None) -> float:
+            self.steps.append(self.n)
+            self.n += 1
+            return 0.0
+
+    monkeypatch.setattr(collect, "Backoff", Watched)
+    SimNode(dual_socket_intel(), tmp_path / "n").write()
+    tr = LocalTransport(str(tmp_path / "n"))
+    defect_at = {30, 36, 36 + collect.DEFECT_FORGIVEN + 5}  # the feeds (ticks) that raise, counted over all
+
+    async def go():
+        f = Fleet([NodeTarget("n", transport=tr)], interval=0.001)
+        col = f.collectors["n"]
+        real_feed = col.pipeline.feed
+        feeds = [0]
+
+        def feed(*a, **kw):
+            feeds[0] += 1
+            if feeds[0] in defect_at:
+                raise RuntimeError("defect")
+            return real_feed(*a, **kw)
+
+        states: list[str] = []
+        col.pipeline.feed = feed
+        task = asyncio.create_task(f.run_node("n", lambda name, r: None, lambda name, st, msg: states.append(st)))
+        for _ in range(1200):
+            if feeds[0] > max(defect_at) + 1:
+                break
+            await asyncio.sleep(0.05)
+            col.pipeline.feed = feed
+        await asyncio.wait_for(f.close(), 30)
+        await asyncio.wait_for(task, 30)
+        return feeds[0], states
+
+    n, states = asyncio.run(go())
+    assert n > max(defect_at), (n, states)
+    connection, defects = made  # live() makes the connection's backoff first, then the defects'
+    assert defects.steps == [0, 1, 0], (defects.steps, states)
+    assert states.count("down") == 3, states
