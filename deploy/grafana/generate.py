@@ -5,8 +5,10 @@ and written to deploy/grafana/pinscope.json. Regenerate after a change, and comm
     .venv/bin/python deploy/grafana/generate.py --check  # exit 1 if the committed JSON differs
 
 Every panel is per node ($node, from pinscope_node_info) and reads only the metrics of the README's
-contract. tests/deploy/test_grafana.py checks that regenerating gives the committed file, and runs every
-query through a real Prometheus scraping pinscope's exporter (each must return data).
+contract; a panel per CPU has one series per node and CPU (CPU ids repeat across nodes), a panel of pinned
+containers only those holding exclusive CPUs. tests/deploy/test_grafana.py checks that regenerating gives
+the committed file, and runs every query through a real Prometheus scraping pinscope's exporter over two
+nodes (each must return data, and the series its title says).
 """
 from __future__ import annotations
 
@@ -16,11 +18,30 @@ from pathlib import Path
 
 from grafana_foundation_sdk.builders import bargauge, dashboard, heatmap, prometheus, stat, statetimeline, timeseries
 from grafana_foundation_sdk.cog.encoder import JSONEncoder
-from grafana_foundation_sdk.models.dashboard import DataSourceRef, VariableRefresh
+from grafana_foundation_sdk.models.dashboard import DataSourceRef, ValueMap, ValueMappingResult, VariableRefresh
+
+from pinscope.collectors.model import Role
 
 OUT = Path(__file__).with_name("pinscope.json")
 DS = DataSourceRef(type_val="prometheus", uid="${datasource}")
 N = 'node=~"$node"'
+PINNED = f"on (node, namespace, pod, container) pinscope_container_exclusive_cpus{{{N}}} > 0"
+# the CPU map's cell value: the role's number (pinscope_cpu_info is 1 for every role, so a cell read "1");
+# the panel's value mappings turn it back into the role's name. Grafana's named colours.
+ROLE_COLOUR = {Role.EXCLUSIVE: "orange", Role.RESERVED: "blue", Role.ISOLATED: "purple", Role.SHARED: "green",
+               Role.OFFLINE: "dark-red", Role.UNASSIGNED: "yellow"}
+ROLE_NUMBER = {role: i for i, role in enumerate(Role, 1)}
+
+
+def role_of_each_cpu() -> str:
+    """One series per (node, cpu) whose value is its role's number: a branch per role, joined by `or` (a CPU
+    has one role at a time, so exactly one branch answers for it)."""
+    return "\nor ".join(f'max by (node, cpu) (pinscope_cpu_info{{{N},role="{r}"}}) * {n}' for r, n in ROLE_NUMBER.items())
+
+
+def role_mappings() -> list:
+    return [ValueMap({str(n): ValueMappingResult(text=str(r), color=ROLE_COLOUR[r], index=n - 1)
+                      for r, n in ROLE_NUMBER.items()})]
 
 
 def q(expr: str, legend: str = "", ref: str = "A") -> prometheus.Dataquery:
@@ -35,13 +56,15 @@ def panels() -> list:
          .with_target(q(f"sum by (role) (pinscope_cpus{{{N}}})", "{{role}}")), 5, 12),
         (stat.Panel().title("Findings by severity").unit("none")
          .with_target(q(f"sum by (severity) (pinscope_findings{{{N}}})", "{{severity}}")), 5, 12),
-        # the CPU map: one row per CPU, its role over time (the value is the role's state, named by mapping)
+        # the CPU map: one row per node and CPU (CPU ids repeat across nodes), its role over time, each cell
+        # named by its role (value mappings)
         (statetimeline.Panel().title("CPU map: role of each CPU")
-         .description("1 per CPU and role; a CPU whose role changes shows the change in time")
-         .with_target(q(f"max by (cpu, role) (pinscope_cpu_info{{{N}}})", "cpu {{cpu}} {{role}}")), 12, 12),
+         .description("one row per node and CPU; a CPU whose role changes shows the change in time")
+         .mappings(role_mappings())
+         .with_target(q(role_of_each_cpu(), "{{node}} cpu {{cpu}}")), 12, 12),
         (heatmap.Panel().title("CPU load by CPU")
-         .description("busy share of each CPU over the exporter's read window (/proc/stat)")
-         .with_target(q(f"max by (cpu) (pinscope_cpu_utilization_ratio{{{N}}})", "{{cpu}}")), 12, 12),
+         .description("busy share of each CPU over the exporter's read window (/proc/stat), one row per node and CPU")
+         .with_target(q(f"max by (node, cpu) (pinscope_cpu_utilization_ratio{{{N}}})", "{{node}} {{cpu}}")), 12, 12),
         (bargauge.Panel().title("Exclusive CPUs per pod").unit("none")
          .with_target(q(f"sum by (namespace, pod) (pinscope_container_exclusive_cpus{{{N}}})",
                         "{{namespace}}/{{pod}}")), 8, 12),
@@ -50,15 +73,15 @@ def panels() -> list:
         (timeseries.Panel().title("Run-queue wait of pinned containers").unit("s")
          .description("seconds per second a pinned container's tasks waited to run (jitter)")
          .with_target(q(f"max by (node, namespace, pod, container) (pinscope_container_runqueue_wait_seconds_per_second{{{N}}})"
-                        f" and on (node, namespace, pod, container) pinscope_container_exclusive_cpus{{{N}}} > 0",
-                        "{{namespace}}/{{pod}}/{{container}}")), 8, 12),
+                        f" and {PINNED}", "{{node}} {{namespace}}/{{pod}}/{{container}}")), 8, 12),
         (timeseries.Panel().title("Kernel noise on exclusive CPUs").unit("percentunit")
          .description("irq + softirq + steal share of each exclusive CPU")
-         .with_target(q(f"max by (cpu) (pinscope_cpu_noise_ratio{{{N}}}"
-                        f" and on (node, cpu) pinscope_cpu_info{{{N},role=\"exclusive\"}})", "cpu {{cpu}}")), 8, 12),
+         .with_target(q(f"max by (node, cpu) (pinscope_cpu_noise_ratio{{{N}}}"
+                        f" and on (node, cpu) pinscope_cpu_info{{{N},role=\"exclusive\"}})", "{{node}} cpu {{cpu}}")), 8, 12),
         (timeseries.Panel().title("CFS throttling of pinned containers").unit("s")
-         .with_target(q(f"sum by (namespace, pod, container) (rate(pinscope_container_cpu_cfs_throttled_seconds_total{{{N}}}[$__rate_interval]))",
-                        "{{namespace}}/{{pod}}/{{container}}")), 8, 12),
+         .description("seconds per second a pinned container was throttled by its CFS quota")
+         .with_target(q(f"sum by (node, namespace, pod, container) (rate(pinscope_container_cpu_cfs_throttled_seconds_total{{{N}}}[$__rate_interval]))"
+                        f" and {PINNED}", "{{node}} {{namespace}}/{{pod}}/{{container}}")), 8, 12),
         (timeseries.Panel().title("pinscope's own cost on the node").unit("s")
          .description("CPU seconds per second the probe used, and how long one read took")
          .with_target(q(f"sum by (node) (rate(pinscope_probe_cpu_seconds_total{{{N}}}[$__rate_interval]))",

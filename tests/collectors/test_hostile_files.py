@@ -444,3 +444,40 @@ def test_a_file_left_out_for_a_long_number_stays_out_when_said_unchanged(tmp_pat
     for request, want_static, said, lost in ticks:
         assert not want_static and lost == [], (request, lost)
         assert len(said) == 1 and "number of 640 digits or more" in said[0], (request, said)
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_precheck_s_bound_is_1_mib_to_the_byte(tmp_path, shell):
+    """Issue 34 item 19: the precheck (probe.sh: find -size +1048576c) refuses, unopened, a file of a tree
+    that is not the kernel's larger than 1 MiB; the only oversized fixture was 1 GiB, so a bound raised 1000x
+    passed. At the boundary: a file of exactly 1 MiB is read whole, 1 MiB + 1 byte and 2 MiB are refused
+    before they are opened ("not read"; a bound raised let awk open them: "cut at")."""
+    from nodes import dual_socket_intel
+
+    root = tmp_path / "node"
+    sim = SimNode(dual_socket_intel(), root).write()
+    node0 = "/sys/devices/system/node/node0/numastat"
+    node1 = "/sys/devices/system/node/node1/numastat"
+    leaf = sim.cg_dir(sim.spec.pods[0], sim.spec.pods[0].containers[0])
+    big = f"{leaf}/cpu.stat"
+    text = (root / node0.lstrip("/")).read_text()
+    pad = 1048576 - len(text)
+    line = "x" * 1023 + "\n"  # lines of 1 KiB, the last one shorter: exactly 1 MiB, a newline at its end
+    text += line * (pad // len(line)) + ("y" * (pad % len(line) - 1) + "\n" if pad % len(line) else "")
+    (root / node0.lstrip("/")).write_text(text)
+    assert os.path.getsize(root / node0.lstrip("/")) == 1 << 20
+    os.truncate(root / node1.lstrip("/"), (1 << 20) + 1)  # sparse: no bytes on the disk
+    os.truncate(root / big.lstrip("/"), 2 << 20)
+    old = os.environ["PATH"]
+    os.environ["PATH"] = f"{toolbox(tmp_path, shell)}:{old}"
+    try:
+        rep = asyncio.run(asyncio.wait_for(snapshot("local", Options(root=str(root), frame_timeout=10)), 20))
+    finally:
+        os.environ["PATH"] = old
+    o = rep.to_json()
+    said = {e["source"]: e["message"] for e in o["errors"]}
+    assert node0 not in said, said  # read whole: not cut, nothing said of it
+    assert rep.snapshot.numastat[0]["numa_hit"] > 0 and 1 not in rep.snapshot.numastat
+    assert said.get(node1) == "larger than 1048576 bytes: not read", said
+    assert said.get(big) == "larger than 1048576 bytes: not read", said
+    assert [f["code"] for f in o["findings"] if f["severity"] == "critical"] == []
