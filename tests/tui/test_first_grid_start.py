@@ -7,6 +7,7 @@
   every widget of the first screen), and the screen looks as it did (the snapshots)."""
 import asyncio
 import os
+import time
 
 from nodes import dual_socket_intel
 from frozen import FrozenApp, frozen_samples
@@ -69,12 +70,41 @@ def test_another_first_request_drops_the_prestarted_frame(tmp_path):
     assert r.snapshot.roles and local._prestarted is None
 
 
+def _group(pgid: int) -> dict[int, str]:
+    """The live processes (not zombies) of process group `pgid`: pid -> its program's name."""
+    out = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 2:].split()
+        if rest[0] != "Z" and int(rest[2]) == pgid:
+            out[int(d)] = comm
+    return out
+
+
 def test_a_probe_never_taken_over_is_killed(tmp_path):
+    """Every process of the probe's group ends, not its leader only (issue 34 item 20: os.kill in place of
+    os.killpg left the forwarder, the loop and awk running, and this test passed)."""
     assert local.prestart(_tree(tmp_path), False, "g")
     pre = local._prestarted
+    pgid = pre.popen.pid
+    end = time.monotonic() + 20
+    while time.monotonic() < end and not (len(_group(pgid)) >= 4 and any("awk" in c for c in _group(pgid).values())):
+        time.sleep(0.02)  # the pipeline up: the leader, the forwarder, the loop, awk
+    before = _group(pgid)
+    assert len(before) >= 4 and any("awk" in c for c in before.values()), before
     local._kill_unclaimed()
     local._prestarted = None
     assert pre.popen.poll() is not None and not _alive(pre.popen.pid)
+    end = time.monotonic() + 10  # the rest are killed at once, reaped by init (asynchronous)
+    while _group(pgid) and time.monotonic() < end:
+        time.sleep(0.02)
+    assert _group(pgid) == {}, f"left running of {before}: {_group(pgid)}"
 
 
 def test_no_prestart_without_the_tree():
