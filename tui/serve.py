@@ -2,9 +2,11 @@
 
 textual-serve runs `pinscope ARGS…` once per browser tab (each tab is its own session, with its own
 connections to the nodes) and relays the terminal over a websocket to xterm.js. pinscope keeps
-textual-serve's aiohttp app, its websocket handler and its sessions, and adds: the request guard
-(tui/serveguard.py: token, Origin, Host) as one middleware, the token in the websocket's path (the page
-it renders names it), TLS (--certfile/--keyfile), one plain log line per event, and read-only sessions
+textual-serve's page, its websocket handler and its sessions, and gives them routes of its own: the page
+(`/?token=`), its websocket (`/ws/<token>`) and the page's own files (`/static/<token>/…`, nothing else of
+textual-serve's static folder, no listing; no `/download`, which pinscope never uses), behind the request
+guard (tui/serveguard.py: token, Origin, Host) as one middleware; and it adds TLS (--certfile/--keyfile),
+one plain log line per event, none with a token in it, and read-only sessions
 (`s`/`e` write no file on this machine: PINSCOPE_READ_ONLY=1 in their environment) unless the server
 listens on loopback only, or --no-read-only says otherwise.
 """
@@ -25,17 +27,23 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 import aiohttp_jinja2
+import jinja2
 import textual_serve
 from aiohttp import web
 from aiohttp.web_runner import GracefulExit
 from textual_serve.server import Server, to_int
 
 from pinscope.collectors.text import display
-from pinscope.tui.serveguard import TOKEN_ENV, WILDCARDS, Guard, answer_names, guard_middleware, is_loopback, make_token, origin_of
+from pinscope.tui.serveguard import (TOKEN_ENV, WILDCARDS, Guard, answer_names, guard_middleware, is_loopback, make_token,
+                                     origin_of, redact)
 
 ROOT = Path(__file__).resolve().parent.parent  # the directory holding the tui and collectors packages
 
 READ_ONLY_ENV = "PINSCOPE_READ_ONLY"  # read by the app (tui/app.py): "1" refuses `s` and `e`
+STATIC = Path(textual_serve.__file__).parent / "static"
+# the files the page asks for (textual-serve's template and pinscope's @font-face): all /static/ serves
+PAGE_FILES = frozenset({"css/xterm.css", "js/textual.js", "images/background.png",
+                        "fonts/RobotoMono-VariableFont_wght.ttf", "fonts/RobotoMono-Italic-VariableFont_wght.ttf"})
 
 NO_TLS = """\
 pinscope serve: listening on {host}:{port} without TLS: the token and every screen cross the network
@@ -99,16 +107,21 @@ class ServeOptions:
 class OneLine(logging.Formatter):
     """aiohttp's and textual-serve's log records as one plain line each, escapes shown: a malformed request
     is the client's doing, and was a page of traceback with its locals on the operator's terminal.
-    PINSCOPE_DEBUG=1 keeps the traceback."""
+    PINSCOPE_DEBUG=1 keeps the traceback. No token: aiohttp quotes a malformed request's line (`GET
+    /ws/<token> HTTP/9.9`) and headers; `redact` hides every token in them, this run's or a wrong one."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__()
+        self.token = token
 
     def format(self, record: logging.LogRecord) -> str:
-        text = record.getMessage()
+        text = redact(record.getMessage(), self.token)
         info = record.exc_info
         err = info[1] if info else None
         if info and err is not None:
-            text += f": {type(err).__name__}: {' '.join(str(err).split())}"
+            text += f": {type(err).__name__}: {redact(' '.join(str(err).split()), self.token)}"
             if os.environ.get("PINSCOPE_DEBUG"):
-                text += "\n" + self.formatException(info)
+                text += "\n" + redact(self.formatException(info), self.token)
         return f"pinscope serve: {display(text)[:500]}"
 
 
@@ -117,12 +130,12 @@ class TlsError(Exception):
 
 
 class PinscopeServer(Server):
-    """textual-serve's Server with the Guard in front of every route, the token in the websocket's path,
-    and TLS. Its websocket handler, app sessions and download route are textual-serve's, unchanged."""
+    """textual-serve's Server with the Guard in front of every route, the token in the websocket's path
+    and in the page's files' paths, and TLS. Its websocket handler and app sessions are textual-serve's."""
 
     def __init__(self, command: str, opts: ServeOptions, guard: Guard, banner: str, templates: Path) -> None:
         super().__init__(command, host=opts.host, port=opts.port, title=opts.title, public_url=opts.public,
-                         statics_path=Path(textual_serve.__file__).parent / "static", templates_path=templates)
+                         statics_path=STATIC, templates_path=templates)
         self.opts, self.guard, self.banner = opts, guard, banner
         self.checker = guard_middleware(guard)
 
@@ -131,14 +144,36 @@ class PinscopeServer(Server):
         query, the websocket's path) into every log kept of this terminal, and refusals have a line of their
         own."""
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(OneLine())
+        handler.setFormatter(OneLine(self.guard.token))
         logging.basicConfig(level=logging.WARNING, handlers=[handler], force=True)
 
     async def _make_app(self) -> web.Application:
-        app = await super()._make_app()
-        app.router.add_get("/ws/{token}", self.handle_websocket, name="session")
-        app.middlewares.append(self.checker)
+        """textual-serve's app with pinscope's routes, not its own: its `/static` listed its folder to anyone
+        and served it without the token, its `/ws` had no token, and `/download` (files an app delivers)
+        is not used by pinscope."""
+        app = web.Application(middlewares=[self.checker])
+        aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(self.templates_path))
+        app.add_routes([web.get("/", self.handle_index, name="index"),
+                        web.get("/ws/{token}", self.handle_websocket, name="session"),
+                        web.get("/static/{token}/{name:.+}", self.handle_static, name="static")])
+        app.on_startup.append(self.on_startup)
+        app.on_shutdown.append(self.on_shutdown)
         return app
+
+    async def handle_static(self, request: web.Request) -> web.StreamResponse:
+        """One of the page's own files (the guard checked the token in the path), by its name in a fixed set:
+        no path from the request reaches the file system."""
+        name = request.match_info["name"]
+        if name not in PAGE_FILES:
+            raise web.HTTPNotFound()
+        return web.FileResponse(STATIC / name)
+
+    async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
+        """textual-serve's handler, for a websocket handshake only: a plain GET of the websocket's URL got no
+        answer at all (textual-serve's handler fails to prepare it and closes the connection)."""
+        if not web.WebSocketResponse().can_prepare(request).ok:
+            raise web.HTTPBadRequest(text="pinscope serve: this is the page's websocket; open the page\n")
+        return await super().handle_websocket(request)
 
     async def on_startup(self, app: web.Application) -> None:
         if self.checker not in app.middlewares:  # fail closed should textual-serve build its app otherwise
@@ -154,7 +189,7 @@ class PinscopeServer(Server):
         context = {
             "font_size": to_int(request.query.get("fontsize", "16"), 16),
             "app_websocket_url": f"{ws}/ws/{self.guard.token}",
-            "config": {"static": {"url": f"{base}/static/"}},
+            "config": {"static": {"url": f"{base}/static/{self.guard.token}/"}},
             "application": {"name": self.title},
         }
         page = aiohttp_jinja2.render_template("app_index.html", request, context)

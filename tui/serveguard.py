@@ -15,8 +15,11 @@ rebinding) could load the page itself. Every request passes the `Guard` (one aio
 - a websocket's `Origin`, when it has one (browsers always send it), is this server's own origin, the
   --public-url's, or an --allow-origin.
 
-A refusal is 403 (a websocket never gets its 101) and one line on stderr. The checks are pure (`Guard`);
-the middleware only asks them.
+- the page's own files (its script, style sheet, fonts) want it too, in their path: `/static/<token>/…`.
+
+A refusal is 403 (a websocket never gets its 101) and one line on stderr. No log line carries a token,
+the right one or a wrong one, whatever shape the request gave it (`redact`, issue 34). The checks are pure
+(`Guard`); the middleware only asks them.
 """
 from __future__ import annotations
 
@@ -27,14 +30,19 @@ import re
 import secrets
 import socket
 import sys
+import unicodedata
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from aiohttp import web
 
 TOKEN_ENV = "PINSCOPE_SERVE_TOKEN"
 TOKEN_SHAPE = re.compile(r"[A-Za-z0-9._~-]{16,256}")  # fits a URL path and query unescaped
+TOKEN_RUN = re.compile(r"[A-Za-z0-9._~-]{16,}")  # as long as the shortest token: one, right or wrong
+URL_PATH = re.compile(r"/[^\s'\"]*")  # a URL path in a log line (aiohttp quotes a malformed request's line)
+PIECE = 6  # no 6 characters of this run's token in a row reach a log line
+HIDDEN = "..."
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 WILDCARDS = ("0.0.0.0", "::", "")
 
@@ -131,6 +139,43 @@ def answer_names(listen: str, public: str | None, extra: tuple[str, ...] = ()) -
     return frozenset(names), wildcard
 
 
+def _decoded(text: str) -> str:
+    """Text as a server reads it: percent-decoded (three times: `%2577` is `%77` is `w`), then NFKC (a
+    full-width letter is the letter)."""
+    for _ in range(3):
+        text = unquote(text, errors="replace")
+    return unicodedata.normalize("NFKC", text)
+
+
+def _without_pieces(text: str, token: str) -> str:
+    """`text` with every run of characters that is a piece of `token` (PIECE long or more) hidden."""
+    grams = {token[i:i + PIECE] for i in range(len(token) - PIECE + 1)}
+    cut = [False] * len(text)
+    for i in range(len(text) - PIECE + 1):
+        if text[i:i + PIECE] in grams:
+            cut[i:i + PIECE] = [True] * PIECE
+    out: list[str] = []
+    for i, ch in enumerate(text):
+        if not cut[i]:
+            out.append(ch)
+        elif i == 0 or not cut[i - 1]:
+            out.append(HIDDEN)
+    return "".join(out)
+
+
+def hide_tokens(text: str, token: str) -> str:
+    """What a request said (its path, its method) as a log line may show it: decoded as the server reads
+    it, then every run of token characters as long as a token (this run's, or a wrong one: a typo of the
+    right one) and every piece of this run's token hidden."""
+    return _without_pieces(TOKEN_RUN.sub(HIDDEN, _decoded(text)), token)
+
+
+def redact(text: str, token: str) -> str:
+    """Any log line: each URL path in it as `hide_tokens` shows it, and no piece of this run's token
+    anywhere (a Host or Origin header, a header aiohttp quotes)."""
+    return _without_pieces(_decoded(URL_PATH.sub(lambda m: hide_tokens(m.group(), token), text)), token)
+
+
 def _said(value: object) -> str:
     """A header's value in a log line: bounded, escapes shown, never raw on the terminal."""
     return ascii(str(value)[:120])
@@ -140,31 +185,37 @@ def guard_middleware(guard: Guard) -> Callable:
     @web.middleware
     async def check(request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]):
         def refuse(why: str, tell: str) -> web.Response:
-            shown = "/ws/..." if request.path.startswith("/ws/") else request.path  # not the token (a right one)
-            print(f"pinscope serve: refused {request.method} {_said(shown)} from "
-                  f"{request.remote}: {why}", file=sys.stderr, flush=True)
+            method, path = hide_tokens(request.method, guard.token), hide_tokens(request.rel_url.raw_path, guard.token)
+            line = f"refused {method} {_said(path)} from {request.remote}: {why}"
+            print(f"pinscope serve: {_without_pieces(line, guard.token)}", file=sys.stderr, flush=True)
             return web.Response(status=403, text=f"pinscope serve: {tell}\n",
                                 headers={"X-Content-Type-Options": "nosniff"})
+
+        def lacking(what: str, given: str | None) -> str:
+            return f"{what} {'with a wrong token' if given else 'without the token'}"
 
         if not guard.host_allowed(request.headers.get("Host")):
             return refuse(f"Host {_said(request.headers.get('Host'))} is not a name this server answers to "
                           "(--allow-host)", "this server does not answer to that host name (--allow-host)")
-        path = request.path
-        if path.startswith("/static/"):
-            return await handler(request)  # textual-serve's own scripts, styles and fonts: nothing of ours
-        if path == "/ws" or path.startswith("/ws/"):
+        # the path as the router reads it (decoded): /ws/<token>, /static/<token>/<file>, else the page's ?token=
+        first, _, rest = request.path[1:].partition("/")
+        in_path = rest.partition("/")[0]
+        shaped = in_path if TOKEN_SHAPE.fullmatch(in_path) else None  # `/static/js/…` holds no token at all
+        if first == "ws":
             origin, own = request.headers.get("Origin"), f"{request.scheme}://{request.host}"
             if not guard.origin_allowed(origin, own):
                 return refuse(f"a websocket from another origin {_said(origin)} (--allow-origin)",
                               "a websocket from another site is refused (--allow-origin)")
-            if not guard.token_matches(request.match_info.get("token")):
-                return refuse("a websocket without the right token", "no valid token")
-            return await handler(request)
-        if not guard.token_matches(request.query.get("token")):
-            return refuse("a page request without the token",
+            if not guard.token_matches(in_path):
+                return refuse(lacking("a websocket", shaped), "no valid token")
+        elif first == "static":
+            if not guard.token_matches(in_path):
+                return refuse(lacking("a static file", shaped), "no valid token")
+        elif not guard.token_matches(query := request.query.get("token")):
+            return refuse(lacking("a page request", query),
                           "open the URL with the token that `pinscope serve` printed (…/?token=…)")
         response = await handler(request)
-        if isinstance(response, web.Response):
+        if not response.prepared:  # a page, a file, a refusal (a websocket has begun already)
             response.headers.update({"Cache-Control": "no-store", "Referrer-Policy": "no-referrer",
                                      "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff"})
         return response

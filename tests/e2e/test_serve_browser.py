@@ -85,7 +85,7 @@ class Served:
         while True:
             try:
                 with urllib.request.urlopen(req, timeout=5, context=self.tls) as r:
-                    return r.status, r.read().decode(), dict(r.headers)
+                    return r.status, r.read().decode(errors="replace"), dict(r.headers)
             except urllib.error.HTTPError as err:
                 return err.code, err.read().decode(), dict(err.headers)
             except OSError:
@@ -164,7 +164,7 @@ def test_serve_page_loads_nothing_from_elsewhere():
         assert not re.search(r"(src|href)=\"https?://(?!127\.0\.0\.1)", srv.index), srv.index[:1500]
         fonts = re.findall(r'url\("([^"]+\.ttf)"\)', srv.index)
         assert fonts, srv.index[:1500]
-        for url in fonts:  # fetched without the token: textual-serve's static files hold nothing of ours
+        for url in fonts:  # as the page names them: /static/<token>/fonts/…
             with urllib.request.urlopen(url if url.startswith("http") else f"http://127.0.0.1:{srv.port}{url}",
                                         timeout=10) as r:
                 assert r.status == 200 and len(r.read()) > 10000
@@ -485,3 +485,74 @@ def test_the_token_reaches_no_other_server_on_the_host():
         assert srv.token not in request, request
         assert "pinscope-serve" not in request, request
 
+
+def raw_request(port: int, head: bytes) -> bytes:
+    """`head` sent as it is (no client tidies the path): the status line of the answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        s.sendall(head)
+        return s.recv(200).split(b"\r\n")[0]
+
+
+def test_no_log_line_carries_a_token():
+    """A refusal line printed the path as it came: `//ws/TOKEN` (or `/./ws/`, `/TOKEN`, a percent-encoded
+    `w`...) wrote the whole token on stderr, and aiohttp's own line for a malformed request quoted the request
+    line, token and all. Every shape here is refused or answered, and no line names the token (nor a piece of
+    it), nor a wrong token; a wrong token is said to be wrong."""
+    import secrets
+
+    wrong = secrets.token_urlsafe(24)
+    with Served("--", "demo") as srv:
+        t, p = srv.token, srv.port
+        enc = "".join(f"%{ord(c):02X}" for c in t)  # every character percent-encoded
+        paths = [f"//ws/{t}", f"/ws/{t}/", f"/ws//{t}", f"/./ws/{t}", f"/static/../ws/{t}", f"/%77s/{t}",
+                 f"/ws/{enc}", f"/ws/%25{t[:2]}{t}", f"/{t}", f"/ws/x{t}", f"/static/{t}", f"/static/{t}/../../ws/{t}",
+                 f"/static/{t}/nothing/{t}", f"/{t[:16]}/{t[16:]}", f"/ws/{t};x", f"/ws/{t}%00", f"/download/{t}",
+                 f"/ws/{wrong}", f"/?token={wrong}", f"/static/{wrong}/js/textual.js", "/ws/", "/"]
+        for path in paths:
+            status = raw_request(p, f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\n\r\n".encode())
+            assert status.startswith(b"HTTP/1.1 4"), (path, status)
+        for head in (f"GET /ws/{t} HTTP/9.9\r\nHost: 127.0.0.1\r\n\r\n",  # aiohttp's parser quotes the line
+                     f"GET /ws/{t}\x01 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+                     f"GET /\xff/{wrong} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+                     f"GET /?token={t} HTTP/1.1\r\nHost: 127.0.0.1\r\nX: \x01{t}\r\n\r\n",
+                     f"GET /ws/{t} HTTP/1.1\r\nHost: {t}\r\n\r\n",  # a foreign Host, and the right token
+                     f"GET http://127.0.0.1:{p}/ws/{t} HTTP/1.1\r\nHost: evil.example\r\n\r\n",
+                     f"{wrong} /ws/{t} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"):  # a method of token characters
+            assert raw_request(p, head.encode("latin-1")).startswith(b"HTTP/1."), head
+        # every line has come (the last refusal or error); then the whole stderr
+        end = time.monotonic() + 20
+        while srv.output.count("\npinscope serve: ") < len(paths) + 7 and time.monotonic() < end:
+            time.sleep(0.1)
+    banner, log = srv.output.split("\n", 1)
+    assert t in banner and "Traceback" not in log, srv.output
+    for secret in (t, wrong):
+        for i in range(len(secret) - 7):
+            assert secret[i:i + 8] not in log, (secret[i:i + 8], log)
+    assert "refused GET '/ws/...' from 127.0.0.1: a websocket with a wrong token" in log
+    assert "refused GET '/' from 127.0.0.1: a page request with a wrong token" in log
+    assert "refused GET '/ws/' from 127.0.0.1: a websocket without the token" in log
+    assert "refused GET '/' from 127.0.0.1: a page request without the token" in log
+
+
+def test_static_files_want_the_token_and_are_only_the_pages_own():
+    """`/static/` listed textual-serve's static directory to anyone. Now the page's own files (its script,
+    style sheet, fonts and background) come from `/static/<token>/…` and nothing else does: no listing, no
+    other file, nothing without the token."""
+    with Served("--", "demo") as srv:
+        found = re.findall(r'(?:src|href)="([^"]+)"|url\("([^"]+)"\)', srv.index)
+        urls = {u for pair in found for u in pair if u}
+        names = {urlsplit(u).path.split(f"/static/{srv.token}/", 1)[1] for u in urls}
+        assert names == {"css/xterm.css", "js/textual.js", "fonts/RobotoMono-VariableFont_wght.ttf",
+                         "fonts/RobotoMono-Italic-VariableFont_wght.ttf", "images/background.png"}, urls
+        for name in names:
+            status, _, headers = srv.get(f"/static/{srv.token}/{name}", with_token=False)
+            assert status == 200 and headers["Cache-Control"] == "no-store", name
+            assert srv.get(f"/static/{name}", with_token=False)[0] == 403, name
+            assert srv.get(f"/static/{'x' * 32}/{name}", with_token=False)[0] == 403, name
+        for path in ("/static/", "/static", "/static/css/", "/static/js/textual.js"):
+            status, body, _ = srv.get(path, with_token=False)
+            assert status == 403 and "Index of" not in body, path
+        for path in (f"/static/{srv.token}/", f"/static/{srv.token}/js/", f"/static/{srv.token}/../server.py",
+                     f"/static/{srv.token}/%2e%2e/server.py", f"/static/{srv.token}/js/../../server.py"):
+            assert raw_request(srv.port, f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()) \
+                == b"HTTP/1.1 404 Not Found", path

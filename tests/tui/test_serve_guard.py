@@ -71,3 +71,23 @@ def test_the_server_will_not_start_without_its_guard(tmp_path):
         asyncio.run(server.on_startup(web.Application()))
     app = asyncio.run(server._make_app())
     assert server.checker in app.middlewares and "/ws/{token}" in [r.resource.canonical for r in app.router.routes()]
+
+
+def test_no_token_survives_redaction():
+    """Issue 34: a log line showed the path as it came (`//ws/<token>`). Whatever the shape, decoded as the
+    server reads it, neither this run's token, nor a piece of it, nor a wrong token is left."""
+    from pinscope.tui.serveguard import hide_tokens, redact
+
+    t, wrong = "Zq3_x-Lk9PvA7mN2bC8dE4fG", "Yh6TrW1sQ0uI5oP3aS7dF9gJ"
+    enc = "".join(f"%{ord(c):02X}" for c in t)
+    shapes = [f"//ws/{t}", f"/./ws/{t}", f"/%77s/{t}", f"/ws/{enc}", f"/ws/%25{ord(t[0]):02X}{t[1:]}", f"/{t}",
+              f"/ws/x{t}y", f"/ws/{t[:12]}/{t[12:]}", f"/ws/{t[:12]}%00{t[12:]}", f"/ws/{wrong}", f"/?token={wrong}",
+              "/ws/" + "".join(chr(0xFF00 + ord(c) - 0x20) if c.isalnum() else c for c in t)]  # full-width letters
+    for shape in shapes:
+        for shown in (hide_tokens(shape, t), redact(f"Bad status line: b'GET {shape} HTTP/9.9'", t),
+                      redact(f"Invalid header value char: b'X: \\x01{t}'", t)):
+            for secret in (t, wrong):
+                assert not any(secret[i:i + 6] in shown for i in range(len(secret) - 5)), (shape, shown)
+    assert hide_tokens(f"//ws/{t}", t) == "//ws/..." and hide_tokens("/static/js/textual.js", t) == "/static/js/textual.js"
+    # what is no token is left as it is: the operator reads which Host or Origin was refused
+    assert redact("Host 'pinscope-wall.example.com' is not a name", t) == "Host 'pinscope-wall.example.com' is not a name"
