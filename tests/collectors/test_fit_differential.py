@@ -1,0 +1,112 @@
+"""pinscope's port of kubelet's CPU decisions (collectors/fit/kubelet.py) against kubelet's own
+code (tests/kubeletsim, built from k8s.io/kubernetes at each pinned release): the same cases,
+the same CPUs or the same admission error, kind and message, on 100 % of them.
+
+Every run: a fixed-seed set per release (PINSCOPE_FIT_CASES, default 1500). The full set
+(>= 10,000 per release) runs with PINSCOPE_FIT_FULL=1 (or PINSCOPE_FIT_CASES=N). Any
+disagreement fails with the case as JSON, both answers, and the release.
+
+Needs Go to build the oracle (first build: minutes; then cached outside the checkout, see
+tests/kubeletsim/build.py). Without Go the test skips on a laptop and fails with CI=true.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+from fit_cases import cases
+from helpers import need
+from hypothesis import HealthCheck, given, settings
+
+from kubeletsim.oracle import Oracle, go_available
+from pinscope.collectors.fit.kubelet import RELEASES, decide
+
+FULL = os.environ.get("PINSCOPE_FIT_FULL") == "1"
+N = int(os.environ.get("PINSCOPE_FIT_CASES") or (10_000 if FULL else 1500))
+
+
+def _oracle(release: str) -> Oracle:
+    need(go_available(), "Go (to build kubelet's code for the differential test; tests/kubeletsim)")
+    return Oracle(release)
+
+
+def _same(py: dict, go: dict) -> bool:
+    return py["cpus"] == go["cpus"] and (py["error"] is None) == (go["error"] is None) and (
+        py["error"] is None or (py["error"]["kind"], py["error"]["message"]) == (go["error"]["kind"], go["error"]["message"])
+    )
+
+
+def _report(release: str, case: dict, py: dict, go: dict) -> str:
+    return (f"kubelet {release}: pinscope and kubelet disagree\ncase: {json.dumps(case, sort_keys=True)}\n"
+            f"pinscope: {json.dumps(py)}\nkubelet:  {json.dumps(go)}")
+
+
+@pytest.mark.timeout(3600 if FULL else 300)
+@pytest.mark.parametrize("release", RELEASES)
+def test_generated_cases_agree(release):
+    """Hypothesis draws the cases (fixed seed: the same set every run); they go to kubelet's code
+    in one batch, then each is decided by pinscope and compared."""
+    oracle = _oracle(release)
+    drawn: list[dict] = []
+
+    @settings(max_examples=N, derandomize=True, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(cases())
+    def draw(case):
+        drawn.append(case)
+
+    t0 = time.monotonic()
+    draw()
+    t1 = time.monotonic()
+    with oracle:
+        answers = oracle.ask_many(drawn)
+    t2 = time.monotonic()
+    assert len(answers) == len(drawn)
+    bad = []
+    kinds: dict[str, int] = {}
+    for case, go in zip(drawn, answers):
+        py = decide(case, release).as_json()
+        kind = (go["error"] or {}).get("kind", "fits")
+        kinds[kind] = kinds.get(kind, 0) + 1
+        if not _same(py, go):
+            bad.append(_report(release, case, py, go))
+    t3 = time.monotonic()
+    print(f"\nkubelet {release}: {len(drawn)} cases, {len(bad)} disagreements; answers {kinds}; "
+          f"drawn in {t1 - t0:.1f} s, kubelet {t2 - t1:.1f} s, pinscope {t3 - t2:.1f} s")
+    assert not bad, f"{len(bad)} of {len(drawn)} disagree; the first:\n" + "\n\n".join(bad[:3])
+    # the set must exercise kubelet's answers, not only its refusals
+    assert kinds.get("fits", 0) > len(drawn) // 3
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_each_error_kind_is_exercised(release):
+    """A few hand-made cases, one per kind of answer, so that a generator drifting towards one
+    kind cannot hide a whole branch: each answer must match kubelet's."""
+    two_numa_ht = [[i, 0, (i % 8) // 4, i % 4, -1] for i in range(16)]  # 8 cores, 2 NUMA, siblings 8 apart
+    base = {"cpus": two_numa_ht, "num_reserved": 2, "reserved": "", "tm_policy": "none", "tm_scope": "container"}
+    hand = [
+        dict(base, containers=[4]),
+        dict(base, containers=[3], cpu_options={"full-pcpus-only": "true"}),  # SMTAlignmentError
+        dict(base, containers=[20]),  # not enough cpus
+        dict(base, containers=[10], tm_policy="single-numa-node"),  # TopologyAffinityError
+        dict(base, containers=[6], tm_policy="restricted", tm_scope="pod"),
+        dict(base, containers=[2, 2, 2], tm_policy="best-effort", tm_scope="pod"),
+        dict(base, containers=[6], cpu_options={"distribute-cpus-across-numa": "true"}),
+        dict(base, containers=[5], cpu_options={"distribute-cpus-across-cores": "true"}),
+        dict(base, containers=[4], cpu_options={"full-pcpus-only": "true", "distribute-cpus-across-cores": "true"}),
+        dict(base, containers=[4], cpu_options={"strict-cpu-reservation": "true"}, assignments={"p": {"c": "1,9"}}),
+        dict(base, containers=[4], assignments={"p": {"c": "0"}}),  # reserved CPU assigned: state refused
+        dict(base, containers=[4], tm_policy="best-effort", tm_options={"prefer-closest-numa-nodes": "true"}),
+    ]
+    with _oracle(release) as oracle:
+        answers = oracle.ask_many(hand)
+    kinds = set()
+    for case, go in zip(hand, answers):
+        py = decide(case, release).as_json()
+        assert _same(py, go), _report(release, case, py, go)
+        kinds.add((go["error"] or {}).get("kind", "fits"))
+    assert {"fits", "SMTAlignmentError", "UnexpectedAdmissionError", "TopologyAffinityError", "PolicyError",
+            "StateError", "TopologyManagerError"} <= kinds, kinds
