@@ -119,6 +119,7 @@ class KubeletConfig:
     reserved_cpus: frozenset[int] | None = None
     topology_manager_policy: str = "none"
     topology_manager_scope: str = "container"
+    topology_manager_policy_options: dict = field(default_factory=dict)
     memory_manager_policy: str = "None"
     cgroup_driver: str | None = None
     cgroup_root: str = ""

@@ -48,6 +48,7 @@ _FIELDS = {
     "reservedSystemCPUs": ("reserved_cpus", "--reserved-cpus"),
     "topologyManagerPolicy": ("topology_manager_policy", "--topology-manager-policy"),
     "topologyManagerScope": ("topology_manager_scope", "--topology-manager-scope"),
+    "topologyManagerPolicyOptions": ("topology_manager_policy_options", "--topology-manager-policy-options"),
     "memoryManagerPolicy": ("memory_manager_policy", "--memory-manager-policy"),
     "cgroupDriver": ("cgroup_driver", "--cgroup-driver"),
     "cgroupRoot": ("cgroup_root", "--cgroup-root"),
@@ -56,7 +57,7 @@ _FIELDS = {
     "cpuManagerReconcilePeriod": ("reconcile_period", "--cpu-manager-reconcile-period"),
     "podLogsDir": ("pod_logs_dir", None),  # config only (1.29+)
 }
-_MAPS = {"cpu_manager_policy_options", "kube_reserved", "system_reserved"}
+_MAPS = {"cpu_manager_policy_options", "topology_manager_policy_options", "kube_reserved", "system_reserved"}
 
 
 def climbs_out(path: str) -> bool:
