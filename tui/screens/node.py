@@ -9,6 +9,7 @@ import time
 
 from rich.cells import cell_len
 from rich.console import Console
+from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -48,6 +49,27 @@ def _wrapped_lines(t: Text, width: int) -> int:
     if "\t" not in plain and all(cell_len(ln) <= width for ln in lines):
         return len(lines)
     return len(t.wrap(_MEASURE, width))
+
+
+def _entries(t: Text, entries: list[tuple[str, Style | str]], width: int, gap: str, trail: bool = False) -> None:
+    """Append the legend's entries (text, style) to `t`, `gap` between them, a new line before an entry that
+    would not fit in `width`: an entry is never broken (one longer than the line is left to Rich). `trail`:
+    each entry's gap after it, in its style, the last one's too where it fits (the role colours' swatches)."""
+    x = 0
+    for i, (text, style) in enumerate(entries):
+        x += cell_len(text)
+        nxt = entries[i + 1][0] if i + 1 < len(entries) else None
+        if nxt is not None and x + len(gap) + cell_len(nxt) > width:
+            after, x = "\n", 0
+        elif nxt is not None or (trail and x + len(gap) <= width):
+            after, x = gap, x + len(gap)
+        else:
+            after = ""
+        if trail and after == gap:  # one piece: the swatch and its gap, as one run of the role's colour
+            t.append(text + gap, style=style)
+        else:
+            t.append(text, style=style)
+            t.append(after)
 
 
 class NodeScreen(ReportScreen):
@@ -258,22 +280,28 @@ class NodeScreen(ReportScreen):
         return t
 
     def _legend_key(self, width: int) -> Text:
-        """The legend's key: what each glyph and shade means (a cursor move leaves it as it was)."""
+        """The legend's key: what each glyph and shade means (a cursor move leaves it as it was). Each glyph
+        and its word are kept on one line (Rich broke `i` from `isolated` at 80x24): the key is laid out in
+        lines of at most `width` here, whole entries at a time."""
         g = self.query_one(CoreGrid).glyphs
         v = self.view
         grid = self.query_one(CoreGrid)
         t = Text()
-        for role in ("exclusive", "reserved", "shared", "isolated", "offline", "unassigned"):
-            t.append(f"{g[role]} {role}  ", style=grid._style(role))
-        noise = grid.shade_mode == "noise"
-        if noise:
-            t.append(f"\nshade = kernel noise ▁▂▃▄▅▆▇█ (irq+softirq+steal, full at {NOISE_FULL * 100:.0f} %)"
-                     "\n! = finding   letter = pod")
+        _entries(t, [(f"{g[role]} {role}", grid._style(role))
+                     for role in ("exclusive", "reserved", "shared", "isolated", "offline", "unassigned")], width, "  ",
+                 trail=True)
+        if grid.shade_mode == "noise":
+            t.append("\n")
+            _entries(t, [("shade = kernel noise ▁▂▃▄▅▆▇█", ""),
+                         (f"(irq+softirq+steal, full at {NOISE_FULL * 100:.0f} %)", "")], width, " ")
+            t.append("\n")
+            _entries(t, [("! = finding", ""), ("letter = pod", "")], width, "   ")
             busiest = busiest_softirqs(v.rates)
             if busiest:
                 t.append(f"\nbusiest softirqs: {busiest}")
         else:
-            t.append("\nshade = load ▁▂▃▄▅▆▇█   ! = finding   letter = pod")
+            t.append("\n")
+            _entries(t, [("shade = load ▁▂▃▄▅▆▇█", ""), ("! = finding", ""), ("letter = pod", "")], width, "   ")
         if v.snap and any(o.pod_level for r in v.snap.roles for o in r.owners):
             t.append("\nlower-case letter = CPUs the pod holds as a whole (pod-level resources)")
         return t
