@@ -63,7 +63,7 @@ def app_command(args: list[str]) -> str:
 def offline_templates(into: Path) -> Path:
     """textual-serve's page template without its Google Fonts link (a war-room screen may be offline, and a
     page that fetches from Google tells Google who watches it): Roboto Mono comes from the font files
-    textual-serve ships in its own static folder, served by this server."""
+    textual-serve ships in its own static folder, served by this server. An empty icon of its own."""
     src = Path(textual_serve.__file__).parent / "templates"
     into.mkdir(parents=True, exist_ok=True)
     face = ('<style>@font-face { font-family: "Roboto Mono"; font-style: normal; '
@@ -74,6 +74,8 @@ def offline_templates(into: Path) -> Path:
     for t in src.glob("*.html"):
         html = re.sub(r"<link[^>]*fonts\.(googleapis|gstatic)\.com[^>]*>", face, t.read_text(), flags=re.S)
         html = re.sub(r"<link[^>]*https?://[^>]*>", "", html, flags=re.S)  # nothing else from elsewhere either
+        # no icon: else the browser asks for /favicon.ico without the token, a refusal line every load
+        html = html.replace("<head>", '<head>\n    <link rel="icon" href="data:," />', 1)
         (into / t.name).write_text(html)
     return into
 

@@ -484,6 +484,8 @@ def test_the_token_reaches_no_other_server_on_the_host():
     for request in seen:
         assert srv.token not in request, request
         assert "pinscope-serve" not in request, request
+    # the page asks this server for nothing it refuses (a favicon without the token was a refusal a load)
+    assert "refused" not in srv.output, srv.output
 
 
 def raw_request(port: int, head: bytes) -> bytes:
@@ -539,7 +541,7 @@ def test_static_files_want_the_token_and_are_only_the_pages_own():
     style sheet, fonts and background) come from `/static/<token>/…` and nothing else does: no listing, no
     other file, nothing without the token."""
     with Served("--", "demo") as srv:
-        found = re.findall(r'(?:src|href)="([^"]+)"|url\("([^"]+)"\)', srv.index)
+        found = re.findall(r'(?:src|href)="([^"]*/static/[^"]+)"|url\("([^"]+)"\)', srv.index)
         urls = {u for pair in found for u in pair if u}
         names = {urlsplit(u).path.split(f"/static/{srv.token}/", 1)[1] for u in urls}
         assert names == {"css/xterm.css", "js/textual.js", "fonts/RobotoMono-VariableFont_wght.ttf",
