@@ -28,13 +28,15 @@ from pinscope.collectors.pipeline import unread_reason
 from pinscope.collectors.targets import target_problem
 from pinscope.collectors.text import display, display_lines
 
-COMMANDS = ("snapshot", "check", "demo", "replay", "serve", "exporter", "gc")
+COMMANDS = ("snapshot", "check", "fit", "demo", "replay", "serve", "exporter", "gc")
 COMMAND_HELP = """commands:
   (none) TARGET...   the live view (a terminal UI) of one node or a fleet
   snapshot TARGET... what a node's CPUs are doing, as text or --json
   check TARGET...    lint nodes for pinning faults; exit 0 ok, 1 warnings, 2 critical,
                      3 a target could not be read (and no critical found on the others),
                      4 read only in part (and nothing worse found)
+  fit TARGET... --cpus N  the CPUs kubelet would give the next Guaranteed container of N
+                     CPUs, or its admission error; exit 0 fits, 1 rejected, 3 not read
   demo               the live view over simulated nodes
   replay FILE        the live view over a --record recording
   serve -- ARGS      the live view in a browser (textual-serve)
@@ -171,6 +173,12 @@ def build_parser(cmd: str) -> argparse.ArgumentParser:
                             "a target not done by then is said, with the file its probe was at, as unread")
         p.add_argument("--replay", metavar="FILE", help="read the nodes from a recording instead")
         p.add_argument("--at", metavar="TIME", help="with --replay: ISO time, HH:MM[:SS], epoch or -5m (default: the end)")
+    elif cmd == "fit":
+        _common(p)
+        p.add_argument("--cpus", type=_positive(int), required=True, metavar="N", help="the container's CPUs (a whole number)")
+        p.add_argument("--memory", metavar="SIZE", help="its memory (512Mi, 4Gi): said as not predicted yet")
+        p.add_argument("--json", action="store_true", help="one JSON object (a list with several targets)")
+        p.add_argument("--timeout", type=_positive(), default=30.0, help="seconds to read one target (default 30)")
     elif cmd == "exporter":
         _common(p)
         p.set_defaults(interval=15.0)
@@ -292,6 +300,13 @@ def _main(argv: list[str] | None = None) -> int:
             rc, sig = asyncio.run(until_exit_signal(_snapshot_cmd(a, check=cmd == "check")))
             sys.stdout.flush()  # here, where a reader gone (`| head`) is caught below, not at exit (status 120)
             return 128 + sig if sig else rc or 0
+        if cmd == "fit":
+            from pinscope.collectors.exitsignals import until_exit_signal
+            from pinscope.tui.fitcmd import fit_cmd
+
+            rc, sig = asyncio.run(until_exit_signal(fit_cmd(a)))
+            sys.stdout.flush()
+            return 128 + sig if sig else rc or 0
         if cmd == "exporter":
             from pinscope.collectors.exporter.serve import run as run_exporter
 
@@ -341,7 +356,7 @@ def _main(argv: list[str] | None = None) -> int:
         return 141
     except PinscopeError as err:
         _err(f"pinscope: {err}")
-        return 3 if cmd == "check" else 1  # check's 1 means "warnings found": no target could be read is 3
+        return 3 if cmd in ("check", "fit") else 1  # check's 1 means "warnings found": no target could be read is 3
     except Exception as err:  # the last line of defence: a plain line, never a traceback
         if os.environ.get("PINSCOPE_DEBUG"):
             raise
@@ -354,7 +369,7 @@ def _refusal(cmd: str, a, terminal: bool = True) -> str | None:
     tui = cmd in ("demo", "replay", "")
     for word in getattr(a, "targets", None) or []:
         # the exporter serves the simulated cluster as a target; snapshot and check read its trees
-        demo = cmd in ("exporter", "snapshot", "check") and word == "demo"
+        demo = cmd in ("exporter", "snapshot", "check", "fit") and word == "demo"
         why = None if getattr(a, "replay", None) or demo else target_problem(word, COMMANDS)
         if why and not _inventory_has(a, word):
             return f"pinscope: {why}"

@@ -1,0 +1,258 @@
+"""What fits on a node: kubelet's next CPU decision, from pinscope's NodeSnapshot (pure functions).
+
+`case_from_snapshot` turns the node's files (topology as cadvisor reports it to kubelet, the
+kubelet configuration, cpu_manager_state) into the case collectors/fit/kubelet.py decides;
+`predict` answers for the next Guaranteed container of N CPUs: the CPUs kubelet would give, or
+its admission error, plus per NUMA node and socket the largest container kubelet would place
+there, and how many of N fit one after another. What the node's files cannot tell is listed in
+`unknown`; what pinscope had to assume (the kubelet release, above all) in `assumed`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from .kubelet import DEFAULT_RELEASE, NUMA, RELEASES, SOCKET, Kubelet, KubeletError, cpuset_str
+
+# What no file on the node says, whatever pinscope reads.
+ALWAYS_UNKNOWN = (
+    "the next pod's other containers (each Guaranteed container with whole CPUs takes its own)",
+    "CPUs of init containers kubelet holds in memory for reuse (cpusToReuse, not in the checkpoint)",
+    "pods admitted between now and the next pod (admission order)",
+)
+
+
+@dataclass
+class FitAnswer:
+    node: str
+    kubelet_version: str | None
+    release: str
+    assumed: list[str] = field(default_factory=list)
+    cpus: list[int] | None = None
+    error: dict | None = None
+    per_numa: list[dict] = field(default_factory=list)
+    per_socket: list[dict] = field(default_factory=list)
+    how_many: int | None = None
+    unknown: list[str] = field(default_factory=list)
+    readable: bool = True  # False: the inputs could not be read (exit 3)
+    note: str = ""
+
+    def fits(self) -> bool:
+        return self.readable and self.error is None
+
+    def as_json(self) -> dict:
+        return {
+            "node": self.node,
+            "kubelet_version": self.kubelet_version,
+            "assumed": self.assumed,
+            "cpus": self.cpus,
+            "error": self.error,
+            "per_numa": self.per_numa,
+            "per_socket": self.per_socket,
+            "how_many_fit": self.how_many,
+            "unknown": self.unknown,
+            "note": self.note,
+        }
+
+
+def release_of(version: str | None) -> tuple[str, str | None]:
+    """(the port to use, what was assumed) for a kubelet version such as "v1.36.2"."""
+    if not version:
+        return DEFAULT_RELEASE, f"kubelet release unknown: kubelet {DEFAULT_RELEASE}'s code assumed"
+    m = re.match(r"v?(\d+)\.(\d+)", version)
+    if not m:
+        return DEFAULT_RELEASE, f"kubelet release {version!r} not understood: kubelet {DEFAULT_RELEASE}'s code assumed"
+    minor = int(m.group(2))
+    rel = f"1.{minor}"
+    if rel in RELEASES:
+        return rel, None
+    # 1.36 has the 1.35 distribute-across-NUMA code (the align-by-socket change came in 1.37)
+    if minor == 36:
+        return "1.35", None
+    if minor < 35:
+        return "1.35", f"kubelet {rel}: kubelet 1.35's code assumed (older releases are not ported)"
+    return DEFAULT_RELEASE, f"kubelet {rel}: kubelet {DEFAULT_RELEASE}'s code assumed (1.38 adds allocation strategies not ported)"
+
+
+def _cpu_quantity(text) -> float:
+    s = str(text).strip()
+    if s.endswith("m"):
+        return float(s[:-1]) / 1000
+    return float(s)
+
+
+def case_from_snapshot(snap, containers: list[int]) -> tuple[dict, list[str], list[str]]:
+    """(case, assumed, problems); problems non-empty: no prediction can be made."""
+    topo, cfg, state = snap.topology, snap.kubelet, snap.state
+    assumed: list[str] = []
+    problems: list[str] = []
+    online = [c for c in topo.cpus if c.id in topo.online]
+    if not online:
+        problems.append("no online CPU was read")
+    # cadvisor groups a NUMA node's threads into cores by sysfs core_id; kubelet then names the
+    # core by its lowest thread and takes its socket from the first thread listed
+    first_socket: dict[tuple[int, int], int] = {}
+    rows = []
+    no_l3 = False
+    for c in sorted(online, key=lambda c: c.id):
+        numa = c.numa_node if c.numa_node is not None else 0
+        core = c.core if c.core is not None else c.id
+        socket = c.socket if c.socket is not None else 0
+        socket = first_socket.setdefault((numa, core), socket)
+        if c.l3 is None:
+            no_l3 = True
+        rows.append([c.id, socket, numa, core, c.l3 if c.l3 is not None else -1])
+    if no_l3:
+        assumed.append("no L3 cache id read for some CPUs: their uncore cache is their socket (kubelet's fallback)")
+    with_cpus = {r[2] for r in rows}
+    cpuless = sorted(n.id for n in topo.numa_nodes if n.id not in with_cpus)
+    distances = {str(n.id): list(n.distances) for n in topo.numa_nodes if n.distances}
+    opts = {str(k): str(v) for k, v in (cfg.cpu_manager_policy_options or {}).items()}
+    tm_opts = dict(getattr(cfg, "topology_manager_policy_options", None) or {})
+    reserved = cfg.reserved_cpus
+    if reserved:
+        num_reserved = len(reserved)
+        reserved_text = cpuset_str(reserved)
+    else:
+        total = 0.0
+        for d in (cfg.kube_reserved or {}, cfg.system_reserved or {}):
+            if "cpu" in d:
+                try:
+                    total += _cpu_quantity(d["cpu"])
+                except ValueError:
+                    problems.append(f"reserved cpu {d['cpu']!r} is not a quantity")
+        num_reserved = math.ceil(total)
+        reserved_text = ""
+        if num_reserved == 0:
+            problems.append("the static policy requires systemreserved.cpu + kubereserved.cpu to be greater than zero")
+    case: dict = {
+        "cpus": rows, "cpuless_numa": cpuless, "distances": distances, "cpu_options": opts,
+        "tm_policy": cfg.topology_manager_policy or "none", "tm_scope": cfg.topology_manager_scope or "container",
+        "tm_options": tm_opts, "reserved": reserved_text, "num_reserved": num_reserved,
+        "assignments": {}, "containers": list(containers),
+    }
+    if state is not None:
+        case["default"] = cpuset_str(state.default_cpuset)
+        case["assignments"] = {
+            (uid or "?"): {name: cpuset_str(cpus) for name, cpus in ctrs.items()}
+            for uid, ctrs in state.entries.items()
+        }
+    return case, assumed, problems
+
+
+def _numa_of(k: Kubelet) -> dict[int, int]:
+    return {c: t[NUMA] for c, t in k.topo.details.info.items()}
+
+
+def largest_within(k: Kubelet, cpus_of_place: set[int], whole_cores: bool) -> int:
+    """The largest container kubelet would admit with all its CPUs in `cpus_of_place` (and,
+    with whole_cores, only whole cores): scanned downwards from the place's free CPUs."""
+    free = (k.default - k.policy.reserved) & cpus_of_place
+    per_core = k.topo.cpus_per_core() or 1
+    details = k.topo.details
+    for n in range(len(free), 0, -1):
+        if whole_cores and n % per_core:
+            continue
+        d = k.admit([n])
+        if d.error is not None or not d.sets or d.sets[0] is None:
+            continue
+        got = d.sets[0]
+        if not got <= cpus_of_place:
+            continue
+        if whole_cores and any(not details.cpus_in(2, details.info[c][2]) <= got for c in got):
+            continue
+        return n
+    return 0
+
+
+def how_many_fit(k: Kubelet, n: int, limit: int = 4096) -> int:
+    """How many containers of n CPUs kubelet admits one after another (on a copy of its state)."""
+    if n <= 0:
+        return 0
+    saved = set(k.default)
+    count = 0
+    try:
+        while count < limit:
+            d = k.admit([n], commit=True)
+            if d.error is not None:
+                break
+            count += 1
+    finally:
+        k.default = saved
+    return count
+
+
+def places(k: Kubelet, with_largest: bool = True) -> tuple[list[dict], list[dict]]:
+    """Per NUMA node and per socket: the free CPUs and the largest container that kubelet would
+    place there (any CPUs; whole cores only)."""
+    d = k.topo.details
+    free_all = k.default - k.policy.reserved
+    per_numa: list[dict] = []
+    per_socket: list[dict] = []
+    for level, out, key in ((NUMA, per_numa, "numa_node"), (SOCKET, per_socket, "socket")):
+        for i in sorted(d.idx[level]):
+            cpus = set(d.cpus_in(level, i))
+            free = free_all & cpus
+            per_core = k.topo.cpus_per_core() or 1
+            whole = [c for c in d.ids_in(2, level, i) if d.cpus_in(2, c) <= free and len(d.cpus_in(2, c)) == per_core]
+            entry = {key: i, "free_cpus": cpuset_str(free), "free_count": len(free), "free_whole_cores": len(whole)}
+            if with_largest:
+                entry["largest_fit"] = {"cpus": largest_within(k, cpus, False),
+                                        "whole_cores": largest_within(k, cpus, True)}
+            out.append(entry)
+    return per_numa, per_socket
+
+
+def predict(snap, cpus: int, kubelet_version: str | None = None, count: bool = True, with_largest: bool = True) -> FitAnswer:
+    """The next Guaranteed container of `cpus` CPUs on this node, as its kubelet would decide."""
+    release, why = release_of(kubelet_version)
+    ans = FitAnswer(node=snap.node, kubelet_version=kubelet_version, release=release)
+    if why:
+        ans.assumed.append(why)
+    ans.unknown = list(ALWAYS_UNKNOWN)
+    cfg = snap.kubelet
+    if cfg.cpu_manager_policy is None or not cfg.found:
+        ans.readable = False
+        ans.note = "kubelet's configuration could not be read: its CPU manager policy is unknown"
+        return ans
+    if cfg.cpu_manager_policy != "static":
+        ans.note = (f"cpuManagerPolicy is {cfg.cpu_manager_policy!r}: no container gets exclusive CPUs; "
+                    "a container of any size runs on the shared pool")
+        return ans
+    status = getattr(snap, "state_status", "ok")
+    if snap.state is None or status != "ok":
+        ans.readable = False
+        why_state = {"unreadable": "cpu_manager_state is unreadable (mode 0600, root's: run pinscope as root)",
+                     "missing": "cpu_manager_state is missing"}.get(status, f"cpu_manager_state is {status}")
+        ans.note = f"{why_state}: which CPUs are free is unknown, so no prediction is made"
+        return ans
+    if snap.state.policy != "static":
+        ans.readable = False
+        ans.note = f"cpu_manager_state says policy {snap.state.policy!r} while the configuration says static"
+        return ans
+    case, assumed, problems = case_from_snapshot(snap, [cpus])
+    ans.assumed.extend(assumed)
+    if problems:
+        ans.readable = False
+        ans.note = "; ".join(problems)
+        return ans
+    if getattr(cfg, "memory_manager_policy", "None") not in ("None", "none", None):
+        ans.unknown.append("the memory manager's own hints (memory and hugepages per NUMA node) are not merged yet")
+    devices = getattr(snap, "device_state", None)
+    if devices is not None and devices.allocations:
+        ans.unknown.append("the next pod's devices and their NUMA nodes (device plugins' hints are not merged)")
+    try:
+        k = Kubelet(case, release)
+    except KubeletError as e:
+        ans.error = {"kind": e.kind, "message": e.message}
+        return ans
+    d = k.admit([cpus])
+    ans.error = d.error
+    if d.error is None and d.sets:
+        ans.cpus = sorted(d.sets[0] or ())
+    ans.per_numa, ans.per_socket = places(k, with_largest)
+    if count:
+        ans.how_many = how_many_fit(k, cpus)
+    return ans

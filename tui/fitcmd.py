@@ -1,0 +1,132 @@
+"""`pinscope fit TARGET --cpus N [--memory SIZE] [--json]`: what kubelet would do with the next
+Guaranteed container of N CPUs on each node (collectors/fit). Exit 0: it fits on every node read;
+1: kubelet would reject it on one; 3: a node could not be read well enough to say.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+from pinscope.collectors.errors import PinscopeError
+from pinscope.collectors.fit.predict import FitAnswer, predict
+from pinscope.collectors.parse.cpuset import format_cpuset
+from pinscope.collectors.text import display_lines
+
+_SIZE = re.compile(r"^(\d+)(Ki|Mi|Gi|Ti|K|M|G|T)?$")
+_MULT = {None: 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
+         "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+
+
+def parse_size(text: str) -> int:
+    """A Kubernetes memory quantity of the common forms (512Mi, 2Gi, 1000000)."""
+    m = _SIZE.match(text.strip())
+    if not m:
+        raise ValueError(f"not a memory size: {text!r} (e.g. 512Mi, 4Gi)")
+    return int(m.group(1)) * _MULT[m.group(2)]
+
+
+async def _answer(target, a) -> tuple[str, FitAnswer | None, str | None]:
+    from pinscope.collectors.collect import snapshot
+    from pinscope.tui.cli import _name, _opts
+
+    opts = _opts(a)
+    address = target
+    if not isinstance(target, str):
+        address = target.address
+        import dataclasses
+
+        opts = dataclasses.replace(opts, root=target.root or opts.root, sudo=target.sudo or opts.sudo)
+    try:
+        report = await snapshot(address, opts, samples=1, interval=a.interval, timeout=a.timeout)
+    except PinscopeError as err:
+        return _name(target), None, str(err)
+    ans = predict(report.snapshot, a.cpus)
+    if not isinstance(target, str):
+        ans.node = target.name
+    if a.memory is not None:
+        ans.unknown.append("memory: the memory manager's NUMA placement of --memory is not predicted yet "
+                           "(only the CPUs are)")
+    return _name(target), ans, None
+
+
+def render(ans: FitAnswer, n: int) -> str:
+    out = [f"{ans.node}: a Guaranteed container of {n} CPUs (kubelet {ans.kubelet_version or ans.release + ', assumed'})"]
+    if not ans.readable:
+        out.append(f"  not known: {ans.note}")
+    elif ans.error is not None:
+        out.append(f"  rejected: {ans.error['kind']}: {ans.error['message']}")
+        out.append(f"    {_why(ans)}")
+    elif ans.cpus is None:
+        out.append(f"  fits: {ans.note}")
+    else:
+        out.append(f"  fits: kubelet would give CPUs {format_cpuset(ans.cpus)}")
+    if ans.how_many is not None:
+        out.append(f"  containers of {n} CPUs that fit one after another: {ans.how_many}")
+    for p in ans.per_numa:
+        lf = p.get("largest_fit") or {}
+        line = (f"  NUMA {p['numa_node']}: free {p['free_count']} ({p['free_cpus'] or '-'}), "
+                f"{p['free_whole_cores']} whole cores; largest container kubelet would place there: "
+                f"{lf.get('cpus', '-')} CPUs, {lf.get('whole_cores', '-')} as whole cores")
+        if lf.get("cpus") == 0 and p["free_count"]:
+            line += " (kubelet takes CPUs of other NUMA nodes first)"
+        out.append(line)
+    for s in ans.assumed:
+        out.append(f"  assumed: {s}")
+    for s in ans.unknown:
+        out.append(f"  unknown: {s}")
+    return display_lines(out)
+
+
+def _why(ans: FitAnswer) -> str:
+    kind = (ans.error or {}).get("kind")
+    return {
+        "SMTAlignmentError": "full-pcpus-only: the request must be whole cores, and that many whole cores must be free "
+                             "(the reserved CPUs' siblings count as taken)",
+        "TopologyAffinityError": "the topology manager found no NUMA placement its policy accepts for this many CPUs",
+        "UnexpectedAdmissionError": "not enough free CPUs (outside the reserved set) for this request",
+    }.get(kind or "", "kubelet's configuration or state refuses it: see the message")
+
+
+async def fit_cmd(a) -> int:
+    from pinscope.tui.cli import _err, _targets
+
+    if a.memory is not None:
+        try:
+            parse_size(a.memory)
+        except ValueError as bad:
+            _err(f"pinscope fit: --memory: {bad}")
+            return 2
+    targets = _targets(a) or ["local"]
+    demo = None
+    if "demo" in targets:
+        from pinscope.collectors.inventory import Target
+        from pinscope.collectors.sim.demo import DemoCluster
+
+        demo = DemoCluster()
+        i = targets.index("demo")
+        targets[i:i + 1] = [Target(s.spec.hostname, "local", root=str(s.root)) for s in demo.sims]
+    try:
+        results = await asyncio.gather(*(_answer(t, a) for t in targets))
+    finally:
+        if demo is not None:
+            demo.close()
+    rc = 0
+    objs = []
+    for name, ans, err in results:
+        if ans is None:
+            _err(f"pinscope: {err}")
+            objs.append({"node": name, "error": {"kind": "NotRead", "message": err}, "cpus": None})
+            rc = max(rc, 3)
+            continue
+        objs.append(ans.as_json())
+        if not ans.readable:
+            rc = max(rc, 3)
+        elif ans.error is not None:
+            rc = max(rc, 1)
+        if not a.json:
+            print(render(ans, a.cpus))
+    if a.json:
+        print(json.dumps(objs[0] if len(objs) == 1 else objs, indent=1))
+    return rc
