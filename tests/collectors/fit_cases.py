@@ -54,9 +54,12 @@ def _subset(rng: random.Random, pool: list[int], n: int) -> list[int]:
 
 
 @st.composite
-def cases(draw, max_cpus: int = 256) -> dict:
-    sockets = draw(st.integers(1, 8))
-    numa_per_socket = draw(st.integers(1, 8))
+def cases(draw, max_cpus: int = 256, focus: str = "") -> dict:
+    """focus="distribute": distribute-cpus-across-numa (and mostly align-by-socket) on 2+ sockets of
+    2+ NUMA nodes with requests that span NUMA nodes: where kubelet 1.35 and 1.37 differ."""
+    dist = focus == "distribute"
+    sockets = draw(st.integers(2, 4)) if dist else draw(st.integers(1, 8))
+    numa_per_socket = draw(st.integers(2, 3)) if dist else draw(st.integers(1, 8))
     smt = draw(st.integers(1, 4))
     numas = sockets * numa_per_socket
     most = max(1, max_cpus // (numas * smt))
@@ -80,6 +83,12 @@ def cases(draw, max_cpus: int = 256) -> dict:
     for name in CPU_OPTIONS:
         if draw(st.integers(0, 3)) == 0:
             opts[name] = draw(st.sampled_from(["true", "true", "false"]))
+    if dist:
+        opts["distribute-cpus-across-numa"] = "true"
+        opts.pop("distribute-cpus-across-cores", None)
+        opts.pop("prefer-align-cpus-by-uncorecache", None)
+        if rng.random() < 0.8:
+            opts["align-by-socket"] = "true"
     # options kubelet refuses together: mostly one of them dropped (the refusal itself stays covered)
     for a, b in (("full-pcpus-only", "distribute-cpus-across-cores"), ("distribute-cpus-across-numa", "distribute-cpus-across-cores"),
                  ("prefer-align-cpus-by-uncorecache", "distribute-cpus-across-cores"),
@@ -163,6 +172,10 @@ def cases(draw, max_cpus: int = 256) -> dict:
     hi = max(2, free + 2)
     n_ctr = draw(st.sampled_from([1, 1, 1, 2, 3]))
     containers = [draw(st.integers(1, max(1, hi // n_ctr + 1))) for _ in range(n_ctr)]
+    if dist:  # mostly more than one NUMA node's worth
+        per_numa = max(1, len(ids) // max(1, len(present_numas)))
+        lo = max(1, per_numa // 2)
+        containers = [draw(st.integers(lo, max(lo + 1, min(hi, per_numa * 3))))]
     case = {
         "cpus": cpus, "cpu_options": opts, "tm_policy": tm_policy, "tm_scope": tm_scope,
         "tm_options": tm_opts, "reserved": reserved, "num_reserved": n_res,
