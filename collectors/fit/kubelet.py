@@ -222,6 +222,15 @@ def discover(cpus: list) -> Topology:
     )
 
 
+def topology_of(details: dict, num_cpus: int, num_sockets: int, num_cores: int, num_uncore: int = 0,
+                num_numa: int = 0) -> Topology:
+    """A CPUTopology given as kubelet's tests give it: CPUDetails {cpu: (numa, socket, core, uncore)}
+    and the counts as written (NumNUMANodes may be left 0 there, and is kept so)."""
+    info = {int(c): (int(t[0]), int(t[1]), int(t[2]), int(t[3])) for c, t in details.items()}
+    return Topology(num_cpus=num_cpus, num_cores=num_cores, num_sockets=num_sockets, num_numa=num_numa,
+                    num_uncore=num_uncore, details=Details(info))
+
+
 # --- Go helpers -------------------------------------------------------------------------------
 
 

@@ -1,0 +1,207 @@
+"""Carry kubelet's own test tables over as data: the topologies of
+pkg/kubelet/cm/cpumanager/policy_test.go and the takeByTopology cases of
+pkg/kubelet/cm/cpumanager/cpu_assignment_test.go (commonTakeByTopologyTestCases,
+TestTakeByTopologyNUMAPacked, TestTakeByTopologyWithSpreadPhysicalCPUsPreferredOption,
+TestTakeByTopologyNUMADistributed), read from the Go module cache at one release and written
+as JSON (tests/kubeletsim/tables/v1.N.json), each case with its source file and description.
+
+    python3 tests/kubeletsim/tables.py 1.37.2 > tests/kubeletsim/tables/v1.37.json
+
+Only literal cases are carried (a case whose fields are computed in Go is skipped and counted).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+
+def modcache() -> Path:
+    return Path(subprocess.run(["go", "env", "GOMODCACHE"], capture_output=True, text=True, check=True).stdout.strip())
+
+
+def _block(text: str, start: int) -> tuple[str, int]:
+    """The text inside the brace that opens at or after start, and the index after its close."""
+    i = text.index("{", start)
+    depth = 0
+    j = i
+    in_str = False
+    while j < len(text):
+        ch = text[j]
+        if in_str:
+            if ch == "\\":
+                j += 2
+                continue
+            if ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return text[i + 1:j], j + 1
+        j += 1
+    raise ValueError("unbalanced")
+
+
+def _split(body: str) -> list[str]:
+    """Top-level comma-separated elements of a Go composite literal body."""
+    out, depth, cur, in_str, i = [], 0, [], False, 0
+    while i < len(body):
+        ch = body[i]
+        if in_str:
+            cur.append(ch)
+            if ch == "\\":
+                cur.append(body[i + 1])
+                i += 2
+                continue
+            if ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+            cur.append(ch)
+        elif ch in "{([":
+            depth += 1
+            cur.append(ch)
+        elif ch in "})]":
+            depth -= 1
+            cur.append(ch)
+        elif ch == "," and depth == 0:
+            out.append("".join(cur).strip())
+            cur = []
+        elif ch == "/" and body[i:i + 2] == "//" and depth >= 0:
+            while i < len(body) and body[i] != "\n":
+                i += 1
+            continue
+        else:
+            cur.append(ch)
+        i += 1
+    if "".join(cur).strip():
+        out.append("".join(cur).strip())
+    return out
+
+
+def topologies(text: str) -> dict:
+    out = {}
+    for m in re.finditer(r"(\w+)\s*=\s*&topology\.CPUTopology\{", text):
+        body, _ = _block(text, m.end() - 1)
+        topo: dict = {"details": {}}
+        for key in ("NumCPUs", "NumSockets", "NumCores", "NumUncoreCache", "NumNUMANodes"):
+            km = re.search(rf"\b{key}:\s*(\d+)", body)
+            topo[key] = int(km.group(1)) if km else 0
+        for em in re.finditer(r"(\d+):\s*\{([^}]*)\}", body):
+            fields = dict(re.findall(r"(\w+):\s*(\d+)", em.group(2)))
+            topo["details"][em.group(1)] = [int(fields.get("NUMANodeID", 0)), int(fields.get("SocketID", 0)),
+                                            int(fields.get("CoreID", 0)), int(fields.get("UncoreCacheID", 0))]
+        out[m.group(1)] = topo
+    return out
+
+
+def _cpuset(expr: str) -> list[int] | None:
+    expr = expr.strip()
+    m = re.fullmatch(r"cpuset\.New\(([\d,\s]*)\)", expr)
+    if m:
+        return sorted({int(x) for x in m.group(1).replace(" ", "").split(",") if x})
+    m = re.fullmatch(r'mustParseCPUSet\(t,\s*"([^"]*)"\)', expr)
+    if m:
+        out: set[int] = set()
+        for part in m.group(1).split(","):
+            if not part:
+                continue
+            a, _, b = part.partition("-")
+            out.update(range(int(a), int(b or a) + 1))
+        return sorted(out)
+    return None
+
+
+_OPTS = {"FullPhysicalCPUsOnly": "full-pcpus-only", "DistributeCPUsAcrossNUMA": "distribute-cpus-across-numa",
+         "AlignBySocket": "align-by-socket", "DistributeCPUsAcrossCores": "distribute-cpus-across-cores",
+         "StrictCPUReservation": "strict-cpu-reservation", "PreferAlignByUncoreCacheOption": "prefer-align-cpus-by-uncorecache"}
+
+
+def _opts(expr: str) -> dict | None:
+    m = re.fullmatch(r"StaticPolicyOptions\{(.*)\}", expr.strip(), re.S)
+    if not m:
+        return None
+    out = {}
+    for k, v in re.findall(r"(\w+):\s*(true|false)", m.group(1)):
+        if k not in _OPTS:
+            return None
+        out[_OPTS[k]] = v
+    return out
+
+
+def _str(expr: str) -> str | None:
+    m = re.fullmatch(r'"((?:[^"\\]|\\.)*)"', expr.strip())
+    return m.group(1) if m else None
+
+
+def take_cases(text: str, func: str, kind: str, topos: dict, skipped: list) -> list[dict]:
+    """The literal cases of the slice literal(s) in func."""
+    start = text.index(f"func {func}(")
+    end = text.find("\nfunc ", start + 1)
+    body = text[start:end if end > 0 else len(text)]
+    out = []
+    for lm in re.finditer(r"\[\]takeByTopology(?:Extended)?TestCase\{|\[\]struct \{", body):
+        start_at = lm.end() - 1
+        if lm.group(0).startswith("[]struct"):
+            _, start_at = _block(body, start_at)  # the struct's fields, then its literal
+        inner, _ = _block(body, start_at)
+        for el in _split(inner):
+            if not el.startswith("{"):
+                continue
+            fields = _split(el[1:-1])
+            if len(fields) < 7:
+                skipped.append(f"{func}: {fields[0] if fields else el[:40]}")
+                continue
+            group = None
+            if kind == "distributed":  # takeByTopologyExtendedTestCase: no options, a group size
+                desc, topo, avail, num, grp, experr, exp = fields[:7]
+                opts = "StaticPolicyOptions{}"
+                if not re.fullmatch(r"\d+", grp.strip()):
+                    skipped.append(f"{func}: {desc[:60]}")
+                    continue
+                group = int(grp)
+            else:
+                desc, topo, opts, avail, num, experr, exp = fields[:7]
+            d, o, a, e, r = _str(desc), _opts(opts), _cpuset(avail), _str(experr), _cpuset(exp)
+            if None in (d, o, a, e, r) or topo.strip() not in topos or not re.fullmatch(r"\d+", num.strip()):
+                skipped.append(f"{func}: {d or desc[:60]}")
+                continue
+            out.append({"source": f"pkg/kubelet/cm/cpumanager/cpu_assignment_test.go {func}", "description": d,
+                        "kind": kind, "topology": topo.strip(), "options": o, "available": a,
+                        "num_cpus": int(num), "cpu_group_size": group, "error": e, "result": r})
+    return out
+
+
+def main(version: str) -> None:
+    root = modcache() / f"k8s.io/kubernetes@v{version}" / "pkg/kubelet/cm/cpumanager"
+    topos = topologies((root / "policy_test.go").read_text())
+    text = (root / "cpu_assignment_test.go").read_text()
+    skipped: list[str] = []
+    cases = []
+    common = take_cases(text, "commonTakeByTopologyTestCases", "packed", topos, skipped)
+    cases += common
+    cases += take_cases(text, "TestTakeByTopologyNUMAPacked", "packed", topos, skipped)
+    cases += take_cases(text, "TestTakeByTopologyWithSpreadPhysicalCPUsPreferredOption", "packed", topos, skipped)
+    # commonTakeByTopologyExtendedTestCases: the common cases with group size 1, then its own
+    cases += [dict(c, kind="distributed", cpu_group_size=1, options={},
+                   source=c["source"] + " via commonTakeByTopologyExtendedTestCases") for c in common]
+    cases += take_cases(text, "commonTakeByTopologyExtendedTestCases", "distributed", topos, skipped)
+    cases += take_cases(text, "TestTakeByTopologyNUMADistributed", "distributed", topos, skipped)
+    used = {c["topology"] for c in cases}
+    json.dump({"kubernetes": f"v{version}", "source": "k8s.io/kubernetes pkg/kubelet/cm/cpumanager "
+               "(policy_test.go topologies, cpu_assignment_test.go tables), carried over as data",
+               "topologies": {k: v for k, v in topos.items() if k in used}, "cases": cases, "skipped": skipped},
+              sys.stdout, indent=0, sort_keys=True)
+    print()
+    print(f"{len(cases)} cases, {len(skipped)} skipped", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "1.37.2")
