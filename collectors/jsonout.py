@@ -50,7 +50,7 @@ def to_json(snap: NodeSnapshot, rates: Rates | None = None, findings=()) -> dict
     pods = [{"uid": p.uid, "namespace": p.namespace, "name": p.name, "qos": p.qos, "cgroup": p.cgroup_path,
              "sources": list(p.sources),
              "pod_cpus": _l(held.get(p.uid)),  # kubelet's pod-level assignment (podEntries), else null
-             "containers": [_container_json(p, c, rates) for c in p.containers],
+             "containers": [_container_json(p, c, rates, snap.assignment_known) for c in p.containers],
              # DRA ResourceClaims kubelet prepared for the pod (which container uses which: the pod's spec)
              "claims": [_claim_json(c) for c in p.claims]}
             for p in snap.pods]
@@ -135,8 +135,9 @@ def _cpus_json(snap: NodeSnapshot, rates: Rates | None) -> list[dict]:
     return cpus
 
 
-def _container_json(p, c, rates: Rates | None) -> dict:
-    """One container of pod `p`: identity, cpuset and quota, its rates, and its tasks."""
+def _container_json(p, c, rates: Rates | None, known: bool = True) -> dict:
+    """One container of pod `p`: identity, cpuset and quota, its rates, and its tasks. `known`: is kubelet's
+    assignment known (NodeSnapshot.assignment_known)?"""
     cg = c.cgroup
     cr = rates.containers.get((p.uid, c.id)) if rates else None
     quota = None
@@ -151,7 +152,8 @@ def _container_json(p, c, rates: Rates | None) -> dict:
             "nodes": {str(n): v for n, v in c.memory_numa["nodes"].items()}},
         "cpuset": _l(c.assigned), "cpus_effective": _l(cg.cpus_effective) if cg else None,
         "mems_effective": _l(cg.mems_effective) if cg else None,
-        "exclusive": c.assigned is not None,
+        # null: kubelet's assignment is unknown (its state file was not read: roles_from "cgroups")
+        "exclusive": (c.assigned is not None) if known else None,
         "cpu_quota_cores": quota,
         "throttled_per_s": _r(cr.throttled_per_s) if cr else None,
         "migrations_per_s": _r(cr.migrations_per_s) if cr else None,

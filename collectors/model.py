@@ -430,6 +430,13 @@ class NodeSnapshot:
     device_orphans: tuple[DeviceAllocation, ...] = ()  # allocations for pods no other source knows
     dra_state: DraCheckpoint | None = None  # kubelet's DRA manager checkpoint (None: absent/unread)
 
+    @property
+    def assignment_known(self) -> bool:
+        """Is kubelet's CPU assignment known? Not when its state file was not read (this user may not read
+        it, it is not JSON, larger than pinscope reads, missing under the static policy): the roles then come
+        from the cgroups, and a container kubelet gave no CPUs is not known to be shared, only not known."""
+        return self.roles_from != "cgroups"
+
     def containers(self):
         for p in self.pods:
             for c in p.containers:

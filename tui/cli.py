@@ -659,9 +659,11 @@ def render_table(o: dict) -> str:
     for p in o["pods"]:
         for c in p["containers"]:
             eff = format_cpuset(c["cpus_effective"]) if c["cpus_effective"] is not None else "-"
+            # exclusive null: kubelet's state file was not read, so its assignment is unknown, not "shared"
             asg = format_cpuset(c["cpuset"]) if c["cpuset"] is not None else (
-                f"pod {format_cpuset(p['pod_cpus'])}" if p.get("pod_cpus") else "shared")
-            out.append(f"    {p['namespace'] or '?'}/{p['name'] or p['uid']} {c['name'] or '?'} [{p['qos']}] "
+                f"pod {format_cpuset(p['pod_cpus'])}" if p.get("pod_cpus") else
+                "unknown" if c.get("exclusive", False) is None else "shared")
+            out.append(f"    {p['namespace'] or '?'}/{p['name'] or p['uid']} {c['name'] or '?'} [{p['qos'] or 'QoS unknown'}] "
                        f"kubelet {asg} kernel {eff} tasks {len(c['tasks'])}")
     if o["errors"]:
         out.append("  problems:")

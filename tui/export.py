@@ -1,5 +1,5 @@
 """`e`: the current view as data, beside its SVG. CSV has one row per CPU (node, id, socket, NUMA, L3, role,
-owner, load, finding); JSON holds the same rows per node plus the node's findings and what the view showed.
+owner, load, finding, highlighted, where the role came from); JSON holds the same rows per node plus the node's findings and what the view showed.
 
 The CSV is opened in spreadsheets, and its text comes from the node (hostnames, pod and container names):
 a cell starting with `=`, `+`, `-`, `@`, tab or carriage return would be read there as a live formula
@@ -19,7 +19,9 @@ import json
 
 from pinscope.collectors.text import display
 
-COLUMNS = ("node", "cpu", "socket", "numa", "l3", "role", "owner", "load", "finding", "highlighted")
+# roles_from: where the role came from (state: kubelet's cpu_manager_state; cgroups: inferred from the kernel's
+# cpusets, kubelet's assignment unknown; policy-none)
+COLUMNS = ("node", "cpu", "socket", "numa", "l3", "role", "owner", "load", "finding", "highlighted", "roles_from")
 
 
 def owner_text(o) -> str:
@@ -46,6 +48,7 @@ def cpu_rows(view, highlight=frozenset()) -> list[dict]:
             "load": None if u is None else round(u, 4),
             "finding": marks.get(c.id, ""),
             "highlighted": c.id in highlight,
+            "roles_from": snap.roles_from,
         })
     return out
 

@@ -108,12 +108,13 @@ class NodeView:
         live = {p.uid for p in snap.pods}
         for uid in [u for u in self.tags if u not in live]:
             del self.tags[uid]
-        first: dict[str, int] = {}  # pod uid -> its lowest pinned CPU (pods pinned to nothing get no tag)
-        pod_level = snap.state.pod_entries if snap.state is not None else {}  # CPUs held by a pod as a whole
-        for p in snap.pods:
-            cpus = [x for c in p.containers for x in (c.assigned or ())] + sorted(pod_level.get(p.uid, ()))
-            if cpus and p.uid not in self.tags:
-                first[p.uid] = min(cpus)
+        # pod uid -> its lowest pinned CPU (pods pinned to nothing get no tag): the CPUs the roles give it, as the
+        # grid shows them (kubelet's assignment, its pod-level CPUs, or, its state file not read, the cgroups')
+        first: dict[str, int] = {}
+        for r in sorted(snap.roles, key=lambda r: r.id):
+            for o in r.owners:
+                if o.pod_uid and o.pod_uid not in self.tags and o.pod_uid in live:
+                    first.setdefault(o.pod_uid, r.id)
         used = set(self.tags.values())
         i = 0
         for uid in sorted(first, key=lambda u: (first[u], u)):

@@ -72,6 +72,14 @@ def test_unreadable_state_file_is_reported_not_fatal(user, tmp_path):
             assert {feed[x] for x in (1, 2, 25, 26)} == {("exclusive", (("md-feed-0", "feed"),))}
             assert [f["code"] for f in o["findings"] if f["severity"] != "info"] == []
             assert "GUARANTEED_NOT_PINNED" not in codes
+            # issue 34 item 7: kubelet's assignment is unknown, not "shared" (it said `kubelet shared` for feed)
+            ctr = {c["name"]: c for p in o["pods"] for c in p["containers"] if c["name"]}
+            assert ctr["feed"]["exclusive"] is None and ctr["api"]["exclusive"] is None, ctr["feed"]
+            r = run_cli("snapshot", "--root", str(root), *srv.args(), target)
+            assert r.returncode == 0, r.stderr
+            feed_line = next(x for x in r.stdout.splitlines() if " feed [" in x)
+            assert "kubelet unknown" in feed_line and "kernel 1-2,25-26" in feed_line, feed_line
+            assert "kubelet shared" not in r.stdout, r.stdout
             (rp,) = [f for f in o["findings"] if f["code"] == "READ_PARTIAL"]
             assert "checks not run: " in rp["message"] and "GUARANTEED_NOT_PINNED" in rp["message"]
             r = run_cli("check", "--root", str(root), *srv.args(), target)

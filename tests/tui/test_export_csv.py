@@ -55,5 +55,5 @@ def test_cells_numbers_stay_numbers_text_is_neutralised():
         assert csv_cell(bad) == "'" + bad
     assert csv_cell("ns/pod/c") == "ns/pod/c" and csv_cell("a=b") == "a=b"
     text = to_csv([{"node": "-n", "cpu": 3, "socket": -1, "numa": 0, "l3": None, "role": "shared", "owner": "",
-                    "load": 0.5, "finding": "", "highlighted": False}])
-    assert text.splitlines()[1] == '"\'-n",3,-1,0,"","shared","",0.5,"","false"'
+                    "load": 0.5, "finding": "", "highlighted": False, "roles_from": "state"}])
+    assert text.splitlines()[1] == '"\'-n",3,-1,0,"","shared","",0.5,"","false","state"'

@@ -109,7 +109,11 @@ class ContainerScreen(DrillScreen):
         eff = cg.cpus_effective if cg else None
         asg = c.assigned
         t.append("kubelet assignment: ")
-        t.append(format_cpuset(asg) if asg is not None else "shared pool", style="bold")
+        if asg is None and v.snap is not None and not v.snap.assignment_known:  # its state file was not read
+            t.append("unknown", style="bold")
+            t.append(" (cpu_manager_state not read)")
+        else:
+            t.append(format_cpuset(asg) if asg is not None else "shared pool", style="bold")
         t.append("    kernel cpuset.cpus.effective: ")
         mismatch = any(f.code == "STATE_CGROUP_DRIFT" and f.pod_uid == p.uid and f.container == c.name
                        for f in v.findings)

@@ -68,7 +68,8 @@ class CpuScreen(DrillScreen):
         if snap.topology.isolated and self.cpu in snap.topology.isolated:
             t.append("isolcpus: yes (no load balancing)\n")
         if r and r.owners:
-            t.append("owners (kubelet's cpu_manager_state):\n")
+            t.append("owners (kubelet's cpu_manager_state):\n" if snap.assignment_known
+                     else "owners (inferred from the cgroups: kubelet's assignment unknown):\n")
             for o in r.owners:
                 t.append(display(f"  {o.namespace or '?'}/{o.pod or o.pod_uid}  {'held by the pod as a whole (pod-level)' if o.pod_level else f'container {o.container or chr(63)}'}  (uid {o.pod_uid})") + "\n")
         u = v.rates.util.get(self.cpu) if v.rates else None

@@ -352,20 +352,29 @@ class NodeScreen(ReportScreen):
 
     def _pod_list(self) -> list[tuple]:
         """(tag, namespace/pod, container, cpus, NUMA nodes, pod uid, container id) of each pinned
-        container the filter lets through, in tag order (tags follow the CPUs)."""
+        container the filter lets through, in tag order (tags follow the CPUs). Kubelet's state file not
+        read, its assignment is unknown: the containers the grid shows on CPUs of their own (inferred from
+        the cgroups) are listed, their CPUs marked "?" (the kernel's word, not kubelet's)."""
         v = self.view
         if v.snap is None:
             return []
         cpu_node = {c.id: c.numa_node for c in v.snap.topology.cpus}
         q = self.filter_text
         rows = []
+        inferred: dict[tuple[str, str | None], set[int]] = {}
+        if not v.snap.assignment_known:
+            for r in v.snap.roles:
+                for o in r.owners:
+                    inferred.setdefault((o.pod_uid, o.container), set()).add(r.id)
         for p in v.snap.pods:
             for c in p.containers:
-                if not c.assigned or (q and not matches_one(p, c, q)):
+                cpus = c.assigned or inferred.get((p.uid, c.name))
+                if not cpus or (q and not matches_one(p, c, q)):
                     continue
-                nodes = sorted({n for x in c.assigned if (n := cpu_node.get(x)) is not None})
+                nodes = sorted({n for x in cpus if (n := cpu_node.get(x)) is not None})
                 rows.append((v.tags.get(p.uid, ""), f"{p.namespace or '?'}/{p.name or p.uid[:8]}",
-                             c.name or "?", format_cpuset(c.assigned), format_cpuset(nodes), p.uid, c.id))
+                             c.name or "?", format_cpuset(cpus) + ("" if c.assigned else "?"), format_cpuset(nodes),
+                             p.uid, c.id))
             held = v.snap.state.pod_level(p.uid) if v.snap.state is not None else frozenset()
             name = f"{p.namespace or '?'}/{p.name or p.uid[:8]}"
             if held and (not q or q.lower() in name.lower()):  # CPUs the pod holds as a whole (podEntries)
