@@ -354,11 +354,15 @@ class KubeTransport(FrameStream):
         close() cancels this). A missed beat (the API slow or down) is tried again at the next; a pod gone, or
         a refusal (a role without `patch` pods), ends the beating: gc then takes the pod for one a dead
         pinscope left, and this session reconnects on a new pod if gc deletes it."""
+        beat = time.monotonic()
         while True:
-            await asyncio.sleep(self.heartbeat)
+            # on a fixed cadence: a slow patch does not push the next one later (gc watches 2 periods + 1 s)
+            beat += self.heartbeat
+            await asyncio.sleep(max(0.0, beat - time.monotonic()))
+            beat = max(beat, time.monotonic() - self.heartbeat)
             try:
                 await self._call(self._core().patch_namespaced_pod, "patch", "pods", self.namespace,
-                                 min(10.0, self.heartbeat * 2.0), namespace=self.namespace, name=pod,
+                                 max(1.0, self.heartbeat - 0.5), namespace=self.namespace, name=pod,
                                  body={"metadata": {"annotations": {HEARTBEAT: _utc_now()}}},
                                  _content_type="application/merge-patch+json",
                                  _headers={"Content-Type": "application/merge-patch+json"})
