@@ -96,6 +96,9 @@ class StandIn:
                  users: dict | None = None, namespaces=("default", "kube-system", "pinscope"),
                  tls: bool = True, start_delay: float = 0.2, images=("busybox", "pinscope")) -> None:
         self.nodes = {k: Path(v) for k, v in nodes.items()}
+        for root in self.nodes.values():  # what a kubelet makes at its start (setupDataDirs; pki: its --cert-dir)
+            for d in ("pods", "plugins", "plugins_registry", "pod-resources", "pki"):
+                (root / "var/lib/kubelet" / d).mkdir(parents=True, exist_ok=True)
         self.protocols = tuple(protocols)
         self.exec_verb = exec_verb  # "create" (servers with AuthorizePodWebsocketUpgradeCreatePermission) or "get"
         # token -> (user, rules); rules None = everything; else a list of (verbs, resources, namespace|None)

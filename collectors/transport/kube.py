@@ -64,6 +64,33 @@ HEARTBEAT = "pinscope.io/heartbeat"
 HEARTBEAT_EVERY = "pinscope.io/heartbeat-every"
 GC_WAIT_CAP = 121  # s: the longest gc watches heartbeats (a pod's heartbeat-every is capped at 60 s)
 HOST_MOUNT = "/host"
+# What the probe reads of the host (probe.sh under --root /host), each at its own path under /host, read-only
+# and recursively so (recursiveReadOnly: IfPossible, which needs mountPropagation None): /proc and /sys (the
+# cgroupfs under /sys/fs/cgroup is a submount: a plain read-only bind leaves it writable), kubelet's root-dir
+# (its checkpoint files are replaced by rename, so the directory is mounted, not the files: a file's bind
+# would keep the first inode), the pod log names. Not the host's / (the runtime's socket, /etc, every
+# mount). A kubelet with another --root-dir or podLogsDir needs these paths changed (README).
+HOST_PATHS = ("/proc", "/sys", "/var/lib/kubelet", "/var/log/pods", "/var/log/containers")
+# ... and under kubelet's root-dir, what it must not show, covered by an empty read-only mount: every pod's
+# volumes (secrets, service account tokens, emptyDirs), the CSI-staged volumes, kubelet's keys. kubelet
+# makes all three at start (pki: its certificate directory, --cert-dir's default); the probe reads none of
+# them (kubelet's pods dir only names containers, which the pod log names also do).
+HIDDEN_PATHS = ("/var/lib/kubelet/pods", "/var/lib/kubelet/plugins", "/var/lib/kubelet/pki")
+
+
+def host_volumes() -> tuple[list[dict], list[dict]]:
+    """(volumes, volumeMounts) of the host directories the probe reads and the shadows over what it must not
+    see; the exporter DaemonSet (deploy/daemonset.yaml) mounts the very same (tests/deploy/test_deploy.py)."""
+    vols: list[dict] = []
+    mounts: list[dict] = []
+    for path in HOST_PATHS:
+        name = "host-" + (path.strip("/").replace("/", "-").replace("_", "-") or "root")
+        vols.append({"name": name, "hostPath": {"path": path, "type": "Directory"}})
+        mounts.append({"name": name, "mountPath": HOST_MOUNT + path, "readOnly": True,
+                       "recursiveReadOnly": "IfPossible"})
+    vols.append({"name": "hidden", "emptyDir": {"medium": "Memory", "sizeLimit": "1Ki"}})
+    mounts += [{"name": "hidden", "mountPath": HOST_MOUNT + path, "readOnly": True} for path in HIDDEN_PATHS]
+    return vols, mounts
 RUN_DIR = "/run/pinscope"  # the debug pod's in-memory emptyDir: the session file, nothing else
 SESSION_FILE = RUN_DIR + "/session"
 # The debug pod's container: wait while an exec session lives, exit after $1 s without one (or at $2 s).
@@ -179,8 +206,7 @@ def debug_pod(node: str, image: str = DEFAULT_IMAGE, lifetime: int = DEFAULT_LIF
             "tolerations": [{"operator": "Exists"}],
             "securityContext": {"runAsUser": 0, "runAsGroup": 0, "runAsNonRoot": False,
                                 "seccompProfile": {"type": "RuntimeDefault"}},
-            "volumes": [{"name": "host-root", "hostPath": {"path": "/", "type": "Directory"}},
-                        {"name": "run", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}],
+            "volumes": [*host_volumes()[0], {"name": "run", "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}],
             "containers": [{
                 "name": "probe",
                 "image": image,
@@ -188,8 +214,7 @@ def debug_pod(node: str, image: str = DEFAULT_IMAGE, lifetime: int = DEFAULT_LIF
                 "command": ["sh", "-c", WATCHDOG, "pinscope-watchdog", str(int(idle)), str(int(lifetime))],
                 "securityContext": {"privileged": False, "allowPrivilegeEscalation": False,
                                     "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}},
-                "volumeMounts": [{"name": "host-root", "mountPath": HOST_MOUNT, "readOnly": True},
-                                 {"name": "run", "mountPath": RUN_DIR}],
+                "volumeMounts": [*host_volumes()[1], {"name": "run", "mountPath": RUN_DIR}],
                 "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "128Mi"}},
             }],
         },
@@ -203,15 +228,19 @@ def session_command(root: str) -> str:
 
 
 def host_root_of(pod: dict) -> tuple[str, str] | None:
-    """(container, mountPath) where this pod mounts the host's "/" (how the exporter DaemonSet reads the
-    node), or None. Read from the pod spec, so the exporter's manifest may choose its own path."""
+    """(container, root) where this pod reads the host (how the exporter DaemonSet reads the node): the
+    mountPath of the host's /proc less "/proc" (or, as older manifests did, of the host's whole "/"), or
+    None. Read from the pod spec, so the exporter's manifest may choose its own path."""
     spec = pod.get("spec") or {}
-    host_vols = {v.get("name") for v in spec.get("volumes") or []
-                 if ((v.get("hostPath") or {}).get("path") or "").rstrip("/") == ""}
+    host_vols = {v.get("name"): ((v.get("hostPath") or {}).get("path") or "").rstrip("/")
+                 for v in spec.get("volumes") or [] if v.get("hostPath")}
     for c in spec.get("containers") or []:
         for m in c.get("volumeMounts") or []:
-            if m.get("name") in host_vols and m.get("mountPath"):
-                return str(c.get("name")), str(m["mountPath"])
+            path, where = host_vols.get(m.get("name")), str(m.get("mountPath") or "").rstrip("/")
+            if path == "" and where:
+                return str(c.get("name")), where
+            if path == "/proc" and where.endswith("/proc") and len(where) > len("/proc"):
+                return str(c.get("name")), where[:-len("/proc")]
     return None
 
 

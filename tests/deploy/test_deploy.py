@@ -51,7 +51,7 @@ def test_every_file_is_listed_in_a_kustomization():
     assert on_disk == listed
 
 
-@pytest.mark.parametrize("version", ["1.25.0", "1.32.0", "latest"])
+@pytest.mark.parametrize("version", ["1.30.0", "1.32.0", "latest"])  # recursiveReadOnly: 1.30+ (below: older)
 def test_core_manifests_validate_against_kubernetes_schemas(version):
     import kubernetes_validate
     from kubernetes_validate.utils import latest_version
@@ -154,10 +154,9 @@ def test_daemonset_is_read_only_least_privilege_and_everywhere():
     sc = c["securityContext"]
     assert sc["readOnlyRootFilesystem"] is True and sc["allowPrivilegeEscalation"] is False
     assert sc["capabilities"] == {"drop": ["ALL"]} and not sc.get("privileged")
-    (host,) = [m for m in c["volumeMounts"] if m["mountPath"] == "/host"]
-    assert host["readOnly"] is True
-    (vol,) = [v for v in pod["volumes"] if v["name"] == host["name"]]
-    assert vol["hostPath"]["path"] == "/"
+    for m in c["volumeMounts"]:  # every host directory read-only (which, test_only_what_pinscope_reads_...)
+        if m["mountPath"].startswith("/host"):
+            assert m["readOnly"] is True
     r = c["resources"]
     assert _cpu(r["requests"]["cpu"]) <= 0.05 and _cpu(r["limits"]["cpu"]) <= 0.25
     assert _mem(r["requests"]["memory"]) <= 64 << 20 and _mem(r["limits"]["memory"]) <= 256 << 20
@@ -242,3 +241,109 @@ def test_the_kustomization_sets_the_image(tmp_path):
     (img,) = k["images"]
     assert ds["spec"]["template"]["spec"]["containers"][0]["image"] == f"{img['newName']}:{img['newTag']}"
     assert not any("release" in (d["metadata"].get("labels") or {}) for d in docs)
+
+
+# ---------------------------------------------------------------------------------------------- host mounts
+def _host_mounts(pod: dict) -> tuple[list[tuple[str, str]], list[str]]:
+    """(hostPath, mountPath) of every host directory a pod spec mounts, and the mountPaths of its empty
+    read-only shadows (an emptyDir mounted over a host directory it must not show)."""
+    (c,) = pod["containers"]
+    vols = {v["name"]: v for v in pod["volumes"]}
+    host, shadows = [], []
+    for m in c["volumeMounts"]:
+        v = vols[m["name"]]
+        if "hostPath" in v:
+            assert m["readOnly"] is True and m.get("recursiveReadOnly") == "IfPossible", m
+            assert m.get("mountPropagation", "None") == "None", m  # recursiveReadOnly needs it
+            host.append((v["hostPath"]["path"], m["mountPath"]))
+        elif m["mountPath"].startswith("/host/"):
+            assert "emptyDir" in v and m["readOnly"] is True, m
+            shadows.append(m["mountPath"])
+    return host, shadows
+
+
+def test_only_what_pinscope_reads_is_mounted_and_the_same_in_the_debug_pod():
+    """The DaemonSet mounted the host's whole / (kubelet's keys, every pod's secrets, the container runtime's
+    socket); now each directory the probe reads, at its own path under /host, read-only and recursively so
+    (the cgroupfs under /sys was writable under a plain read-only bind), and kubelet's directories holding
+    every pod's volumes, the CSI-staged volumes and kubelet's keys hidden under empty read-only mounts.
+    node/NAME's debug pod mounts the very same."""
+    from pinscope.collectors.transport.kube import HOST_PATHS, HIDDEN_PATHS, debug_pod
+
+    ds = _kind(CORE, "DaemonSet")["spec"]["template"]["spec"]
+    host, shadows = _host_mounts(ds)
+    assert "/" not in [p for p, _ in host]
+    assert host == [(p, "/host" + p) for p in HOST_PATHS]
+    assert sorted(shadows) == sorted("/host" + p for p in HIDDEN_PATHS)
+    assert set(HOST_PATHS) == {"/proc", "/sys", "/var/lib/kubelet", "/var/log/pods", "/var/log/containers"}
+    assert set(HIDDEN_PATHS) == {"/var/lib/kubelet/pods", "/var/lib/kubelet/plugins", "/var/lib/kubelet/pki"}
+    pod = debug_pod("worker-1")["spec"]
+    assert _host_mounts(pod) == (host, shadows)
+    for p in (ds, pod):  # a shadow comes after the mount it hides (runtimes sort by depth; kept in order anyway)
+        paths = [m["mountPath"] for m in p["containers"][0]["volumeMounts"]]
+        for s in shadows:
+            assert paths.index(s) > paths.index("/host/var/lib/kubelet")
+
+
+@pytest.mark.parametrize("version", ["1.25.0", "1.29.0"])
+def test_before_1_30_only_recursive_read_only_is_unknown(version):
+    """recursiveReadOnly is in the API from 1.30: an older API server drops the field (kubectl warns) and the
+    mounts are plain read-only. Apart from it, the manifests are valid there."""
+    import copy
+
+    import kubernetes_validate
+
+    for doc in CORE:
+        doc = copy.deepcopy(doc)
+        if doc["kind"] == "DaemonSet":
+            for m in doc["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]:
+                m.pop("recursiveReadOnly", None)
+        kubernetes_validate.validate(doc, version, strict=True)
+
+
+def test_a_tree_of_only_the_mounted_paths_reads_the_same_node(tmp_path):
+    """pinscope --root over a tree that holds only what the DaemonSet mounts (and empty directories where it
+    hides kubelet's) reads the node as it reads the whole tree: every CPU, pod, container and finding."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    from helpers import run_cli
+    from nodes import dual_socket_intel
+    from pinscope.collectors.sim.node import SimNode
+    from pinscope.collectors.transport.kube import HIDDEN_PATHS, HOST_PATHS
+
+    whole = SimNode(dual_socket_intel(), tmp_path / "whole").write().root
+    # what a real node also has beside them: the runtime's socket, kubelet's keys, a pod's secret, /etc
+    (whole / "run/containerd").mkdir(parents=True)
+    (whole / "run/containerd/containerd.sock").write_text("")
+    (whole / "var/lib/kubelet/pki").mkdir(parents=True)
+    (whole / "var/lib/kubelet/pki/kubelet-client-current.pem").write_text("KEY")
+    (whole / "var/lib/kubelet/plugins").mkdir(parents=True)
+    uid = next(p.name for p in (whole / "var/lib/kubelet/pods").iterdir())
+    secret = whole / f"var/lib/kubelet/pods/{uid}/volumes/kubernetes.io~secret/db"
+    secret.mkdir(parents=True)
+    (secret / "password").write_text("hunter2")
+    (whole / "etc").mkdir()
+    (whole / "etc/shadow").write_text("root:x")
+    mounted = tmp_path / "mounted"
+    for p in HOST_PATHS:
+        if (whole / p.lstrip("/")).exists():
+            shutil.copytree(whole / p.lstrip("/"), mounted / p.lstrip("/"), symlinks=True)
+    for p in HIDDEN_PATHS:
+        shutil.rmtree(mounted / p.lstrip("/"), ignore_errors=True)
+        (mounted / p.lstrip("/")).mkdir(parents=True)
+    seen = {str(f.relative_to(mounted)) for f in mounted.rglob("*")}
+    assert not [f for f in seen if "secret" in f or "pki/" in f or f.startswith(("run", "etc"))]
+
+    def snap(root):
+        r = run_cli("snapshot", "--json", "--root", str(root), "local", timeout=120)
+        assert r.returncode == 0, r.stderr
+        o = json.loads(r.stdout)
+        for pod in o.get("pods") or []:  # kubelet's pods dir is one naming source among several: hidden
+            pod.pop("sources", None)
+        o.pop("target", None)
+        return o
+
+    a, b = snap(whole), snap(mounted)
+    assert a["cpus"] and a["pods"] and a == b
