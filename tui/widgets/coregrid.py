@@ -353,7 +353,7 @@ class CoreGrid(ScrollView, can_focus=True):
 
     def _base_keys(self, stale: bool) -> tuple[list, dict]:
         """What each row shows but the cursor and highlight flags: (row key head, None) for a row without
-        cells, else (head, [((text, role, mark), cpu, members) per cell]); and each CPU's row. A cursor move
+        cells, else (head, [((before the mark, after it, role, mark), cpu, members) per cell]); and each CPU's row. A cursor move
         then works out only the flags of the rows it left and entered (every cell's text was worked out
         again on every key: a third of a keypress's CPU at 256 CPUs)."""
         v = self.view
@@ -394,7 +394,7 @@ class CoreGrid(ScrollView, can_focus=True):
         return {n: "  devices: " + ", ".join(sorted(items)) for n, items in out.items()}
 
     def _cell_key(self, cell: Cell, per: dict) -> tuple:
-        """(text, role, mark severity) of one cell (its flag: _keys)."""
+        """(text before the mark, text after it, role, mark severity) of one cell (its flag: _keys)."""
         members = cell.members
         role, u, tag, sev = None, None, None, None
         for m in members:  # a core cell shows its most telling role: exclusive > isolated > reserved > ...
@@ -409,15 +409,21 @@ class CoreGrid(ScrollView, can_focus=True):
                 sev = st[3]
         role = role or "unassigned"
         glyph = self.glyphs.get(role, "?")
+        sev = sev if sev in ("critical", "warning") else None
+        # the mark sits right after the CPU's id where the cell shows one (wall, full): at the cell's end it
+        # stood right before the next cell's id (CPU 3's mark beside CPU 51, its sibling); the last column
+        # is then the blank between cells. Without ids (compact, cores) it ends the cell, after its tag.
         if self.density.startswith("wall"):  # the tag, then the load as a bar: read from across a room
             tw = tag_width(self.view.tags) if self.view else 1
             barw = cell.width - self.idw - 5 - tw  # what the layout left for the bar
-            text = f"{cell.cpu:>{self.idw}} {glyph} {(tag or ''):<{tw}} {bar(u, barw)}"
-        else:
-            head = f"{cell.cpu:>{self.idw}} {glyph}{shade(u)}" if self.density.startswith("full") else f"{glyph}{shade(u)}"
-            # the tag is never cut (pods stay distinguishable in monochrome); the mark takes the last column
-            text = head + (tag or "").ljust(cell.width - len(head) - 1)
-        return (text, role, sev if sev in ("critical", "warning") else None)
+            return (f"{cell.cpu:>{self.idw}}", f"{glyph} {(tag or ''):<{tw}} {bar(u, barw)} ", role, sev)
+        if self.density.startswith("full"):
+            head = f"{cell.cpu:>{self.idw}}"
+            rest = f"{glyph}{shade(u)}"
+            # the tag is never cut (pods stay distinguishable in monochrome)
+            return (head, rest + (tag or "").ljust(cell.width - len(head) - 1 - len(rest)), role, sev)
+        text = f"{glyph}{shade(u)}"
+        return (text + (tag or "").ljust(cell.width - len(text) - 1), "", role, sev)
 
     def _paint(self, ry: int, width: int, key: tuple | None = None) -> Strip:
         if ry >= len(self.rows):
@@ -455,16 +461,16 @@ class CoreGrid(ScrollView, can_focus=True):
         return Strip(Segment.simplify(segs), max(width, x)).crop(0, max(width, x))
 
     def _cell(self, key: tuple, stale: bool) -> list[tuple[str, Style]]:
-        text, role, sev, flag = key
+        """A cell's pieces: its text before the mark, the mark (or a blank), its text after it."""
+        before, after, role, sev, flag = key
         base = self._style("stale") if stale else self._style(role)
         if flag == 2:
             base = base + self._style("cursor")
         elif flag == 1:
             base = base + self._style("highlight")
         # the finding mark alone takes the finding's colour: the role colour stays readable
-        if sev and not stale:
-            return [(text, base), ("!", base + self._style(sev))]
-        return [(text, base), ("!" if sev else " ", base)]
+        mark = ("!", base + self._style(sev)) if sev and not stale else ("!" if sev else " ", base)
+        return [(before, base), mark, (after, base)] if after else [(before, base), mark]
 
     # ------------------------------------------------------------------ keyboard and mouse
     def watch_cursor(self, old: int, new: int) -> None:

@@ -5,9 +5,11 @@ siblings of a core side by side. Four densities, the most detailed that fits the
 "wall" (a big screen: id, glyph, tag and a load bar, NUMA nodes side by side when that takes fewer rows),
 "full" (id, glyph, shade, tag), "compact" (glyph, shade, tag; the first CPU id at the start of a row),
 "cores" (one cell per physical core). Every pod tag is shown whole in every density (two letters from
-the 25th pod on): pods stay distinguishable without colour. The last column of a cell is the finding
-mark, or a blank that separates cells. Several L3s in a NUMA node become tiles side by side, each titled
-"L3 n  cpus …", the tile shape chosen for the fewest rows.
+the 25th pod on): pods stay distinguishable without colour. The finding mark follows a cell's CPU id
+(wall, full: `  3!# A`), or ends a cell without one (compact, cores: `#▅A!`); the column it takes is a
+blank otherwise, and the last column of a cell with an id is a blank that separates cells. Several L3s
+in a NUMA node become tiles side by side, each titled "L3 n  cpus …", the tile shape chosen for the
+fewest rows.
 
 No Textual here: CoreGrid (coregrid.py) paints these rows; the node screen asks `choose` how many rows a
 width needs, to give the rest of a large terminal to the pod list and the findings.
@@ -97,9 +99,9 @@ def group(topology):
 def metrics(density: str, idw: int, tw: int) -> tuple[int, int]:
     """(cell width, gap after a core)."""
     if density == "wall":
-        return idw + 1 + 2 + tw + 1 + BAR + 1, 3  # " 123 # AB ▇▇▇▍ !"
+        return idw + 1 + 2 + tw + 1 + BAR + 1, 3  # " 123!# AB ▇▇▇▍ "
     if density == "full":
-        return idw + 1 + 2 + tw + 1, 2  # " 123 #▅AB!"
+        return idw + 1 + 2 + tw + 1, 2  # " 123!#▅AB "
     return 2 + tw + 1, 1 if density == "compact" else 0  # "#▅AB!"
 
 
