@@ -96,9 +96,11 @@ class StandIn:
                  users: dict | None = None, namespaces=("default", "kube-system", "pinscope"),
                  tls: bool = True, start_delay: float = 0.2, images=("busybox", "pinscope")) -> None:
         self.nodes = {k: Path(v) for k, v in nodes.items()}
-        for root in self.nodes.values():  # what a kubelet makes at its start (setupDataDirs; pki: its --cert-dir)
-            for d in ("pods", "plugins", "plugins_registry", "pod-resources", "pki"):
-                (root / "var/lib/kubelet" / d).mkdir(parents=True, exist_ok=True)
+        for root in self.nodes.values():  # what a kubelet makes at its start (setupDataDirs; pki: its --cert-dir;
+            # the log dirs: kuberuntime's ContainerLogsDir and podLogsDir)
+            for d in ("var/lib/kubelet/pods", "var/lib/kubelet/plugins", "var/lib/kubelet/plugins_registry",
+                      "var/lib/kubelet/pod-resources", "var/lib/kubelet/pki", "var/log/pods", "var/log/containers"):
+                (root / d).mkdir(parents=True, exist_ok=True)
         self.protocols = tuple(protocols)
         self.exec_verb = exec_verb  # "create" (servers with AuthorizePodWebsocketUpgradeCreatePermission) or "get"
         # token -> (user, rules); rules None = everything; else a list of (verbs, resources, namespace|None)
