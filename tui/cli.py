@@ -23,6 +23,7 @@ from pinscope.collectors.collect import Options, snapshot
 from pinscope.collectors.errors import PinscopeError
 from pinscope.collectors.findings.jitter import Thresholds, set_thresholds
 from pinscope.collectors.model import Role
+from pinscope.collectors.naming import node_name
 from pinscope.collectors.parse.cpuset import format_cpuset
 from pinscope.collectors.pipeline import unread_reason
 from pinscope.collectors.targets import target_problem
@@ -492,8 +493,8 @@ async def _one(target, a) -> tuple[dict | None, str | None]:
         now = await _api_round(api_name or report.snapshot.node, a)
         report = report.with_api(ApiWindow(now, first if first is not None and first.answered else None))
     o = report.to_json()
-    if not isinstance(target, str):
-        o["node"] = target.name  # the inventory's (or --kube's) name, not the node's hostname: one name everywhere
+    # the inventory's (or --kube's) name over the node's hostname: one name everywhere (collectors/naming.py)
+    o["node"] = node_name(None if isinstance(target, str) else target.name, report.snapshot.node, address)
     return o, None
 
 
@@ -636,7 +637,9 @@ def _v(x) -> str:
 
 def render_table(o: dict) -> str:
     k = o["kubelet"]
-    out = [f"node {o['node']}  cgroup v{o['cgroup']['version']} ({o['cgroup']['driver'] or 'driver unknown'})  "
+    cg = o["cgroup"]  # version null: /sys/fs/cgroup not readable by this user (said among the problems)
+    out = [f"node {o['node']}  cgroup {'v' + str(cg['version']) if cg['version'] else 'version unknown'} "
+           f"({cg['driver'] or 'driver unknown'})  "
            f"policy {k['cpu_manager_policy'] or 'unknown'}  topology {k['topology_manager_policy']}  "
            f"reserved {format_cpuset(k['reserved_cpus']) or '-'}  roles from {o['roles_from']}"]
     cpus = {c["id"]: c for c in o["cpus"]}

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from pinscope.collectors.findings import Finding, worst
 from pinscope.collectors.model import NodeSnapshot
+from pinscope.collectors.naming import node_name
 from pinscope.collectors.pipeline import NodeReport
 from pinscope.collectors.rates import ContainerRates, Rates
 
@@ -54,14 +55,17 @@ class NodeView:
 
     @property
     def name(self) -> str:
-        return self.snap.node if self.snap else (self.label or self.target)
+        """The hostname the node reported, else the inventory's name or the target."""
+        return node_name(None, self.snap.node if self.snap else None, self.label or self.target)
 
     @property
     def title(self) -> str:
-        """inventory name (hostname), or the hostname alone when they agree or there is no inventory"""
+        """The node's one name (collectors/naming.py: the inventory's, else the hostname it reported, else the
+        target), with the hostname beside an inventory name that differs from it"""
+        own = node_name(self.label, self.snap.node if self.snap else None, self.target)
         if self.label and self.snap and self.label != self.snap.node:
-            return f"{self.label} ({self.snap.node})"
-        return self.label or self.name
+            return f"{own} ({self.snap.node})"
+        return own
 
     def apply(self, report: NodeReport) -> None:
         self.report = report

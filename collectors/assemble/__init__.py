@@ -12,6 +12,7 @@ from __future__ import annotations
 from ..errors import Problem
 from ..frames import TOO_LONG, Frame, View
 from ..model import NodeSnapshot
+from ..naming import node_name
 from ..parse.cgroup import driver_of
 from ..parse.procfs import parse_numastat, parse_proc_stat, parse_task_status, parse_uptime
 from .devices import attach, attach_claims, device_state, dra_state, placements
@@ -144,7 +145,7 @@ class Assembler:
         problems.extend(rprobs)
         cpu_times = _cpu_times(files, tick, unreadable, problems)
         return NodeSnapshot(
-            node=node or self.target, uptime=parse_uptime(files.get("/proc/uptime")), cgroup_version=cgv,
+            node=node_name(None, node, self.target), uptime=parse_uptime(files.get("/proc/uptime")), cgroup_version=cgv,
             cgroup_driver=driver, topology=topo, kubelet=kubelet, state=state,
             state_file=state_file if (state_file in files or state_file in unreadable or state_status == "cut") else None,
             memory_state=memory_state, pods=pods, roles=roles, shared_pool=shared,

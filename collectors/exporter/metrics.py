@@ -303,6 +303,11 @@ class LatestReports(Collector):
         with self._lock:
             self._nodes = {**self._nodes, st.node: st}
 
+    def drop(self, node: str) -> None:
+        """The node is no longer served under this name (it took its own at its first read)."""
+        with self._lock:
+            self._nodes = {k: v for k, v in self._nodes.items() if k != node}
+
     def get(self, node: str) -> NodeState | None:
         return self._nodes.get(node)
 

@@ -10,17 +10,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import os
 import re
 import signal
-import socket
-import stat
 import sys
 import time
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
 
+from .. import naming
 from ..aio import within
 from ..collect import Backoff, NodeCollector, Options, live_depth
 from ..errors import PinscopeError, ProbeFailed
@@ -74,10 +72,15 @@ def exporter_depth(tick: int) -> str:
     return d + "w" if "t" in d.lower() else d
 
 
-async def node_loop(col: NodeCollector, node: str, interval: float, store: LatestReports,
-                    stop: asyncio.Event, connect_timeout: float) -> None:
-    """Read the node every `interval` s until `stop`; publish each outcome to `store`."""
+async def node_loop(col: NodeCollector, node: str | None, interval: float, store: LatestReports,
+                    stop: asyncio.Event, connect_timeout: float, taken: set[str] | None = None) -> None:
+    """Read the node every `interval` s until `stop`; publish each outcome to `store`. `node`: its label,
+    or None to name it as every frontend does (collectors/naming.py): the hostname of its first good read,
+    kept from then on (its address until then; kept, and said, when another node has that name: `taken`)."""
     backoff = Backoff(base=min(1.0, interval), cap=max(interval, 30.0))
+    label = node if node is not None else col.target
+    decided = node is not None
+    taken = {label} if taken is None else taken
     connected = False
     last_ok = None
     said = None  # the last problem printed: a node that stays down is said once, not every read
@@ -93,6 +96,10 @@ async def node_loop(col: NodeCollector, node: str, interval: float, store: Lates
             why = unread_reason(report)
             if why is not None:  # the tree is gone: not read, and said so (then reconnect: --root may be back)
                 raise ProbeFailed(why)
+            if not decided:
+                label = _own_name(label, naming.node_name(None, report.node, col.target), store, taken)
+                decided = True
+            node = label
             last_ok = report.t
             store.put(NodeState(node, node_samples(node, report), True, time.monotonic() - t0,
                                 cpu.add(report.timings.probe_cpu_total), last_ok))
@@ -109,6 +116,7 @@ async def node_loop(col: NodeCollector, node: str, interval: float, store: Lates
                 msg = str(err)
             else:
                 msg = f"{type(err).__name__}: {err}"
+            node = label
             store.put(NodeState(node, {}, False, time.monotonic() - t0, cpu.total, last_ok, msg))
             if msg != said:
                 print(f"pinscope exporter: {node}: {msg}", file=sys.stderr, flush=True)
@@ -124,26 +132,26 @@ async def node_loop(col: NodeCollector, node: str, interval: float, store: Lates
         await within(col.close(), 2)
 
 
-def _local_name(root: str | None) -> str:
-    """The label of a `local` target without --node-name: the host's name (under --root, its /etc/hostname)."""
-    if root:
-        with contextlib.suppress(OSError):
-            # the node's file: opened without blocking (a FIFO), read only if regular, bounded, closed
-            fd = os.open(os.path.join(root, "etc/hostname"), os.O_RDONLY | os.O_NONBLOCK)
-            with os.fdopen(fd, "rb") as f:
-                if stat.S_ISREG(os.fstat(fd).st_mode):
-                    name = f.read(256).decode("utf-8", "replace").strip()
-                    if name:
-                        return name
-        return "local"
-    return socket.gethostname()
+def _own_name(label: str, name: str, store: LatestReports, taken: set[str]) -> str:
+    """The label a node named by its first read takes: `name`, unless another node has it already."""
+    if name == label:
+        return label
+    if name in taken:
+        print(f"pinscope exporter: {label}: reports the name {name!r}, which another target has: labelled "
+              f"node={label!r}", file=sys.stderr, flush=True)
+        return label
+    taken.discard(label)
+    taken.add(name)
+    store.drop(label)  # a failed first read was published under the address: no series stays there
+    return name
 
 
 def plan(targets: list, opts: Options, node_name: str | None = None,
-         demo: DemoCluster | None = None) -> list[tuple[str, NodeCollector]]:
+         demo: DemoCluster | None = None) -> list[tuple[str | None, NodeCollector]]:
     """Targets (strings or inventory Targets; 'demo' for the simulated cluster `demo`, which the caller
-    made and closes) -> (node label, collector)."""
-    out = []
+    made and closes) -> (node label, collector). The label is None for a target the user gave no name
+    (an address; `local` without --node-name): its first read names it (node_loop)."""
+    out: list[tuple[str | None, NodeCollector]] = []
     for t in targets:
         if isinstance(t, str) and t == "demo":
             if demo is None:
@@ -152,12 +160,12 @@ def plan(targets: list, opts: Options, node_name: str | None = None,
                 out.append((d.name.split("/", 1)[1], NodeCollector(d.name, opts, transport=d.transport, name=d.name)))
             continue
         if isinstance(t, str):
-            label = (node_name or _local_name(opts.root)) if t == "local" else t
-            out.append((label, NodeCollector(t, opts, name=label)))
+            label = node_name if t == "local" and node_name else None
+            out.append((label, NodeCollector(t, opts, name=label or t)))
         else:  # an inventory node: its own root and sudo over the command line's, as in the TUI
             nt = NodeTarget.of(t, opts)
             out.append((nt.name, NodeCollector(nt.reach, nt.options or opts, name=nt.name)))
-    labels = [n for n, _ in out]
+    labels = [n if n is not None else c.target for n, c in out]
     dup = sorted({n for n in labels if labels.count(n) > 1})
     if dup:
         raise PinscopeError(f"two targets would be labelled node={dup[0]!r}: give them names (--inventory)")
@@ -220,7 +228,9 @@ async def _serve(nodes, store, interval, connect_timeout) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
-    tasks = [asyncio.create_task(node_loop(col, name, interval, store, stop, connect_timeout)) for name, col in nodes]
+    taken = {name if name is not None else col.target for name, col in nodes}  # one label per node
+    tasks = [asyncio.create_task(node_loop(col, name, interval, store, stop, connect_timeout, taken))
+             for name, col in nodes]
     try:
         await stop.wait()
     finally:

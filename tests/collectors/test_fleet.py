@@ -190,34 +190,6 @@ def test_the_exporter_removes_the_demo_trees_when_its_targets_are_refused(tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
-def test_the_exporter_reads_a_nodes_hostname_file_bounded_and_never_blocks_on_a_fifo(tmp_path):
-    """`pinscope exporter local --root R` labels the node from R/etc/hostname (a node's file): a FIFO there
-    hung the exporter's start (open() waits for a writer), a long file was read whole."""
-    import os
-    import threading
-
-    from pinscope.collectors.exporter.serve import _local_name
-
-    (tmp_path / "etc").mkdir()
-    hostname = tmp_path / "etc" / "hostname"
-    hostname.write_text("worker-7\n")
-    assert _local_name(str(tmp_path)) == "worker-7"
-    hostname.write_text("w" * 10_000)
-    assert _local_name(str(tmp_path)) == "w" * 256
-    hostname.unlink()
-    os.mkfifo(hostname)
-    got: list[str] = []
-    reader = threading.Thread(target=lambda: got.append(_local_name(str(tmp_path))), daemon=True)
-    reader.start()
-    reader.join(10)
-    try:
-        assert got == ["local"]
-    finally:
-        if reader.is_alive():  # blocked in open(): a writer lets it go
-            os.close(os.open(hostname, os.O_WRONLY | os.O_NONBLOCK))
-            reader.join(5)
-
-
 def test_a_defect_on_a_node_s_data_is_a_state_and_the_node_is_read_again(tmp_path):
     """An exception that is not one of pinscope's errors (a defect met on some node's data: RUNQUEUE_WAIT_EXCLUSIVE
     raised AttributeError after a drill-down closed) ended the node's task: the TUI's worker failed silently and

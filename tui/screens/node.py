@@ -242,7 +242,7 @@ class NodeScreen(ReportScreen):
         where = f"[{idx}/{len(self.nav.targets)}]" if len(self.nav.targets) > 1 else ""
         counts = f"✖{n['critical']} ▲{n['warning']}"
         head = display(f"{where}  {state}").strip()
-        name = elide_middle(display(s.node), max(6, width - len(head) - len(counts) - 4))
+        name = elide_middle(display(v.title), max(6, width - len(head) - len(counts) - 4))  # the node's one name
         rest = lay.fit([f"filter: {display(repr(self.filter_text))}" if self.filter_text else "",
                         "shade: kernel noise" if grid.shade_mode == "noise" else "",
                         f"density: {grid.density}",
