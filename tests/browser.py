@@ -4,6 +4,10 @@ No browser-automation package: CDP is JSON over one websocket, and aiohttp (whic
 anyway) speaks websockets. Chromium is started with a throw-away profile and `--remote-debugging-port=0`;
 the port it picked is read from `DevToolsActivePort` in that profile. Every wait has a deadline.
 
+Chromium's own temporary files (its SingletonSocket directory, `org.chromium.Chromium.XXXXXX`, which it
+does not remove when stopped by a signal: every test run left one in /tmp) go into a TMPDIR inside the
+profile, removed with it, also when Chromium fails to start (issue 34).
+
 The terminal in the page is xterm.js drawing on a canvas, so the page has no text to read. What the
 browser received is read from the protocol instead: `Network.webSocketFrameReceived` hands over every
 frame of the app's websocket (the terminal output, escape sequences and all); `Page.captureScreenshot`
@@ -29,6 +33,9 @@ CHROMIUM = os.environ.get("PINSCOPE_CHROMIUM") or shutil.which("chromium") or "/
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--disable-dev-shm-usage", "--hide-scrollbars", "--mute-audio"]
+# Chromium's SingletonSocket is TMPDIR + /org.chromium.Chromium.XXXXXX/SingletonSocket (46 bytes), and a
+# socket's path is at most 107 bytes (sun_path): a longer TMPDIR makes Chromium abort at start
+SOCKET_ROOM = 107 - 46
 ANSI = re.compile(r"\x1b(\[[0-9;?<>=]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[PX^_][^\x1b]*\x1b\\|[@-Z\\-_])")
 
 
@@ -43,7 +50,8 @@ class Browser:
     def __init__(self, width: int = 1600, height: int = 1000) -> None:
         self.width, self.height = width, height
         self.proc: subprocess.Popen | None = None
-        self.profile = tempfile.mkdtemp(prefix="pinscope-chromium-")
+        self.profile: str | None = None  # made when entered: a Browser never entered leaves nothing
+        self.own_tmp: str | None = None  # Chromium's TMPDIR when the profile's path is too long for it
         self.session: aiohttp.ClientSession | None = None
         self.ws = None
         self.ids = 0
@@ -54,10 +62,24 @@ class Browser:
         self._reader: asyncio.Task | None = None
 
     async def __aenter__(self) -> "Browser":
+        try:
+            return await self._start()
+        except BaseException:
+            await self.__aexit__()  # the process group and the profile, whatever failed
+            raise
+
+    async def _start(self) -> "Browser":
+        self.profile = tempfile.mkdtemp(prefix="pinscope-chromium-")
+        tmp = Path(self.profile) / "t"
+        tmp.mkdir()
+        if len(str(tmp)) > SOCKET_ROOM:  # the socket's path would not fit: a short directory of its own
+            tmp = Path(tempfile.mkdtemp(prefix="pc-", dir="/tmp"))
+            self.own_tmp = str(tmp)
         self.proc = subprocess.Popen(
             [CHROMIUM, *FLAGS, f"--user-data-dir={self.profile}", "--remote-debugging-port=0",
              f"--window-size={self.width},{self.height}", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            env={**os.environ, "TMPDIR": str(tmp)})
         port_file = Path(self.profile) / "DevToolsActivePort"
         end = time.monotonic() + 60
         while not (port_file.exists() and port_file.read_text().count("\n") >= 1):
@@ -94,7 +116,12 @@ class Browser:
                 await asyncio.to_thread(stop, self.proc, 10, signal.SIGTERM)
             finally:
                 await asyncio.to_thread(stop, self.proc, 5)  # SIGKILL to whatever is left of the group
-        shutil.rmtree(self.profile, ignore_errors=True)
+        for d in (self.profile, self.own_tmp):
+            for _ in range(50):  # a child of the group may still be writing into it for a moment
+                if d is None or not os.path.lexists(d):
+                    break
+                shutil.rmtree(d, ignore_errors=True)
+                await asyncio.sleep(0.1)
 
     async def _read(self) -> None:
         async for msg in self.ws:

@@ -558,3 +558,48 @@ def test_static_files_want_the_token_and_are_only_the_pages_own():
                      f"/static/{srv.token}/%2e%2e/server.py", f"/static/{srv.token}/js/../../server.py"):
             assert raw_request(srv.port, f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()) \
                 == b"HTTP/1.1 404 Not Found", path
+
+
+def test_the_browser_leaves_nothing_in_tmp(tmp_path, monkeypatch):
+    """Issue 34, item 22: every Browser left `$TMPDIR/org.chromium.Chromium.XXXXXX` (Chromium's
+    SingletonSocket, not removed when it is stopped by a signal) behind, and a Chromium that failed to start
+    left its profile. With TMPDIR a directory of the test's own: nothing is left in it, either way."""
+    import tempfile
+
+    import browser as browser_mod
+
+    need(shutil.which(CHROMIUM) is not None or Path(CHROMIUM).exists(), "chromium not installed (apt-get install chromium)")
+    # short: Chromium's socket under TMPDIR must fit a socket's path (108 bytes); tmp_path's is too long
+    tmp = Path(tempfile.mkdtemp(prefix="ps-", dir="/tmp"))
+    monkeypatch.setenv("TMPDIR", str(tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # tempfile reads TMPDIR once: read it again
+
+    async def open_a_page() -> None:
+        async with Browser() as b:
+            await b.goto("data:text/html,<p>hello</p>")
+            await b.wait_js("document.body && document.body.innerText === 'hello'")
+
+    try:
+        asyncio.run(asyncio.wait_for(open_a_page(), 90))
+        assert sorted(p.name for p in tmp.iterdir()) == []
+        monkeypatch.setattr(browser_mod, "CHROMIUM", "/bin/false")  # a browser that does not start
+        with pytest.raises(RuntimeError, match="chromium exited"):
+            asyncio.run(asyncio.wait_for(open_a_page(), 90))
+        assert sorted(p.name for p in tmp.iterdir()) == []
+        # a TMPDIR too long for Chromium's socket (pytest's tmp_path): a short directory of its own, removed
+        monkeypatch.setattr(browser_mod, "CHROMIUM", CHROMIUM)
+        long = tmp_path / ("x" * 40)
+        long.mkdir()
+        monkeypatch.setenv("TMPDIR", str(long))
+        monkeypatch.setattr(tempfile, "tempdir", None)
+        used: list[str | None] = []
+
+        async def with_a_long_tmpdir() -> None:
+            async with Browser() as b:
+                used.append(b.own_tmp)
+                assert await b.eval("1 + 1") == 2
+
+        asyncio.run(asyncio.wait_for(with_a_long_tmpdir(), 90))
+        assert used[0] and not os.path.lexists(used[0]) and list(long.iterdir()) == []
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
