@@ -40,6 +40,7 @@ class _Parts:
     garbage_lines: int = 0
     unchanged: list[str] = field(default_factory=list)
     hexed: set[str] = field(default_factory=set)  # files sent as od's hex (kubelet's own): not a Frame field
+    unlisted: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True, slots=True, eq=False)  # eq=False: frames compare by identity (cheap, exact)
@@ -63,6 +64,8 @@ class Frame:
     # (a Frame a FrameStore handed on has none left)
     unchanged: tuple[str, ...] = ()
     lost: tuple[str, ...] = ()  # files said unchanged that the FrameStore held no copy of (left out)
+    # directories this user may not list (X<dir>/): what they hold is unknown, not absent (probe.sh unlisted)
+    unlisted: frozenset[str] = frozenset()
 
     @property
     def letters(self) -> str:
@@ -117,7 +120,8 @@ def parse_frame(data: bytes) -> Frame:
     if ascii_run or not data.isascii():
         _leave_out_long_numbers(fr, ascii_run)
     return Frame(fr.seq, fr.request, fr.files, fr.unreadable, fr.truncated, fr.refused, fr.nonutf8, fr.dirs,
-                 fr.info, fr.argv, fr.warnings, fr.complete, fr.garbage_lines, tuple(fr.unchanged))
+                 fr.info, fr.argv, fr.warnings, fr.complete, fr.garbage_lines, tuple(fr.unchanged),
+                 unlisted=frozenset(fr.unlisted))
 
 
 def _close(fr: _Parts, cur: str, buf: list[str], hexbuf: list[str], nonutf8: bool) -> None:
@@ -146,7 +150,10 @@ def _close(fr: _Parts, cur: str, buf: list[str], hexbuf: list[str], nonutf8: boo
 def _tag(fr: _Parts, tag: str, rest: str, cdir: str) -> None:
     """One tag line other than F, C, L and H."""
     if tag == "X":
-        fr.unreadable.add(rest if rest[:1] == "/" else f"{cdir}/{rest}")
+        if rest[:1] == "/" and rest.endswith("/") and len(rest) > 1:  # a directory this user may not list
+            fr.unlisted.add(rest.rstrip("/"))
+        else:
+            fr.unreadable.add(rest if rest[:1] == "/" else f"{cdir}/{rest}")
     elif tag == "T":
         n, _, name = rest.partition(" ")
         fr.truncated[name if name[:1] == "/" else f"{cdir}/{name}"] = int(n) if n.isdecimal() else 0

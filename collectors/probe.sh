@@ -14,6 +14,8 @@
 #   c<rest> p<rest>    the same, under the last C/c/p directory ("c") or under its parent ("p"): see cdir
 #   F<name>            a file follows          L<text>  one line of that file
 #   X<name>            unreadable or missing   T<N> <name>  cut: larger than N bytes (no F before it: not read)
+#   X<path>/           a directory this user may not list (read and enter): what it holds is unknown, not absent
+#                      (an absolute path, ending in "/": see unlisted)
 #   H<hex bytes>       content of the current F file as od prints it (kubelet's own files, see rk)
 #   U<name>            unchanged: the very bytes this probe last sent of that file (a cgroup file, see rdcg;
 #                      a kubelet file, see rks): the client takes its copy. Only what was sent whole, in this
@@ -177,6 +179,16 @@ rx() {
 # a file that seems missing because its directory may not be entered (non-root, /var/lib/kubelet 0700):
 # ask awk to read it anyway, so it is said unreadable (X), not missing
 unseen() { _d=${1%/*}; [ -d "$_d" ] && [ ! -x "$_d" ] && pl R "$1"; }
+# unlisted DIR...: say each directory this user may not list (no read or no search permission: a glob in it
+# finds nothing, a test -e of what it holds fails) as X<dir>/, so the client tells "not readable" from
+# "absent"; true (0) when one was. A root-only /sys/fs/cgroup read as empty was "no cpuset hierarchy mounted".
+unlisted() {
+  _u=1
+  for _f in "$@"; do
+    if [ -d "$_f" ] && { [ ! -r "$_f" ] || [ ! -x "$_f" ]; }; then pl X "$_f/"; _u=0; fi
+  done
+  return $_u
+}
 # kubelet's own files (config, drop-ins, checkpoints): written as one long line (a 256-CPU checkpoint is
 # ~5 KB) and possibly huge when corrupt (any awk would read such a line whole; mawk in time quadratic in its
 # length): they go through od, which stops at the budget (-N): one fork per file (the state file, read
@@ -389,6 +401,12 @@ find_kubelet() {
 }
 
 find_cgroups() {
+  KPODS="" HV=""
+  if unlisted "$R/sys/fs/cgroup"; then
+    # not "v1 without a cpuset mount": which cgroups there are is not known (said: X, READ_PARTIAL)
+    CGV="" CGBASE=$R/sys/fs/cgroup
+    return 0
+  fi
   if [ -e "$R/sys/fs/cgroup/cgroup.controllers" ]; then
     CGV=2; CGBASE=$R/sys/fs/cgroup
   else
@@ -396,6 +414,7 @@ find_cgroups() {
   fi
   printf 'Icgroup-version %s\n' "$CGV"
   [ "$CGV" = 1 ] && [ ! -d "$CGBASE" ] && printf 'Icgroup-cpuset-mount no\n'
+  unlisted "$CGBASE"
   # kubepods roots: where kubelet's cgroupRoot (config cgroupRoot, flag --cgroup-root) puts them for
   # either driver, then searched two levels down anyway (nodes are misconfigured). systemd spells
   # cgroupRoot /a/b-c as /a.slice/a-b_c.slice/a-b_c-kubepods.slice (k/k cgroup_manager_linux.go ToSystemd:
@@ -423,6 +442,10 @@ find_cgroups() {
     case " $KPODS " in *" $k "*) ;; *) KPODS="$KPODS $k" ;; esac
   done
   [ -n "$CGROOT" ] && printf 'Icgroup-root %s\n' "$CGROOT"
+  # kubepods found but not listable (its pods unknown), or not found where a directory on the way may not
+  # be listed (the first level of the search: kubelet.slice, a cgroupRoot of 0700)
+  for k in $KPODS; do unlisted "$k" "$k"/*besteffort* "$k"/*burstable*; done
+  [ -n "$KPODS" ] || [ ! -d "$CGBASE" ] || unlisted "$CGBASE"/* "$CGBASE$CGROOT" "$CGBASE$sdpath"
   # PSI (cpu.pressure) off (CONFIG_PSI unset, psi=0: the files are not there): the detail records skip it
   # (HV 3: v2 without cpu.pressure) rather than ask for a missing file in every cgroup every 5th tick
   HV=$CGV
@@ -615,6 +638,8 @@ node_wide() {
 # Pod and container names (the log layout): only on "n", which the client sends when it sees a pod or
 # container it cannot name yet.
 names() {
+  # kubelet's root-dir (0700 on a real node: its pods directory then unknown, not empty) and the logs
+  unlisted "$R$KROOT" "$R$KROOT/pods" "$R$PODLOGS" "$R/var/log/containers"
   for p in "$R$PODLOGS"/*/; do
     [ -d "$p" ] || continue
     pl D "$p"
@@ -994,7 +1019,7 @@ function unmatched(p) {
     next
   }
   if (t == "P") next
-  if (t == "D" && rl && substr(p, 1, rl) == root) p = substr(p, rl + 1)
+  if ((t == "D" || t == "X") && rl && substr(p, 1, rl) == root) p = substr(p, rl + 1)  # (X: a directory said by unlisted)
   print t p
   if (t == "B") {
     cd = ""; pd = ""; split("", podpid); split("", kth); split("", off); fcpu = ""; split("", excl); nx = 0

@@ -17,7 +17,7 @@ from ..parse.cgroup import driver_of
 from ..parse.procfs import parse_numastat, parse_proc_stat, parse_task_status, parse_uptime
 from .devices import attach, attach_claims, device_state, dra_state, placements
 from .irqs import IrqsStage
-from .kubelet import cpu_manager_state, memory_manager_state, static_parts, sudo_was_refused
+from .kubelet import cpu_manager_state, memory_manager_state, static_parts, sudo_was_refused, unlisted_problems
 from .noise import NoiseStage
 from .pods import CG, PodsStage, pod_dirs, pod_logs
 from .roles import RolesStage
@@ -132,6 +132,8 @@ class Assembler:
             (tick.dirs, info.get("cgroup-version"), kubelet), _layout, tick, info, kubelet)
         lf = tick if "n" in tick.letters or view.names is None else view.names
         logs = self._logs.get((lf, kubelet), pod_logs, lf, kubelet)
+        # directories this user may not list (the cgroup tree, kubepods, kubelet's, the pod logs'): unknown
+        unlisted_problems(problems, static.unlisted | tick.unlisted | lf.unlisted, sudo_was_refused(static))
         tasks, all_tasks = self.tasks.run(tick, carry, problems)
         self.noise.next_tick(tick, carry)
         pods = self.pods.run(files, tick, cgv, base, pods_cg, dirset, logs, state, tasks, problems, carry,

@@ -35,6 +35,16 @@ def unreadable_problem(problems: list, frame_unreadable: set, path: str, what: s
         problems.append(Problem(path, f"{what} is not readable by this user (root-only): {fix}", UNREAD))
 
 
+def unlisted_problems(problems: list, dirs, sudo_refused: bool = False) -> None:
+    """Directories this user may not list (probe.sh unlisted): what they hold is unknown, not absent; the
+    node is read only in part (READ_PARTIAL), said once per directory, its path ending in "/"."""
+    fix = ("sudo -n was refused: give this user passwordless sudo for sh, or connect as root" if sudo_refused
+           else "run with --sudo, or as root or a user in a group that may read it")
+    for d in sorted(dirs):
+        problems.append(Problem(f"{d}/", "a directory this user may not list: what it holds is unknown, not absent "
+                                f"(root-only): {fix}", UNREAD))
+
+
 def _config_inputs(static: Frame, root_dir: str, cfg_path: str | None, sprobs: list[Problem]):
     """-> (the drop-ins to merge, whether the config's policy is unknown): paths from the node that climb
     out of --root were not read (probe.sh refuses them too); a config or drop-in not read whole is not

@@ -57,7 +57,9 @@ class Check:
 # What a check may judge by that this user may fail to read (a 0600 file without --sudo). A check whose input
 # was not read is not run (READ_PARTIAL names it): its silence or its finding would be a guess.
 INPUTS = {"assignment": "kubelet's CPU assignment (cpu_manager_state)",
-          "policy": "kubelet's CPU manager policy (its config)"}
+          "policy": "kubelet's CPU manager policy (its config)",
+          "cgroups": "the cgroup tree (/sys/fs/cgroup: which cgroups exist)",
+          "pods": "every place that knows the node's pods (their cgroups, pod log and kubelet pod directories)"}
 
 
 CODES: dict[str, tuple[str, str, str]] = {}  # code -> (severity, meaning, fix), in registration order
@@ -169,6 +171,12 @@ class Context:
             out.add("policy")
         if self.sf in unread and self.policy != "none":
             out.add("assignment")
+        # a directory this user may not list (its source ends in "/"): what it holds is unknown, not absent
+        dirs = [s for s in unread if s.endswith("/")]
+        if any(d.startswith("/sys/fs/cgroup/") for d in dirs):
+            out |= {"cgroups", "pods"}
+        elif dirs:
+            out.add("pods")
         return frozenset(out)
 
     @cached_property

@@ -44,7 +44,8 @@ def device_cross_numa(ctx):
 
 @check({"DEVICE_CHECKPOINT_ORPHAN": ("info", "kubelet's device checkpoint holds devices for a pod no other source on the node knows",
                                      "Usually a pod deleted while kubelet was down: kubelet frees its devices at its next restart "
-                                     "or admission. If the devices stay held, check the pod with kubectl and restart kubelet.")})
+                                     "or admission. If the devices stay held, check the pod with kubectl and restart kubelet.")},
+       reads=("pods",))
 def device_orphan(ctx):
     snap = ctx.snap
     if not snap.device_orphans or not snap.pods:
@@ -63,7 +64,8 @@ def device_orphan(ctx):
 
 @check({"DRA_CLAIM_ORPHAN": ("info", "kubelet's DRA checkpoint holds a prepared claim for pods no other source on the node knows",
                              "Usually a pod deleted while kubelet was down: kubelet unprepares the claim when it next "
-                             "reconciles. If it stays, check the ResourceClaim with kubectl and the DRA driver's logs.")})
+                             "reconciles. If it stays, check the ResourceClaim with kubectl and the DRA driver's logs.")},
+       reads=("pods",))
 def dra_claim_orphan(ctx):
     snap = ctx.snap
     cp = snap.dra_state

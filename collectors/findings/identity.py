@@ -20,7 +20,8 @@ def identity_unresolved(ctx):
         if unres:
             yield finding("IDENTITY_UNRESOLVED", f"{who(p, None)}: {len(unres)} cgroup leaf(s) not tied to a container name",
                           [f"{c.cgroup_path}: {c.unresolved}" for c in unres[:5]], (), p)
-        if p.cgroup_path is None and any(s != "state" for s in p.sources):
+        if p.cgroup_path is None and any(s != "state" for s in p.sources) and "cgroups" not in ctx.unread:
+            # (a cgroup directory this user may not list: its pods' cgroups are unknown, READ_PARTIAL says so)
             yield finding("IDENTITY_UNRESOLVED", f"{who(p, None)}: known to {', '.join(s for s in p.sources if s != 'state')}, "
                           "but no pod cgroup was found",
                           [f"cgroupRoot = {snap.kubelet.cgroup_root or '(none)'}", "searched: kubepods[.slice] at the cgroup root, "
@@ -39,7 +40,8 @@ def identity_unresolved(ctx):
 
 
 @check({"CPUSET_NOT_ENABLED": ("critical", "the cpuset controller does not reach kubepods (cgroup v2 subtree_control, or no v1 cpuset mount): pins are not applied (warning when the policy is none)",
-                               "v2: enable it on the way down (echo +cpuset > <parent>/cgroup.subtree_control; with systemd, Delegate=yes for kubelet's slice or a systemd ≥ 244); v1: mount the cpuset hierarchy. Then restart kubelet.")})
+                               "v2: enable it on the way down (echo +cpuset > <parent>/cgroup.subtree_control; with systemd, Delegate=yes for kubelet's slice or a systemd ≥ 244); v1: mount the cpuset hierarchy. Then restart kubelet.")},
+       reads=("cgroups",))
 def cpuset_not_enabled(ctx):
     snap = ctx.snap
     sev = None if ctx.policy == "static" else Severity.WARNING

@@ -34,7 +34,9 @@ def read_partial(ctx):
     if unread:
         fix = unread[0].message.partition("(root-only): ")[2]  # the assembler's fix: --sudo, or why sudo failed
         skipped = sorted({c for codes in ctx.not_run.values() for c in codes})
-        yield finding("READ_PARTIAL", "read only in part: " + ", ".join(sorted({p.source.rsplit("/", 1)[-1] for p in unread}))
+        # a file by its name, a directory (its path ends in "/") whole
+        yield finding("READ_PARTIAL", "read only in part: " + ", ".join(sorted({p.source if p.source.endswith("/") else
+                                                                                p.source.rsplit("/", 1)[-1] for p in unread}))
                       + " not readable by this user" + (f"; {fix}" if fix else "")
                       + (f"; checks not run: {', '.join(skipped)}" if skipped else ""),
                       [f"{p.source}: {p.message}" for p in unread]
@@ -142,7 +144,8 @@ def offline_assigned(ctx):
 
 
 @check({"ORPHAN_STATE_ENTRY": ("warning", "a state entry names a pod that no source on the node knows (no cgroup, no log directory, no kubelet pods dir)",
-                               "Kubelet normally removes stale entries; a lasting one holds CPUs nobody uses. It clears on kubelet restart.")}, reads=("assignment",))
+                               "Kubelet normally removes stale entries; a lasting one holds CPUs nobody uses. It clears on kubelet restart.")},
+       reads=("assignment", "pods"))
 def orphan_state_entry(ctx):
     if ctx.st is None:
         return

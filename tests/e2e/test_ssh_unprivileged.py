@@ -97,3 +97,43 @@ def test_unreadable_state_file_is_reported_not_fatal(user, tmp_path):
             srv.kill()
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_root_only_cgroup_tree_is_read_in_part_not_a_node_without_cpusets(user, tmp_path):
+    """Issue 34 item 8 over SSH as an unprivileged user: /sys/fs/cgroup chmod 700 (root's) was read as "no cgroup
+    v1 cpuset hierarchy is mounted", a critical CPUSET_NOT_ENABLED (exit 2) on a healthy node. It is a node
+    read in part: READ_PARTIAL names the directory, CPUSET_NOT_ENABLED is among the checks not run, exit 4."""
+    user, home = user
+    ok, why = sshd_mod.available()
+    need(ok, why)
+    root = Path(tempfile.mkdtemp(prefix="pinscope-node-"))
+    try:
+        SimNode(dual_socket_intel(), root).write()
+        for d, _, files in os.walk(root):
+            os.chmod(d, 0o755)
+            for f in files:
+                if not os.path.islink(os.path.join(d, f)):
+                    os.chmod(os.path.join(d, f), 0o644)
+        os.chmod(root / "sys/fs/cgroup", 0o700)
+        srv = sshd_mod.Sshd(tmp_path / "s")
+        ssh = home / ".ssh"
+        ssh.mkdir(mode=0o700)
+        (ssh / "authorized_keys").write_text((tmp_path / "s" / "user_ed25519.pub").read_text())
+        for p in (ssh, ssh / "authorized_keys"):
+            shutil.chown(p, user)
+        srv.cfg.write_text(srv.cfg.read_text().replace(f"AuthorizedKeysFile {tmp_path / 's'}/authorized_keys",
+                                                       "AuthorizedKeysFile .ssh/authorized_keys"))
+        srv.start()
+        target = f"{user}@127.0.0.1:{srv.port}"
+        try:
+            r = run_cli("check", "--root", str(root), *srv.args(), target)
+            assert r.returncode == 4, r.stdout + r.stderr
+            assert "READ_PARTIAL" in r.stdout and "/sys/fs/cgroup/ not readable by this user" in r.stdout, r.stdout
+            assert ": 0 critical, 0 warning," in r.stdout, r.stdout
+            assert "CPUSET_NOT_ENABLED" in r.stdout.split("checks not run: ", 1)[1].split("\n", 1)[0], r.stdout
+            r = run_cli("snapshot", "--root", str(root), *srv.args(), target)
+            assert r.returncode == 0 and "cgroup version unknown" in r.stdout.splitlines()[0], r.stdout + r.stderr
+        finally:
+            srv.kill()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
