@@ -85,6 +85,10 @@ CASES = {
     "DEVICE_CHECKPOINT_ORPHAN": dict(orphan_devices=[("0d0e0f10-1112-4314-9516-171819202122", "trainer",
                                                       "nvidia.com/gpu", "GPU-0a1b2c3d", 0)]),
     # a claim kubelet prepared (its 1.32+ checkpoint, real checksum) for a pod the node no longer has
+    # NUMA 0 and 1 keep 2 free CPUs each, the largest pinned request is 4: single-numa-node cannot place it
+    "EXCLUSIVE_FRAGMENTED": dict(sockets=2, cores=3, reserved="0,6", topology_policy="single-numa-node",
+                                 pods=[PodSpec("a", containers=[CtrSpec("app", cpus="3-4,9-10")]),
+                                       PodSpec("b", containers=[CtrSpec("app", cpus="1,7")])]),
     "DRA_CLAIM_ORPHAN": dict(dra_text=json.dumps({"Data": ORPHAN_CLAIM, "Checksum": zlib.crc32(ORPHAN_CLAIM.encode())})),
 }
 NEEDS_RATES = {"THROTTLED_EXCLUSIVE", "NUMA_MISS_HIGH", "RUNQUEUE_WAIT_EXCLUSIVE", "KERNEL_NOISE_EXCLUSIVE"}
@@ -155,7 +159,7 @@ def read_as_user(spec: NodeSpec, root, hide: tuple[str, ...], samples: int = 1):
     return asyncio.run(go())
 
 
-NOT_RUN_UNREAD = ["EXCLUSIVE_CROSS_NUMA", "EXCLUSIVE_OVERLAP", "GUARANTEED_NOT_PINNED", "MEMS_NOT_LOCAL",
+NOT_RUN_UNREAD = ["EXCLUSIVE_CROSS_NUMA", "EXCLUSIVE_FRAGMENTED", "EXCLUSIVE_OVERLAP", "GUARANTEED_NOT_PINNED", "MEMS_NOT_LOCAL",
                   "OFFLINE_ASSIGNED", "ORPHAN_STATE_ENTRY", "SHARED_POOL_STARVED", "STATE_CGROUP_DRIFT",
                   "STATE_CHECKSUM_MISMATCH", "STATE_NOT_READ_WHOLE", "STATE_POLICY_MISMATCH", "STATE_UNREADABLE",
                   "THROTTLED_EXCLUSIVE"]
@@ -182,7 +186,8 @@ def test_unread_state_cries_no_wolf(tmp_path, hide):
     assert f.message.endswith("; checks not run: " + ", ".join(NOT_RUN_UNREAD))
     assert "not run: STATE_UNREADABLE, STATE_POLICY_MISMATCH, STATE_CHECKSUM_MISMATCH, STATE_NOT_READ_WHOLE, EXCLUSIVE_OVERLAP, " \
            "OFFLINE_ASSIGNED, ORPHAN_STATE_ENTRY, STATE_CGROUP_DRIFT, GUARANTEED_NOT_PINNED, EXCLUSIVE_CROSS_NUMA, MEMS_NOT_LOCAL, " \
-           "THROTTLED_EXCLUSIVE, SHARED_POOL_STARVED (they judge by kubelet's CPU assignment (cpu_manager_state))" \
+           "THROTTLED_EXCLUSIVE, SHARED_POOL_STARVED, EXCLUSIVE_FRAGMENTED (they judge by kubelet's CPU assignment " \
+           "(cpu_manager_state))" \
            in f.evidence
     if len(hide) == 2:  # an unread config is an unknown policy, never kubelet's default "none"
         assert snap.kubelet.cpu_manager_policy is None and snap.roles_from == "cgroups"
