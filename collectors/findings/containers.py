@@ -5,7 +5,7 @@ Legitimate setups are never flagged: exclusive containers with cpu.max "max"
 (DisableCPUQuotaWithExclusiveCPUs, default since 1.33); reserved CPUs inside the shared pool."""
 from __future__ import annotations
 
-from ..parse.cpuset import format_cpuset as fmt
+from ..parse.cpuset import cpus_named, format_cpuset as fmt
 from .base import check, finding, who
 
 
@@ -36,7 +36,7 @@ def cgroup_drift(ctx):
             stolen = eff & ctx.exclusive
             yield finding("STATE_CGROUP_DRIFT",
                           f"{who(p, c.name)}: shared container runs on {fmt(eff)}, the shared pool is {fmt(shared)}"
-                          + (f" (it may run on exclusive CPUs {fmt(stolen)})" if stolen else ""),
+                          + (f" (it may run on exclusive {cpus_named(stolen)})" if stolen else ""),
                           [f"{sf}: defaultCpuSet = {fmt(shared)}", f"{file} = {fmt(eff)}",
                            f"kubelet reconciles every {ctx.k.reconcile_period}: a change younger than that is not drift yet"],
                           eff ^ shared, p, c.name)

@@ -3,7 +3,7 @@ left in the shared pool, a starved shared pool, and system services allowed on e
 from __future__ import annotations
 
 from ..model import Role
-from ..parse.cpuset import format_cpuset as fmt
+from ..parse.cpuset import cpus_named, format_cpuset as fmt
 from .base import check, finding
 
 
@@ -59,7 +59,7 @@ def irq_on_exclusive(ctx):
     for irq in ctx.snap.irqs or ():
         hit = {c for c in irq.cpus & ctx.exclusive if irq.per_cpu.get(c, 0) > 0}
         if hit:
-            yield finding("IRQ_ON_EXCLUSIVE", f"IRQ {irq.irq} ({irq.name or '?'}) fires on exclusive CPUs {fmt(hit)}",
+            yield finding("IRQ_ON_EXCLUSIVE", f"IRQ {irq.irq} ({irq.name or '?'}) fires on exclusive {cpus_named(hit)}",
                           [f"/proc/irq/{irq.irq}/effective_affinity_list = {fmt(irq.cpus)}",
                            "/proc/interrupts: " + ", ".join(f"CPU{c} {irq.per_cpu[c]}" for c in sorted(hit))], hit)
 
@@ -70,7 +70,7 @@ def isolated_in_shared_pool(ctx):
     shared, topo = ctx.snap.shared_pool, ctx.topo
     if shared is not None and topo.isolated & shared:
         iso = topo.isolated & shared
-        yield finding("ISOLATED_IN_SHARED_POOL", f"isolated CPUs {fmt(iso)} are in the shared pool: no load balancing there",
+        yield finding("ISOLATED_IN_SHARED_POOL", f"isolated {cpus_named(iso)} {'is' if len(iso) == 1 else 'are'} in the shared pool: no load balancing there",
                       [f"/sys/devices/system/cpu/isolated = {fmt(topo.isolated)}", f"shared pool = {fmt(shared)}"], iso)
 
 
@@ -99,7 +99,7 @@ def system_not_confined(ctx):
         seen = sorted((t for t, ev in outsiders(ctx) if not ev), key=lambda t: (t.last_cpu, t.pid, t.tid))
         ev = [f"/proc/1/status: Cpus_allowed_list = {fmt(allowed)}"]
         if not seen:
-            yield finding("SYSTEM_NOT_CONFINED", f"PID 1 (and so system services) may run on exclusive CPUs {fmt(over)}",
+            yield finding("SYSTEM_NOT_CONFINED", f"PID 1 (and so system services) may run on exclusive {cpus_named(over)}",
                           ev, over, severity="info")
             return
         by_pid: dict[int, list] = {}
@@ -111,7 +111,7 @@ def system_not_confined(ctx):
         ev.append("not INTRUDER_TASK: none is pinned to exclusive CPUs, took a measured share of one, belongs to "
                   "another pod, or got there past a confined PID 1")
         yield finding("SYSTEM_NOT_CONFINED", f"{len(seen)} task(s) of {len(by_pid)} process(es) outside the owning pods last ran on "
-                      f"exclusive CPUs {fmt({t.last_cpu for t in seen})}: PID 1 (and so system services) may run on {fmt(over)}",
+                      f"exclusive {cpus_named({t.last_cpu for t in seen})}: PID 1 (and so system services) may run on {fmt(over)}",
                       ev, {t.last_cpu for t in seen})
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..parse.cpuset import format_cpuset as fmt
+from ..parse.cpuset import cpus_named, format_cpuset as fmt
 from .base import check, finding, who
 
 
@@ -89,7 +89,7 @@ def runqueue_wait_exclusive(ctx):
             msg = (f"{who(p, c.name)}: thread {t.comm} ({t.tid}) waited {ms:.0f} ms/s on its run queue on exclusive "
                    f"CPU {t.last_cpu}" + (f" (+{len(slow) - 1} more threads)" if len(slow) > 1 else ""))
         else:
-            msg = f"{who(p, c.name)}: its threads waited {psi:.0f} ms/s for its exclusive CPUs {fmt(mine)} (cpu.pressure)"
+            msg = f"{who(p, c.name)}: its threads waited {psi:.0f} ms/s for its exclusive {cpus_named(mine)} (cpu.pressure)"
         ev.append(f"threshold {lim:g} ms/s (--runq-wait-ms)")
         yield finding("RUNQUEUE_WAIT_EXCLUSIVE", msg, ev, cpus, p, c.name)
 

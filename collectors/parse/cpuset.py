@@ -87,6 +87,14 @@ def format_cpuset(cpus) -> str:
     return ",".join(out)
 
 
+def cpus_named(cpus) -> str:
+    """A set of CPUs as a message names it: "CPU 6", "CPUs 6-7,9" ("CPUs 6" for one read as a count)."""
+    ids = set(cpus)
+    if not ids:
+        return "no CPU"
+    return f"CPU {next(iter(ids))}" if len(ids) == 1 else f"CPUs {format_cpuset(ids)}"
+
+
 def parse_hexmask(text: str) -> frozenset[int]:
     """A kernel bitmap as in Cpus_allowed / smp_affinity: hex, comma-separated 32-bit groups."""
     s = text.strip().replace(",", "")
