@@ -2,9 +2,11 @@
 code (tests/kubeletsim, built from k8s.io/kubernetes at each pinned release): the same cases,
 the same CPUs or the same admission error, kind and message, on 100 % of them.
 
-Every run: a fixed-seed set per release (PINSCOPE_FIT_CASES, default 1500). The full set
-(>= 10,000 per release) runs with PINSCOPE_FIT_FULL=1 (or PINSCOPE_FIT_CASES=N). Any
-disagreement fails with the case as JSON, both answers, and the release.
+Every run: a fixed-seed set per release (PINSCOPE_FIT_CASES, default 1500: ~30 s a release here).
+The full set (10,000 per release, plus a third as many focused on where releases differ) runs with
+PINSCOPE_FIT_FULL=1 (or PINSCOPE_FIT_CASES=N): 11 min for both releases on this 2-core machine under
+a load of ~20 (drawing the cases is most of it). Any disagreement fails with the case as JSON, both
+answers, and the release.
 
 Needs Go to build the oracle (first build: minutes; then cached outside the checkout, see
 tests/kubeletsim/build.py). Without Go the test skips on a laptop and fails with CI=true.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from pathlib import Path
 
 import pytest
 from fit_cases import cases
@@ -25,6 +28,7 @@ from kubeletsim.oracle import Oracle, go_available
 from pinscope.collectors.fit.kubelet import RELEASES, decide
 
 FULL = os.environ.get("PINSCOPE_FIT_FULL") == "1"
+CASES = Path(__file__).resolve().parents[1] / "kubeletsim" / "cases"
 N = int(os.environ.get("PINSCOPE_FIT_CASES") or (10_000 if FULL else 1500))
 
 
@@ -34,6 +38,10 @@ def _oracle(release: str) -> Oracle:
 
 
 def _same(py: dict, go: dict) -> bool:
+    """The same CPUs, or the same error kind and message. A hang (kubelet's admission never returns)
+    has no message of kubelet's: the oracle says it timed out, pinscope which loop never ends."""
+    if py["error"] and go["error"] and py["error"]["kind"] == go["error"]["kind"] == "Hang":
+        return py["cpus"] == go["cpus"]
     return py["cpus"] == go["cpus"] and (py["error"] is None) == (go["error"] is None) and (
         py["error"] is None or (py["error"]["kind"], py["error"]["message"]) == (go["error"]["kind"], go["error"]["message"])
     )
@@ -107,6 +115,9 @@ def test_each_error_kind_is_exercised(release):
         dict(base, containers=[4], cpu_options={"strict-cpu-reservation": "true"}, assignments={"p": {"c": "1,9"}}),
         dict(base, containers=[4], assignments={"p": {"c": "0"}}),  # reserved CPU assigned: state refused
         dict(base, containers=[4], tm_policy="best-effort", tm_options={"prefer-closest-numa-nodes": "true"}),
+        # drawn by the full run: kubelet's admission never returns (distribute-cpus-across-numa with
+        # full-pcpus-only: the remainder loop finds no NUMA node with a whole core left; fixed after 1.37)
+        json.loads((CASES / "hang_distribute_full_pcpus.json").read_text()),
     ]
     with _oracle(release) as oracle:
         answers = oracle.ask_many(hand)
@@ -116,4 +127,4 @@ def test_each_error_kind_is_exercised(release):
         assert _same(py, go), _report(release, case, py, go)
         kinds.add((go["error"] or {}).get("kind", "fits"))
     assert {"fits", "SMTAlignmentError", "UnexpectedAdmissionError", "TopologyAffinityError", "PolicyError",
-            "StateError", "TopologyManagerError"} <= kinds, kinds
+            "StateError", "TopologyManagerError", "Hang"} <= kinds, kinds
