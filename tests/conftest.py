@@ -22,6 +22,16 @@ import pytest
 
 import sshd as sshd_mod
 
+# the real one-node cluster: its fixture, and the hooks that give its tests and the other tests of the machine's
+# own kubelet files one xdist worker (tests/cluster/pytest_cluster.py says how)
+from cluster.pytest_cluster import (  # noqa: F401
+    _cluster_session,
+    cluster,
+    pytest_collection_modifyitems,
+    pytest_itemcollected,
+    pytest_runtest_protocol,
+)
+
 # tests run as root and call sbin tools (sshd, useradd): a PATH of /usr/bin:/bin must still find them
 for _d in ("/usr/local/sbin", "/usr/sbin", "/sbin"):
     if _d not in os.environ.get("PATH", "").split(":"):

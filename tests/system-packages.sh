@@ -6,10 +6,14 @@
 #   tmux             the TUI driven as a user                           prometheus  promtool, a real Prometheus
 #   chromium         `pinscope serve` in a real browser                 kubernetes-client  kubectl
 #   prometheus-node-exporter  bench/ compares the probe with it         openssl  the stand-in Kubernetes API's TLS
+#   the real node (tests/cluster/: up, down; Go itself is the machine's, /usr/local/go):
+#   runc  containernetworking-plugins (CNI bridge, host-local, loopback)  iptables  curl  buildah (the images)
+#   debootstrap (the base of pinscope's image)  gcc libc6-dev (the static sandbox program, pause.c)
 # kubectl must be 1.30 or newer (exec over websockets) to check the stand-in API: Debian 12's kubernetes-client
 # is 1.20 (SPDY only); the machine images we run on ship kubectl 1.32 (package kubectl, beside google-cloud-cli).
 set -eu
 PACKAGES="python3-venv openssh-server tmux util-linux busybox prometheus prometheus-node-exporter chromium openssl"
+PACKAGES="$PACKAGES runc containernetworking-plugins iptables curl buildah debootstrap gcc libc6-dev"
 # /usr/bin/kubectl may come from another package (google-cloud-cli's): Debian's kubernetes-client
 # conflicts with it, so it is installed only when there is no kubectl at all.
 command -v kubectl >/dev/null 2>&1 || [ -x /usr/bin/kubectl ] || PACKAGES="$PACKAGES kubernetes-client"
