@@ -91,19 +91,30 @@ def case_from_snapshot(snap, containers: list[int]) -> tuple[dict, list[str], li
     online = [c for c in topo.cpus if c.id in topo.online]
     if not online:
         problems.append("no online CPU was read")
-    # cadvisor groups a NUMA node's threads into cores by sysfs core_id; kubelet then names the
-    # core by its lowest thread and takes its socket from the first thread listed
-    first_socket: dict[tuple[int, int], int] = {}
+    # cadvisor groups a NUMA node's threads into cores by (core_id, physical_package_id); kubelet names
+    # a core by its lowest thread. An L3 shared by exactly the node's threads is a *node* cache for
+    # cadvisor, not an uncore cache: kubelet then falls back to the socket (cadvisor sysinfo.addCacheInfo)
     rows = []
+    core_threads: dict[tuple[int, int, int], int] = {}
+    node_cores: dict[int, set] = {}
+    l3_cpus: dict[int, int] = {}
+    for c in online:
+        key = (c.numa_node or 0, c.socket or 0, c.core if c.core is not None else c.id)
+        core_threads[key] = core_threads.get(key, 0) + 1
+        node_cores.setdefault(key[0], set()).add(key)
+        if c.l3 is not None:
+            l3_cpus[c.l3] = l3_cpus.get(c.l3, 0) + 1
     no_l3 = False
     for c in sorted(online, key=lambda c: c.id):
-        numa = c.numa_node if c.numa_node is not None else 0
+        numa, socket = c.numa_node or 0, c.socket or 0
         core = c.core if c.core is not None else c.id
-        socket = c.socket if c.socket is not None else 0
-        socket = first_socket.setdefault((numa, core), socket)
+        per_node = len(node_cores[numa]) * core_threads[(numa, socket, core)]
+        uncore = -1
         if c.l3 is None:
             no_l3 = True
-        rows.append([c.id, socket, numa, core, c.l3 if c.l3 is not None else -1])
+        elif l3_cpus[c.l3] != per_node:
+            uncore = c.l3
+        rows.append([c.id, socket, numa, core, uncore])
     if no_l3:
         assumed.append("no L3 cache id read for some CPUs: their uncore cache is their socket (kubelet's fallback)")
     with_cpus = {r[2] for r in rows}

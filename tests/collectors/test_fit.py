@@ -114,3 +114,22 @@ def test_unreadable_checkpoint_is_said(demo):
     assert not ans.readable and ans.cpus is None and ans.error is None
     assert "unreadable" in ans.note and "root" in ans.note
 
+
+
+def test_uncore_cache_as_cadvisor_reports_it(demo):
+    """An L3 shared by exactly one NUMA node's threads is a node cache for cadvisor: kubelet's uncore
+    cache falls back to the socket (-1 in the case). CCX-sized L3s (several per NUMA node) are kept."""
+    seen = {}
+    for sim in demo.sims:
+        snap = _snap(sim.root)
+        case, _, _ = case_from_snapshot(snap, [1])
+        per_node = {}
+        for c in snap.topology.cpus:
+            if c.id in snap.topology.online:
+                per_node.setdefault(c.numa_node, set()).add(c.l3)
+        seen[sim.spec.hostname] = ({r[4] for r in case["cpus"]}, per_node)
+    for host, (uncores, per_node) in seen.items():
+        if all(len(l3s) == 1 for l3s in per_node.values()):  # one L3 per NUMA node
+            assert uncores == {-1}, host
+        else:
+            assert -1 not in uncores, host
