@@ -143,6 +143,8 @@ def _sampling(p: argparse.ArgumentParser) -> None:
     p.add_argument("--intruder-pct", type=_non_negative, default=Thresholds().intruder_pct, metavar="PCT",
                    help="INTRUDER_TASK: a task outside the owning pod that used more than this %% of a CPU over the window, "
                         "on one exclusive CPU at both ends (default %(default)g)")
+    p.add_argument("--fit-cpus", type=_positive(int), metavar="N",
+                   help="EXCLUSIVE_FRAGMENTED: judge by a container of N CPUs (default: the largest pinned request)")
 
 
 def _kube_api(p: argparse.ArgumentParser) -> None:
@@ -279,6 +281,10 @@ def _main(argv: list[str] | None = None) -> int:
     a = parser.parse_args(argv)
     if getattr(a, "runq_wait_ms", None) is not None:
         set_thresholds(Thresholds(a.runq_wait_ms, a.noise_pct, a.intruder_pct))
+    if getattr(a, "fit_cpus", None) is not None:
+        from pinscope.collectors.findings.fit import set_fit_cpus
+
+        set_fit_cpus(a.fit_cpus)
     # before anything connects: words that are no target, a theme that does not exist, a TUI without a terminal
     if why := _refusal(cmd, a):
         _err(why)  # one plain line, as every refusal

@@ -51,3 +51,31 @@ def test_silent_when_kubelet_would_admit_it(tmp_path):
 def test_silent_when_fewer_cpus_are_free_than_requested(tmp_path):
     pods = _pods()  # the big pod holds 10: only 8 free, fewer than 10: not fragmentation, the node is full
     assert _node(tmp_path, "single-numa-node", pods) == []
+
+
+def test_fit_cpus_sets_the_request_judged(tmp_path):
+    """`check --fit-cpus N`: judge by a container of N (here 7: 8 CPUs free, 4 and 4 per NUMA node,
+    none holds 7) instead of the largest pinned request (10: more than is free, so silent)."""
+    import contextlib
+    import io
+    import json
+
+    from pinscope.collectors.findings.fit import set_fit_cpus
+    from pinscope.tui.cli import main
+
+    spec = NodeSpec(hostname="frag", sockets=2, cores=8, threads=2, topology_policy="single-numa-node",
+                    reserved="0,16", pods=_pods())
+    sim = SimNode(spec, tmp_path / "root").write()
+
+    def fragmented(*extra) -> list:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            main(["check", "--root", str(sim.root), "local", "--json", *extra])
+        return [f for f in json.loads(out.getvalue())["findings"] if f["code"] == "EXCLUSIVE_FRAGMENTED"]
+
+    try:
+        assert fragmented() == []
+        (f,) = fragmented("--fit-cpus", "7")
+        assert "refuse a container of 7" in f["message"]
+    finally:
+        set_fit_cpus(None)
