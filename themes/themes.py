@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from textual.theme import Theme
 
+from pinscope.themes import THEME_KEYS
+
 ROLE_VARS = ("role-exclusive", "role-reserved", "role-shared", "role-isolated", "role-offline",
              "role-unassigned", "finding-critical", "finding-warning", "cursor-bg", "highlight-bg", "stale-fg")
 
@@ -45,7 +47,7 @@ THEMES: dict[str, Theme] = {
         accent="#e69f00"),
 }
 
-ORDER = ["dark", "light", "warroom", "okabe-ito"]
+ORDER = list(THEME_KEYS)
 
 
 def theme_name(key: str) -> str:

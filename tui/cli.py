@@ -30,6 +30,7 @@ from pinscope.collectors.targets import target_problem
 from pinscope.collectors.text import display, display_lines
 
 COMMANDS = ("snapshot", "check", "fit", "demo", "replay", "serve", "exporter", "gc")
+ABOUT = "pinscope shows, core by core, which pod holds each CPU of a Kubernetes node, and what is amiss."
 COMMAND_HELP = """commands:
   (none) TARGET...   the live view (a terminal UI) of one node or a fleet
   snapshot TARGET... what a node's CPUs are doing, as text or --json
@@ -45,6 +46,18 @@ COMMAND_HELP = """commands:
   gc                 delete debug pods left by node/NAME targets
 TARGET: 'local', [user@]host[:port], node/NAME (through the Kubernetes API), or a node of --inventory.
 'pinscope COMMAND --help' for a command's options."""
+CHECK_ABOUT = """Read each node (twice with --samples 2, for the rates) and lint its CPU pinning: kubelet's CPU
+manager state and policy against the cgroup cpusets the kernel enforces, SMT siblings, NUMA alignment,
+IRQs, isolcpus, devices, and tasks on exclusive CPUs. One line per finding (severity, code, what, where)
+and a hint; the codes (the README's "Findings" says each):"""
+CHECK_EXIT = """exit status:
+  0  no warning or critical finding (info only)
+  1  warnings found
+  2  a critical finding; also a command line refused (one line on stderr)
+  3  a target could not be read (its line on stderr), and no critical finding on the others
+  4  a node read only in part (READ_PARTIAL, STATE_NOT_READ_WHOLE, CHECK_FAILED), nothing worse
+  128+N  ended by signal N (SIGTERM: 143), after every node was closed"""
+NO_TARGET = "none: 'local', this machine"
 
 
 def _version() -> str:
@@ -100,9 +113,10 @@ def _err(msg: str) -> None:
     print(display(msg), file=sys.stderr)
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def _common(p: argparse.ArgumentParser, no_target: str | None = None) -> None:
     p.add_argument("targets", nargs="*", metavar="TARGET",
-                   help="'local', [user@]host[:port], or node/NAME (through the Kubernetes API)")
+                   help="'local', [user@]host[:port], or node/NAME (through the Kubernetes API)"
+                        + (f"; {no_target}" if no_target else ""))
     p.add_argument("--root", help="read the node's files under this prefix (fixture trees, kubectl debug: /host)")
     p.add_argument("--sudo", action="store_true", help="read root-only files (cpu_manager_state) through sudo -n")
     _sampling(p)
@@ -135,7 +149,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def _sampling(p: argparse.ArgumentParser) -> None:
     """The shared options that mean something wherever nodes are sampled and rated, the demo's simulated
     ones included (README: "options shared by every command"); the connection options do not (no SSH)."""
-    p.add_argument("--interval", type=_positive(), default=1.0, help="seconds between samples (default 1)")
+    p.add_argument("--interval", type=_positive(), default=1.0, help="seconds between samples (default %(default)g)")
     p.add_argument("--runq-wait-ms", type=_non_negative, default=Thresholds().runq_wait_ms, metavar="MS",
                    help="RUNQUEUE_WAIT_EXCLUSIVE above this many ms waited per second (default %(default)g)")
     p.add_argument("--noise-pct", type=_non_negative, default=Thresholds().noise_pct, metavar="PCT",
@@ -158,17 +172,44 @@ class _Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one plain line naming the option (exit 2), like every other refusal
     (argparse printed its whole usage first: ~13 lines for `--interval abc`)."""
 
+    lead: str | None = None  # said first, before the usage: what the program is, then its commands
+
     def error(self, message: str):
         _err(f"{self.prog}: error: {message}")
         raise SystemExit(2)
 
+    def format_help(self) -> str:
+        return f"{self.lead}\n\n{super().format_help()}" if self.lead else super().format_help()
+
+
+def _theme(p: argparse.ArgumentParser) -> None:
+    from pinscope.themes import THEME_KEYS  # the names only (Textual is not imported for them)
+
+    p.add_argument("--theme", default="dark", help=f"the colours: {', '.join(THEME_KEYS)} (default %(default)s)")
+
+
+def _codes_text(width: int = 100) -> str:
+    """Every finding code, as lines of at most `width` (check --help)."""
+    import textwrap
+
+    from pinscope.collectors.findings import CODES
+
+    return "\n".join(textwrap.wrap(", ".join(sorted(CODES)), width, initial_indent="  ", subsequent_indent="  ",
+                                    break_on_hyphens=False))
+
 
 def build_parser(cmd: str) -> argparse.ArgumentParser:
-    p = _Parser(prog=f"pinscope {cmd}".strip(), epilog=None if cmd else COMMAND_HELP,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _Parser(prog=f"pinscope {cmd}".strip(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    if not cmd:  # `pinscope --help`: what pinscope is, its commands, then the live view's usage and options
+        p.lead = f"{ABOUT}\n\n{COMMAND_HELP}"
     p.add_argument("--version", action="version", version=f"pinscope {_version()}")
     if cmd in ("snapshot", "check"):
-        _common(p)
+        if cmd == "check":
+            p.description = f"{CHECK_ABOUT}\n{_codes_text()}"
+            p.epilog = CHECK_EXIT
+        else:
+            p.description = "What each node's CPUs are doing: topology, roles, owners, load, pods; as text or --json."
+        _common(p, NO_TARGET)
         p.add_argument("--json", action="store_true", help="one JSON object (a list with several targets)")
         p.add_argument("--samples", type=_positive(int), default=1, help="samples to take; rates need 2 (default 1)")
         p.add_argument("--timeout", type=_positive(), default=30.0,
@@ -194,7 +235,7 @@ def build_parser(cmd: str) -> argparse.ArgumentParser:
         p.add_argument("--dry-run", action="store_true", help="say what would be done, delete nothing")
     elif cmd == "demo":
         _sampling(p)
-        p.add_argument("--theme", default="dark")
+        _theme(p)
         p.add_argument("--record", metavar="FILE", help="append every frame of every node to FILE, compressed")
     elif cmd == "serve":
         p.usage = "pinscope serve [--host HOST] [--port PORT] [--public-url URL] [options] -- ARGS..."
@@ -216,10 +257,10 @@ def build_parser(cmd: str) -> argparse.ArgumentParser:
         p.add_argument("file", metavar="FILE")
         p.add_argument("--speed", type=_positive(), default=1.0)
         p.add_argument("--at", metavar="TIME", help="start at this time (ISO, HH:MM[:SS], epoch, -5m)")
-        p.add_argument("--theme", default="dark")
+        _theme(p)
     else:
-        _common(p)
-        p.add_argument("--theme", default="dark")
+        _common(p, "none: refused (a live view of this machine is 'pinscope local'; try 'pinscope demo')")
+        _theme(p)
         p.add_argument("--record", metavar="FILE", help="append every frame of every node to FILE, compressed")
         p.add_argument("--prometheus", metavar="URL", help="the fleet overview from this Prometheus (pinscope exporter's metrics); "
                        "--selector then takes label matchers, --host-template/--kube-user say how Enter reaches a node")

@@ -27,8 +27,18 @@ def binding_rows(app, screen) -> list[tuple[str, str, str]]:
     return list(seen.values())
 
 
+CLOSE = Binding("escape,question_mark,q", "dismiss", "Close help", id="help.close")
+
+
+def close_keys(app) -> str:
+    """The keys that close the help, as keymap.toml has them ("esc, ? or q"): the help says them first."""
+    key = app.keymap_in_force.get(CLOSE.id, CLOSE.key)
+    keys = [app.get_key_display(Binding(k.strip(), CLOSE.action)) for k in key.split(",") if k.strip()]
+    return keys[0] if len(keys) == 1 else ", ".join(keys[:-1]) + " or " + keys[-1]
+
+
 class HelpScreen(ModalScreen):
-    BINDINGS = [Binding("escape,question_mark,q", "dismiss", "Close help", id="help.close")]
+    BINDINGS = [CLOSE]
 
     def __init__(self, under) -> None:
         super().__init__()
@@ -36,7 +46,8 @@ class HelpScreen(ModalScreen):
 
     def compose(self) -> ComposeResult:
         t = Text()
-        t.append("pinscope — keys\n\n", style="bold")
+        t.append("pinscope — keys\n", style="bold")
+        t.append(f"{close_keys(self.app)}: close this help\n\n", style="italic")
         for keys, desc, bid in binding_rows(self.app, self.under):
             t.append(f"  {keys:<22}", style="bold")
             t.append(f"{desc:<28}")
