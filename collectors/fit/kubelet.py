@@ -16,6 +16,9 @@ tests/collectors/test_fit_differential.py checks this module against it.
 
 A case is the oracle's JSON (see tests/kubeletsim/main.go `Case`):
   cpus           [[id, socket, numa, core, uncore], ...] online CPUs (uncore < 0: unknown)
+  topology       instead of cpus: kubelet's CPUTopology as its tests write it ({num_cpus, num_cores,
+                 num_uncore_cache, num_sockets, num_numa_nodes, cpu_details: {cpu: [numa, socket,
+                 core, uncore]}}), counts as given, no Discover
   cpuless_numa   NUMA node ids without CPUs (cadvisor lists them; kubelet's hints do not)
   distances      {"numa": [distance to node 0, 1, ...]} (prefer-closest-numa-nodes)
   cpu_options, tm_policy, tm_scope, tm_options, reserved, num_reserved,
@@ -1116,7 +1119,12 @@ class Kubelet:
         if release not in RELEASES:
             raise ValueError(f"no port of kubelet {release}")
         self.release = release
-        topo = discover(case["cpus"])
+        spec = case.get("topology")
+        if spec:  # a CPUTopology as kubelet's tests write it: no Discover
+            topo = topology_of(spec["cpu_details"], spec.get("num_cpus", 0), spec.get("num_sockets", 0),
+                               spec.get("num_cores", 0), spec.get("num_uncore_cache", 0), spec.get("num_numa_nodes", 0))
+        else:
+            topo = discover(case["cpus"])
         nodes = sorted(topo.details.idx[NUMA].keys() | set(case.get("cpuless_numa") or ()))
         distances = {int(k): v for k, v in (case.get("distances") or {}).items()}
         tm = new_topology_manager(nodes, case.get("tm_policy", "none"), case.get("tm_scope", "container"),

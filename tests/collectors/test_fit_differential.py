@@ -128,3 +128,48 @@ def test_each_error_kind_is_exercised(release):
         kinds.add((go["error"] or {}).get("kind", "fits"))
     assert {"fits", "SMTAlignmentError", "UnexpectedAdmissionError", "TopologyAffinityError", "PolicyError",
             "StateError", "TopologyManagerError", "Hang"} <= kinds, kinds
+
+
+def _topology_cases(release: str, per_topology: int = 40) -> list[dict]:
+    """Kubelet's own test topologies (policy_test.go, as tests/kubeletsim/tables holds them), given as
+    CPUTopology literals (no Discover: the counts as kubelet's tests write them), with drawn states."""
+    import random
+
+    from pinscope.collectors.fit.kubelet import CPU_OPTIONS, cpuset_str
+
+    data = json.loads((Path(__file__).resolve().parents[1] / "kubeletsim" / "tables" / f"v{release}.json").read_text())
+    rng = random.Random(36)
+    out = []
+    for name, t in sorted(data["topologies"].items()):
+        spec = {"num_cpus": t["NumCPUs"], "num_cores": t["NumCores"], "num_uncore_cache": t["NumUncoreCache"],
+                "num_sockets": t["NumSockets"], "num_numa_nodes": t["NumNUMANodes"], "cpu_details": t["details"]}
+        cpus = sorted(int(c) for c in t["details"])
+        for _ in range(per_topology):
+            opts = {o: "true" for o in CPU_OPTIONS if rng.random() < 0.25}
+            n_res = rng.randint(1, max(1, min(4, len(cpus) // 4)))
+            reserved = cpuset_str(rng.sample(cpus, n_res)) if rng.random() < 0.5 else ""
+            res = set() if not reserved else {int(x) for x in reserved.replace("-", ",").split(",")}
+            pool = [c for c in cpus if c not in res]
+            rng.shuffle(pool)
+            taken = pool[: rng.randint(0, len(pool) // 2)] if reserved else []
+            case = {"topology": spec, "cpus": [], "cpu_options": opts,
+                    "tm_policy": rng.choice(["none", "best-effort", "restricted", "single-numa-node"]),
+                    "tm_scope": rng.choice(["container", "pod"]), "reserved": reserved, "num_reserved": n_res,
+                    "assignments": {"p": {"c": cpuset_str(taken)}} if taken else {},
+                    "containers": [rng.randint(1, max(1, len(cpus) // 2)) for _ in range(rng.choice([1, 1, 2]))],
+                    "_source": f"policy_test.go {name}"}
+            out.append(case)
+    return out
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_kubelet_test_topologies_agree(release):
+    """The topologies of kubelet's own tests, as literals, under drawn options and states: the same
+    decisions as kubelet's code."""
+    cases_ = _topology_cases(release)
+    with _oracle(release) as oracle:
+        answers = oracle.ask_many([{k: v for k, v in c.items() if k != "_source"} for c in cases_])
+    bad = [_report(release, c, decide(c, release).as_json(), go) for c, go in zip(cases_, answers)
+           if not _same(decide(c, release).as_json(), go)]
+    print(f"\nkubelet {release}: {len(cases_)} cases on kubelet's test topologies, {len(bad)} disagreements")
+    assert not bad, f"{len(bad)} of {len(cases_)} disagree; the first:\n" + "\n\n".join(bad[:3])

@@ -23,6 +23,7 @@ import (
 
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/topology"
 )
 
 // Case is one question put to kubelet.
@@ -45,6 +46,44 @@ type Case struct {
 	Default     *string                      `json:"default,omitempty"`
 	// Containers of the next (Guaranteed) pod: CPUs each.
 	Containers []int `json:"containers"`
+	// Topology, when given, is kubelet's CPUTopology as its tests write it (counts as given,
+	// CPUDetails cpu -> [numa, socket, core, uncore]); cpus is then ignored and Discover not run.
+	Topology *TopoSpec `json:"topology,omitempty"`
+}
+
+// TopoSpec is a topology.CPUTopology literal.
+type TopoSpec struct {
+	NumCPUs        int               `json:"num_cpus"`
+	NumCores       int               `json:"num_cores"`
+	NumUncoreCache int               `json:"num_uncore_cache"`
+	NumSockets     int               `json:"num_sockets"`
+	NumNUMANodes   int               `json:"num_numa_nodes"`
+	Details        map[string][4]int `json:"cpu_details"`
+}
+
+// direct builds the CPUTopology a TopoSpec writes, and the NUMA node ids cadvisor would list.
+func direct(c Case) (*topology.CPUTopology, []int, error) {
+	t := c.Topology
+	details := topology.CPUDetails{}
+	numas := map[int]bool{}
+	for k, v := range t.Details {
+		var cpu int
+		if _, err := fmt.Sscan(k, &cpu); err != nil {
+			return nil, nil, err
+		}
+		details[cpu] = topology.CPUInfo{NUMANodeID: v[0], SocketID: v[1], CoreID: v[2], UncoreCacheID: v[3]}
+		numas[v[0]] = true
+	}
+	for _, id := range c.CPUlessNUMA {
+		numas[id] = true
+	}
+	var ids []int
+	for id := range numas {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	return &topology.CPUTopology{NumCPUs: t.NumCPUs, NumCores: t.NumCores, NumUncoreCache: t.NumUncoreCache,
+		NumSockets: t.NumSockets, NumNUMANodes: t.NumNUMANodes, CPUDetails: details}, ids, nil
 }
 
 // Error is kubelet's admission reason and message.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/go-logr/logr"
 	cadvisorapi "github.com/google/cadvisor/lib/model"
@@ -62,9 +63,23 @@ func run(c Case) Result {
 	logger := logr.Discard()
 	ctx := klog.NewContext(context.Background(), logger)
 	mi := cadvisorMachine(c)
-	topo, err := topology.Discover(logger, mi)
-	if err != nil {
-		return Result{Error: &Error{Kind: "TopologyError", Message: err.Error()}}
+	var topo *topology.CPUTopology
+	var err error
+	if c.Topology != nil {
+		var ids []int
+		topo, ids, err = direct(c)
+		if err != nil {
+			return Result{Error: &Error{Kind: "BadCase", Message: err.Error()}}
+		}
+		mi.Topology = nil
+		for _, id := range ids {
+			mi.Topology = append(mi.Topology, cadvisorapi.Node{Id: id, Distances: c.Distances[fmt.Sprint(id)]})
+		}
+	} else {
+		topo, err = topology.Discover(logger, mi)
+		if err != nil {
+			return Result{Error: &Error{Kind: "TopologyError", Message: err.Error()}}
+		}
 	}
 	tm, err := topologymanager.NewManager(logger, mi.Topology, c.TMPolicy, c.TMScope, c.TMOpts)
 	if err != nil {
