@@ -179,6 +179,113 @@ def take_cases(text: str, func: str, kind: str, topos: dict, skipped: list) -> l
     return out
 
 
+def _assignments(expr: str) -> dict | None:
+    m = re.fullmatch(r"state\.ContainerCPUAssignments\{(.*)\}", expr.strip(), re.S)
+    if not m:
+        return None
+    out: dict = {}
+    for pod in _split(m.group(1)):
+        pm = re.fullmatch(r'"([^"]+)":\s*map\[string\]cpuset\.CPUSet\{(.*)\}', pod.strip(), re.S)
+        if not pm:
+            return None
+        ctrs = {}
+        for ctr in _split(pm.group(2)):
+            cm = re.fullmatch(r'"([^"]+)":\s*(.*)', ctr.strip(), re.S)
+            cs = _cpuset(cm.group(2)) if cm else None
+            if cs is None:
+                return None
+            ctrs[cm.group(1)] = cs  # type: ignore[union-attr]
+        out[pm.group(1)] = ctrs
+    return out
+
+
+_OPT_CONST = {"FullPCPUsOnlyOption": "full-pcpus-only", "DistributeCPUsAcrossNUMAOption": "distribute-cpus-across-numa",
+              "AlignBySocketOption": "align-by-socket", "DistributeCPUsAcrossCoresOption": "distribute-cpus-across-cores",
+              "StrictCPUReservationOption": "strict-cpu-reservation",
+              "PreferAlignByUnCoreCacheOption": "prefer-align-cpus-by-uncorecache"}
+
+
+def _err(expr: str) -> dict | None | bool:
+    """{"message": ...} for an error, None for nil, False when not understood."""
+    e = expr.strip()
+    if e == "nil":
+        return None
+    m = re.fullmatch(r'fmt\.Errorf\("((?:[^"\\]|\\.)*)"\)', e)
+    if m:
+        return {"message": m.group(1)}
+    m = re.fullmatch(r"SMTAlignmentError\{(.*)\}", e, re.S)
+    if m:
+        f = dict(re.findall(r"(\w+):\s*(\w+)", m.group(1)))
+        req, per = int(f.get("RequestedCPUs", 0)), int(f.get("CpusPerCore", 0))
+        if f.get("CausedByPhysicalCPUs") == "true":
+            msg = (f"SMT Alignment Error: not enough free physical CPUs: available physical CPUs = "
+                   f"{int(f.get('AvailablePhysicalCPUs', 0))}, requested CPUs = {req}, CPUs per core = {per}")
+        else:
+            msg = f"SMT Alignment Error: requested {req} cpus not multiple cpus per core = {per}"
+        return {"kind": "SMTAlignmentError", "message": msg}
+    return False
+
+
+def policy_cases(text: str, topos: dict, skipped: list) -> list[dict]:
+    """TestStaticPolicyAdd's literal staticPolicyTest cases (policy_static_test.go)."""
+    start = text.index("func TestStaticPolicyAdd(")
+    body = text[start:text.find("\nfunc ", start + 1)]
+    out = []
+    for lm in re.finditer(r"(\w+) := \[\]staticPolicyTest\{", body):
+        group = lm.group(1)
+        inner, _ = _block(body, lm.end() - 1)
+        for el in _split(inner):
+            if not el.startswith("{"):
+                continue
+            kv = {}
+            for f in _split(el[1:-1]):
+                k, _, v = f.partition(":")
+                kv[k.strip()] = v.strip()
+            desc = _str(kv.get("description", '""')) or ""
+            pod = re.fullmatch(r'makePod\("([^"]*)",\s*"([^"]*)",\s*"(\d+)000m",\s*"(\d+)000m"\)', kv.get("pod", ""))
+            topo = kv.get("topo", "")
+            opts: dict | None = {}
+            if "options" in kv:
+                om = re.fullmatch(r"map\[string\]string\{(.*)\}", kv["options"], re.S)
+                opts = None if not om else {}
+                for k, v in re.findall(r"(\w+):\s*\"(\w+)\"", om.group(1) if om else ""):
+                    if k not in _OPT_CONST:
+                        opts = None
+                        break
+                    opts[_OPT_CONST[k]] = v  # type: ignore[index]
+            hint = None
+            if "topologyHint" in kv:
+                hm = re.fullmatch(r"&topologymanager\.TopologyHint\{NUMANodeAffinity:\s*newNUMAAffinity\(([\d,\s]*)\),"
+                                  r"\s*Preferred:\s*(true|false)\}", kv["topologyHint"])
+                hint = [int(x) for x in hm.group(1).replace(" ", "").split(",") if x] if hm else False
+            rexpr = kv.get("reservedCPUs", "")
+            rm = re.fullmatch(r"newCPUSetPtr\(([\d,\s]*)\)", rexpr)
+            reserved = (sorted(int(x) for x in rm.group(1).replace(" ", "").split(",") if x) if rm
+                        else _cpuset(rexpr.lstrip("&")) if rexpr else [])
+            assignments = _assignments(kv.get("stAssignments", "state.ContainerCPUAssignments{}"))
+            default = _cpuset(kv.get("stDefaultCPUSet", "cpuset.New()"))
+            err = _err(kv.get("expErr", "nil"))
+            exp = _cpuset(kv.get("expCSet", "cpuset.New()"))
+            if (pod is None or pod.group(3) != pod.group(4) or topo not in topos or opts is None or hint is False
+                    or reserved is None or assignments is None or default is None or err is False or exp is None
+                    or not re.fullmatch(r"\d+", kv.get("numReservedCPUs", "0"))):
+                skipped.append(f"TestStaticPolicyAdd {group}: {desc}")
+                continue
+            if pod.group(2) in assignments.get(pod.group(1), {}):  # already allocated: kubelet skips it
+                skipped.append(f"TestStaticPolicyAdd {group}: {desc} (container already in the state)")
+                continue
+            variants = [opts]
+            if group == "optionsInsensitiveTestCases":  # run with and without full-pcpus-only, as kubelet does
+                variants = [{}, {"full-pcpus-only": "true"}]
+            for o in variants:
+                out.append({"source": f"pkg/kubelet/cm/cpumanager/policy_static_test.go TestStaticPolicyAdd {group}",
+                            "description": desc, "topology": topo, "options": o,
+                            "num_reserved": int(kv.get("numReservedCPUs", "0")), "reserved": reserved,
+                            "assignments": assignments, "default": default, "num_cpus": int(pod.group(3)),
+                            "hint": hint, "error": err, "alloc": kv.get("expCPUAlloc") == "true", "result": exp})
+    return out
+
+
 def main(version: str) -> None:
     root = modcache() / f"k8s.io/kubernetes@v{version}" / "pkg/kubelet/cm/cpumanager"
     topos = topologies((root / "policy_test.go").read_text())
@@ -194,13 +301,17 @@ def main(version: str) -> None:
                    source=c["source"] + " via commonTakeByTopologyExtendedTestCases") for c in common]
     cases += take_cases(text, "commonTakeByTopologyExtendedTestCases", "distributed", topos, skipped)
     cases += take_cases(text, "TestTakeByTopologyNUMADistributed", "distributed", topos, skipped)
-    used = {c["topology"] for c in cases}
+    pskipped: list[str] = []
+    pcases = policy_cases((root / "policy_static_test.go").read_text(), topos, pskipped)
+    used = {c["topology"] for c in cases} | {c["topology"] for c in pcases}
     json.dump({"kubernetes": f"v{version}", "source": "k8s.io/kubernetes pkg/kubelet/cm/cpumanager "
                "(policy_test.go topologies, cpu_assignment_test.go tables), carried over as data",
-               "topologies": {k: v for k, v in topos.items() if k in used}, "cases": cases, "skipped": skipped},
+               "topologies": {k: v for k, v in topos.items() if k in used}, "cases": cases, "skipped": skipped,
+               "policy_cases": pcases, "policy_skipped": pskipped},
               sys.stdout, indent=0, sort_keys=True)
     print()
-    print(f"{len(cases)} cases, {len(skipped)} skipped", file=sys.stderr)
+    print(f"{len(cases)} cases, {len(skipped)} skipped; {len(pcases)} policy cases, {len(pskipped)} skipped",
+          file=sys.stderr)
 
 
 if __name__ == "__main__":
