@@ -47,7 +47,8 @@
 # Forks: 3 at start (the forwarder | loop | awk pipeline; 4 with mawk, asked which awk it is), 0 per tick
 # on a node's own /proc and /sys, 1 per tick on any other tree (the find; a second one only when it found
 # something to refuse); od for kubelet's state file, its device checkpoint and its DRA checkpoint, each
-# (when there) when kubelet replaced it, on static ticks and every 64th frame (rk, rks, rkd, rkr); taskset once per connection when the
+# (when there) when kubelet replaced it, on static ticks and every 64th frame (rk, rks, rkd, rkr); one find on static
+# ticks when irqbalance's or tuned's config files are there (readiness_static); taskset once per connection when the
 # client asks (below). No sleep: the client paces the requests.
 # Nothing is left running: "q" ends the probe in order (the loop ends after the requests before it, awk
 # sees EOF). When stdin ends without "q" (the connection closed, or the client gave up on a frame) the
@@ -150,11 +151,13 @@ precheck() {
   set --
   if [ "$KS" = 0 ]; then
     set -- "$R"/sys/fs/cgroup/* "$R"/sys/devices/system/cpu/online "$R"/sys/devices/system/node/node[0-9]*
-    case $req in *s*) set -- "$@" "$R"/sys/devices/system/cpu "$R"/sys/devices/system/node ;; esac
+    case $req in *s*) set -- "$@" "$R"/sys/devices/system/cpu "$R"/sys/devices/system/node \
+      "$R"/sys/devices/virtual/workqueue/cpumask "$R"/sys/kernel/mm/transparent_hugepage/enabled ;; esac
   fi
   if [ "$KP" = 0 ]; then
     set -- "$@" "$R"/proc/stat "$R"/proc/uptime "$R"/proc/softirqs "$R"/proc/interrupts "$R"/proc/irq
-    case $req in *s*) set -- "$@" "$R"/proc/cmdline "$R"/proc/sys/kernel/hostname "$R"/proc/[0-9]*/comm \
+    case $req in *s*) set -- "$@" "$R"/proc/cmdline "$R"/proc/sys/kernel/hostname "$R"/proc/sys/kernel/sched_rt_* \
+      "$R"/proc/sys/kernel/timer_migration "$R"/proc/[0-9]*/comm \
       "$R"/proc/[0-9]*/status "$R"/proc/[0-9]*/cmdline ;; esac
     case $req in *a*) set -- "$@" "$R"/proc/[0-9]*/cgroup ;; esac
     _p=$FOCUS$FCPU
@@ -165,7 +168,10 @@ precheck() {
         -o -type d \( -name 'cpu*.*' -o -name 'cpuset.*' -o -name 'memory.*' -o -name 'cgroup.*' -o -name stat \
         -o -name sched -o -name status -o -name schedstat -o -name comm -o -name cmdline -o -name cgroup \
         -o -name numastat -o -name interrupts -o -name '*_list' -o -name online -o -name uptime \
-        -o -name softirqs \) -o ! -type f ! -type d \) -exec sh -c "$CHK" pinscope-check {} + 2>/dev/null)
+        -o -name softirqs -o -name 'scaling_*' -o -name 'cpuinfo_*' -o -name latency -o -name disable \
+        -o -name 'pm_qos_*' -o -name '*_hugepages' -o -name 'hugetlb.*' -o -name cpumask -o -name enabled \
+        -o -name 'sched_rt_*' -o -name timer_migration -o -name default_smp_affinity -o -name no_turbo \) \
+        -o ! -type f ! -type d \) -exec sh -c "$CHK" pinscope-check {} + 2>/dev/null)
   [ -z "$OFF" ] || printf '%s\n' "$OFF"
 }
 
@@ -286,6 +292,65 @@ rkr() {
 devices_static() {
   for d in "$R"/sys/bus/pci/devices/*:*:*.*; do [ -d "$d" ] && rx "$d/numa_node"; done
   for g in "$R"/proc/driver/nvidia/gpus/*; do [ -d "$g" ] && rx "$g/information"; done
+}
+
+# Latency readiness (issue 37; where each lives: node-files.md section 13), on static ticks only: the kernel's
+# isolation, IRQ steering, power and noise settings, hugepages per NUMA node, the config files of irqbalance
+# and tuned, and each Guaranteed pod's containers' load-balancing and hugetlb files. None changes without an
+# admin's act (a reboot, a sysctl, a restarted container: the next static tick shows it). scaling_cur_freq
+# and cpuinfo_cur_freq are not read (see the top: 20 ms a read on some CPUs).
+readiness_static() {
+  c=$R/sys/devices/system/cpu
+  rx "$R/proc/irq/default_smp_affinity" "$R/proc/sys/kernel/sched_rt_runtime_us" \
+     "$R/proc/sys/kernel/sched_rt_period_us" "$R/proc/sys/kernel/timer_migration" \
+     "$R/sys/devices/virtual/workqueue/cpumask" "$R/sys/kernel/mm/transparent_hugepage/enabled" \
+     "$c/intel_pstate/status" "$c/intel_pstate/no_turbo"
+  for d in "$c"/cpu[0-9]*; do
+    [ -d "$d/cpufreq" ] && rx "$d/cpufreq/scaling_driver" "$d/cpufreq/scaling_governor" \
+      "$d/cpufreq/scaling_min_freq" "$d/cpufreq/scaling_max_freq" "$d/cpufreq/cpuinfo_min_freq" \
+      "$d/cpufreq/cpuinfo_max_freq"
+    for i in "$d"/cpuidle/state[0-9]*; do [ -d "$i" ] && rx "$i/name" "$i/latency" "$i/disable"; done
+    [ -e "$d/power/pm_qos_resume_latency_us" ] && rx "$d/power/pm_qos_resume_latency_us"
+  done
+  for h in "$R"/sys/devices/system/node/node[0-9]*/hugepages/hugepages-*kB; do
+    [ -d "$h" ] && rx "$h/nr_hugepages" "$h/free_hugepages"
+  done
+  # admins' files, not the kernel's: ONE find says which is not a regular file or is over the budget
+  # (precheck's test, run on any tree: a line without end would be read whole); without find, none is read
+  set --
+  for f in "$R/etc/default/irqbalance" "$R/etc/sysconfig/irqbalance" "$R/etc/tuned/active_profile" \
+           "$R/etc/tuned/cpu-partitioning-variables.conf"; do
+    { [ -e "$f" ] || [ -h "$f" ]; } && set -- "$@" "$f"
+  done
+  if [ $# -gt 0 ]; then
+    if command -v find >/dev/null 2>&1; then
+      _off=$OFF
+      OFF=$(find -H "$@" -prune \( -type f -size +1048576c -o ! -type f \) -exec sh -c "$CHK" pinscope-check {} + 2>/dev/null)
+      [ -z "$OFF" ] || printf '%s\n' "$OFF"
+      for f; do bad "$f" || rx "$f"; done
+      OFF=$_off
+    else
+      printf 'W%s\n' "no find on this node: irqbalance's and tuned's config files not read (unknown)"
+    fi
+  fi
+  # the Guaranteed pods' containers (directly under kubepods; only they get exclusive CPUs): CRI-O's
+  # cpu-load-balancing (v1 cpuset.sched_load_balance, v2 cpuset.cpus.partition) and hugetlb per NUMA node
+  # (v2 hugetlb.<size>.numa_stat; v1 hugetlb.<size>.usage_in_bytes in the hugetlb hierarchy)
+  for k in $KPODS; do
+    set -- "$k"/*pod$H*/*.scope "$k"/*pod$H*/crio-$H64 "$k"/*pod$H*/$H64
+    [ "$CGV" = 2 ] && set -- "$@" "$k"/*pod$H*/*.scope/container
+    for l; do
+      [ -d "$l" ] || continue
+      if [ "$CGV" = 2 ]; then
+        rx "$l/cpuset.cpus.partition"
+        for f in "$l"/hugetlb.*.numa_stat; do [ -f "$f" ] && rx "$f"; done
+      else
+        rx "$l/cpuset.sched_load_balance"
+        v=$R/sys/fs/cgroup/hugetlb/${l#"$CGBASE"/}
+        for f in "$v"/hugetlb.*.usage_in_bytes; do [ -f "$f" ] && rx "$f"; done
+      fi
+    done
+  done
 }
 
 KROOT=/var/lib/kubelet
@@ -486,6 +551,7 @@ static() {
   fi
   rk "$R$KROOT/memory_manager_state"
   devices_static
+  readiness_static
   if [ "$CGV" = 2 ]; then
     rx "$CGBASE/cgroup.subtree_control"
     for k in $KPODS; do rx "${k%/*}/cgroup.subtree_control" "$k/cgroup.controllers" "$k/cgroup.subtree_control"; done
