@@ -19,6 +19,7 @@ from .devices import attach, attach_claims, device_state, dra_state, placements
 from .irqs import IrqsStage
 from .kubelet import cpu_manager_state, memory_manager_state, static_parts, sudo_was_refused, unlisted_problems
 from .noise import NoiseStage
+from .readiness import build as build_readiness
 from .pods import CG, PodsStage, pod_dirs, pod_logs
 from .roles import RolesStage
 from .tasks import TasksStage
@@ -115,6 +116,7 @@ class Assembler:
         self.tasks, self.pods, self.roles, self.irqs = TasksStage(), PodsStage(), RolesStage(), IrqsStage()
         self.noise = NoiseStage()
         self._place = _Last()
+        self._ready_raw, self._ready = _Last(), _Last()
 
     def build(self, view: View) -> NodeSnapshot:
         static, tick, files, carry = view.static, view.tick, view.files, view.carry
@@ -146,6 +148,7 @@ class Assembler:
         roles, shared, roles_from, rprobs = self.roles.run(topo, kubelet, state, pods, state_file)
         problems.extend(rprobs)
         cpu_times = _cpu_times(files, tick, unreadable, problems)
+        readiness = self._readiness(static, topo, kubelet, roles, pods, memory_state, all_tasks, problems)
         return NodeSnapshot(
             node=node_name(None, node, self.target), uptime=parse_uptime(files.get("/proc/uptime")), cgroup_version=cgv,
             cgroup_driver=driver, topology=topo, kubelet=kubelet, state=state,
@@ -156,7 +159,29 @@ class Assembler:
             all_tasks=all_tasks, roles_from=roles_from, problems=tuple(problems), request=tick.request,
             state_status=state_status, init_allowed=init_allowed, noise=self.noise.run(tick, carry),
             cpuset_files=cpuset_files, device_state=dstate, device_orphans=orphans, dra_state=rstate,
+            readiness=readiness,
         )
+
+    def _readiness(self, static: Frame, topo, kubelet, roles, pods, memory_state, all_tasks, problems):
+        """Latency readiness: parsed once per static frame, judged again only when what it judges by changed
+        (roles, the pinned containers' cgroup values, the task scan that says whether irqbalance runs)."""
+        raw, rprobs = self._ready_raw.get((static,), _readiness_raw, static, topo)
+        problems.extend(rprobs)
+        ctrs = tuple((p.uid, c.name, c.cgroup_path, c.assigned, c.cgroup.quota_us if c.cgroup else None,
+                      c.cgroup.mems_effective if c.cgroup else None,
+                      c.cgroup is not None and ("cpu.max" in c.cgroup.raw or "cpu.cfs_quota_us" in c.cgroup.raw))
+                     for p in pods for c in p.containers if c.assigned)
+        parts = {"topology": topo, "reserved": kubelet.reserved_cpus, "roles": roles, "pods": pods,
+                 "memory_state": memory_state, "all_tasks": all_tasks}
+        return self._ready.get((raw, roles, ctrs, all_tasks, kubelet.reserved_cpus), build_readiness, raw, parts)
+
+
+def _readiness_raw(static: Frame, topo):
+    from ..parse.readiness import parse_readiness
+
+    problems: list[Problem] = []
+    nmax = max(topo.possible) if topo.possible else None
+    return parse_readiness(static.files, nmax, problems), problems
 
 
 def assemble(static: Frame, tick: Frame, target: str = "node", names: Frame | None = None,

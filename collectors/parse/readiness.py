@@ -267,13 +267,63 @@ _FREQ_KEYS = {"scaling_driver": "driver", "scaling_governor": "governor", "scali
               "scaling_max_freq": "max_khz", "cpuinfo_min_freq": "hw_min_khz", "cpuinfo_max_freq": "hw_max_khz"}
 
 
-def parse_readiness(files: dict, nmax: int | None = None, problems: list | None = None) -> Readiness:
-    """The static frame's files -> Readiness. Every part optional."""
-    probs = problems if problems is not None else []
-    kernel = parse_cmdline(files.get("/proc/cmdline", ""), nmax, probs)
-    if "/proc/cmdline" in files:
-        kernel = dataclasses.replace(kernel, read=True)
+def _scan(files: dict, probs: list) -> tuple[dict, dict, dict, dict, dict]:
+    """The per-CPU, per-node and per-cgroup files -> (cpufreq, cpuidle, pm_qos, hugepages, cgroups) raw dicts."""
+    freq: dict[int, dict] = {}
+    idle: dict[int, dict[int, dict]] = {}
+    qos: dict[int, int | None] = {}
+    huge: dict[tuple[int, int], dict[str, int]] = {}
+    cgroups: dict[str, dict] = {}
+    for p, t in files.items():
+        if p.startswith(CPU + "/cpu"):
+            _cpu_file(p, t, freq, idle, qos, probs)
+        elif p.startswith(NODE + "/node"):
+            m = _HUGE.match(p)
+            if m and _int(t) is not None:
+                huge.setdefault((int(m.group(1)), int(m.group(2))), {})[m.group(3)] = _int(t) or 0
+        elif p.startswith("/sys/fs/cgroup/"):
+            _cgroup_file(p, t, cgroups)
+    return freq, idle, qos, huge, cgroups
 
+
+def _cpu_file(p: str, t: str, freq: dict, idle: dict, qos: dict, probs: list) -> None:
+    m = _CPUFREQ.match(p)
+    if m and m.group(2) in _FREQ_KEYS:
+        k = _FREQ_KEYS[m.group(2)]
+        freq.setdefault(int(m.group(1)), {})[k] = t.strip() if k in ("driver", "governor") else _int(t)
+        return
+    m = _IDLE.match(p)
+    if m:
+        idle.setdefault(int(m.group(1)), {}).setdefault(int(m.group(2)), {})[m.group(3)] = t.strip()
+        return
+    m = _QOS.match(p)
+    if m:
+        known, lim = parse_pm_qos(t)
+        if known:
+            qos[int(m.group(1))] = lim
+        else:
+            probs.append(Problem(p, f"not a latency: {t.strip()[:40]!r}"))
+
+
+def _cgroup_file(p: str, t: str, cgroups: dict) -> None:
+    m = _HUGETLB1.match(p)
+    if m:
+        v = _int(t)
+        if v is not None:
+            cgroups.setdefault("/sys/fs/cgroup/cpuset/" + m.group(1), {}).setdefault("hugetlb_bytes", {})[m.group(2)] = v
+        return
+    m = _HUGETLB2.match(p)
+    if m:
+        cgroups.setdefault(m.group(1), {}).setdefault("hugetlb_numa", {})[m.group(2)] = parse_hugetlb_numa(t)
+    elif p.endswith("/cpuset.cpus.partition"):
+        cgroups.setdefault(p.rsplit("/", 1)[0], {})["partition"] = t.strip() or None
+    elif p.endswith("/cpuset.sched_load_balance"):
+        v = _int(t)
+        cgroups.setdefault(p.rsplit("/", 1)[0], {})["load_balance"] = None if v is None else v != 0
+
+
+def _sets(files: dict, nmax: int | None, probs: list) -> dict:
+    """The CPU sets and masks of sysfs and procfs (empty and "(null)" read as none)."""
     def sysset(path: str) -> frozenset[int] | None:
         t = files.get(path)
         if t is None:
@@ -292,55 +342,21 @@ def parse_readiness(files: dict, nmax: int | None = None, problems: list | None 
             probs.append(Problem(path, f"not a CPU mask: {err}"))
             return None
 
-    freq: dict[int, dict] = {}
-    idle: dict[int, dict[int, dict]] = {}
-    qos: dict[int, int | None] = {}
-    huge: dict[tuple[int, int], dict[str, int]] = {}
-    cgroups: dict[str, dict] = {}
-    for p, t in files.items():
-        if p.startswith(CPU + "/cpu"):
-            m = _CPUFREQ.match(p)
-            if m and m.group(2) in _FREQ_KEYS:
-                k = _FREQ_KEYS[m.group(2)]
-                freq.setdefault(int(m.group(1)), {})[k] = t.strip() if k in ("driver", "governor") else _int(t)
-                continue
-            m = _IDLE.match(p)
-            if m:
-                idle.setdefault(int(m.group(1)), {}).setdefault(int(m.group(2)), {})[m.group(3)] = t.strip()
-                continue
-            m = _QOS.match(p)
-            if m:
-                known, lim = parse_pm_qos(t)
-                if known:
-                    qos[int(m.group(1))] = lim
-                else:
-                    probs.append(Problem(p, f"not a latency: {t.strip()[:40]!r}"))
-        elif p.startswith(NODE + "/node"):
-            m = _HUGE.match(p)
-            if m and _int(t) is not None:
-                huge.setdefault((int(m.group(1)), int(m.group(2))), {})[m.group(3)] = _int(t) or 0
-        elif p.startswith("/sys/fs/cgroup/"):
-            m = _HUGETLB1.match(p)
-            if m:
-                d = "/sys/fs/cgroup/cpuset/" + m.group(1)
-                v = _int(t)
-                if v is not None:
-                    cgroups.setdefault(d, {}).setdefault("hugetlb_bytes", {})[m.group(2)] = v
-                continue
-            m = _HUGETLB2.match(p)
-            if m:
-                cgroups.setdefault(m.group(1), {}).setdefault("hugetlb_numa", {})[m.group(2)] = parse_hugetlb_numa(t)
-            elif p.endswith("/cpuset.cpus.partition"):
-                cgroups.setdefault(p.rsplit("/", 1)[0], {})["partition"] = t.strip() or None
-            elif p.endswith("/cpuset.sched_load_balance"):
-                v = _int(t)
-                cgroups.setdefault(p.rsplit("/", 1)[0], {})["load_balance"] = None if v is None else v != 0
-    states = {}
-    for c, st in idle.items():
-        states[c] = tuple(IdleState(i, s.get("name", f"state{i}"), _int(s.get("latency")),
-                                    None if s.get("disable") is None else s.get("disable") != "0")
-                          for i, s in sorted(st.items()))
-    rt = _int(files.get("/proc/sys/kernel/sched_rt_runtime_us"))
+    return {"isolated": sysset(f"{CPU}/isolated"), "nohz_full": sysset(f"{CPU}/nohz_full"),
+            "default_irq_affinity": mask("/proc/irq/default_smp_affinity"),
+            "workqueue_cpumask": mask("/sys/devices/virtual/workqueue/cpumask")}
+
+
+def parse_readiness(files: dict, nmax: int | None = None, problems: list | None = None) -> Readiness:
+    """The static frame's files -> Readiness. Every part optional."""
+    probs = problems if problems is not None else []
+    kernel = parse_cmdline(files.get("/proc/cmdline", ""), nmax, probs)
+    if "/proc/cmdline" in files:
+        kernel = dataclasses.replace(kernel, read=True)
+    freq, idle, qos, huge, cgroups = _scan(files, probs)
+    states = {c: tuple(IdleState(i, s.get("name", f"state{i}"), _int(s.get("latency")),
+                                 None if s.get("disable") is None else s.get("disable") != "0")
+                       for i, s in sorted(st.items())) for c, st in idle.items()}
     tm = _int(files.get("/proc/sys/kernel/timer_migration"))
     nt = _int(files.get(f"{CPU}/intel_pstate/no_turbo"))
     thp = files.get("/sys/kernel/mm/transparent_hugepage/enabled")
@@ -351,24 +367,17 @@ def parse_readiness(files: dict, nmax: int | None = None, problems: list | None 
     if t_raw is not None and "$" not in t_raw:  # ${f:...} expressions are tuned's to work out: unknown here
         t_iso = _cpus(t_raw, nmax, TUNED_CPU_PARTITIONING + " isolated_cores", probs)
     return Readiness(
-        kernel=kernel,
-        isolated=sysset(f"{CPU}/isolated"),
-        nohz_full=sysset(f"{CPU}/nohz_full"),
-        default_irq_affinity=mask("/proc/irq/default_smp_affinity"),
+        kernel=kernel, **_sets(files, nmax, probs),
         irqbalance=tuple(parse_irqbalance(p, files[p], nmax, probs) for p in IRQBALANCE_FILES if p in files),
-        power={c: CpuPower(**v) for c, v in sorted(freq.items())},
-        idle=states,
-        pm_qos_us=qos,
+        power={c: CpuPower(**v) for c, v in sorted(freq.items())}, idle=states, pm_qos_us=qos,
         intel_pstate=(files.get(f"{CPU}/intel_pstate/status") or "").strip() or None,
         no_turbo=None if nt is None else nt != 0,
-        rt_runtime_us=rt,
+        rt_runtime_us=_int(files.get("/proc/sys/kernel/sched_rt_runtime_us")),
         rt_period_us=_int(files.get("/proc/sys/kernel/sched_rt_period_us")),
         timer_migration=None if tm is None else tm != 0,
-        workqueue_cpumask=mask("/sys/devices/virtual/workqueue/cpumask"),
         thp=parse_thp(thp) if thp is not None else None,
-        tuned_profile=(prof.strip().splitlines() or [None])[0] if prof is not None else None,
-        tuned_isolated=t_iso,
-        tuned_isolated_raw=t_raw,
+        tuned_profile=next(iter(prof.split()), None) if prof is not None else None,
+        tuned_isolated=t_iso, tuned_isolated_raw=t_raw,
         hugepages=tuple((n, s, v.get("nr", 0), v.get("free", 0)) for (n, s), v in sorted(huge.items())),
         cgroups={d: CgroupTuning(**v) for d, v in cgroups.items()},
     )
