@@ -4,6 +4,7 @@ Field names are a contract users' scripts build on: add fields, never rename the
 """
 from __future__ import annotations
 
+from .assemble.readiness import to_json as readiness_json
 from .model import NodeSnapshot
 from .rates import Rates
 
@@ -72,6 +73,7 @@ def to_json(snap: NodeSnapshot, rates: Rates | None = None, findings=()) -> dict
         "pods": pods,
         "window_s": _r(rates.dt) if rates else None,
         "findings": [f.to_json() for f in findings],
+        "readiness": readiness_json(snap.readiness),
         "errors": [{"source": p.source, "message": p.message, **({"kind": p.kind} if p.kind else {})}
                    for p in snap.problems],
     }

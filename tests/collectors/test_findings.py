@@ -60,7 +60,8 @@ CASES = {
     "MEMS_NOT_LOCAL": dict(sockets=2, cores=2, reserved="0,4", pods=[PodSpec("rt", containers=[CtrSpec("app", cpus="1,5", mems="1")])]),
     "SMT_SIBLING_SHARED": dict(pods=[PodSpec("rt", containers=[CtrSpec("app", cpus="1")])]),
     "IRQ_ON_EXCLUSIVE": dict(irqs={40: "0", 41: "1"}),
-    "ISOLATED_IN_SHARED_POOL": dict(isolated="3,7"),
+    # the pinned 1,5 isolated too: else the node isolates others than the pinned (EXCLUSIVE_NOT_ISOLATED)
+    "ISOLATED_IN_SHARED_POOL": dict(isolated="1,3,5,7"),
     "THROTTLED_EXCLUSIVE": dict(pods=[PodSpec("rt", containers=[CtrSpec("app", cpus="1,5", quota_cores=2, throttled=20)])]),
     "SHARED_POOL_STARVED": dict(pods=[PodSpec("rt", containers=[CtrSpec("app", cpus="1-3,5-7")])]),
     "NUMA_MISS_HIGH": dict(numa_miss_per_tick=2000),
@@ -101,7 +102,11 @@ def test_every_code_has_a_case():
     from pinscope.collectors.findings.base import API_CODES  # the API's: tests/collectors/test_findings_api.py
 
     # CHECK_FAILED: no node makes it (a check's own defect): test_a_check_that_raises_is_said_and_the_rest_stands
-    assert set(CASES) | ALWAYS_INFO | NOT_AS_ROOT | API_CODES | {"CHECK_FAILED"} == set(CODES)
+    # the latency-readiness codes need node files NodeSpec does not write: each is tested both ways in
+    # tests/collectors/test_readiness_findings.py
+    from test_readiness_findings import READINESS
+
+    assert set(CASES) | ALWAYS_INFO | NOT_AS_ROOT | API_CODES | READINESS | {"CHECK_FAILED"} == set(CODES)
     assert API_CODES == {"ADMISSION_REJECTED", "ALLOCATABLE_FRACTIONAL", "KUBELET_PINNING_ERRORS"}
 
 
