@@ -65,7 +65,7 @@ def parse_topology(files: dict, problems: list[Problem]) -> Topology:
     isolated = _set(files, f"{CPU}/isolated", problems, nmax) or frozenset()
     nohz = _set(files, f"{CPU}/nohz_full", problems, nmax)
     cmdline = files.get("/proc/cmdline", "").strip()
-    if not isolated and cmdline:
+    if f"{CPU}/isolated" not in files and cmdline:  # an empty file is no isolation, not "ask the command line"
         isolated = _cmdline_isolated(cmdline, nmax)
     nodes, cpu_node = _numa_nodes(files, node_ids, problems, nmax)
     all_ids = sorted(cpu_ids | online | (possible or frozenset()))
@@ -158,8 +158,11 @@ def _cmdline_isolated(cmdline: str, nmax) -> frozenset[int]:
             v = word[len("isolcpus="):]
             parts = v.split(",")
             flags = {"nohz", "domain", "managed_irq"}
+            given = set()
             while parts and parts[0] in flags:
-                parts.pop(0)
+                given.add(parts.pop(0))
+            if given and "domain" not in given:  # flags without "domain": the scheduler still balances there
+                return frozenset()
             try:
                 return parse_cpuset(",".join(parts), nmax)
             except CpusetError:

@@ -122,3 +122,18 @@ def test_readiness_of_a_node_without_any_of_it_is_all_unknown():
     assert r.isolated is None and r.nohz_full is None and r.power == {} and r.idle == {}
     assert r.rt_runtime_us is None and r.irqbalance == () and r.tuned_profile is None and r.thp is None
     assert r.kernel.isolcpus is None
+
+
+def test_isolcpus_without_domain_is_no_scheduler_isolation():
+    """isolcpus=managed_irq,2-5 (how OpenShift's performance profile and tuned's cpu-partitioning boot) keeps
+    managed IRQs off 2-5 but leaves them in the scheduler's domains: /sys/.../isolated is empty and they are
+    no "isolated" CPUs. The fallback to the command line is for kernels without that file only."""
+    from pinscope.collectors.parse.topology import parse_topology
+
+    base = {f"{CPU}/online": "0-7\n", f"{CPU}/possible": "0-7\n"}
+    t = parse_topology(base | {f"{CPU}/isolated": "\n", "/proc/cmdline": "isolcpus=managed_irq,2-5\n"}, [])
+    assert t.isolated == frozenset()
+    t = parse_topology(base | {"/proc/cmdline": "isolcpus=managed_irq,2-5\n"}, [])  # old kernel: no file
+    assert t.isolated == frozenset()
+    t = parse_topology(base | {"/proc/cmdline": "isolcpus=domain,managed_irq,2-5\n"}, [])
+    assert t.isolated == {2, 3, 4, 5}
