@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
+from . import kubefiles
 from .errors import PinscopeError
 from .inventory import Target, address
 from .parse.kubelet_metrics import KubeletMetrics, parse_kubelet_metrics
@@ -126,8 +127,7 @@ def load_config(context: str | None = None, kubeconfig: str | None = None):
     cfg = client.Configuration()
     try:
         if kubeconfig or context or not _in_cluster():
-            config.load_kube_config(config_file=kubeconfig, context=context, client_configuration=cfg,
-                                    persist_config=False)
+            kubefiles.load_kube_config(config, cfg, kubeconfig, context)  # credentials never left on disk
         else:
             config.load_incluster_config(client_configuration=cfg)
     except (ConfigException, OSError, TypeError, ValueError) as err:

@@ -11,6 +11,7 @@ import tempfile
 import threading
 from pathlib import Path
 
+from .. import piddirs
 from ..fleet import NodeTarget
 from ..transport.demo import DemoTransport
 from .node import CtrSpec, NodeSpec, PodSpec, SimNode
@@ -93,29 +94,8 @@ def tree_dir() -> str | None:
 
 def stale_trees(where: str) -> list[Path]:
     """The trees in `where` of demos that died without removing them (kill -9: ~18 MB of memory each, in
-    /dev/shm): named with their process's pid, owned by this user, that process gone. A pid in use again by
-    another process keeps its tree (the next demo after that one ends sweeps it)."""
-    found = []
-    try:
-        entries = list(os.scandir(where))
-    except OSError:
-        return []
-    for e in entries:
-        pid = e.name[len(PREFIX):].split("-", 1)[0] if e.name.startswith(PREFIX) else ""
-        try:
-            if not pid.isdigit() or e.is_symlink() or not e.is_dir() or e.stat().st_uid != os.getuid():
-                continue
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            found.append(Path(e.path))
-        except OSError:  # alive (EPERM: another user's process), or the entry went meanwhile
-            continue
-    return found
-
-
-def _sweep(paths: list[Path]) -> None:
-    for p in paths:
-        shutil.rmtree(p, ignore_errors=True)
+    /dev/shm): named with their process's pid, owned by this user, that process gone (piddirs.stale)."""
+    return piddirs.stale(where, PREFIX)
 
 
 class DemoCluster:
@@ -128,8 +108,8 @@ class DemoCluster:
             where = tree_dir()
             stale = stale_trees(where or tempfile.gettempdir())
             if stale:  # removed beside the demo, never in its way
-                threading.Thread(target=_sweep, args=(stale,), name="pinscope-demo-sweep", daemon=True).start()
-            root = tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=where)
+                threading.Thread(target=piddirs.sweep, args=(stale,), name="pinscope-demo-sweep", daemon=True).start()
+            root = str(piddirs.make(PREFIX, where))
         self.dir = Path(root)
         self.written = write
         self.sims = []

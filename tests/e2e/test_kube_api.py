@@ -771,6 +771,47 @@ def test_killed_pinscope_leaves_a_pod_that_ends_by_itself_and_gc_removes(api, tm
     assert r.stdout.strip() == "no pinscope debug pods in namespace pinscope"
 
 
+def test_a_killed_pinscope_leaves_no_copy_of_the_kubeconfigs_keys(api, tmp_path):
+    """The kubernetes client copies certificate-authority-data, client-certificate-data and client-key-data
+    into files it removes only at a normal exit: a pinscope killed with SIGKILL left the cluster's CA and the
+    client's PRIVATE KEY in TMPDIR. Now they are in memory files: nothing in TMPDIR while it runs, nor after
+    the kill; the memory files open for pinscope's user, not for another (nobody)."""
+    import base64
+
+    keys = {}
+    for what in ("key", "crt"):
+        keys[what] = tmp_path / f"client.{what}"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                    "-days", "1", "-subj", "/CN=someone", "-keyout", str(keys["key"]), "-out", str(keys["crt"])],
+                   check=True, capture_output=True)
+    key, crt = keys["key"].read_bytes(), keys["crt"].read_bytes()
+    keys["key"].unlink()
+    doc = json.loads(Path(api.kc).read_text())
+    doc["users"][0]["user"].update({"client-certificate-data": base64.b64encode(crt).decode(),
+                                    "client-key-data": base64.b64encode(key).decode()})
+    kc = tmp_path / "kubeconfig-with-a-key"
+    kc.write_text(json.dumps(doc))
+    tmpdir = tmp_path / "tmpdir"
+    tmpdir.mkdir()
+    p = subprocess.Popen([sys.executable, "-m", "pinscope.tui.cli", "snapshot", f"node/{NODE}", "--kubeconfig",
+                          str(kc), "--samples", "600", "--interval", "0.5", "--pod-idle", "4"], cwd=ROOT,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "TMPDIR": str(tmpdir)})
+    try:
+        _wait(lambda: _exec_seen(api) and len(probe_pods(api)) == 1, "the probe running in a debug pod")
+        assert sorted(tmpdir.rglob("*")) == []
+        fds = Path(f"/proc/{p.pid}/fd")
+        held = {f.read_bytes(): f for f in fds.iterdir() if os.readlink(f).startswith("/memfd:pinscope-kube")}
+        assert set(held) == {api.ca, crt, key}
+        if os.geteuid() == 0:  # another user opens neither the fd nor lists them
+            r = subprocess.run(["runuser", "-u", "nobody", "--", "cat", str(held[key])], capture_output=True, text=True)
+            assert r.returncode != 0 and "Permission denied" in r.stderr and "PRIVATE" not in r.stdout, r
+    finally:
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    assert sorted(tmpdir.rglob("*")) == []
+
+
 def test_gc_keeps_the_pod_of_a_live_session_and_deletes_a_dead_ones(api):
     """Two pinscopes on one node, each on its debug pod: one is killed (SIGKILL: its pod runs on until its
     watchdog sees no session), the other lives. `gc` deletes only the dead one's pod and says why it kept the
