@@ -196,11 +196,9 @@ def build(raw: Readiness, parts: dict) -> NodeReadiness:
 def _cpu(st: _Sets, c: int) -> CpuReadiness:
     raw = st.raw
     p = raw.power.get(c)
-    irq_ok = None
+    irq_ok = None  # new IRQs may start here (default_smp_affinity), or irqbalance may move IRQs here
     if raw.default_irq_affinity is not None:
-        irq_ok = c in raw.default_irq_affinity
-        if st.running and st.banned is not None and c in st.banned:
-            irq_ok = False
+        irq_ok = c in raw.default_irq_affinity or bool(st.running and st.banned is not None and c not in st.banned)
     return CpuReadiness(
         c, (c in st.isolated) if st.isolated is not None else None, (c in st.nohz) if st.nohz is not None else None,
         (c in st.rcu) if st.rcu is not None else None, irq_ok,
@@ -245,8 +243,12 @@ def _power_checks(st: _Sets, cpus: dict) -> list[ReadinessCheck]:
         out.append(ReadinessCheck("governor", title, NA, "no cpufreq on these CPUs" if target else "no CPU to judge"))
     else:
         bad = {c for c, g in gov.items() if g != "performance"}
+        by: dict[str, set[int]] = {}
+        for c in bad:
+            by.setdefault(str(gov[c]), set()).add(c)
         out.append(ReadinessCheck("governor", title, NO if bad else OK,
-                                  ", ".join(f"cpu{c} {gov[c]}" for c in sorted(bad)[:8]) if bad else "scaling_governor = performance",
+                                  "; ".join(f"scaling_governor = {g} on {fmt(cs)}" for g, cs in sorted(by.items()))
+                                  if bad else "scaling_governor = performance",
                                   "tuned profile cpu-partitioning, or scaling_governor=performance" if bad else ""))
     deep: dict[int, IdleState] = {c: d for c in target if c in cpus and (d := cpus[c].deepest) is not None}
     title = f"no C-state over {DEEP_CSTATE_US} µs"

@@ -15,6 +15,7 @@ from pinscope.tui.cells import cells
 from pinscope.tui.human import value, yes_no
 from pinscope.tui.screens.drill import DrillScreen
 from pinscope.tui.state import NodeView
+from pinscope.tui.widgets.readiness import cpu_block
 from pinscope.tui.widgets.sparkbar import sparkbar
 
 
@@ -81,6 +82,7 @@ class CpuScreen(DrillScreen):
         ipi = v.ipis.get(self.cpu)
         t.append("\ntimer (LOC) " + (f"{ipi.get('LOC', 0):.0f}/s" if ipi else "-")
                  + "   rescheduling IPIs (RES) " + (f"{ipi.get('RES', 0):.0f}/s" if ipi else "-") + "\n")
+        t.append_text(cpu_block(snap.readiness, self.cpu))
         for f in v.findings:
             if self.cpu in f.cpus:
                 t.append(display(f"{f.severity}: {f.code}: {f.message}") + "\n", style="bold")

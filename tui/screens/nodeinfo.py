@@ -10,6 +10,7 @@ from pinscope.collectors.parse.cpuset import format_cpuset
 from pinscope.collectors.text import display
 from pinscope.tui.human import amounts, settings, value
 from pinscope.tui.screens.drill import DrillScreen
+from pinscope.tui.widgets.readiness import checklist
 
 
 class NodeInfoScreen(DrillScreen):
@@ -53,6 +54,8 @@ class NodeInfoScreen(DrillScreen):
         t.append(_d(f"  roles from: {s.roles_from}   shared pool {format_cpuset(s.shared_pool) if s.shared_pool is not None else '-'}\n"))
         t.append(_d(f"\ncgroup v{s.cgroup_version}  driver {s.cgroup_driver or 'unknown'}\n"), style="bold")
         t.append(_d(f"isolated {format_cpuset(s.topology.isolated) or '-'}   nohz_full {format_cpuset(s.topology.nohz_full) or '-'}\n"))
+        t.append("\n")
+        t.append_text(checklist(s.readiness))
         t.append("\nNUMA nodes\n", style="bold")
         for n in s.topology.numa_nodes:
             r = v.rates.numa.get(n.id) if v.rates else None
