@@ -15,6 +15,7 @@ from .. import piddirs
 from ..fleet import NodeTarget
 from ..transport.demo import DemoTransport
 from .node import CtrSpec, NodeSpec, PodSpec, SimNode
+from .tuning import half_tuned, tuned
 
 
 _GPU_FAR = "GPU-3f6c2a9e-81d4-4b7a-9e0c-5a1d2b3c4d5e"
@@ -42,12 +43,16 @@ def demo_specs() -> list[NodeSpec]:
         other_tasks=[("kworker/4:1", 4, True), ("backup-agent", 30, False), ("logrotate", 3, False)],
         irqs={40: "0", 41: "1", 42: "6"},
         noise={6: 0.12},  # IRQ 42 (a NIC queue) and its NET_RX softirqs land on the matcher's CPU 6
+        extra_files=tuned(96, "0-1,48-49"),  # latency readiness: tuned cpu-partitioning, all of it
     )
     inference = NodeSpec(
         hostname="infer-epyc-64", sockets=1, cores=32, threads=2, numa_per_socket=4, l3_per_numa=2,  # Rome: 4-core CCX
         numbering="amd", cgroup=1,
         driver="cgroupfs", policy="static", reserved="0-1", kubelet_root="/var/lib/kubelet",
         init_affinity="0-1", numa_miss_per_tick=800,
+        # latency readiness half done: nohz_full on triton-0's 16-31 only, powersave, C6 left on the encoder's
+        # 48-51, irqbalance running with no ban of its own (it then bans 16-31 only)
+        extra_files=half_tuned(64, "16-31", "48-51"), other_tasks=[("irqbalance", 0, False)],
         nvidia_gpus={_GPU_FAR: "0000:c1:00.0", _GPU_NEAR: "0000:81:00.0"},
         pci_numa={"0000:c1:00.0": 3, "0000:81:00.0": 2},
         pods=[
