@@ -101,7 +101,7 @@ def _trouble(hostname: str, sockets: int, cores: int, reserved: str) -> NodeSpec
             PodSpec("md-feed-0", "trading", containers=[CtrSpec("feed", cpus=f"1-2,{n + 1}-{n + 2}", busy=0.9)]),
             PodSpec("matcher-7d9f", "trading", containers=[
                 CtrSpec("engine", cpus=f"3,{n + 3}", effective=f"3-4,{n + 3}-{n + 4}", busy=0.95)]),
-            PodSpec("risk-calc", "risk", containers=[CtrSpec("calc", cpus="5", busy=0.7)]),
+            PodSpec("risk-calc", "risk", containers=[CtrSpec("calc", cpus="5", busy=0.7, tasks=1)]),
             PodSpec("api-5c8d", "web", qos="Burstable", containers=[CtrSpec("api", tasks=4)]),
         ])
 

@@ -5,6 +5,13 @@ real probe and parsers: no second code path). Shapes are modelled on real machin
 - "intel" numbering: SMT siblings are N and N + ncpus/2, core_id has gaps (0-4, 8-12, 16-20, ...);
 - "amd" numbering: siblings adjacent (2k, 2k+1), dense core_ids, several NUMA nodes per socket (NPS2/4).
 Nothing here reads the real machine; it only writes below `root`.
+
+The counters come from one model of each CPU's second (`_run_tasks`), so they agree the way a kernel's do:
+each thread is runnable a share of the time, split into running and waiting on its run queue; a thread
+waits only while something else has its CPU (another thread, a competitor a test names with `runq_wait`,
+the system's daemons on the CPUs they may use), and a CPU's threads run at most what the interrupts leave
+(/proc/stat, schedstat, utime and cpu.stat all add up); cpu.pressure "some" is the share of time at least
+one of a cgroup's threads waited, and its avg10/60/300 are the kernel's running averages of it.
 """
 from __future__ import annotations
 
@@ -34,7 +41,9 @@ class CtrSpec:
     cgroup_left: bool = False  # init: its cgroup is still there, empty (exited, not yet removed by the runtime)
     mems: str | None = None
     id: str = ""  # "": SimNode makes one up
-    runq_wait: float = 0.0  # share of wall time each task waits on its run queue (competition)
+    # share of wall time each task waits on its run queue behind a competitor the model runs on its CPU
+    # (taken from its runnable time: it then runs that much less)
+    runq_wait: float = 0.0
     # devices kubelet's device manager gave it: (resource, device id, the checkpoint's NUMA key: -1 = none)
     devices: list[tuple[str, str, int]] = field(default_factory=list)
 
@@ -102,7 +111,6 @@ class NodeSpec:
     device_text: str | None = None  # raw device-manager checkpoint (broken nodes); None: from the pods' devices
     orphan_devices: list = field(default_factory=list)  # (pod uid, container, resource, id, numa) no pod has
     dra_text: str | None = None  # raw DRA manager checkpoint (broken nodes); None: from the pods' claims
-    extra_files: dict = field(default_factory=dict)  # path -> text, written last (latency tuning: sim/tuning.py)
 
     @property
     def ncpus(self) -> int:
@@ -164,6 +172,7 @@ class SimNode:
                 if ctr.cpus and not ctr.init:
                     exclusive |= _cset(ctr.cpus)
         self.default = self.online - exclusive if s.policy == "static" else set()
+        self.exclusive = exclusive & self.online  # no system daemon runs there (their cpuset leaves them out)
         self.pid = 1000
 
     def w(self, rel: str, text: str | bytes) -> None:
@@ -205,8 +214,6 @@ class SimNode:
         for irq, cl in sorted(s.irqs.items()):
             self.w(f"/proc/irq/{irq}/effective_affinity_list", cl + "\n")
             self.w(f"/proc/irq/{irq}/smp_affinity_list", cl + "\n")
-        for rel, text in sorted(s.extra_files.items()):
-            self.w(rel, text)
         self.tick()
         return self
 
@@ -399,8 +406,10 @@ class SimNode:
 
     def _pods(self) -> None:
         s = self.spec
-        self.tasks = []  # (tid, pid, comm, cpuset, busy, ctr-key)
-        self.waits: dict = {}  # tid -> share of wall time it waits on its run queue
+        self.tasks = []  # (tid, pid, comm, cpuset, busy, ctr-key, migrations, clock ticks on CPU, last CPU, ...)
+        self.waits: dict = {}  # tid -> share of wall time it waits behind a named competitor (CtrSpec.runq_wait)
+        self.step: dict = {}  # tid -> (share of the last tick on CPU, share waiting on its run queue)
+        self._placed: dict = {}  # cpu -> busy share of the threads placed there (the first placement)
         for p in s.pods:
             if p.logs:
                 self.w(f"/var/log/pods/{p.namespace}_{p.name}_{p.uid}/.keep", "")
@@ -439,12 +448,14 @@ class SimNode:
             self.pid += 1
             if rel is not None:  # None: the process left before its cgroup was read
                 self.w(f"/proc/{self.pid}/cgroup", layout.proc_cgroup(s.cgroup, rel, s.cgroupns_prefix))
-            busy = t[4] if len(t) > 4 else 0.5  # the share of a CPU it burns
+            # the share of a CPU it burns: a process half a CPU, a per-CPU kernel thread (kworker, ksoftirqd,
+            # migration) next to nothing, as on an idle node
+            busy = t[4] if len(t) > 4 else (0.01 if kthread else 0.5)
             # its allowed CPUs: a per-CPU kernel thread's own CPU; else what it was given (taskset -c), else
             # every online CPU (a process of an unconfined node; on a confined one, widened to reach its CPU)
             # (it keeps to its CPU here all the same: a fixture's tasks stay where the test put them)
             allowed = [cpu] if kthread else sorted(_cset(t[5]) if len(t) > 5 else self.online)
-            self.tasks.append([self.pid, self.pid, comm, [cpu], busy, None, 0, 0, cpu, kthread, allowed])
+            self.tasks.append([self.pid, self.pid, comm, [cpu], busy, None, 0, 0.0, cpu, kthread, allowed])
 
     def _names(self, p: PodSpec, c: CtrSpec) -> None:
         """The log layout (kubelet's absolute symlinks) and kubelet's per-container dir."""
@@ -482,7 +493,11 @@ class SimNode:
             self.pid += 1
             if k == 0:
                 pids.append(self.pid)
-            self.tasks.append([self.pid, pids[0], comm, sorted(eff), busy, key, 0, 0, self.rng.choice(sorted(eff))])
+            # placed as the scheduler would: on the least loaded of its CPUs (by the threads placed so far)
+            low = min(self._placed.get(x, 0.0) for x in eff)
+            cpu = self.rng.choice([x for x in sorted(eff) if self._placed.get(x, 0.0) <= low + 1e-9])
+            self._placed[cpu] = self._placed.get(cpu, 0.0) + busy
+            self.tasks.append([self.pid, pids[0], comm, sorted(eff), busy, key, 0, 0.0, cpu])
             if runq_wait:
                 self.waits[self.pid] = runq_wait
         self.w(f"{d}/cgroup.procs", "".join(f"{x}\n" for x in pids))
@@ -540,11 +555,8 @@ class SimNode:
             steal += s.steal.get(c, 0.0) * hz * dt
             self.counters[("noise", c)] = (irq, soft, steal)
             ni, ns, nt = int(irq), int(soft), int(steal)
-            # kernel time is taken from idle: the CPU's total stays hz per second
-            idle = max(0, int(f[4]) - ni - ns - nt)
-            out.append(f"{f[0]} {f[1]} 0 0 {idle} 0 {ni} {ns} {nt} 0 0")
-            tot[0] += 0
-            tot[3] += idle - int(f[4])
+            # idle already leaves the kernel's time out (_write_stat): the CPU's total stays hz per second
+            out.append(f"{f[0]} {f[1]} 0 0 {f[4]} 0 {ni} {ns} {nt} 0 0")
             tot[5] += ni
             tot[6] += ns
             tot[7] += nt
@@ -616,37 +628,75 @@ class SimNode:
         n = sum(len(dirs) for _, dirs, _ in os.walk(kp))
         (kp / "cgroup.stat").write_text(f"nr_descendants {n}\nnr_dying_descendants 0\n")
 
+    def kernel_share(self, cpu: int) -> float:
+        """The share of a CPU's time in interrupts, softirqs and steal: what `_noise` counts for it."""
+        noisy = self.spec.noise.get(cpu, 0.0)
+        return (0.002 + noisy * 0.2) + (0.003 + noisy * 0.8) + self.spec.steal.get(cpu, 0.0)
+
     def _run_tasks(self, dt: float, load: dict | None) -> dict[int, float]:
-        """Each task runs its share (with a wobble, at most all of one CPU), now and then on another of its
-        CPUs; -> each CPU's busy share: background load plus the tasks that ran there."""
+        """One tick of every CPU, the model every counter is written from. Each thread is runnable a share
+        of the time (its busy share with a wobble, at most all of it) and now and then moves to another of
+        its CPUs, one no busier for its coming (the scheduler balances). On each CPU: the daemons of the
+        system (not on exclusive CPUs), the competitor of a thread with `runq_wait` and its threads share the
+        CPU; asked for more than all of it, each gets its share and the rest of its runnable time is run-queue
+        wait. The interrupts take their time from whoever runs (no wait: the thread is still current).
+        -> each CPU's busy share outside the kernel; `self.step[tid]` = (on-CPU share, wait share)."""
         hz = 100
-        # background load: system daemons and interrupts, uneven across CPUs, drifting over time
-        busy = {c: max(0.0, 0.04 + 0.06 * math.sin(self.t / 5.0 + c * 0.7)) for c in self.online}
+        # background load: system daemons, uneven across CPUs, drifting over time; never on exclusive CPUs
+        bg = {c: 0.0 if c in self.exclusive else max(0.0, 0.04 + 0.06 * math.sin(self.t / 5.0 + c * 0.7))
+              for c in self.online}
+        placed: dict[int, float] = {}
+        for t in self.tasks:
+            placed[t[8]] = placed.get(t[8], 0.0) + t[4]
+        on: dict[int, list] = {}
         for t in self.tasks:
             tid, pid, comm, cpus, b, key, *_ = t
             wob = 1.0 + 0.4 * ((self.rng.random() - 0.5) if load is None else load.get(key, 0.0))
-            share = min(1.0, b * wob)  # a thread runs on one CPU at a time: never more than all of it
-            cpu = t[8] if len(cpus) == 1 or self.rng.random() > 0.1 else self.rng.choice(cpus)
-            if cpu != t[8]:
-                t[6] += 1
+            runnable = min(1.0, b * wob)  # a thread is on one CPU at a time: never more than all of it
+            cpu = t[8]
+            if len(cpus) > 1 and self.rng.random() <= 0.1:
+                here = placed.get(cpu, 0.0)
+                to = [x for x in cpus if x != cpu and placed.get(x, 0.0) + b <= here + 1e-9]
+                if to:
+                    cpu = self.rng.choice(to)
+                    placed[t[8]] = here - b
+                    placed[cpu] = placed.get(cpu, 0.0) + b
+                    t[6] += 1
             t[8] = cpu
-            t[7] += int(share * hz * dt)
-            busy[cpu] = min(1.0, busy.get(cpu, 0) + share)
+            named = min(self.waits.get(tid, 0.0), runnable)  # behind the competitor the spec names
+            on.setdefault(cpu, []).append((t, runnable, named))
+        busy = dict(bg)
+        self.step = {}
+        for cpu in self.online | set(on):
+            ts = on.get(cpu, [])
+            rival = max((w for _, _, w in ts), default=0.0)  # a thread's named competitor runs on its CPU
+            want = sum(r - w for _, r, w in ts) + bg.get(cpu, 0.0) + rival
+            f = 1.0 if want <= 1.0 else 1.0 / want  # more asked than the CPU has: each its share
+            k = self.kernel_share(cpu)
+            g = 1.0 if want * f + k <= 1.0 else (1.0 - k) / (want * f)  # the interrupts' time, from the runners
+            used = 0.0
+            for t, r, w in ts:
+                run = (r - w) * f * g
+                self.step[t[0]] = (run, w + (r - w) * (1.0 - f))
+                t[7] += run * hz * dt
+                used += run
+            busy[cpu] = used + (bg.get(cpu, 0.0) + rival) * f * g
         return busy
 
     def _write_stat(self, dt: float, busy: dict[int, float]) -> None:
-        """/proc/stat: each CPU's user and idle ticks from its busy share, the noise, the totals."""
+        """/proc/stat: each CPU's user ticks from its busy share, its kernel time (`_noise`), idle the rest of
+        its time; the totals."""
         hz = 100
         lines = []
         tot = [0] * 8
         for c in sorted(self.online):
-            u, idle = self.counters.get(("cpu", c), (0, 0))
-            u += int(busy[c] * hz * dt)
-            idle += int((1 - busy[c]) * hz * dt)
+            u, idle = self.counters.get(("cpu", c), (0.0, 0.0))
+            u += busy[c] * hz * dt
+            idle += max(0.0, 1.0 - busy[c] - self.kernel_share(c)) * hz * dt
             self.counters[("cpu", c)] = (u, idle)
-            lines.append(f"cpu{c} {u} 0 0 {idle} 0 0 0 0 0 0")
-            tot[0] += u
-            tot[3] += idle
+            lines.append(f"cpu{c} {int(u)} 0 0 {int(idle)} 0 0 0 0 0 0")
+            tot[0] += int(u)
+            tot[3] += int(idle)
         lines, tot = self._noise(dt, lines, tot)
         self.w("/proc/stat", f"cpu  {tot[0]} 0 0 {tot[3]} 0 {tot[5]} {tot[6]} {tot[7]} 0 0\n" + "\n".join(lines)
                + f"\nctxt {int(self.t * 1000)}\nbtime 1700000000\nprocesses 5000\nprocs_running 3\n")
@@ -658,23 +708,48 @@ class SimNode:
         allowed = t[10] if len(t) > 10 else cpus  # its Cpus_allowed_list (a task outside pods: see _tasks)
         flags = 0x00208040 if kth else 0x00400100
         d = f"/proc/{pid}/task/{tid}"
-        self.w(f"{d}/stat", f"{tid} ({comm}) R 1 {pid} {pid} 0 -1 {flags} 0 0 0 0 {ticks} 0 0 0 20 0 1 0 100 "
+        self.w(f"{d}/stat", f"{tid} ({comm}) R 1 {pid} {pid} 0 -1 {flags} 0 0 0 0 {int(ticks)} 0 0 0 20 0 1 0 100 "
                f"1000000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 {cpu} 0 0 0 0 0\n")
         self.w(f"{d}/status", f"Name:\t{comm}\nTgid:\t{pid}\nPid:\t{tid}\nCpus_allowed_list:\t{format_cpuset(allowed)}\n"
                f"Mems_allowed_list:\t0\nvoluntary_ctxt_switches:\t{int(self.t * 10)}\nnonvoluntary_ctxt_switches:\t{migr}\n")
-        wait = self.counters.get(("wait", tid), 0.0) + self.waits.get(tid, 0.0) * dt * 1e9
+        wait = self.counters.get(("wait", tid), 0.0) + self.step.get(tid, (0.0, 0.0))[1] * dt * 1e9
         self.counters[("wait", tid)] = wait
-        self.w(f"{d}/schedstat", f"{ticks * 10_000_000} {int(wait)} {ticks + migr + int(self.t * 10)}\n")
+        self.w(f"{d}/schedstat", f"{int(ticks * 10_000_000)} {int(wait)} {int(ticks) + migr + int(self.t * 10)}\n")
         self.w(f"{d}/sched", f"{comm} ({tid}, #threads: 1)\n{'-' * 67}\n"
                f"se.nr_migrations                             :{migr:>21}\nnr_switches                                  :{int(self.t * 10) + migr:>21}\n"
                f"nr_voluntary_switches                        :{int(self.t * 10):>21}\nnr_involuntary_switches                      :{migr:>21}\n")
 
+    PSI_WINDOWS = (10.0, 60.0, 300.0)  # avg10, avg60, avg300
+
+    def _pressure(self, key, waits: list[float], dt: float) -> str:
+        """cpu.pressure of a cgroup whose threads waited these shares of the tick: "some" (at least one
+        waited) is the longest wait (they wait behind the same runners: their waits overlap), "full" (all
+        waited at once) the shortest; each avg is the kernel's running average of that share in percent
+        (kernel/sched/psi.c calc_avgs), from a node up long before the first tick (started at its value)."""
+        some, full = (max(waits), min(waits)) if waits else (0.0, 0.0)
+        lines = []
+        for kind, share in (("some", some), ("full", full)):
+            total, avgs = self.counters.get(("psi", kind, key), (0.0, None))
+            total += share * dt * 1e6
+            pct = share * 100
+            avgs = [pct] * 3 if avgs is None else [a * math.exp(-dt / win) + pct * (1 - math.exp(-dt / win))
+                                                   for a, win in zip(avgs, self.PSI_WINDOWS)]
+            self.counters[("psi", kind, key)] = (total, avgs)
+            lines.append(f"{kind} avg10={avgs[0]:.2f} avg60={avgs[1]:.2f} avg300={avgs[2]:.2f} total={int(total)}\n")
+        return "".join(lines)
+
     def _write_cgroups(self, dt: float) -> None:
-        """Each running container's cpu.stat (periods, throttling, usage) and, on v2, cpu.pressure."""
+        """Each running container's cpu.stat (periods, throttling, its threads' time on CPU) and, on v2,
+        cpu.pressure, its pod's as well."""
         s = self.spec
+        by_ctr: dict = {}
+        for t in self.tasks:
+            if t[5] is not None:
+                by_ctr.setdefault(t[5], []).append(t)
         for p in s.pods:
             if not p.cgroup:
                 continue
+            pod_waits: list[float] = []
             for c in p.containers:
                 if c.init:
                     continue
@@ -683,12 +758,15 @@ class SimNode:
                 per += int(10 * dt) if c.quota_cores else 0
                 thr += c.throttled
                 self.counters[("cg", c.id)] = (per, thr)
+                ts = by_ctr.get((p.uid, c.id), [])
+                usage = int(sum(t[7] for t in ts) * 10_000)  # clock ticks on CPU -> µs
                 if s.cgroup == 2:
-                    some = self.counters.get(("psi", c.id), 0.0) + c.runq_wait * dt * 1e6
-                    self.counters[("psi", c.id)] = some
-                    self.w(f"{d}/cpu.pressure", f"some avg10=0.00 avg60=0.00 avg300=0.00 total={int(some)}\n"
-                           "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
-                    self.w(f"{d}/cpu.stat", f"usage_usec {int(self.t * 1e6 * c.busy)}\nuser_usec 0\nsystem_usec 0\n"
+                    waits = [self.step.get(t[0], (0.0, 0.0))[1] for t in ts if t[4] > 0]
+                    pod_waits += waits
+                    self.w(f"{d}/cpu.pressure", self._pressure(c.id, waits, dt))
+                    self.w(f"{d}/cpu.stat", f"usage_usec {usage}\nuser_usec {usage}\nsystem_usec 0\n"
                            f"nr_periods {per}\nnr_throttled {thr}\nthrottled_usec {thr * 5000}\nnr_bursts 0\nburst_usec 0\n")
                 else:
                     self.w(f"{d}/cpu.stat", f"nr_periods {per}\nnr_throttled {thr}\nthrottled_time {thr * 5000000}\n")
+            if s.cgroup == 2:
+                self.w(f"{self.cg_dir(p, None, 'cpu')}/cpu.pressure", self._pressure(p.uid, pod_waits, dt))
