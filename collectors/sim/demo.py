@@ -11,9 +11,11 @@ import tempfile
 import threading
 from pathlib import Path
 
+from .. import piddirs
 from ..fleet import NodeTarget
 from ..transport.demo import DemoTransport
 from .node import CtrSpec, NodeSpec, PodSpec, SimNode
+from .tuning import half_tuned, tuned
 
 
 _GPU_FAR = "GPU-3f6c2a9e-81d4-4b7a-9e0c-5a1d2b3c4d5e"
@@ -40,12 +42,16 @@ def demo_specs() -> list[NodeSpec]:
         other_tasks=[("kworker/4:1", 4, True), ("backup-agent", 30, False), ("logrotate", 3, False)],
         irqs={40: "0", 41: "1", 42: "6"},
         noise={6: 0.12},  # IRQ 42 (a NIC queue) and its NET_RX softirqs land on the matcher's CPU 6
+        extra_files=tuned(96, "0-1,48-49"),  # latency readiness: tuned cpu-partitioning, all of it
     )
     inference = NodeSpec(
         hostname="infer-epyc-64", sockets=1, cores=32, threads=2, numa_per_socket=4, l3_per_numa=2,  # Rome: 4-core CCX
         numbering="amd", cgroup=1,
         driver="cgroupfs", policy="static", reserved="0-1", kubelet_root="/var/lib/kubelet",
         init_affinity="0-1", numa_miss_per_tick=800,
+        # latency readiness half done: nohz_full on triton-0's 16-31 only, powersave, C6 left on the encoder's
+        # 48-51, irqbalance running with no ban of its own (it then bans 16-31 only)
+        extra_files=half_tuned(64, "16-31", "48-51"), other_tasks=[("irqbalance", 0, False)],
         nvidia_gpus={_GPU_FAR: "0000:c1:00.0", _GPU_NEAR: "0000:81:00.0"},
         pci_numa={"0000:c1:00.0": 3, "0000:81:00.0": 2},
         pods=[
@@ -92,29 +98,8 @@ def tree_dir() -> str | None:
 
 def stale_trees(where: str) -> list[Path]:
     """The trees in `where` of demos that died without removing them (kill -9: ~18 MB of memory each, in
-    /dev/shm): named with their process's pid, owned by this user, that process gone. A pid in use again by
-    another process keeps its tree (the next demo after that one ends sweeps it)."""
-    found = []
-    try:
-        entries = list(os.scandir(where))
-    except OSError:
-        return []
-    for e in entries:
-        pid = e.name[len(PREFIX):].split("-", 1)[0] if e.name.startswith(PREFIX) else ""
-        try:
-            if not pid.isdigit() or e.is_symlink() or not e.is_dir() or e.stat().st_uid != os.getuid():
-                continue
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            found.append(Path(e.path))
-        except OSError:  # alive (EPERM: another user's process), or the entry went meanwhile
-            continue
-    return found
-
-
-def _sweep(paths: list[Path]) -> None:
-    for p in paths:
-        shutil.rmtree(p, ignore_errors=True)
+    /dev/shm): named with their process's pid, owned by this user, that process gone (piddirs.stale)."""
+    return piddirs.stale(where, PREFIX)
 
 
 class DemoCluster:
@@ -127,8 +112,8 @@ class DemoCluster:
             where = tree_dir()
             stale = stale_trees(where or tempfile.gettempdir())
             if stale:  # removed beside the demo, never in its way
-                threading.Thread(target=_sweep, args=(stale,), name="pinscope-demo-sweep", daemon=True).start()
-            root = tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=where)
+                threading.Thread(target=piddirs.sweep, args=(stale,), name="pinscope-demo-sweep", daemon=True).start()
+            root = str(piddirs.make(PREFIX, where))
         self.dir = Path(root)
         self.written = write
         self.sims = []

@@ -111,6 +111,7 @@ class NodeSpec:
     device_text: str | None = None  # raw device-manager checkpoint (broken nodes); None: from the pods' devices
     orphan_devices: list = field(default_factory=list)  # (pod uid, container, resource, id, numa) no pod has
     dra_text: str | None = None  # raw DRA manager checkpoint (broken nodes); None: from the pods' claims
+    extra_files: dict = field(default_factory=dict)  # path -> text, written last (latency tuning: sim/tuning.py)
 
     @property
     def ncpus(self) -> int:
@@ -214,6 +215,8 @@ class SimNode:
         for irq, cl in sorted(s.irqs.items()):
             self.w(f"/proc/irq/{irq}/effective_affinity_list", cl + "\n")
             self.w(f"/proc/irq/{irq}/smp_affinity_list", cl + "\n")
+        for rel, text in sorted(s.extra_files.items()):
+            self.w(rel, text)
         self.tick()
         return self
 
