@@ -164,7 +164,8 @@ class Assembler:
 
     def _readiness(self, static: Frame, topo, kubelet, roles, pods, memory_state, all_tasks, problems):
         """Latency readiness: parsed once per static frame, judged again only when what it judges by changed
-        (roles, the pinned containers' cgroup values, the task scan that says whether irqbalance runs)."""
+        (roles, the pinned containers' cgroup values, the task scan that says whether irqbalance runs, the
+        memory manager's assignments)."""
         raw, rprobs = self._ready_raw.get((static,), _readiness_raw, static, topo)
         problems.extend(rprobs)
         ctrs = tuple((p.uid, c.name, c.cgroup_path, c.assigned, c.cgroup.quota_us if c.cgroup else None,
@@ -173,7 +174,8 @@ class Assembler:
                      for p in pods for c in p.containers if c.assigned)
         parts = {"topology": topo, "reserved": kubelet.reserved_cpus, "roles": roles, "pods": pods,
                  "memory_state": memory_state, "all_tasks": all_tasks}
-        return self._ready.get((raw, roles, ctrs, all_tasks, kubelet.reserved_cpus), build_readiness, raw, parts)
+        return self._ready.get((raw, roles, ctrs, all_tasks, kubelet.reserved_cpus, memory_state), build_readiness,
+                              raw, parts)
 
 
 def _readiness_raw(static: Frame, topo):
