@@ -83,14 +83,8 @@ def _cpu_quantity(text) -> float:
     return float(s)
 
 
-def case_from_snapshot(snap, containers: list[int]) -> tuple[dict, list[str], list[str]]:
-    """(case, assumed, problems); problems non-empty: no prediction can be made."""
-    topo, cfg, state = snap.topology, snap.kubelet, snap.state
-    assumed: list[str] = []
-    problems: list[str] = []
-    online = [c for c in topo.cpus if c.id in topo.online]
-    if not online:
-        problems.append("no online CPU was read")
+def _cpu_rows(online: list) -> tuple[list[list[int]], bool]:
+    """The case's CPU rows [id, socket, numa, core, uncore] of the online CPUs -> (rows, some L3 id unread)."""
     # cadvisor groups a NUMA node's threads into cores by (core_id, physical_package_id); kubelet names
     # a core by its lowest thread. An L3 shared by exactly the node's threads is a *node* cache for
     # cadvisor, not an uncore cache: kubelet then falls back to the socket (cadvisor sysinfo.addCacheInfo)
@@ -115,6 +109,37 @@ def case_from_snapshot(snap, containers: list[int]) -> tuple[dict, list[str], li
         elif l3_cpus[c.l3] != per_node:
             uncore = c.l3
         rows.append([c.id, socket, numa, core, uncore])
+    return rows, no_l3
+
+
+def _reserved(cfg, problems: list[str]) -> tuple[int, str]:
+    """(how many CPUs kubelet reserves, its reservedSystemCPUs as text or ""); a reservation that cannot be
+    used is added to `problems`."""
+    reserved = cfg.reserved_cpus
+    if reserved:
+        return len(reserved), cpuset_str(reserved)
+    total = 0.0
+    for d in (cfg.kube_reserved or {}, cfg.system_reserved or {}):
+        if "cpu" in d:
+            try:
+                total += _cpu_quantity(d["cpu"])
+            except ValueError:
+                problems.append(f"reserved cpu {d['cpu']!r} is not a quantity")
+    num_reserved = math.ceil(total)
+    if num_reserved == 0:
+        problems.append("the static policy requires systemreserved.cpu + kubereserved.cpu to be greater than zero")
+    return num_reserved, ""
+
+
+def case_from_snapshot(snap, containers: list[int]) -> tuple[dict, list[str], list[str]]:
+    """(case, assumed, problems); problems non-empty: no prediction can be made."""
+    topo, cfg, state = snap.topology, snap.kubelet, snap.state
+    assumed: list[str] = []
+    problems: list[str] = []
+    online = [c for c in topo.cpus if c.id in topo.online]
+    if not online:
+        problems.append("no online CPU was read")
+    rows, no_l3 = _cpu_rows(online)
     if no_l3:
         assumed.append("no L3 cache id read for some CPUs: their uncore cache is their socket (kubelet's fallback)")
     with_cpus = {r[2] for r in rows}
@@ -122,22 +147,7 @@ def case_from_snapshot(snap, containers: list[int]) -> tuple[dict, list[str], li
     distances = {str(n.id): list(n.distances) for n in topo.numa_nodes if n.distances}
     opts = {str(k): str(v) for k, v in (cfg.cpu_manager_policy_options or {}).items()}
     tm_opts = dict(getattr(cfg, "topology_manager_policy_options", None) or {})
-    reserved = cfg.reserved_cpus
-    if reserved:
-        num_reserved = len(reserved)
-        reserved_text = cpuset_str(reserved)
-    else:
-        total = 0.0
-        for d in (cfg.kube_reserved or {}, cfg.system_reserved or {}):
-            if "cpu" in d:
-                try:
-                    total += _cpu_quantity(d["cpu"])
-                except ValueError:
-                    problems.append(f"reserved cpu {d['cpu']!r} is not a quantity")
-        num_reserved = math.ceil(total)
-        reserved_text = ""
-        if num_reserved == 0:
-            problems.append("the static policy requires systemreserved.cpu + kubereserved.cpu to be greater than zero")
+    num_reserved, reserved_text = _reserved(cfg, problems)
     case: dict = {
         "cpus": rows, "cpuless_numa": cpuless, "distances": distances, "cpu_options": opts,
         "tm_policy": cfg.topology_manager_policy or "none", "tm_scope": cfg.topology_manager_scope or "container",

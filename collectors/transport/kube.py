@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import functools
 import re
 import secrets
@@ -504,32 +505,9 @@ def _deleted(key: tuple[str, str], made_by: asyncio.Future | None, deleting: asy
             _UNDELETED.pop(key, None)
 
 
-def gc(context: str | None, kubeconfig: str | None, namespace: str = DEFAULT_NAMESPACE,
-       dry_run: bool = False, out=None, err=None) -> int:
-    """`pinscope gc`: delete pinscope's debug pods in `namespace` (by their labels) that no live session holds,
-    and say of each pod what was done and why. A pod that ended (Succeeded, Failed) runs nothing: deleted. A
-    pod that runs (or is starting) is watched for 2 x its heartbeat-every s: a live session renews its
-    heartbeat within that (kept), a dead one's stays put (deleted). Clocks are never compared: only whether
-    the heartbeat moved, as gc saw it. A pod without a heartbeat (an older pinscope's) is kept: it ends by
-    itself (its watchdog, its activeDeadlineSeconds)."""
-    import datetime as dt
-    import sys
-
-    from kubernetes import client
-
-    out = out or sys.stdout
-    err = err or sys.stderr
-    api = client.CoreV1Api(client.ApiClient(load_config(context, kubeconfig)))
-
-    def listed() -> dict[str, dict]:
-        doc = call(api.list_namespaced_pod, "list", "pods", namespace, namespace=namespace,
-                   label_selector=PROBE_SELECTOR)
-        return {str((p.get("metadata") or {}).get("name")): p for p in doc.get("items") or []}
-
-    pods = listed()
-    if not pods:
-        print(f"no pinscope debug pods in namespace {namespace}", file=out)
-        return 0
+def _first_verdicts(pods: dict[str, dict]) -> tuple[dict[str, tuple[bool, str]], dict[str, str], int]:
+    """gc's verdicts from one listing -> ({name: (delete?, why)}, {name: its heartbeat, for the pods still to
+    watch}, how long to watch them in s)."""
     verdicts: dict[str, tuple[bool, str]] = {}  # name -> (delete?, why)
     watched: dict[str, str] = {}  # name -> its heartbeat when first seen
     wait = 0
@@ -549,29 +527,69 @@ def gc(context: str | None, kubeconfig: str | None, namespace: str = DEFAULT_NAM
             every_s = min(int(every), 60) if every.isdecimal() and int(every) > 0 else DEFAULT_HEARTBEAT
             wait = max(wait, min(2 * every_s + 1, GC_WAIT_CAP))
             watched[name] = str(notes[HEARTBEAT])
+    return verdicts, watched, wait
+
+
+def _watched_verdicts(watched: dict[str, str], wait: int, now_pods: dict[str, dict],
+                      pods: dict[str, dict], verdicts: dict[str, tuple[bool, str]]) -> None:
+    """The watched pods' verdicts once `wait` s have passed (`now_pods`: the listing then); a pod still listed
+    replaces its first listing in `pods`."""
+    for name, beat in watched.items():
+        again = now_pods.get(name)
+        if again is None:
+            verdicts[name] = (False, "gone meanwhile")
+        elif str(((again.get("metadata") or {}).get("annotations") or {}).get(HEARTBEAT)) != beat:
+            verdicts[name] = (False, f"kept: a live session renewed its heartbeat within {wait} s")
+            pods[name] = again
+        else:
+            verdicts[name] = (True, f"no heartbeat for {wait} s: its pinscope is gone")
+            pods[name] = again
+
+
+def _gc_line(namespace: str, name: str, pod: dict, why: str, now: dt.datetime) -> str:
+    """The start of gc's line for one pod: where it runs, its phase, its age and the verdict's why."""
+    meta, spec, st = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
+    age = "?"
+    with contextlib.suppress(KeyError, ValueError, AttributeError):
+        born = dt.datetime.fromisoformat(meta["creationTimestamp"].replace("Z", "+00:00"))
+        age = f"{int((now - born).total_seconds())}s"
+    return f"{namespace}/{name}  node {spec.get('nodeName')}  {st.get('reason') or st.get('phase')}  age {age}  {why}"
+
+
+def gc(context: str | None, kubeconfig: str | None, namespace: str = DEFAULT_NAMESPACE,
+       dry_run: bool = False, out=None, err=None) -> int:
+    """`pinscope gc`: delete pinscope's debug pods in `namespace` (by their labels) that no live session holds,
+    and say of each pod what was done and why. A pod that ended (Succeeded, Failed) runs nothing: deleted. A
+    pod that runs (or is starting) is watched for 2 x its heartbeat-every s: a live session renews its
+    heartbeat within that (kept), a dead one's stays put (deleted). Clocks are never compared: only whether
+    the heartbeat moved, as gc saw it. A pod without a heartbeat (an older pinscope's) is kept: it ends by
+    itself (its watchdog, its activeDeadlineSeconds)."""
+    import sys
+
+    from kubernetes import client
+
+    out = out or sys.stdout
+    err = err or sys.stderr
+    api = client.CoreV1Api(client.ApiClient(load_config(context, kubeconfig)))
+
+    def listed() -> dict[str, dict]:
+        doc = call(api.list_namespaced_pod, "list", "pods", namespace, namespace=namespace,
+                   label_selector=PROBE_SELECTOR)
+        return {str((p.get("metadata") or {}).get("name")): p for p in doc.get("items") or []}
+
+    pods = listed()
+    if not pods:
+        print(f"no pinscope debug pods in namespace {namespace}", file=out)
+        return 0
+    verdicts, watched, wait = _first_verdicts(pods)
     if watched:
         print(f"watching the heartbeat of {len(watched)} running debug pod(s) for {wait} s", file=err, flush=True)
         time.sleep(wait)
-        now_pods = listed()
-        for name, beat in watched.items():
-            again = now_pods.get(name)
-            if again is None:
-                verdicts[name] = (False, "gone meanwhile")
-            elif str(((again.get("metadata") or {}).get("annotations") or {}).get(HEARTBEAT)) != beat:
-                verdicts[name] = (False, f"kept: a live session renewed its heartbeat within {wait} s")
-                pods[name] = again
-            else:
-                verdicts[name] = (True, f"no heartbeat for {wait} s: its pinscope is gone")
-                pods[name] = again
+        _watched_verdicts(watched, wait, listed(), pods, verdicts)
     now = dt.datetime.now(dt.timezone.utc)
     for name, pod in pods.items():
-        meta, spec, st = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
-        age = "?"
-        with contextlib.suppress(KeyError, ValueError, AttributeError):
-            born = dt.datetime.fromisoformat(meta["creationTimestamp"].replace("Z", "+00:00"))
-            age = f"{int((now - born).total_seconds())}s"
         delete, why = verdicts[name]
-        line = f"{namespace}/{name}  node {spec.get('nodeName')}  {st.get('reason') or st.get('phase')}  age {age}  {why}"
+        line = _gc_line(namespace, name, pod, why, now)
         if delete and dry_run:
             line += "; would be deleted"
         elif delete:
