@@ -30,7 +30,7 @@ def test_the_demo_writes_its_trees_in_memory_even_with_tmpdir_set_and_removes_th
     says (TMPDIR)."""
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     monkeypatch.setattr(tempfile, "tempdir", None)  # tempfile reads TMPDIR once: read it again
-    cl = DemoCluster(specs=demo.demo_specs()[2:])  # batch-16: the smallest
+    cl = DemoCluster(specs=demo.demo_specs()[2:3])  # batch-16: the smallest
     try:
         assert str(cl.dir.parent) == (demo.SHM if _shm_usable() else str(tmp_path))
         assert cl.dir.name.startswith(f"pinscope-demo-{os.getpid()}-")
@@ -45,7 +45,7 @@ def test_no_room_or_no_shm_falls_back_to_tmpdir(monkeypatch, tmp_path):
     monkeypatch.setattr(tempfile, "tempdir", None)
     monkeypatch.setattr(demo, "SHM", "/nonexistent-shm")
     assert demo.tree_dir() is None
-    cl = DemoCluster(specs=demo.demo_specs()[2:])
+    cl = DemoCluster(specs=demo.demo_specs()[2:3])
     try:
         assert cl.dir.parent == tmp_path
     finally:
@@ -76,7 +76,7 @@ def test_the_trees_of_a_demo_killed_with_sigkill_are_swept_by_the_next(monkeypat
     if os.geteuid() == 0:
         os.chown(others, 65534, 65534)
     assert sorted(demo.stale_trees(str(tmp_path))) == sorted([gone] + ([] if os.geteuid() == 0 else [others]))
-    cl = DemoCluster(specs=demo.demo_specs()[2:])
+    cl = DemoCluster(specs=demo.demo_specs()[2:3])
     try:
         for _ in range(100):  # swept beside the demo, in a thread
             if not gone.exists():

@@ -77,8 +77,8 @@ def _session(tmp_path):
          f"env PATH={bindir}:$PATH TERM=xterm-256color bash --norc --noprofile")
     try:
         tmux(sock, "send-keys", "-t", "main", f"cd {tmp_path} && source recipe.sh", "Enter")
-        want = ("Prometheus ok", "4 nodes", "trade-xeon-96", "infer-epyc-64", "batch-16", "✖ 1 critical")
-        text = wait_for(sock, lambda t: all(w in t for w in want), "the overview: 4 nodes, the demo's faults")
+        want = ("Prometheus ok", "5 nodes", "trade-xeon-96", "infer-epyc-64", "batch-16", "db-numa-32", "✖ 1 critical")
+        text = wait_for(sock, lambda t: all(w in t for w in want), "the overview: 5 nodes, the demo's faults")
         assert text.splitlines()[1].lstrip("● ").startswith("trade-xeon-96")  # worst first: its planted drift
         tmux(sock, "send-keys", "-t", "main", "q")
         wait_for(sock, lambda t: t.rstrip().endswith("#") or t.rstrip().endswith("$"), "the shell prompt", 30)
