@@ -9,6 +9,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 
 from pinscope.collectors.findings import Finding, worst
+from pinscope.collectors.findings.readiness import NOT_READY_CODES
 from pinscope.collectors.model import NodeSnapshot
 from pinscope.collectors.naming import node_name
 from pinscope.collectors.pipeline import NodeReport
@@ -52,6 +53,7 @@ class NodeView:
     label: str | None = None  # the inventory's (or the API's) name for the node, when it has one
     api_pods: dict = field(default_factory=dict)  # pod uid -> collectors.kube.ApiPod (with --kube)
     api_error: str | None = None
+    _marks: tuple = field(default=(None, {}), repr=False, compare=False)  # (what it was for, cpu_marks())
 
     @property
     def name(self) -> str:
@@ -150,6 +152,31 @@ class NodeView:
 
     def worst(self) -> str | None:
         return worst(self.findings)
+
+    def cpu_marks(self) -> dict[int, str]:
+        """cpu -> the grid's mark: "critical" or "warning" ("!": a finding names the CPU), else "notready"
+        ("~": pinned but not latency-ready, collectors/assemble/readiness.py's reasons). The readiness findings
+        that name those CPUs mark them "~", not "!": on a half-tuned node every pinned CPU has one, and an
+        intruder's "!" would be lost among them. Worked out once per generation."""
+        key = (self.generation, id(self.snap), id(self.findings))
+        if self._marks[0] == key:
+            return self._marks[1]
+        ready = self.snap.readiness if self.snap is not None else None
+        not_ready = ready.not_ready if ready is not None else frozenset()
+        out: dict[int, str] = {}
+        rank = {"critical": 0, "warning": 1}
+        for f in self.findings:
+            if f.code in NODE_WIDE or f.severity not in rank:
+                continue
+            for c in f.cpus:
+                if f.code in NOT_READY_CODES and c in not_ready:
+                    continue
+                if c not in out or rank[f.severity] < rank[out[c]]:
+                    out[c] = f.severity
+        for c in not_ready:
+            out.setdefault(c, "notready")
+        self._marks = (key, out)
+        return out
 
     def cpu_findings(self) -> dict[int, str]:
         """cpu -> worst severity of the findings that name it. Findings about a whole NUMA node are not

@@ -13,6 +13,11 @@ from ..assemble.readiness import DEEP_CSTATE_US
 from ..parse.cpuset import cpus_named, format_cpuset as fmt
 from .base import check, finding
 
+# The codes that name exactly the CPUs NodeReadiness.reasons names (pinned, not latency-ready): the grid marks
+# those CPUs "~" for them, not "!" (tui/state.py cpu_marks), so a finding of another kind still stands out.
+NOT_READY_CODES = frozenset({"EXCLUSIVE_NOT_ISOLATED", "IRQBALANCE_NOT_BANNED", "PINNED_CPU_POWERSAVE",
+                             "PINNED_CPU_DEEP_CSTATE"})
+
 
 def _iso_evidence(raw) -> list[str]:
     k = raw.kernel

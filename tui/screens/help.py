@@ -30,11 +30,12 @@ def binding_rows(app, screen) -> list[tuple[str, str, str]]:
 CLOSE = Binding("escape,question_mark,q", "dismiss", "Close help", id="help.close")
 
 
-def close_keys(app) -> str:
-    """The keys that close the help, as keymap.toml has them ("esc, ? or q"): the help says them first."""
-    key = app.keymap_in_force.get(CLOSE.id, CLOSE.key)
-    keys = [app.get_key_display(Binding(k.strip(), CLOSE.action)) for k in key.split(",") if k.strip()]
-    return keys[0] if len(keys) == 1 else ", ".join(keys[:-1]) + " or " + keys[-1]
+def close_keys(rows: list[tuple[str, str, str]]) -> str:
+    """The keys that close the help, as keymap.toml has them ("esc, ? or q"), from the help's own binding
+    rows (binding_rows of the help screen: the one door to the app's keymap): the help says them first."""
+    keys = next(k for k, _, bid in rows if bid == CLOSE.id)  # "esc, ?, q": one key's display has no ", "
+    head, _, last = keys.rpartition(", ")
+    return f"{head} or {last}" if head else last
 
 
 class HelpScreen(ModalScreen):
@@ -47,7 +48,7 @@ class HelpScreen(ModalScreen):
     def compose(self) -> ComposeResult:
         t = Text()
         t.append("pinscope — keys\n", style="bold")
-        t.append(f"{close_keys(self.app)}: close this help\n\n", style="italic")
+        t.append(f"{close_keys(binding_rows(self.app, self))}: close this help\n\n", style="italic")
         for keys, desc, bid in binding_rows(self.app, self.under):
             t.append(f"  {keys:<22}", style="bold")
             t.append(f"{desc:<28}")

@@ -24,7 +24,7 @@ from pinscope.tui.elide import elide_middle
 from pinscope.tui.screens import nodelayout as lay
 from pinscope.tui.screens.nodequery import busiest_softirqs, filter_cpus, matches, matches_one, pod_cpus
 from pinscope.tui.state import NodeView
-from pinscope.tui.widgets.coregrid import NOISE_FULL, CoreGrid
+from pinscope.tui.widgets.coregrid import NOISE_FULL, CoreGrid, wrap_cells
 
 
 # measures how a text wraps (cell widths, words) as Rich will draw it; it writes nowhere
@@ -290,18 +290,21 @@ class NodeScreen(ReportScreen):
         _entries(t, [(f"{g[role]} {role}", grid._style(role))
                      for role in ("exclusive", "reserved", "shared", "isolated", "offline", "unassigned")], width, "  ",
                  trail=True)
+        marks = [("! = finding", "")]
+        if "notready" in v.cpu_marks().values():  # only where the grid shows one: no line spent on others
+            marks.append(("~ = pinned, not latency-ready", ""))
         if grid.shade_mode == "noise":
             t.append("\n")
             _entries(t, [("shade = kernel noise ▁▂▃▄▅▆▇█", ""),
                          (f"(irq+softirq+steal, full at {NOISE_FULL * 100:.0f} %)", "")], width, " ")
             t.append("\n")
-            _entries(t, [("! = finding", ""), ("letter = pod", "")], width, "   ")
+            _entries(t, [*marks, ("letter = pod", "")], width, "   ")
             busiest = busiest_softirqs(v.rates)
             if busiest:
                 t.append(f"\nbusiest softirqs: {busiest}")
         else:
             t.append("\n")
-            _entries(t, [("shade = load ▁▂▃▄▅▆▇█", ""), ("! = finding", ""), ("letter = pod", "")], width, "   ")
+            _entries(t, [("shade = load ▁▂▃▄▅▆▇█", ""), *marks, ("letter = pod", "")], width, "   ")
         if v.snap and any(o.pod_level for r in v.snap.roles for o in r.owners):
             t.append("\nlower-case letter = CPUs the pod holds as a whole (pod-level resources)")
         return t
@@ -329,6 +332,10 @@ class NodeScreen(ReportScreen):
                                  f"  steal {nz.steal * 100:.1f})")
                 if who:
                     lines.append("  " + elide_middle(display(who), max(8, width - 2)))
+                why = v.snap.readiness.reasons.get(c.id) if v.snap.readiness is not None else None
+                if why:  # the "~" of the grid, said: what keeps this pinned CPU from being latency-ready
+                    said = wrap_cells(display("not latency-ready: " + "; ".join(why)), max(8, width - 4))
+                    lines += [("  ~ " if i == 0 else "    ") + ln for i, ln in enumerate(said)]
         return Text("\n".join(lines))
 
     def _legend(self) -> None:

@@ -3,7 +3,8 @@
 Laid out like the hardware (tui/widgets/gridlayout.py, pure): socket -> NUMA node -> L3 (when a NUMA node
 has several) -> cores, the SMT siblings of a core side by side.
 A cell: CPU id, class glyph (readable in monochrome), load shade (or kernel noise: one key toggles), and
-the pod tag on exclusive CPUs ("!" in the finding colour where a finding names the CPU). Three
+the pod tag on exclusive CPUs ("!" in the finding colour where a finding names the CPU, "~" in the warning
+colour where a pinned CPU is not latency-ready: tui/state.py cpu_marks). Three
 densities, chosen to fit, and shown in the title: "full" (id + glyph + shade + tag), "compact" (glyph +
 shade + tag, ids at the row start), "cores" (one cell per physical core: its busiest thread); beyond that
 it scrolls, and says so.
@@ -63,7 +64,10 @@ def bar(u: float | None, width: int) -> str:
 
 
 _ORDER = {"exclusive": 0, "isolated": 1, "reserved": 2, "unassigned": 3, "shared": 4, "offline": 5}
-_UNASSIGNED = ("unassigned", None, None, None)  # a CPU no role names: (role, share, tag, severity)
+_UNASSIGNED = ("unassigned", None, None, None)  # a CPU no role names: (role, share, tag, mark)
+# a cell's mark, the worst of its CPUs': a finding's "!" (critical, warning), then "~" (pinned, not latency-ready)
+MARK_RANK = {"critical": 0, "warning": 1, "notready": 2}
+MARK_GLYPH = {"critical": "!", "warning": "!", "notready": "~"}
 
 
 def wrap_cells(text: str, width: int) -> list[str]:
@@ -296,7 +300,7 @@ class CoreGrid(ScrollView, can_focus=True):
 
     def _frame(self) -> dict:
         """What every cell of this view needs, worked out once per view and shade (not per painted row):
-        cpu -> (role, load or noise share, pod tag or None when no pod owns it, worst finding severity)."""
+        cpu -> (role, load or noise share, pod tag or None when no pod owns it, its mark: NodeView.cpu_marks)."""
         v = self.view
         if v is None or v.snap is None:
             return {}
@@ -304,7 +308,7 @@ class CoreGrid(ScrollView, can_focus=True):
         if self._frame_for[0] != token:
             snap = v.snap
             util = self._shade_values()
-            marks = v.cpu_findings()
+            marks = v.cpu_marks()
             tags = v.tags
             per: dict = {}
             for r in snap.roles:
@@ -394,7 +398,7 @@ class CoreGrid(ScrollView, can_focus=True):
         return {n: "  devices: " + ", ".join(sorted(items)) for n, items in out.items()}
 
     def _cell_key(self, cell: Cell, per: dict) -> tuple:
-        """(text before the mark, text after it, role, mark severity) of one cell (its flag: _keys)."""
+        """(text before the mark, text after it, role, mark: MARK_RANK's or None) of one cell (its flag: _keys)."""
         members = cell.members
         role, u, tag, sev = None, None, None, None
         for m in members:  # a core cell shows its most telling role: exclusive > isolated > reserved > ...
@@ -405,11 +409,10 @@ class CoreGrid(ScrollView, can_focus=True):
                 u = st[1]
             if tag is None:  # the first member owned by a pod names the cell
                 tag = st[2]
-            if st[3] == "critical" or (st[3] == "warning" and sev is None):
+            if st[3] in MARK_RANK and (sev is None or MARK_RANK[st[3]] < MARK_RANK[sev]):
                 sev = st[3]
         role = role or "unassigned"
         glyph = self.glyphs.get(role, "?")
-        sev = sev if sev in ("critical", "warning") else None
         # the mark sits right after the CPU's id where the cell shows one (wall, full): at the cell's end it
         # stood right before the next cell's id (CPU 3's mark beside CPU 51, its sibling); the last column
         # is then the blank between cells. Without ids (compact, cores) it ends the cell, after its tag.
@@ -468,8 +471,9 @@ class CoreGrid(ScrollView, can_focus=True):
             base = base + self._style("cursor")
         elif flag == 1:
             base = base + self._style("highlight")
-        # the finding mark alone takes the finding's colour: the role colour stays readable
-        mark = ("!", base + self._style(sev)) if sev and not stale else ("!" if sev else " ", base)
+        # the mark alone takes the finding's colour ("~" the warning's): the role colour stays readable
+        glyph = MARK_GLYPH.get(sev, " ")
+        mark = (glyph, base + self._style("warning" if sev == "notready" else sev)) if sev and not stale else (glyph, base)
         return [(before, base), mark, (after, base)] if after else [(before, base), mark]
 
     # ------------------------------------------------------------------ keyboard and mouse

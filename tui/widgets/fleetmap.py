@@ -1,5 +1,5 @@
 """The fleet map: every node as a mini core map (a character per CPU: class glyph and colour, findings
-marked), one Line-API widget for the whole fleet; the largest trouble first. On a wide screen the maps
+marked "!", pinned CPUs not latency-ready "~"), one Line-API widget for the whole fleet; the largest trouble first. On a wide screen the maps
 go side by side, as many columns as fit (read left to right, then down), so a wall shows more nodes."""
 from __future__ import annotations
 
@@ -167,7 +167,7 @@ class FleetMap(ScrollView, can_focus=True):
             w = self._map_width()
             cpus = v.snap.topology.cpus[k * w:(k + 1) * w]
             roles = {r.id: r.role for r in v.snap.roles}
-            marks = v.cpu_findings()
+            marks = v.cpu_marks()
             for c in cpus:
                 role = roles.get(c.id, "unassigned")
                 sev = marks.get(c.id)
@@ -175,6 +175,8 @@ class FleetMap(ScrollView, can_focus=True):
                     segs.append(Segment(GLYPHS[role], self._st("stale")))
                 elif sev in ("critical", "warning"):
                     segs.append(Segment("!", self._st(role) + self._st(sev)))
+                elif sev == "notready":
+                    segs.append(Segment("~", self._st(role) + self._st("warning")))
                 else:
                     segs.append(Segment(GLYPHS[role], self._st(role)))
         elif k == 0:
