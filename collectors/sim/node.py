@@ -36,7 +36,7 @@ class CtrSpec:
     tasks: int = 2
     busy: float = 0.3  # share of a CPU each task burns, for the simulated counters
     quota_cores: float | None = None  # CFS quota; None = unlimited
-    throttled: int = 0  # nr_throttled growth per tick
+    throttled: int = 0  # nr_throttled growth per second (at most its 10 periods; only under a quota)
     init: bool = False  # an init container: in the state file, no cgroup left
     cgroup_left: bool = False  # init: its cgroup is still there, empty (exited, not yet removed by the runtime)
     mems: str | None = None
@@ -757,10 +757,13 @@ class SimNode:
                 if c.init:
                     continue
                 d = self.cg_dir(p, c, "cpu")
-                per, thr = self.counters.get(("cg", c.id), (0, 0))
-                per += int(10 * dt) if c.quota_cores else 0
-                thr += c.throttled
+                # both grow with the time the tick covers (10 periods of 100 ms a second, `throttled` of them
+                # a second), so no interval the demo runs at counts more throttled periods than periods
+                per, thr = self.counters.get(("cg", c.id), (0.0, 0.0))
+                per += 10 * dt if c.quota_cores else 0.0
+                thr += min(c.throttled, 10) * dt if c.quota_cores else 0.0
                 self.counters[("cg", c.id)] = (per, thr)
+                per, thr = int(per + 1e-9), int(thr + 1e-9)
                 ts = by_ctr.get((p.uid, c.id), [])
                 usage = int(sum(t[7] for t in ts) * 10_000)  # clock ticks on CPU -> µs
                 if s.cgroup == 2:

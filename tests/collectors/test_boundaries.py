@@ -58,16 +58,18 @@ def _two_samples(tmp_path, node: NodeSpec, dt: float):
 
 @pytest.mark.parametrize("dt", [0.5, 2.0, 5.0])
 def test_rates_are_per_second_of_the_interval(tmp_path, dt):
-    """The simulated counters grow by a fixed amount per tick, whatever its length: a rate is that amount
-    divided by the interval the node's uptime says passed (not by 1, not by the client's wall clock)."""
+    """The simulated NUMA counters grow by a fixed amount per tick, whatever its length, the throttling ones
+    by a fixed amount per second of it (as a kernel's do: no more throttled periods than periods): a rate is
+    the growth divided by the interval the node's uptime says passed (not by 1, not by the client's wall
+    clock)."""
     node = spec(numa_miss_per_tick=300,
-                pods=[PodSpec("rt", "prod", containers=[CtrSpec("app", cpus="1,5", quota_cores=2, throttled=20)])])
+                pods=[PodSpec("rt", "prod", containers=[CtrSpec("app", cpus="1,5", quota_cores=2, throttled=8)])])
     a, b = _two_samples(tmp_path, node, dt)
     r = compute(a, b, wall_dt=123.0)  # a wrong wall clock must not be used when uptime is there
     assert r.dt == pytest.approx(dt, abs=0.011)
     (cr,) = r.containers.values()
-    assert cr.throttled_per_s == pytest.approx(20 / dt, rel=0.02)
-    assert cr.throttled_us_per_s == pytest.approx(20 * 5000 / dt, rel=0.02)
+    assert cr.throttled_per_s == pytest.approx(8, rel=0.02)
+    assert cr.throttled_us_per_s == pytest.approx(8 * 5000, rel=0.02)
     assert r.numa[0]["numa_miss_per_s"] == pytest.approx(300 / dt, rel=0.02)
     assert r.numa[0]["numa_hit_per_s"] == pytest.approx(10000 / dt, rel=0.02)
     # CPU use from the tasks' utime is a fraction of a CPU, the same whatever the interval
