@@ -73,10 +73,15 @@ def demo_specs() -> list[NodeSpec]:
         pods=[PodSpec("etl-job", "batch", containers=[CtrSpec("spark", tasks=6, busy=0.4, quota_cores=4)]),
               PodSpec("web-1", "web", qos="Burstable", containers=[CtrSpec("nginx", busy=0.1)])],
     )
+    return [trading, inference, plain, fragmented()]
+
+
+def fragmented() -> NodeSpec:
+    """db-numa-32, the node whose free exclusive CPUs are fragmented (issue 36, EXCLUSIVE_FRAGMENTED)."""
     # exclusive CPUs fragmented over NUMA nodes (issue 36, EXCLUSIVE_FRAGMENTED): 12 CPUs are free (6 whole
     # cores), yet a container of 10, the replica's size, is refused: single-numa-node wants them on one NUMA
     # node, and each has 6 (2 x 8 cores, HT: CPU n's sibling n + 16; NUMA 0 = cores 0-7, NUMA 1 = cores 8-15)
-    fragmented = NodeSpec(
+    return NodeSpec(
         hostname="db-numa-32", sockets=2, cores=8, threads=2, numbering="intel", cgroup=2, driver="systemd",
         policy="static", reserved="0,16", topology_policy="single-numa-node",
         policy_options={"full-pcpus-only": "true"}, init_affinity="0,16", seed=36,
@@ -86,7 +91,6 @@ def demo_specs() -> list[NodeSpec]:
             PodSpec("pgbouncer-6b", "db", qos="Burstable", containers=[CtrSpec("pgbouncer", busy=0.1)]),
         ],
     )
-    return [trading, inference, plain, fragmented]
 
 
 SHM = "/dev/shm"
