@@ -11,6 +11,7 @@ import re
 
 from pinscope.collectors.errors import PinscopeError
 from pinscope.collectors.fit.predict import FitAnswer, predict
+from pinscope.collectors.fit.summary import reason
 from pinscope.collectors.parse.cpuset import format_cpuset
 from pinscope.collectors.text import display_lines
 
@@ -57,7 +58,7 @@ def render(ans: FitAnswer, n: int) -> str:
         out.append(f"  not known: {ans.note}")
     elif ans.error is not None:
         out.append(f"  rejected: {ans.error['kind']}: {ans.error['message']}")
-        out.append(f"    {_why(ans)}")
+        out.append(f"    why: {reason(ans.error)}")
     elif ans.cpus is None:
         out.append(f"  fits: {ans.note}")
     else:
@@ -66,27 +67,14 @@ def render(ans: FitAnswer, n: int) -> str:
         out.append(f"  containers of {n} CPUs that fit one after another: {ans.how_many}")
     for p in ans.per_numa:
         lf = p.get("largest_fit") or {}
-        line = (f"  NUMA {p['numa_node']}: free {p['free_count']} ({p['free_cpus'] or '-'}), "
-                f"{p['free_whole_cores']} whole cores; largest container kubelet would place there: "
-                f"{lf.get('cpus', '-')} CPUs, {lf.get('whole_cores', '-')} as whole cores")
-        if lf.get("cpus") == 0 and p["free_count"]:
-            line += " (kubelet takes CPUs of other NUMA nodes first)"
-        out.append(line)
+        out.append(f"  NUMA {p['numa_node']}: free {p['free_count']} ({p['free_cpus'] or '-'}), "
+                   f"{p['free_whole_cores']} whole cores; largest container kubelet could give from it alone: "
+                   f"{lf.get('cpus', '-')} CPUs, {lf.get('whole_cores', '-')} as whole cores")
     for s in ans.assumed:
         out.append(f"  assumed: {s}")
     for s in ans.unknown:
         out.append(f"  unknown: {s}")
     return display_lines(out)
-
-
-def _why(ans: FitAnswer) -> str:
-    kind = (ans.error or {}).get("kind")
-    return {
-        "SMTAlignmentError": "full-pcpus-only: the request must be whole cores, and that many whole cores must be free "
-                             "(the reserved CPUs' siblings count as taken)",
-        "TopologyAffinityError": "the topology manager found no NUMA placement its policy accepts for this many CPUs",
-        "UnexpectedAdmissionError": "not enough free CPUs (outside the reserved set) for this request",
-    }.get(kind or "", "kubelet's configuration or state refuses it: see the message")
 
 
 async def fit_cmd(a) -> int:

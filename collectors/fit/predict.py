@@ -3,9 +3,9 @@
 `case_from_snapshot` turns the node's files (topology as cadvisor reports it to kubelet, the
 kubelet configuration, cpu_manager_state) into the case collectors/fit/kubelet.py decides;
 `predict` answers for the next Guaranteed container of N CPUs: the CPUs kubelet would give, or
-its admission error, plus per NUMA node and socket the largest container kubelet would place
-there, and how many of N fit one after another. What the node's files cannot tell is listed in
-`unknown`; what pinscope had to assume (the kubelet release, above all) in `assumed`.
+its admission error, plus per NUMA node and socket the largest container kubelet could give from
+there alone (capacity.py), and how many of N fit one after another. What the node's files cannot
+tell is listed in `unknown`; what pinscope had to assume (the kubelet release, above all) in `assumed`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from .kubelet import DEFAULT_RELEASE, NUMA, RELEASES, SOCKET, Kubelet, KubeletError, cpuset_str
+from .capacity import places
+from .kubelet import DEFAULT_RELEASE, RELEASES, Kubelet, KubeletError, cpuset_str
 
 # What no file on the node says, whatever pinscope reads.
 ALWAYS_UNKNOWN = (
@@ -163,31 +164,6 @@ def case_from_snapshot(snap, containers: list[int]) -> tuple[dict, list[str], li
     return case, assumed, problems
 
 
-def _numa_of(k: Kubelet) -> dict[int, int]:
-    return {c: t[NUMA] for c, t in k.topo.details.info.items()}
-
-
-def largest_within(k: Kubelet, cpus_of_place: set[int], whole_cores: bool) -> int:
-    """The largest container kubelet would admit with all its CPUs in `cpus_of_place` (and,
-    with whole_cores, only whole cores): scanned downwards from the place's free CPUs."""
-    free = (k.default - k.policy.reserved) & cpus_of_place
-    per_core = k.topo.cpus_per_core() or 1
-    details = k.topo.details
-    for n in range(len(free), 0, -1):
-        if whole_cores and n % per_core:
-            continue
-        d = k.admit([n])
-        if d.error is not None or not d.sets or d.sets[0] is None:
-            continue
-        got = d.sets[0]
-        if not got <= cpus_of_place:
-            continue
-        if whole_cores and any(not details.cpus_in(2, details.info[c][2]) <= got for c in got):
-            continue
-        return n
-    return 0
-
-
 def how_many_fit(k: Kubelet, n: int, limit: int = 4096) -> int:
     """How many containers of n CPUs kubelet admits one after another (on a copy of its state)."""
     if n <= 0:
@@ -203,27 +179,6 @@ def how_many_fit(k: Kubelet, n: int, limit: int = 4096) -> int:
     finally:
         k.default = saved
     return count
-
-
-def places(k: Kubelet, with_largest: bool = True) -> tuple[list[dict], list[dict]]:
-    """Per NUMA node and per socket: the free CPUs and the largest container that kubelet would
-    place there (any CPUs; whole cores only)."""
-    d = k.topo.details
-    free_all = k.default - k.policy.reserved
-    per_numa: list[dict] = []
-    per_socket: list[dict] = []
-    for level, out, key in ((NUMA, per_numa, "numa_node"), (SOCKET, per_socket, "socket")):
-        for i in sorted(d.idx[level]):
-            cpus = set(d.cpus_in(level, i))
-            free = free_all & cpus
-            per_core = k.topo.cpus_per_core() or 1
-            whole = [c for c in d.ids_in(2, level, i) if d.cpus_in(2, c) <= free and len(d.cpus_in(2, c)) == per_core]
-            entry = {key: i, "free_cpus": cpuset_str(free), "free_count": len(free), "free_whole_cores": len(whole)}
-            if with_largest:
-                entry["largest_fit"] = {"cpus": largest_within(k, cpus, False),
-                                        "whole_cores": largest_within(k, cpus, True)}
-            out.append(entry)
-    return per_numa, per_socket
 
 
 def predict(snap, cpus: int, kubelet_version: str | None = None, count: bool = True, with_largest: bool = True) -> FitAnswer:

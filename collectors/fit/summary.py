@@ -1,0 +1,81 @@
+"""What fits, for the views that show it all the time (the TUI's "what fits" pane, the exporter): kubelet's
+answers computed once per node state and reused, and the reason for a refusal in pinscope's words.
+
+The answers are pure functions of the case the node's files make (collectors/fit/predict.py
+case_from_snapshot: topology, kubelet configuration, cpu_manager_state) and of what made predict() refuse
+to predict (policy, state unreadable). That is the cache key: a tick whose files did not change reuses
+the answer; a pod that comes or goes (a new checkpoint) computes it again (issue 36: "the pane
+recomputes only when the assignment changes").
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+
+from .predict import FitAnswer, case_from_snapshot, predict
+
+_LOCK = threading.Lock()
+_CACHE: dict[tuple, FitAnswer] = {}
+_MAX = 64  # nodes x requests kept; the exporter of a fleet asks one per node, the pane a few per node
+computed = 0  # answers computed (not taken from the cache): tests count them
+
+
+def _key(snap, n: int, what: str) -> tuple:
+    """Everything predict() reads of the snapshot, as text."""
+    cfg, st = snap.kubelet, snap.state
+    case, _assumed, problems = case_from_snapshot(snap, [n])
+    return (snap.node, what, n, cfg.found, cfg.cpu_manager_policy, getattr(cfg, "memory_manager_policy", None),
+            snap.state_status, st.policy if st is not None else None, tuple(problems),
+            json.dumps(case, sort_keys=True),
+            bool(getattr(snap, "device_state", None) and snap.device_state.allocations))
+
+
+def _cached(key: tuple, make) -> FitAnswer:
+    global computed
+    with _LOCK:
+        hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    ans = make()
+    with _LOCK:
+        computed += 1
+        if len(_CACHE) >= _MAX:
+            _CACHE.pop(next(iter(_CACHE)))  # the oldest first
+        _CACHE[key] = ans
+    return ans
+
+
+def node_fit(snap) -> FitAnswer:
+    """Per NUMA node and socket: the free CPUs and whole cores, and the largest container kubelet could
+    give there (any CPUs; whole cores). `readable` False or a `note`: why nothing is predicted."""
+    return _cached(_key(snap, 1, "places"), lambda: predict(snap, 1, count=False, with_largest=True))
+
+
+def request_fit(snap, n: int) -> FitAnswer:
+    """The next Guaranteed container of n CPUs: the CPUs kubelet would give or its error, and how many of
+    n fit one after another (per NUMA node: the free CPUs, without the largest fits)."""
+    return _cached(_key(snap, n, "request"), lambda: predict(snap, n, count=True, with_largest=False))
+
+
+def reason(error: dict | None) -> str:
+    """Why kubelet refuses, in pinscope's words, beside kubelet's own message."""
+    if not error:
+        return ""
+    kind, msg = error.get("kind", ""), error.get("message", "")
+    if kind == "SMTAlignmentError" and "not multiple" in msg:
+        return ("full-pcpus-only: a request must be a whole number of physical cores (a multiple of the "
+                "threads per core)")
+    if kind == "SMTAlignmentError":
+        return ("full-pcpus-only: not that many free CPUs once the reserved CPUs' SMT siblings are counted "
+                "as taken")
+    if kind == "TopologyAffinityError":
+        return ("the topology manager's policy found no NUMA placement it accepts for this many CPUs: "
+                "the free CPUs are there, but not on few enough NUMA nodes")
+    if kind == "UnexpectedAdmissionError" and "not enough cpus" in msg:
+        return "not enough free CPUs outside the reserved set for this request"
+    if kind == "UnexpectedAdmissionError":
+        return "kubelet's CPU manager could not place this request on the free CPUs"
+    if kind == "Hang":
+        return "kubelet's admission would never return on this node (a kubelet bug of this release)"
+    return "kubelet refuses its own configuration or checkpoint as they are: see its message"
