@@ -18,6 +18,7 @@ from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
 
+from ..fit.summary import node_fit
 from ..model import ROLES
 
 SEVERITIES = ("critical", "warning", "info")
@@ -79,6 +80,9 @@ CONTRACT: tuple[Family, ...] = (
     Family("pinscope_cpu_noise_ratio", "gauge", ("node", "cpu"),
            "share of the CPU's time taken by the kernel over the last read window, 0..1: irq + softirq + steal "
            "(/proc/stat; what KERNEL_NOISE_EXCLUSIVE measures)"),
+    Family("pinscope_fit_largest_exclusive_cpus", "gauge", ("node", "numa_node", "alignment"),
+           "the largest Guaranteed container kubelet could give exclusive CPUs from this NUMA node alone, as its own "
+           "code decides (alignment \"cpus\": any CPUs, \"whole_cores\": whole cores only); static policy, checkpoint read"),
     Family("pinscope_finding", "gauge", ("node", "code", "severity", "namespace", "pod", "container"),
            "1 per active finding (codes as in pinscope check; namespace/pod/container empty for node-wide ones)"),
     Family("pinscope_findings", "gauge", ("node", "severity"),
@@ -149,8 +153,25 @@ def node_samples(node: str, report) -> dict[str, list[Sample]]:
     _cpus(out, node, report.snapshot, report.rates, running)
     _containers(out, node, report.snapshot, report.rates, _exclusive_counts(report.snapshot, running))
     _devices(out, node, report.snapshot)
+    _fit(out, node, report.snapshot)
     _findings(out, node, report.findings)
     return out.by
+
+
+def _fit(out: _Out, node: str, snap) -> None:
+    """Per NUMA node: the largest container kubelet could give from it alone (collectors/fit, computed again only
+    when the node's checkpoint or configuration changed); nothing where no prediction is made."""
+    if snap.kubelet.cpu_manager_policy != "static" or snap.state is None:
+        return
+    ans = node_fit(snap)
+    if not ans.readable or ans.note:
+        return
+    for p in ans.per_numa:
+        largest = p.get("largest_fit") or {}
+        for alignment in ("cpus", "whole_cores"):
+            if alignment in largest:
+                out.add("pinscope_fit_largest_exclusive_cpus",
+                        {"node": node, "numa_node": str(p["numa_node"]), "alignment": alignment}, largest[alignment])
 
 
 MAX_DEVICE_SERIES = 512  # a node with every SR-IOV VF handed out has a few hundred; labels stay bounded

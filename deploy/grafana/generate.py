@@ -82,6 +82,19 @@ def panels() -> list:
          .description("seconds per second a pinned container was throttled by its CFS quota")
          .with_target(q(f"sum by (node, namespace, pod, container) (rate(pinscope_container_cpu_cfs_throttled_seconds_total{{{N}}}[$__rate_interval]))"
                         f" and {PINNED}", "{{node}} {{namespace}}/{{pod}}/{{container}}")), 8, 12),
+        # what fits (issue 36): kubelet's own decision, ported; the finding when N CPUs are free yet refused
+        (bargauge.Panel().title("What fits: largest pinned container per NUMA node").unit("none")
+         .description("the largest Guaranteed container kubelet could give exclusive CPUs from each NUMA node alone "
+                      "(any CPUs, or whole cores only), as kubelet's own code decides on the node's state")
+         .with_target(q(f"max by (node, numa_node, alignment) (pinscope_fit_largest_exclusive_cpus{{{N}}})",
+                        "{{node}} NUMA {{numa_node}} {{alignment}}")), 8, 12),
+        (stat.Panel().title("Free exclusive CPUs fragmented (EXCLUSIVE_FRAGMENTED)").unit("none")
+         .description("1: the node has N free CPUs, yet kubelet would refuse a container of N (N: its largest pinned "
+                      "request); `pinscope fit NODE --cpus N` says where they are and what kubelet would answer")
+         .mappings([ValueMap({"0": ValueMappingResult(text="ok", color="green", index=0),
+                              "1": ValueMappingResult(text="fragmented", color="orange", index=1)})])
+         .with_target(q(f'max by (node) (pinscope_finding{{{N},code="EXCLUSIVE_FRAGMENTED"}})'
+                        f" or max by (node) (pinscope_node_info{{{N}}}) * 0", "{{node}}")), 8, 12),
         (timeseries.Panel().title("pinscope's own cost on the node").unit("s")
          .description("CPU seconds per second the probe used, and how long one read took")
          .with_target(q(f"sum by (node) (rate(pinscope_probe_cpu_seconds_total{{{N}}}[$__rate_interval]))",

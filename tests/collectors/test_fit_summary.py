@@ -1,4 +1,5 @@
-"""What fits per NUMA node (collectors/fit/capacity.py) and cached per node state (summary.py), on the demo's fragmented node read by the real collector: db-numa-32 (2 x 8 cores,
+"""What fits per NUMA node (collectors/fit/capacity.py), cached per node state (summary.py), and the
+exporter's series of it, on the demo's fragmented node read by the real collector: db-numa-32 (2 x 8 cores,
 HT, siblings 16 apart, single-numa-node, full-pcpus-only, reserved 0,16; pg-primary-0 on 1-4,17-20,
 pg-replica-1 on 8-12,24-28): free NUMA 0 = 5-7,21-23, NUMA 1 = 13-15,29-31, 6 CPUs (3 whole cores) each."""
 
@@ -9,6 +10,7 @@ import dataclasses
 import pytest
 from helpers import read_sim
 
+from pinscope.collectors.exporter.metrics import node_samples
 from pinscope.collectors.fit import summary
 from pinscope.collectors.fit.capacity import largest_alone
 from pinscope.collectors.fit.kubelet import Kubelet, cpuset_parse
@@ -69,6 +71,17 @@ def test_computed_once_per_node_state(fragmented):
     b = summary.node_fit(dataclasses.replace(snap, state=gone))
     assert summary.computed - start == 3 and b is not a
     assert {p["numa_node"]: p["largest_fit"]["cpus"] for p in b.per_numa} == {0: 6, 1: 16}
+
+
+def test_exporter_serves_the_largest_fit_per_numa_node(fragmented):
+    got = {(s.labels["numa_node"], s.labels["alignment"]): s.value
+           for s in node_samples("db-numa-32", fragmented)["pinscope_fit_largest_exclusive_cpus"]}
+    assert got == {("0", "cpus"): 6, ("0", "whole_cores"): 6, ("1", "cpus"): 6, ("1", "whole_cores"): 6}
+
+
+def test_exporter_serves_nothing_where_nothing_is_predicted(tmp_path):
+    plain = read_sim(_spec("batch-16"), tmp_path / "b", samples=1)  # cpuManagerPolicy none
+    assert node_samples("batch-16", plain)["pinscope_fit_largest_exclusive_cpus"] == []
 
 
 def test_the_reason_says_what_kubelets_words_mean():

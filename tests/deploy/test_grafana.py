@@ -71,7 +71,8 @@ def _queries() -> list[tuple[str, str]]:
 
 def test_the_dashboard_shows_what_the_issue_asks():
     titles = " | ".join(p["title"] for p in BOARD["panels"])
-    for what in ("CPU map", "Exclusive CPUs per pod", "Findings over time", "Run-queue wait", "noise", "own cost"):
+    for what in ("CPU map", "Exclusive CPUs per pod", "Findings over time", "Run-queue wait", "noise", "own cost",
+                 "What fits", "EXCLUSIVE_FRAGMENTED"):
         assert what in titles, (what, titles)
     assert {p["type"] for p in BOARD["panels"]} >= {"state-timeline", "heatmap", "timeseries", "bargauge", "stat"}
     assert all('node=~"$node"' in e for _, e in _queries())  # every panel per node
@@ -214,3 +215,13 @@ def test_pinned_container_panels_show_pinned_containers_only(fleet):
         assert "{{node}}" in t["legendFormat"], title
     cfs = {(k["node"], k["pod"]) for k in (r["metric"] for r in _series(prom, "CFS throttling"))}
     assert {("sim-g", "feed-0"), ("sim-h", "risk-0")} <= cfs
+
+
+def test_what_fits_panels_answer_per_node_and_numa_node(fleet):
+    """Issue 36: the largest container kubelet could give per NUMA node (any CPUs, whole cores), and the
+    fragmentation finding as 0/1 per node (0 where it does not fire: a node without it is not missing)."""
+    prom = fleet
+    keys = {(r["metric"]["node"], r["metric"]["numa_node"], r["metric"]["alignment"]) for r in _series(prom, "What fits")}
+    assert keys == {(n, "0", a) for n in ("sim-g", "sim-h") for a in ("cpus", "whole_cores")}
+    frag = {r["metric"]["node"]: r["value"][1] for r in _series(prom, "Free exclusive CPUs fragmented")}
+    assert frag == {"sim-g": "0", "sim-h": "0"}
