@@ -3,6 +3,7 @@ stable while a pod lives; the node screen keeps the node, its state, the critica
 the worst finding on screen at every size (the grid next, the rest as room allows, what is folded said).
 Real Textual (App.run_test) over frozen data: simulated nodes read through the real probe."""
 import asyncio
+import re
 
 import pytest
 
@@ -31,6 +32,28 @@ def test_words_not_python_values():
     assert settings({}) == amounts(None) == "-"
 
 
+# a Python value printed as it is (repr): a dict's or list's brackets, or a quoted string where a person reads a
+# word: {'a': 1}, ['x', 'y'], ('x',), 'static'. English apostrophes ("the kernel's housekeeping", "the CPUs' NUMA node")
+# are words, not a leak.
+PYTHON_REPR = re.compile(r"[{}]|[\[(]'|'[\])]|'[:,] '?|'[^'\s]+'")
+
+
+def python_repr(txt: str) -> list[str]:
+    return PYTHON_REPR.findall(txt)
+
+
+@pytest.mark.parametrize("leak", ["{'full-pcpus-only': 'true'}", "['cpu', 'memory']", "('a',)", "{}",
+                                  "policy 'static', options x", "policy 'static' x"])
+def test_the_repr_check_sees_python_values(leak):
+    assert python_repr(f"options {leak} here")
+
+
+@pytest.mark.parametrize("words", ["isolated from the kernel's housekeeping", "memory on the CPUs' NUMA node",
+                                   "cpu 500m, memory 1Gi", "kubelet's word: \"None\""])
+def test_the_repr_check_lets_words_through(words):
+    assert not python_repr(words)
+
+
 def test_panes_print_values_as_a_person_reads_them(xeon):
     async def go():
         app = FrozenApp(xeon)
@@ -40,7 +63,7 @@ def test_panes_print_values_as_a_person_reads_them(xeon):
             assert isinstance(app.screen, NodeInfoScreen)
             txt = str(app.screen.query_one("#node-info").render())
             assert "full-pcpus-only=true" in txt and "cpu 500m, memory 1Gi" in txt, txt
-            assert "{" not in txt and "'" not in txt, txt  # (memoryManagerPolicy "None" is kubelet's word)
+            assert not python_repr(txt), (python_repr(txt), txt)  # (memoryManagerPolicy "None" is kubelet's word)
             await pilot.press("escape", "c")
             assert isinstance(app.screen, CpuScreen)
             txt = str(app.screen.query_one("#cpu-info").render())
