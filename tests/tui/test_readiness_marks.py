@@ -79,3 +79,27 @@ def test_the_cursor_says_why_its_cpu_is_not_ready(frozen):
     _, lines, _ = run(frozen, "tuned-off", keys=["right", "right", "right", "right"])  # cpu0 -> cpu4
     text = "\n".join(lines)
     assert "cpu4: exclusive" in text and "~ not latency-ready: governor powersave" in text
+
+
+def test_the_fleet_overview_shows_each_nodes_score_and_the_marks(frozen):
+    """Checks that apply, by hand from the spec (the rest are n/a or not read): isolated, nohz_full and
+    rcu_nocbs no (the node isolates nothing), housekeeping ok (no CPU tickless), cfs_quota ok (cpu.max "max"),
+    and with cpufreq the governor no (powersave): 2 of 6; without cpufreq 2 of 5. The mini map (R on 0-1, shared
+    6-7): "~" on 2,4,5, "!" on 3 (the intruder) where the governor is powersave; only the "!" on the other."""
+    from pinscope.tui.screens.fleet import FleetScreen
+    from pinscope.tui.widgets.fleetmap import FleetMap
+
+    async def go():
+        app = FrozenApp(frozen)
+        async with app.run_test(size=(160, 30)) as pilot:
+            for _ in range(100):
+                await pilot.pause(0.05)
+                if isinstance(app.screen, FleetScreen) and app.screen.query(FleetMap) and not app._fleet_dirty:
+                    break
+            fm = app.screen.query_one(FleetMap)
+            app._refresh_fleet()
+            await pilot.pause()
+            return {v.target: fm.render_line(y).text for y, v in enumerate(fm.views)}
+    by = asyncio.run(go())
+    assert "ready 2/6" in by["tuned-off"] and "ready 2/5" in by["no-cpufreq"]
+    assert by["tuned-off"].rstrip().endswith("RR~!~~..") and by["no-cpufreq"].rstrip().endswith("RR#!##..")

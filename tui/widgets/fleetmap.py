@@ -33,6 +33,19 @@ def order_key(view):
     return (min(RANK.get(w, 5), RANK.get(st, 5)), -crit, -warn, view.title)
 
 
+def ready_cell(view) -> tuple[str, str | None]:
+    """The node's latency readiness score as the overview shows it, 12 wide, and its style: "ready 12/12"
+    (name), "ready 1/12" (warning); dim: "ready -" where there is nothing to judge (no pinned or isolated CPU),
+    "ready ?" before the node's first read. collectors/assemble/readiness.py's score: checks ok of those that apply."""
+    r = view.snap.readiness if view.snap is not None else None
+    if r is None:
+        return f"{'ready ?':<12}", None
+    ok, of = r.score
+    if not of:
+        return f"{'ready -':<12}", None
+    return f"{f'ready {ok}/{of}':<12}", ("name" if ok == of else "warning")
+
+
 class FleetMap(ScrollView, can_focus=True):
     COMPONENT_CLASSES = {
         "fleetmap--exclusive", "fleetmap--reserved", "fleetmap--shared", "fleetmap--isolated",
@@ -52,6 +65,7 @@ class FleetMap(ScrollView, can_focus=True):
             super().__init__()
 
     NAME_W = 34
+    HEAD = 15 + 12  # after the name: "✖n  ▲n  STATE  " and the readiness score ("ready 12/12 ")
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -87,10 +101,10 @@ class FleetMap(ScrollView, can_focus=True):
         return (self.size.width + self.GAP) // self.cols - self.GAP
 
     def _map_width(self) -> int:
-        return max(8, self._col_width() - self.NAME_W - 20)
+        return max(8, self._col_width() - self.NAME_W - self.HEAD - 5)
 
     def _layout(self) -> None:
-        self.cols = max(1, (self.size.width + self.GAP) // (self.NAME_W + 20 + self.MIN_MAP + self.GAP))
+        self.cols = max(1, (self.size.width + self.GAP) // (self.NAME_W + self.HEAD + 5 + self.MIN_MAP + self.GAP))
         self.cols = min(self.cols, max(1, len(self.views)))
         w = self._map_width()
         self.rows = []
@@ -161,8 +175,10 @@ class FleetMap(ScrollView, can_focus=True):
             segs.append(Segment(f"▲{warn:<3}", self._st("warning") if warn else self._st("stale")))
             state = {"down": "DOWN ", "stale": "STALE", "connecting": "...  "}.get(v.state, "     ")
             segs.append(Segment(f"{state}  ", self._st("stale")))
+            text, style = ready_cell(v)
+            segs.append(Segment(text, self._st("stale") if stale or style is None else self._st(style)))
         else:
-            segs.append(Segment(" " * (self.NAME_W + 15), _PLAIN))
+            segs.append(Segment(" " * (self.NAME_W + self.HEAD), _PLAIN))
         if v.snap is not None:
             w = self._map_width()
             cpus = v.snap.topology.cpus[k * w:(k + 1) * w]
