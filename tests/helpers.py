@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -28,6 +29,18 @@ def need(cond: bool, why: str) -> None:
     if CI:
         pytest.fail(f"required in CI: {why}")
     pytest.skip(why)
+
+
+def shared_tmpdir(prefix: str) -> str:
+    """A new directory (0755) that another user (nobody, a test's SSH user) may walk to; the caller removes
+    it. In TMPDIR when every directory above it lets others through, else in /tmp: .ci/run gives its run a
+    TMPDIR of its own, made by `mktemp -d` (0700, root's), which no other user may enter."""
+    base = Path(tempfile.gettempdir()).resolve()
+    if any(not p.stat().st_mode & 0o001 for p in (base, *base.parents)):
+        base = Path("/tmp")
+    d = tempfile.mkdtemp(prefix=prefix, dir=base)
+    os.chmod(d, 0o755)
+    return d
 
 
 def stop(proc: subprocess.Popen, timeout: float = 10.0, sig: int = signal.SIGKILL) -> None:

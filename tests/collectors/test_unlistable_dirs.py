@@ -11,11 +11,12 @@ names the directory: `check` exits 4), and no check concludes from what it could
 import asyncio
 import os
 import shutil
+import subprocess
 import tempfile
 
 import pytest
 
-from helpers import need
+from helpers import need, shared_tmpdir
 from nodes import amd_multi_numa_v1, dual_socket_intel
 from pinscope.collectors.collect import Options, snapshot
 from pinscope.collectors.sim.node import SimNode
@@ -33,11 +34,11 @@ def as_nobody(monkeypatch):
 
 @pytest.fixture
 def tree():
-    """A fresh copy tree under /tmp that `nobody` may walk (pytest's own tmp_path is 0700 root)."""
+    """A fresh copy tree that `nobody` may walk (pytest's own tmp_path is 0700 root, and so is CI's TMPDIR)."""
     made = []
 
     def make(spec):
-        root = tempfile.mkdtemp(prefix="pinscope-unlisted-")
+        root = shared_tmpdir("pinscope-unlisted-")
         made.append(root)
         SimNode(spec, root).write()
         for d, _, files in os.walk(root):
@@ -101,3 +102,19 @@ def test_a_tree_nobody_may_read_whole_is_read_whole(as_nobody, tree):
     o = read(tree(dual_socket_intel()))
     assert "READ_PARTIAL" not in codes(o) and o["cgroup"]["version"] == 2, o["findings"]
     assert codes(o, worse_than_info=True) == set(), o["findings"]
+
+
+def test_the_tree_is_one_nobody_may_walk_whatever_the_tmpdir(as_nobody, tree, monkeypatch):
+    """.ci/run gives its run a TMPDIR of its own, 0700 root: a tree made there could not be entered by nobody,
+    and every test above read a node where everything was "absent" (CI failed them all, here green)."""
+    private = tempfile.mkdtemp(prefix="pinscope-private-tmp-")  # as .ci/run's: mktemp -d, 0700
+    try:
+        monkeypatch.setenv("TMPDIR", private)
+        monkeypatch.setattr(tempfile, "tempdir", None)  # tempfile reads TMPDIR once: read it again
+        root = tree(dual_socket_intel())
+        r = subprocess.run(["runuser", "-u", "nobody", "--", "cat", os.path.join(root, "proc/sys/kernel/hostname")],
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        assert "READ_PARTIAL" not in codes(read(root))
+    finally:
+        shutil.rmtree(private, ignore_errors=True)

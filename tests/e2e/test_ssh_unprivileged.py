@@ -4,7 +4,6 @@ import json
 import os
 import shutil
 import subprocess
-import tempfile
 import uuid
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import pytest
 
 import sshd as sshd_mod
 from pinscope.collectors.sim.node import SimNode
-from helpers import need, run_cli
+from helpers import need, run_cli, shared_tmpdir
 from nodes import dual_socket_intel
 
 
@@ -20,7 +19,7 @@ from nodes import dual_socket_intel
 def user():
     need(os.geteuid() == 0 and shutil.which("useradd") is not None, "needs root and useradd")
     name = f"pst{uuid.uuid4().hex[:8]}"
-    home = Path(tempfile.mkdtemp(prefix="pinscope-home-"))
+    home = Path(shared_tmpdir("pinscope-home-"))  # the user's to enter: not in a TMPDIR of 0700 (CI's)
     subprocess.run(["useradd", "-M", "-d", str(home), "-s", "/bin/sh", name], check=True, capture_output=True)
     subprocess.run(["usermod", "-p", "*", name], check=True, capture_output=True)  # no password, not locked
     os.chmod(home, 0o755)
@@ -34,7 +33,7 @@ def test_unreadable_state_file_is_reported_not_fatal(user, tmp_path):
     user, home = user
     ok, why = sshd_mod.available()
     need(ok, why)
-    root = Path(tempfile.mkdtemp(prefix="pinscope-node-"))
+    root = Path(shared_tmpdir("pinscope-node-"))
     try:
         spec = dual_socket_intel()
         spec.pods[0].containers[0].quota_cores = 4  # md-feed-0/feed: pinned to 1-2,25-26, CFS quota kept (kubelet < 1.33)
@@ -106,7 +105,7 @@ def test_a_root_only_cgroup_tree_is_read_in_part_not_a_node_without_cpusets(user
     user, home = user
     ok, why = sshd_mod.available()
     need(ok, why)
-    root = Path(tempfile.mkdtemp(prefix="pinscope-node-"))
+    root = Path(shared_tmpdir("pinscope-node-"))
     try:
         SimNode(dual_socket_intel(), root).write()
         for d, _, files in os.walk(root):
