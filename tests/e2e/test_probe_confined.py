@@ -1,7 +1,10 @@
 """On this machine's real kernel (issue 22 item 9, the probe's half): the probe keeps to the node's reserved
 CPUs once the client knows them (one taskset over its processes), and never appears among the tasks it
 reports. The --root holds kubelet's config only; its proc and sys are the kernel's own (symlinks), so the
-probe reads them as a node's, with no per-frame check."""
+probe reads them as a node's, with no per-frame check. A kubelet that runs on this machine (tests/cluster's,
+beside this test in CI) is then the node's kubelet, and the probe reads the config its --config names: the
+test's config is put there, as the probe finds it (before, it was put at the default path only, and with a
+kubelet running the node read no config: CPU 0 "shared", nothing to keep to)."""
 import asyncio
 import os
 import shutil
@@ -21,15 +24,31 @@ def _allowed(pid: int) -> str | None:
         return None
 
 
+async def kubelet_config(root) -> str:
+    """The kubelet config file of the node at `root`, as the probe finds it: the --config of the kubelet that
+    runs on this machine, or kubelet's default path when none runs."""
+    col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
+    await col.connect()
+    try:
+        await col.tick("g")
+        info = parse_frame(col.transport.last_raw).info
+    finally:
+        await col.close()
+    need("kubelet-config" in info, f"the kubelet here (pid {info.get('kubelet-pid')}) runs without --config: "
+                                   "its reserved CPUs are its flags, not a config this test can give")
+    return info["kubelet-config"]
+
+
 def test_the_probe_keeps_to_the_reserved_cpus_and_never_reports_itself(tmp_path):
     need(shutil.which("taskset") is not None, "taskset not installed (util-linux)")
     need(os.cpu_count() and os.cpu_count() >= 2, "needs 2 CPUs or more")
     root = tmp_path / "node"
-    (root / "var/lib/kubelet").mkdir(parents=True)
-    (root / "var/lib/kubelet/config.yaml").write_text(
-        'kind: KubeletConfiguration\ncpuManagerPolicy: static\nreservedSystemCPUs: "0"\n')
+    root.mkdir()
     os.symlink("/proc", root / "proc")
     os.symlink("/sys", root / "sys")
+    config = asyncio.run(asyncio.wait_for(kubelet_config(root), 60))
+    (root / config.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+    (root / config.lstrip("/")).write_text('kind: KubeletConfiguration\ncpuManagerPolicy: static\nreservedSystemCPUs: "0"\n')
 
     async def go():
         col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
