@@ -83,6 +83,15 @@ CONTRACT: tuple[Family, ...] = (
     Family("pinscope_fit_largest_exclusive_cpus", "gauge", ("node", "numa_node", "alignment"),
            "the largest Guaranteed container kubelet could give exclusive CPUs from this NUMA node alone, as its own "
            "code decides (alignment \"cpus\": any CPUs, \"whole_cores\": whole cores only); static policy, checkpoint read"),
+    Family("pinscope_readiness_check", "gauge", ("node", "check", "status"),
+           "latency readiness (node pane's checklist): per check, 1 for its status now and 0 for the others (ok, no, "
+           "n/a: the node does not use the mechanism, unknown: not read); check names as in snapshot --json readiness.checks"),
+    Family("pinscope_readiness_checks", "gauge", ("node", "status"),
+           "latency readiness checks of the node by status (every status present, 0 included); the score is ok of "
+           "ok + no"),
+    Family("pinscope_readiness_not_ready_cpus", "gauge", ("node",),
+           "exclusive CPUs that are not latency-ready (not isolated where the node isolates others, irqbalance may "
+           "steer IRQs there, powersave, a deep C-state allowed): the grid's \"~\" CPUs"),
     Family("pinscope_finding", "gauge", ("node", "code", "severity", "namespace", "pod", "container"),
            "1 per active finding (codes as in pinscope check; namespace/pod/container empty for node-wide ones)"),
     Family("pinscope_findings", "gauge", ("node", "severity"),
@@ -154,8 +163,28 @@ def node_samples(node: str, report) -> dict[str, list[Sample]]:
     _containers(out, node, report.snapshot, report.rates, _exclusive_counts(report.snapshot, running))
     _devices(out, node, report.snapshot)
     _fit(out, node, report.snapshot)
+    _readiness(out, node, report.snapshot)
     _findings(out, node, report.findings)
     return out.by
+
+
+READY_STATUSES = ("ok", "no", "n/a", "unknown")
+
+
+def _readiness(out: _Out, node: str, snap) -> None:
+    """Latency readiness: every check with every status (1 for the one it has), the count per status, and the
+    pinned CPUs not ready; nothing where it was not assembled."""
+    r = snap.readiness
+    if r is None:
+        return
+    counts = dict.fromkeys(READY_STATUSES, 0)
+    for c in r.checks:
+        counts[c.status] = counts.get(c.status, 0) + 1
+        for st in READY_STATUSES:
+            out.add("pinscope_readiness_check", {"node": node, "check": c.key, "status": st}, 1 if c.status == st else 0)
+    for st, n in counts.items():
+        out.add("pinscope_readiness_checks", {"node": node, "status": st}, n)
+    out.add("pinscope_readiness_not_ready_cpus", {"node": node}, len(r.not_ready))
 
 
 def _fit(out: _Out, node: str, snap) -> None:

@@ -95,6 +95,24 @@ def panels() -> list:
                               "1": ValueMappingResult(text="fragmented", color="orange", index=1)})])
          .with_target(q(f'max by (node) (pinscope_finding{{{N},code="EXCLUSIVE_FRAGMENTED"}})'
                         f" or max by (node) (pinscope_node_info{{{N}}}) * 0", "{{node}}")), 8, 12),
+        # latency readiness (issue 37): the node pane's checklist and the grid's "~", per node
+        (stat.Panel().title("Latency readiness: checks ok of those that apply").unit("percentunit")
+         .description("the node pane's score: checks ok over checks ok or not (n/a and unknown left out); "
+                      "nodes with nothing to judge (no pinned or isolated CPU) are not shown")
+         .with_target(q(f'max by (node) (pinscope_readiness_checks{{{N},status="ok"}})'
+                        f' / (max by (node) (pinscope_readiness_checks{{{N},status="ok"}})'
+                        f' + max by (node) (pinscope_readiness_checks{{{N},status="no"}}) > 0)',
+                        "{{node}}")), 8, 12),
+        (statetimeline.Panel().title("Latency readiness checks that fail")
+         .description("one row per node and check whose status is no; `pinscope check` names the finding, the file "
+                      "and value, and the fix")
+         .mappings([ValueMap({"1": ValueMappingResult(text="no", color="orange", index=0)})])
+         .with_target(q(f'max by (node, check) (pinscope_readiness_check{{{N},status="no"}}) == 1',
+                        "{{node}} {{check}}")), 8, 12),
+        (timeseries.Panel().title("Pinned CPUs not latency-ready").unit("none")
+         .description("exclusive CPUs not isolated where the node isolates others, open to irqbalance, on powersave "
+                      "or allowed a deep C-state (the grid's \"~\")")
+         .with_target(q(f"max by (node) (pinscope_readiness_not_ready_cpus{{{N}}})", "{{node}}")), 8, 12),
         (timeseries.Panel().title("pinscope's own cost on the node").unit("s")
          .description("CPU seconds per second the probe used, and how long one read took")
          .with_target(q(f"sum by (node) (rate(pinscope_probe_cpu_seconds_total{{{N}}}[$__rate_interval]))",

@@ -72,7 +72,7 @@ def _queries() -> list[tuple[str, str]]:
 def test_the_dashboard_shows_what_the_issue_asks():
     titles = " | ".join(p["title"] for p in BOARD["panels"])
     for what in ("CPU map", "Exclusive CPUs per pod", "Findings over time", "Run-queue wait", "noise", "own cost",
-                 "What fits", "EXCLUSIVE_FRAGMENTED"):
+                 "What fits", "EXCLUSIVE_FRAGMENTED", "Latency readiness", "not latency-ready"):
         assert what in titles, (what, titles)
     assert {p["type"] for p in BOARD["panels"]} >= {"state-timeline", "heatmap", "timeseries", "bargauge", "stat"}
     assert all('node=~"$node"' in e for _, e in _queries())  # every panel per node
@@ -225,3 +225,17 @@ def test_what_fits_panels_answer_per_node_and_numa_node(fleet):
     assert keys == {(n, "0", a) for n in ("sim-g", "sim-h") for a in ("cpus", "whole_cores")}
     frag = {r["metric"]["node"]: r["value"][1] for r in _series(prom, "Free exclusive CPUs fragmented")}
     assert frag == {"sim-g": "0", "sim-h": "0"}
+
+
+def test_latency_readiness_panels_read_per_node(fleet):
+    """Issue 37: sim-g and sim-h pin CPUs and tune nothing, and their pinned containers have a CFS quota
+    (quota_cores=4): of the checks that apply, isolated, nohz_full, rcu_nocbs and cfs_quota are no, the
+    housekeeping check (nothing tickless) ok: 1 of 5 = 0.2; no CPU is marked not ready (the node isolates
+    nothing, no irqbalance, no cpufreq, no cpuidle: nothing to contradict)."""
+    prom = fleet
+    score = {r["metric"]["node"]: float(r["value"][1]) for r in _series(prom, "Latency readiness: checks ok")}
+    assert score == {"sim-g": 0.2, "sim-h": 0.2}
+    failing = {(r["metric"]["node"], r["metric"]["check"]) for r in _series(prom, "Latency readiness checks that fail")}
+    assert failing == {(n, c) for n in ("sim-g", "sim-h") for c in ("isolated", "nohz_full", "rcu_nocbs", "cfs_quota")}
+    cpus = {r["metric"]["node"]: float(r["value"][1]) for r in _series(prom, "Pinned CPUs not latency-ready")}
+    assert cpus == {"sim-g": 0.0, "sim-h": 0.0}
