@@ -50,29 +50,45 @@ XEON_FACTS = {
 }
 
 
-def cpu_label(lines: list[str], cpu: str, tag: str, siblings: int | None = None) -> bool:
-    """Does the grid show CPU `cpu` as exclusive ("#") to the pod tagged `tag`? A cell with its own number reads
-    "13 # B" (a load shade may sit between: "13 #▆B"). A compact row names its first CPU ("6:R    R    # A  "),
-    its cells the CPUs after it: in order (AMD numbering, siblings 2k and 2k+1), or core by core with each
-    core's two threads side by side (Intel numbering, `siblings`: CPU n's sibling is n + siblings: "0:R   R
-    # A  # A" is 0, 48, 1, 49); at density "cores" a cell is a whole core (the status line names the density)."""
-    own = re.compile(rf"(^|\s){cpu} #[ ▁▂▃▄▅▆▇█]?{tag}(\s|$)")
+GLYPH = r"[#R.ix?]"  # a CPU's role (collectors.model.Role's glyphs)
+SHADE = r"[ ▁▂▃▄▅▆▇█]"  # its load, where the density shows one beside the glyph
+
+
+def cpu_cell(lines: list[str], cpu: str, siblings: int | None = None) -> tuple[str, str, str] | None:
+    """What the grid shows of CPU `cpu`: (its role's glyph, its pod's tag or "", its mark: "!" a finding names
+    it, "~" pinned and not latency-ready, " " none), or None when no cell shows it.
+
+    A cell with its own number reads "13 # B", the mark between the number and the glyph ("5!# C"), a load
+    shade may sit before the tag ("13!#▆B"). A compact row names its first CPU ("6:R   R   # A !.  "), its
+    cells the CPUs after it, each ending in its mark: in order (AMD numbering, siblings 2k and 2k+1), or core
+    by core with each core's two threads side by side (Intel numbering, `siblings`: CPU n's sibling is
+    n + siblings: "0:R   R   # A # A " is 0, 48, 1, 49); at density "cores" a cell is a whole core (the status
+    line names the density)."""
+    own = re.compile(rf"(?:^|\s){cpu}([ !~])({GLYPH}){SHADE}?([A-Z]*)(?=\s|$)")
     cores = "density: cores" in lines[0]
     n = int(cpu)
     for ln in lines:
-        if own.search(ln):
-            return True
+        m = own.search(ln)
+        if m:
+            return m.group(2), m.group(3), m.group(1)
         for row in re.finditer(r"(\d+):([^\d│]*)", ln):  # tiles side by side: a row of each on one line
-            cells = re.findall(r"[#R.ix?!][ ▁▂▃▄▅▆▇█]?[A-Z]*", row.group(2))
+            cells = re.findall(rf"({GLYPH}){SHADE}?([A-Z]*) *([!~]?)", row.group(2))
             first = int(row.group(1))
-            for k, text in enumerate(cells):
+            for k, (glyph, tag, mark) in enumerate(cells):
                 if cores:
                     held = {first + k, first + k + siblings} if siblings else {first + 2 * k, first + 2 * k + 1}
                 else:
                     held = {first + k // 2 + (k % 2) * siblings} if siblings else {first + k}
-                if n in held and re.fullmatch(rf"#[ ▁▂▃▄▅▆▇█]?{tag}", text):
-                    return True
-    return False
+                if n in held:
+                    return glyph, tag, mark or " "
+    return None
+
+
+def cpu_label(lines: list[str], cpu: str, tag: str, siblings: int | None = None, mark: str | None = None) -> bool:
+    """Does the grid show CPU `cpu` as exclusive ("#") to the pod tagged `tag` (with the mark `mark`, when
+    given: "!", "~" or " ")?"""
+    cell = cpu_cell(lines, cpu, siblings)
+    return cell is not None and cell[:2] == ("#", tag) and (mark is None or cell[2] == mark)
 
 
 def check(lines: list[str], head: list[str], cpus: list[tuple[str, str]], anywhere: list[str]) -> None:
@@ -178,10 +194,19 @@ def test_node_in_trouble_at_every_size(snap_compare, cpus, size):
     assert any("STATE_CGROUP_DRIFT" in ln for ln in lines[2:]), "\n".join(lines)  # the findings pane
     assert any("Socket 0" in ln for ln in lines[2:4]), "\n".join(lines)  # the grid right under them
     # md-feed-0/feed on CPUs 1-2 and their siblings n+1, n+2 (n = 8 or 48 CPUs per thread row, tests/nodes.py
-    # _trouble): the first pinned CPU, tag A; on the 512-CPU node, shard-00 on 8-11 (AMD: no sibling jump)
+    # _trouble): the first pinned CPU, tag A, no finding names it; matcher's engine drifted onto the shared
+    # CPU 4 (the critical names it: "!"), risk-calc/calc (tag C) holds CPU 5 alone, its sibling n+5 shared (the
+    # warning names 5: "!"). On the 512-CPU node, shard-00 on 8-11 (AMD: no sibling jump) is A, shard-31 on
+    # 132-135 is AH (A-Z without I and O, then AA...), and the critical names 132-135 (shard-30 runs there)
+    text = "\n".join(lines)
     if cpus == "512":
-        assert cpu_label(lines, "8", "A"), "\n".join(lines)
+        assert cpu_label(lines, "8", "A") and cpu_cell(lines, "8")[2] != "!", text
+        if size[0] >= 120:  # the grid is cut at 80x24 (it scrolls)
+            assert cpu_label(lines, "132", "AH", mark="!"), text
     else:
         n = {"16": 8, "96": 48}[cpus]
-        assert cpu_label(lines, "1", "A", n) and cpu_label(lines, str(n + 2), "A", n), "\n".join(lines)
+        assert cpu_label(lines, "1", "A", n) and cpu_label(lines, str(n + 2), "A", n), text
+        assert cpu_cell(lines, "1", n)[2] != "!", text
+        assert cpu_label(lines, "5", "C", n, mark="!"), text
+        assert cpu_cell(lines, "4", n) == (".", "", "!"), text
     assert snap_compare(FrozenApp(data), press=["_", "_"], terminal_size=size)
