@@ -17,6 +17,8 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 
+from . import nodefiles
+
 PROTOCOL = "4"  # the wire format this client reads (probe.sh PROTO; each frame says "Iprobe-protocol N")
 MAX_FRAME_BYTES = 64 * 1024 * 1024  # a client-side bound on top of the probe's per-file bound
 
@@ -222,7 +224,7 @@ def _leave_out_long_numbers(fr: _Parts, ascii_run: bool) -> None:
             fr.refused[path] = TOO_LONG  # said as a refused file is: not read, and nothing said of it
 
 
-KUBELET_FILE_MAX = 1 << 20  # probe.sh KMAX: od reads one byte more, so a larger file shows as cut
+KUBELET_FILE_MAX = 1 << 20  # probe.sh KUBELET_FILE_MAX: od reads one byte more, so a larger file shows as cut
 
 
 def _from_hex(lines: list[str]) -> bytes:
@@ -395,14 +397,14 @@ def _seq(f: Frame) -> int:
     return f.seq
 
 
-# What a frame with these letters reads anew every time (probe.sh node_wide and the G and H records): a
-# carried copy of such a file is never served in its place, so a file the tick refused, could not read or
-# no longer found is gone from the report (the tick's own problems say why), not kept from an older frame.
-_GRID_NAMES = frozenset(("cpuset.cpus.effective", "cpuset.effective_cpus", "cpu.stat", "cpu_manager_state",
-                         "numastat", "cpuset.cpus.isolated"))
-_GRID_PATHS = frozenset(("/proc/uptime", "/proc/stat", "/proc/softirqs", "/sys/devices/system/cpu/online"))
-_DETAIL_NAMES = frozenset(("cpuset.cpus", "cpuset.mems.effective", "cpuset.effective_mems", "cpu.max",
-                           "cpu.pressure", "cpu.cfs_quota_us", "cpu.cfs_period_us"))
+# What a frame with these letters reads anew every time (the catalog, collectors/nodefiles.py: probe.sh
+# node_wide and the G and H records): a carried copy of such a file is never served in its place, so a file
+# the tick refused, could not read or no longer found is gone from the report (the tick's own problems say
+# why), not kept from an older frame. The device and DRA checkpoints (issue 26) never were in this set: a
+# carried copy stands in for them still (issue 35 moved the list here unchanged; see nodefiles.read_anew).
+_GRID_NAMES, _GRID_PATHS = nodefiles.read_anew("g")
+_GRID_NAMES -= {"kubelet_internal_checkpoint", "dra_manager_state"}
+_DETAIL_NAMES = nodefiles.read_anew("c")[0]
 
 
 def _owned(path: str, letters: str) -> bool:

@@ -58,18 +58,19 @@
 # The static topology is read only on "s" (the client asks again when /sys/.../cpu/online changes);
 # scaling_cur_freq is never read (20 ms a read on some CPUs).
 
+# shellcheck disable=SC3013  # test -ef (same device and inode): not POSIX, but in dash, busybox ash and bash
 R=""
 PROTO=4  # the wire format (frames.PROTOCOL on the client): a client that says another one is refused
-CP=""  # the protocol the client speaks (--protocol N), when it says
+CLIENT_PROTOCOL=""  # the protocol the client speaks (--protocol N), when it says
 while [ $# -gt 0 ]; do
   case $1 in
     --root) R=${2-}; shift; [ $# -gt 0 ] && shift ;;
     --root=*) R=${1#--root=}; shift ;;
-    --protocol) CP=${2-}; shift; [ $# -gt 0 ] && shift ;;
+    --protocol) CLIENT_PROTOCOL=${2-}; shift; [ $# -gt 0 ] && shift ;;
     *) shift ;;
   esac
 done
-case $CP in *[!0-9]*) CP="?" ;; esac
+case $CLIENT_PROTOCOL in *[!0-9]*) CLIENT_PROTOCOL="?" ;; esac
 R=${R%/}
 [ -d "$R/proc" ] && [ -d "$R/sys" ] || printf 'W%s\n' "no $R/proc or $R/sys here: is --root right?"
 LC_ALL=C
@@ -77,12 +78,13 @@ export LC_ALL
 NL='
 '
 
-# The helpers below are text (FNS) so that the check of a tree that is not the kernel's (precheck) runs
+# The helpers below are text (HELPERS) so that the check of a tree that is not the kernel's (precheck) runs
 # the very same code in the one sh that find starts.
 # esc NAME: E = NAME with "\" -> "\\" and newline -> "\n" (no fork; the loop runs only for such names)
 # pl TAG NAME...: one TAG line per name (one printf for the whole list when no name needs escaping)
 # nonreg PATH: not a regular file: say what it is, never open it (a FIFO blocks, a device may never end)
-FNS='NL="
+# shellcheck disable=SC2016  # text for another shell (find's sh -c) or for awk: expanded there
+HELPERS='NL="
 "
 esc() {
   E=""
@@ -112,10 +114,11 @@ nonreg() {
   pl "N$_k " "$1"
 }
 '
-eval "$FNS"
+eval "$HELPERS"
 # What precheck's find hands its sh: each path it found, said as refused (N) or too big to read (T: the
 # budget awk would cut it at; /proc/interrupts has its own, see rd2)
-CHK=$FNS'for f; do
+# shellcheck disable=SC2016  # text for another shell (find's sh -c) or for awk: expanded there
+CHECK=$HELPERS'for f; do
   if [ -h "$f" ]; then pl "Nsymlink " "$f"; continue; fi
   [ -e "$f" ] || continue
   if [ -f "$f" ]; then
@@ -123,56 +126,56 @@ CHK=$FNS'for f; do
     esc "$f"; printf "T%s %s\\n" "$b" "$E"
   else nonreg "$f"; fi
 done'
-# OFF: what precheck said this frame (N and T lines, escaped paths); bad PATH: is PATH among them?
-OFF=""
+# REFUSED: what precheck said this frame (N and T lines, escaped paths); bad PATH: is PATH among them?
+REFUSED=""
 bad() {
-  [ -n "$OFF" ] || return 1
+  [ -n "$REFUSED" ] || return 1
   esc "$1"
-  case "$NL$OFF$NL" in *" $E$NL"*) return 0 ;; esac
+  case "$NL$REFUSED$NL" in *" $E$NL"*) return 0 ;; esac
   return 1
 }
-# KS=1, KP=1: the tree's sys, proc are the kernel's own (no --root, or a --root that holds them: test -ef
-# compares device and inode, so a fixture cannot pass for them); KT=1: both. What is not is checked before
+# KERNEL_SYS=1, KERNEL_PROC=1: the tree's sys, proc are the kernel's own (no --root, or a --root that holds them: test -ef
+# compares device and inode, so a fixture cannot pass for them); KERNEL_TREE=1: both. What is not is checked before
 # each frame (precheck).
-KS=1 KP=1
+KERNEL_SYS=1 KERNEL_PROC=1
 if [ -n "$R" ]; then
-  [ "$R/sys" -ef /sys ] || KS=0
-  [ "$R/proc" -ef /proc ] || KP=0
+  [ "$R/sys" -ef /sys ] || KERNEL_SYS=0
+  [ "$R/proc" -ef /proc ] || KERNEL_PROC=0
 fi
-KT=1
-[ "$KS$KP" = 11 ] || KT=0
+KERNEL_TREE=1
+[ "$KERNEL_SYS$KERNEL_PROC" = 11 ] || KERNEL_TREE=0
 # precheck: ONE find over what this frame reads of a tree that is not the kernel's. Physical (-H: only the
 # paths given are followed when they are links, as cgroup v1's cpu -> cpu,cpuacct): a link inside is said
 # as not a regular file, never followed (a link to / would walk the whole disk). Offenders: what is not a
 # regular file, a directory where a file is read, a regular file over 1 MiB (8 MiB: interrupts).
 precheck() {
-  OFF=""
-  [ "$KT" = 1 ] && return 0
+  REFUSED=""
+  [ "$KERNEL_TREE" = 1 ] && return 0
   set --
-  if [ "$KS" = 0 ]; then
+  if [ "$KERNEL_SYS" = 0 ]; then
     set -- "$R"/sys/fs/cgroup/* "$R"/sys/devices/system/cpu/online "$R"/sys/devices/system/node/node[0-9]*
     case $req in *s*) set -- "$@" "$R"/sys/devices/system/cpu "$R"/sys/devices/system/node \
       "$R"/sys/devices/virtual/workqueue/cpumask "$R"/sys/kernel/mm/transparent_hugepage/enabled ;; esac
   fi
-  if [ "$KP" = 0 ]; then
+  if [ "$KERNEL_PROC" = 0 ]; then
     set -- "$@" "$R"/proc/stat "$R"/proc/uptime "$R"/proc/softirqs "$R"/proc/interrupts "$R"/proc/irq
     case $req in *s*) set -- "$@" "$R"/proc/cmdline "$R"/proc/sys/kernel/hostname "$R"/proc/sys/kernel/sched_rt_* \
       "$R"/proc/sys/kernel/timer_migration "$R"/proc/[0-9]*/comm \
       "$R"/proc/[0-9]*/status "$R"/proc/[0-9]*/cmdline ;; esac
     case $req in *a*) set -- "$@" "$R"/proc/[0-9]*/cgroup ;; esac
-    _p=$FOCUS$FCPU
+    _p=$FOCUS$FOCUS_CPU
     case $req in *[tTaw]*) _p=1 ;; esac
     [ -z "$_p" ] || set -- "$@" "$R"/proc/[0-9]*/task/[0-9]*/s*
   fi
-  OFF=$(find -H "$@" \( -type f \( -name interrupts -size +8388608c -o ! -name interrupts -size +1048576c \) \
+  REFUSED=$(find -H "$@" \( -type f \( -name interrupts -size +8388608c -o ! -name interrupts -size +1048576c \) \
         -o -type d \( -name 'cpu*.*' -o -name 'cpuset.*' -o -name 'memory.*' -o -name 'cgroup.*' -o -name stat \
         -o -name sched -o -name status -o -name schedstat -o -name comm -o -name cmdline -o -name cgroup \
         -o -name numastat -o -name interrupts -o -name '*_list' -o -name online -o -name uptime \
         -o -name softirqs -o -name 'scaling_*' -o -name 'cpuinfo_*' -o -name latency -o -name disable \
         -o -name 'pm_qos_*' -o -name '*_hugepages' -o -name 'hugetlb.*' -o -name cpumask -o -name enabled \
         -o -name 'sched_rt_*' -o -name timer_migration -o -name default_smp_affinity -o -name no_turbo \) \
-        -o ! -type f ! -type d \) -exec sh -c "$CHK" pinscope-check {} + 2>/dev/null)
-  [ -z "$OFF" ] || printf '%s\n' "$OFF"
+        -o ! -type f ! -type d \) -exec sh -c "$CHECK" pinscope-check {} + 2>/dev/null)
+  [ -z "$REFUSED" ] || printf '%s\n' "$REFUSED"
 }
 
 # One record per line to awk. 'R' asks awk to read a file; everything else is passed through.
@@ -199,13 +202,13 @@ unlisted() {
 # ~5 KB) and possibly huge when corrupt (any awk would read such a line whole; mawk in time quadratic in its
 # length): they go through od, which stops at the budget (-N): one fork per file (the state file, read
 # every grid tick: only when it changed, see rks). A node without od (said once) has awk read them.
-KMAX=1048576
+KUBELET_FILE_MAX=1048576
 rk() {
   for _f in "$@"; do
     if [ -f "$_f" ]; then
       if [ -n "$OD" ] && [ -r "$_f" ]; then
         pl M "$_f"
-        od -An -v -tx1 -N $((KMAX + 1)) -- "$_f" 2>/dev/null
+        od -An -v -tx1 -N $((KUBELET_FILE_MAX + 1)) -- "$_f" 2>/dev/null
       else
         pl R "$_f"
       fi
@@ -220,23 +223,23 @@ OD=""  # od, when the node has one (set below)
 # kubelet's way: k/k pkg/kubelet/util/store/filestore.go writes a temp file and renames it) shows there,
 # within 64 s at the live cadence (it showed on every cgroup-detail tick, an od fork every 5th tick, for
 # what kubelet never does). od reads fd 8 itself, so the text kept is the text of the inode compared.
-KSH=""  # od's lines of the last read
-KSF=""  # the file they are of ("": read it anew)
-KSS=""  # the file whose lines KSH the client holds (sent whole in this probe): unchanged, it is said "u"
+STATE_HEX=""  # od's lines of the last read
+STATE_FILE=""  # the file they are of ("": read it anew)
+STATE_SENT=""  # the file whose lines STATE_HEX the client holds (sent whole in this probe): unchanged, it is said "u"
 rks() {
   if [ -n "$OD" ] && [ -f "$1" ] && [ -r "$1" ]; then
-    _o=$KSH
-    if [ "$KSF" != "$1" ] || ! [ "$1" -ef /proc/self/fd/8 ]; then
-      if ! { command exec 8<"$1"; } 2>/dev/null; then KSF="" KSS=""; rk "$1"; return; fi
-      KSH=$(od -An -v -tx1 -N $((KMAX + 1)) <&8 2>/dev/null)
-      KSF=$1
+    _o=$STATE_HEX
+    if [ "$STATE_FILE" != "$1" ] || ! [ "$1" -ef /proc/self/fd/8 ]; then
+      if ! { command exec 8<"$1"; } 2>/dev/null; then STATE_FILE="" STATE_SENT=""; rk "$1"; return; fi
+      STATE_HEX=$(od -An -v -tx1 -N $((KUBELET_FILE_MAX + 1)) <&8 2>/dev/null)
+      STATE_FILE=$1
     fi
-    if [ "$KSS" = "$1" ] && [ "$KSH" = "$_o" ]; then pl u "$1"; return; fi
-    KSS=$1
+    if [ "$STATE_SENT" = "$1" ] && [ "$STATE_HEX" = "$_o" ]; then pl u "$1"; return; fi
+    STATE_SENT=$1
     pl M "$1"
-    [ -n "$KSH" ] && printf '%s\n' "$KSH"  # an empty file: no lines, as od gives none
+    [ -n "$STATE_HEX" ] && printf '%s\n' "$STATE_HEX"  # an empty file: no lines, as od gives none
   else
-    KSF="" KSS=""
+    STATE_FILE="" STATE_SENT=""
     rk "$1"
   fi
 }
@@ -247,45 +250,45 @@ rks() {
 # function's numa_node (SR-IOV VFs are named by their PCI address) and NVIDIA's per-GPU information file (GPU UUID
 # -> bus location), read on "s" only. Device ids come from the node: they are never put in a path here; the
 # client joins them to what these globs found.
-KDH=""  # od's lines of the last read of the device checkpoint
-KDF=""  # the file they are of
-KDS=""  # the file the client holds KDH of
+DEVICES_HEX=""  # od's lines of the last read of the device checkpoint
+DEVICES_FILE=""  # the file they are of
+DEVICES_SENT=""  # the file the client holds DEVICES_HEX of
 rkd() {
   if [ -n "$OD" ] && [ -f "$1" ] && [ -r "$1" ]; then
-    _o=$KDH
-    if [ "$KDF" != "$1" ] || ! [ "$1" -ef /proc/self/fd/7 ]; then
-      if ! { command exec 7<"$1"; } 2>/dev/null; then KDF="" KDS=""; rk "$1"; return; fi
-      KDH=$(od -An -v -tx1 -N $((KMAX + 1)) <&7 2>/dev/null)
-      KDF=$1
+    _o=$DEVICES_HEX
+    if [ "$DEVICES_FILE" != "$1" ] || ! [ "$1" -ef /proc/self/fd/7 ]; then
+      if ! { command exec 7<"$1"; } 2>/dev/null; then DEVICES_FILE="" DEVICES_SENT=""; rk "$1"; return; fi
+      DEVICES_HEX=$(od -An -v -tx1 -N $((KUBELET_FILE_MAX + 1)) <&7 2>/dev/null)
+      DEVICES_FILE=$1
     fi
-    if [ "$KDS" = "$1" ] && [ "$KDH" = "$_o" ]; then pl u "$1"; return; fi
-    KDS=$1
+    if [ "$DEVICES_SENT" = "$1" ] && [ "$DEVICES_HEX" = "$_o" ]; then pl u "$1"; return; fi
+    DEVICES_SENT=$1
     pl M "$1"
-    [ -n "$KDH" ] && printf '%s\n' "$KDH"
+    [ -n "$DEVICES_HEX" ] && printf '%s\n' "$DEVICES_HEX"
   else
-    KDF="" KDS=""
+    DEVICES_FILE="" DEVICES_SENT=""
     rk "$1"
   fi
 }
 # kubelet's DRA manager checkpoint (<root-dir>/dra_manager_state, 1.32+: written whole like the others): the
 # same, on fd 6. A node without DRA has no such file: one stat, no fork.
-KRH=""
-KRF=""
-KRS=""
+DRA_HEX=""
+DRA_FILE=""
+DRA_SENT=""
 rkr() {
   if [ -n "$OD" ] && [ -f "$1" ] && [ -r "$1" ]; then
-    _o=$KRH
-    if [ "$KRF" != "$1" ] || ! [ "$1" -ef /proc/self/fd/6 ]; then
-      if ! { command exec 6<"$1"; } 2>/dev/null; then KRF="" KRS=""; rk "$1"; return; fi
-      KRH=$(od -An -v -tx1 -N $((KMAX + 1)) <&6 2>/dev/null)
-      KRF=$1
+    _o=$DRA_HEX
+    if [ "$DRA_FILE" != "$1" ] || ! [ "$1" -ef /proc/self/fd/6 ]; then
+      if ! { command exec 6<"$1"; } 2>/dev/null; then DRA_FILE="" DRA_SENT=""; rk "$1"; return; fi
+      DRA_HEX=$(od -An -v -tx1 -N $((KUBELET_FILE_MAX + 1)) <&6 2>/dev/null)
+      DRA_FILE=$1
     fi
-    if [ "$KRS" = "$1" ] && [ "$KRH" = "$_o" ]; then pl u "$1"; return; fi
-    KRS=$1
+    if [ "$DRA_SENT" = "$1" ] && [ "$DRA_HEX" = "$_o" ]; then pl u "$1"; return; fi
+    DRA_SENT=$1
     pl M "$1"
-    [ -n "$KRH" ] && printf '%s\n' "$KRH"
+    [ -n "$DRA_HEX" ] && printf '%s\n' "$DRA_HEX"
   else
-    KRF="" KRS=""
+    DRA_FILE="" DRA_SENT=""
     rk "$1"
   fi
 }
@@ -324,11 +327,11 @@ readiness_static() {
   done
   if [ $# -gt 0 ]; then
     if command -v find >/dev/null 2>&1; then
-      _off=$OFF
-      OFF=$(find -H "$@" -prune \( -type f -size +1048576c -o ! -type f \) -exec sh -c "$CHK" pinscope-check {} + 2>/dev/null)
-      [ -z "$OFF" ] || printf '%s\n' "$OFF"
+      _off=$REFUSED
+      REFUSED=$(find -H "$@" -prune \( -type f -size +1048576c -o ! -type f \) -exec sh -c "$CHECK" pinscope-check {} + 2>/dev/null)
+      [ -z "$REFUSED" ] || printf '%s\n' "$REFUSED"
       for f; do bad "$f" || rx "$f"; done
-      OFF=$_off
+      REFUSED=$_off
     else
       printf 'W%s\n' "no find on this node: irqbalance's and tuned's config files not read (unknown)"
     fi
@@ -336,32 +339,34 @@ readiness_static() {
   # the Guaranteed pods' containers (directly under kubepods; only they get exclusive CPUs): CRI-O's
   # cpu-load-balancing (v1 cpuset.sched_load_balance, v2 cpuset.cpus.partition) and hugetlb per NUMA node
   # (v2 hugetlb.<size>.numa_stat; v1 hugetlb.<size>.usage_in_bytes in the hugetlb hierarchy)
-  for k in $KPODS; do
-    set -- "$k"/*pod$H*/*.scope "$k"/*pod$H*/crio-$H64 "$k"/*pod$H*/$H64
-    [ "$CGV" = 2 ] && set -- "$@" "$k"/*pod$H*/*.scope/container
+  for k in $KUBEPODS; do
+    # shellcheck disable=SC2086  # $HEX, $HEX64 are globs ([0-9a-f]...): quoted they would be literal
+    set -- "$k"/*pod$HEX*/*.scope "$k"/*pod$HEX*/crio-$HEX64 "$k"/*pod$HEX*/$HEX64
+    # shellcheck disable=SC2086  # the same glob
+    [ "$CGROUP_V" = 2 ] && set -- "$@" "$k"/*pod$HEX*/*.scope/container
     for l; do
       [ -d "$l" ] || continue
-      if [ "$CGV" = 2 ]; then
+      if [ "$CGROUP_V" = 2 ]; then
         rx "$l/cpuset.cpus.partition"
         for f in "$l"/hugetlb.*.numa_stat; do [ -f "$f" ] && rx "$f"; done
       else
         rx "$l/cpuset.sched_load_balance"
-        v=$R/sys/fs/cgroup/hugetlb/${l#"$CGBASE"/}
+        v=$R/sys/fs/cgroup/hugetlb/${l#"$CGROUP_BASE"/}
         for f in "$v"/hugetlb.*.usage_in_bytes; do [ -f "$f" ] && rx "$f"; done
       fi
     done
   done
 }
 
-KROOT=/var/lib/kubelet
-KCONF=""
-KDROPIN=""
+KUBELET_ROOT=/var/lib/kubelet
+KUBELET_CONFIG=""
+KUBELET_DROPINS=""
 PODLOGS=/var/log/pods
-CGV=1
-HV=1  # CGV for the detail records (3: cgroup v2 without cpu.pressure, see find_cgroups)
-CGBASE=""
-KPODS=""
-CGROOT=""
+CGROUP_V=1
+DETAIL_V=1  # CGROUP_V for the detail records (3: cgroup v2 without cpu.pressure, see find_cgroups)
+CGROUP_BASE=""
+KUBEPODS=""
+CGROUP_ROOT=""
 
 find_kubelet() {
   # the kubelet process: comm is "kubelet"; read with the read builtin (no fork). Anyone may name a process
@@ -370,7 +375,7 @@ find_kubelet() {
   KPID=""
   kalt=""
   for d in "$R"/proc/[0-9]*; do
-    [ -f "$d/comm" ] && [ -r "$d/comm" ] && ! bad "$d/comm" || continue
+    { [ -f "$d/comm" ] && [ -r "$d/comm" ] && ! bad "$d/comm"; } || continue
     c=""
     read -r c < "$d/comm" 2>/dev/null
     [ "$c" = kubelet ] || continue
@@ -386,10 +391,10 @@ find_kubelet() {
     KPID=$kalt
     printf 'W%s\n' "no kubelet runs as root: taking process $kalt (a rootless kubelet?)"
   fi
-  KROOT=/var/lib/kubelet
-  KCONF=""
-  KDROPIN=""
-  CGROOT=""
+  KUBELET_ROOT=/var/lib/kubelet
+  KUBELET_CONFIG=""
+  KUBELET_DROPINS=""
+  CGROUP_ROOT=""
   cgflag=""
   if [ -n "$KPID" ]; then
     printf 'Ikubelet-pid %s\n' "$KPID"
@@ -405,42 +410,42 @@ find_kubelet() {
     for a in $args; do
       printf 'A%s\n' "$a"
       case $want in
-        config) KCONF=$a ;;
-        root) KROOT=$a ;;
-        dropin) KDROPIN=$a ;;
-        cgroot) CGROOT=$a ;;
+        config) KUBELET_CONFIG=$a ;;
+        root) KUBELET_ROOT=$a ;;
+        dropin) KUBELET_DROPINS=$a ;;
+        cgroot) CGROUP_ROOT=$a ;;
       esac
       want=""
       case $a in
-        --config=*) KCONF=${a#--config=} ;;
+        --config=*) KUBELET_CONFIG=${a#--config=} ;;
         --config) want=config ;;
-        --root-dir=*) KROOT=${a#--root-dir=} ;;
+        --root-dir=*) KUBELET_ROOT=${a#--root-dir=} ;;
         --root-dir) want=root ;;
-        --config-dir=*) KDROPIN=${a#--config-dir=} ;;
+        --config-dir=*) KUBELET_DROPINS=${a#--config-dir=} ;;
         --config-dir) want=dropin ;;
-        --cgroup-root=*) CGROOT=${a#--cgroup-root=} ;;
+        --cgroup-root=*) CGROUP_ROOT=${a#--cgroup-root=} ;;
         --cgroup-root) want=cgroot ;;
       esac
     done
     set +f
     IFS=$oldifs
   else
-    printf 'Wno kubelet process found under %s/proc; assuming %s\n' "$R" "$KROOT"
+    printf 'Wno kubelet process found under %s/proc; assuming %s\n' "$R" "$KUBELET_ROOT"
   fi
-  [ -n "$KCONF" ] || { [ -z "$KPID" ] && KCONF=$KROOT/config.yaml; }
-  printf 'Ikubelet-root %s\n' "$KROOT"
+  [ -n "$KUBELET_CONFIG" ] || { [ -z "$KPID" ] && KUBELET_CONFIG=$KUBELET_ROOT/config.yaml; }
+  printf 'Ikubelet-root %s\n' "$KUBELET_ROOT"
   # --root-dir comes from the node: not absolute, or climbing with "..", it would lead out of $R (--root):
   # refused (the client says so from the line above) and nothing is read under it
-  case "$KROOT/" in /*/../*|/../*|[!/]*) KROOT=/nonexistent/pinscope-refused-root-dir ;; esac
-  [ -n "$KCONF" ] && printf 'Ikubelet-config %s\n' "$KCONF"
-  case "$KCONF/" in /*/../*|/../*|[!/]*) KCONF=/nonexistent/pinscope-refused-config ;; esac  # the same for --config
-  case "$KDROPIN/" in /*/../*|/../*|[!/]*) KDROPIN=/nonexistent/pinscope-refused-config-dir ;; esac
+  case "$KUBELET_ROOT/" in /*/../*|/../*|[!/]*) KUBELET_ROOT=/nonexistent/pinscope-refused-root-dir ;; esac
+  [ -n "$KUBELET_CONFIG" ] && printf 'Ikubelet-config %s\n' "$KUBELET_CONFIG"
+  case "$KUBELET_CONFIG/" in /*/../*|/../*|[!/]*) KUBELET_CONFIG=/nonexistent/pinscope-refused-config ;; esac  # the same for --config
+  case "$KUBELET_DROPINS/" in /*/../*|/../*|[!/]*) KUBELET_DROPINS=/nonexistent/pinscope-refused-config-dir ;; esac
   PODLOGS=/var/log/pods
-  cgflag=$CGROOT
-  if [ -n "$KCONF" ] && [ -f "$R$KCONF" ] && [ -r "$R$KCONF" ]; then
+  cgflag=$CGROUP_ROOT
+  if [ -n "$KUBELET_CONFIG" ] && [ -f "$R$KUBELET_CONFIG" ] && [ -r "$R$KUBELET_CONFIG" ]; then
     # the keys the shell needs, from the config's first 64 KiB (one dd: a config that is one endless line
     # is not read whole by the shell's read builtin)
-    cfg=$(dd if="$R$KCONF" bs=65536 count=1 2>/dev/null)
+    cfg=$(dd if="$R$KUBELET_CONFIG" bs=65536 count=1 2>/dev/null)
     oldifs=$IFS
     IFS=$NL
     set -f
@@ -449,6 +454,7 @@ find_kubelet() {
       n=$((n + 1))
       [ $n -le 1000 ] || break
       IFS=" 	"
+      # shellcheck disable=SC2086  # split on IFS on purpose (set -f: no globbing)
       set -- $line
       k=${1-}
       [ $# -gt 0 ] && shift
@@ -457,7 +463,7 @@ find_kubelet() {
       v=${v#\"}; v=${v%\"}
       case $k in
         podLogsDir:) case "$v/" in /*/../*|/../*|[!/]*) ;; *) PODLOGS=$v ;; esac ;;  # as --root-dir
-        cgroupRoot:) [ -n "$cgflag" ] || CGROOT=$v ;;
+        cgroupRoot:) [ -n "$cgflag" ] || CGROUP_ROOT=$v ;;
       esac
     done
     set +f
@@ -466,20 +472,20 @@ find_kubelet() {
 }
 
 find_cgroups() {
-  KPODS="" HV=""
+  KUBEPODS="" DETAIL_V=""
   if unlisted "$R/sys/fs/cgroup"; then
     # not "v1 without a cpuset mount": which cgroups there are is not known (said: X, READ_PARTIAL)
-    CGV="" CGBASE=$R/sys/fs/cgroup
+    CGROUP_V="" CGROUP_BASE=$R/sys/fs/cgroup
     return 0
   fi
   if [ -e "$R/sys/fs/cgroup/cgroup.controllers" ]; then
-    CGV=2; CGBASE=$R/sys/fs/cgroup
+    CGROUP_V=2; CGROUP_BASE=$R/sys/fs/cgroup
   else
-    CGV=1; CGBASE=$R/sys/fs/cgroup/cpuset
+    CGROUP_V=1; CGROUP_BASE=$R/sys/fs/cgroup/cpuset
   fi
-  printf 'Icgroup-version %s\n' "$CGV"
-  [ "$CGV" = 1 ] && [ ! -d "$CGBASE" ] && printf 'Icgroup-cpuset-mount no\n'
-  unlisted "$CGBASE"
+  printf 'Icgroup-version %s\n' "$CGROUP_V"
+  [ "$CGROUP_V" = 1 ] && [ ! -d "$CGROUP_BASE" ] && printf 'Icgroup-cpuset-mount no\n'
+  unlisted "$CGROUP_BASE"
   # kubepods roots: where kubelet's cgroupRoot (config cgroupRoot, flag --cgroup-root) puts them for
   # either driver, then searched two levels down anyway (nodes are misconfigured). systemd spells
   # cgroupRoot /a/b-c as /a.slice/a-b_c.slice/a-b_c-kubepods.slice (k/k cgroup_manager_linux.go ToSystemd:
@@ -488,7 +494,7 @@ find_cgroups() {
   oldifs=$IFS
   IFS=/
   set -f
-  for c in $CGROOT; do
+  for c in $CGROUP_ROOT; do
     [ -n "$c" ] || continue
     e=""
     while :; do case $c in *-*) e="$e${c%%-*}_"; c=${c#*-} ;; *) e="$e$c"; break ;; esac; done
@@ -497,27 +503,27 @@ find_cgroups() {
   done
   set +f
   IFS=$oldifs
-  KPODS=""
-  CGROOT=${CGROOT%/}
-  case $CGROOT in *..*) CGROOT="" sdpath="" sdpre="" ;; esac  # a path that climbs out is no cgroupRoot
-  for k in "$CGBASE$CGROOT/kubepods" "$CGBASE$sdpath/${sdpre:+$sdpre-}kubepods.slice" \
-           "$CGBASE"/kubepods "$CGBASE"/kubepods.slice "$CGBASE"/*/kubepods "$CGBASE"/*/*-kubepods.slice \
-           "$CGBASE"/*/*/kubepods "$CGBASE"/*/*/*-kubepods.slice; do
+  KUBEPODS=""
+  CGROUP_ROOT=${CGROUP_ROOT%/}
+  case $CGROUP_ROOT in *..*) CGROUP_ROOT="" sdpath="" sdpre="" ;; esac  # a path that climbs out is no cgroupRoot
+  for k in "$CGROUP_BASE$CGROUP_ROOT/kubepods" "$CGROUP_BASE$sdpath/${sdpre:+$sdpre-}kubepods.slice" \
+           "$CGROUP_BASE"/kubepods "$CGROUP_BASE"/kubepods.slice "$CGROUP_BASE"/*/kubepods "$CGROUP_BASE"/*/*-kubepods.slice \
+           "$CGROUP_BASE"/*/*/kubepods "$CGROUP_BASE"/*/*/*-kubepods.slice; do
     [ -d "$k" ] || continue
-    case " $KPODS " in *" $k "*) ;; *) KPODS="$KPODS $k" ;; esac
+    case " $KUBEPODS " in *" $k "*) ;; *) KUBEPODS="$KUBEPODS $k" ;; esac
   done
-  [ -n "$CGROOT" ] && printf 'Icgroup-root %s\n' "$CGROOT"
+  [ -n "$CGROUP_ROOT" ] && printf 'Icgroup-root %s\n' "$CGROUP_ROOT"
   # kubepods found but not listable (its pods unknown), or not found where a directory on the way may not
   # be listed (the first level of the search: kubelet.slice, a cgroupRoot of 0700)
-  for k in $KPODS; do unlisted "$k" "$k"/*besteffort* "$k"/*burstable*; done
-  [ -n "$KPODS" ] || [ ! -d "$CGBASE" ] || unlisted "$CGBASE"/* "$CGBASE$CGROOT" "$CGBASE$sdpath"
+  for k in $KUBEPODS; do unlisted "$k" "$k"/*besteffort* "$k"/*burstable*; done
+  [ -n "$KUBEPODS" ] || [ ! -d "$CGROUP_BASE" ] || unlisted "$CGROUP_BASE"/* "$CGROUP_BASE$CGROUP_ROOT" "$CGROUP_BASE$sdpath"
   # PSI (cpu.pressure) off (CONFIG_PSI unset, psi=0: the files are not there): the detail records skip it
-  # (HV 3: v2 without cpu.pressure) rather than ask for a missing file in every cgroup every 5th tick
-  HV=$CGV
-  if [ "$CGV" = 2 ] && [ -n "$KPODS" ]; then
-    HV=3
-    for k in $KPODS; do
-      for f in "$k"/cpu.pressure "$k"/*/cpu.pressure "$k"/*/*/cpu.pressure; do [ -e "$f" ] && { HV=2; break; }; done
+  # (DETAIL_V 3: v2 without cpu.pressure) rather than ask for a missing file in every cgroup every 5th tick
+  DETAIL_V=$CGROUP_V
+  if [ "$CGROUP_V" = 2 ] && [ -n "$KUBEPODS" ]; then
+    DETAIL_V=3
+    for k in $KUBEPODS; do
+      for f in "$k"/cpu.pressure "$k"/*/cpu.pressure "$k"/*/*/cpu.pressure; do [ -e "$f" ] && { DETAIL_V=2; break; }; done
       break
     done
   fi
@@ -545,16 +551,16 @@ static() {
   done
   find_kubelet
   find_cgroups
-  [ -n "$KCONF" ] && rk "$R$KCONF"
-  if [ -n "$KDROPIN" ]; then
-    for f in "$R$KDROPIN"/*.conf; do rk "$f"; done
+  [ -n "$KUBELET_CONFIG" ] && rk "$R$KUBELET_CONFIG"
+  if [ -n "$KUBELET_DROPINS" ]; then
+    for f in "$R$KUBELET_DROPINS"/*.conf; do rk "$f"; done
   fi
-  rk "$R$KROOT/memory_manager_state"
+  rk "$R$KUBELET_ROOT/memory_manager_state"
   devices_static
   readiness_static
-  if [ "$CGV" = 2 ]; then
-    rx "$CGBASE/cgroup.subtree_control"
-    for k in $KPODS; do rx "${k%/*}/cgroup.subtree_control" "$k/cgroup.controllers" "$k/cgroup.subtree_control"; done
+  if [ "$CGROUP_V" = 2 ]; then
+    rx "$CGROUP_BASE/cgroup.subtree_control"
+    for k in $KUBEPODS; do rx "${k%/*}/cgroup.subtree_control" "$k/cgroup.controllers" "$k/cgroup.subtree_control"; done
   fi
 }
 
@@ -570,9 +576,9 @@ static() {
 #   U<dir>     a task of the every-task scan: stat; schedstat if it last ran on the CPU in focus (Q<cpu>),
 #              status if on an exclusive CPU (x<cpulist>, "x*": any CPU) and neither a pod's nor the kernel's
 # A glob that matched nothing stays a literal pattern; awk drops those.
-H='[0-9a-f]'
-H8=$H$H$H$H$H$H$H$H
-H64=$H8$H8$H8$H8$H8$H8$H8$H8
+HEX='[0-9a-f]'
+HEX8=$HEX$HEX$HEX$HEX$HEX$HEX$HEX$HEX
+HEX64=$HEX8$HEX8$HEX8$HEX8$HEX8$HEX8$HEX8$HEX8
 
 tasks() {
   [ -f "$1/cgroup.procs" ] && [ -r "$1/cgroup.procs" ] && ! bad "$1/cgroup.procs" || return 0
@@ -580,7 +586,7 @@ tasks() {
   while read -r pid; do
     set -- "$R/proc/$pid/task"/[0-9]*
     case $1 in *'*'*) continue ;; esac
-    pl "$TASKREC" "$@"
+    pl "$TASK_RECORD" "$@"
   done < "$1/cgroup.procs"
 }
 
@@ -589,96 +595,101 @@ tasks() {
 # "*pod<hex>*", leaves "*.scope" (systemd), "crio-<64hex>", "crio-conmon-<64hex>" or 64 hex digits
 # (cgroupfs).
 # The globs read every pod's directory (~1.5 ms a tick at 120 pods, a quarter of a grid tick), so on
-# cgroup v2 they are redone only when what they found may have changed (LCL: every leaf found, a line
+# cgroup v2 they are redone only when what they found may have changed (LEAVES: every leaf found, a line
 # each): while every kubepods root's cgroup.stat says the same number of live descendants
-# (nr_descendants, the kernel's count of every cgroup below it, read before the glob, LCN) and every
-# pod directory and leaf found is still a directory (LCP: the pods, tested, never printed), no leaf came
+# (nr_descendants, the kernel's count of every cgroup below it, read before the glob, LEAF_COUNTS) and every
+# pod directory and leaf found is still a directory (LEAF_PODS: the pods, tested, never printed), no leaf came
 # (one that came while one went keeps the count: a container restarted, a pod gone in a rollout while
 # another's container started; the one gone fails its test). A cgroup the globs do not list (one a
 # workload made inside its container) that went while a leaf came is the case left: every static and
 # cgroup-detail request globs anew, so such a leaf waits until the next one (every 5th tick at the live
 # cadence, every 10th in the fleet overview). v1 (no cgroup.stat), a root without one, a cgroup.stat the
 # precheck refused and a name that holds a newline or a backslash (what pl escapes): globbed every tick.
-LCL="" LCG="" LCN="" LCP=""  # LCG: the G lines of LCL, as pl prints them
-# KN: each kubepods root's nr_descendants, "" when one is not known (v1, no file, refused, other format)
+LEAVES="" LEAF_LINES="" LEAF_COUNTS="" LEAF_PODS=""  # LEAF_LINES: the G lines of LEAVES, as pl prints them
+# KUBEPODS_COUNTS: each kubepods root's nr_descendants, "" when one is not known (v1, no file, refused, other format)
 kcount() {
-  KN=""
-  [ "$CGV" = 2 ] && [ -n "$KPODS" ] || return 0
-  for k in $KPODS; do
+  KUBEPODS_COUNTS=""
+  [ "$CGROUP_V" = 2 ] && [ -n "$KUBEPODS" ] || return 0
+  for k in $KUBEPODS; do
     _w="" _n=""  # (not _a: bad's esc uses it)
     if [ -f "$k/cgroup.stat" ] && ! bad "$k/cgroup.stat" && read -r _w _n 2>/dev/null <"$k/cgroup.stat" \
        && [ "$_w" = nr_descendants ]; then
-      case $_n in ''|*[!0-9]*) KN=""; return 0 ;; esac
-      KN="$KN $_n"
+      case $_n in ''|*[!0-9]*) KUBEPODS_COUNTS=""; return 0 ;; esac
+      KUBEPODS_COUNTS="$KUBEPODS_COUNTS $_n"
     else
-      KN=""; return 0
+      KUBEPODS_COUNTS=""; return 0
     fi
   done
 }
 each_leaf() {
   kcount
-  if [ -n "$LCN" ] && [ "$KN" = "$LCN" ]; then
+  if [ -n "$LEAF_COUNTS" ] && [ "$KUBEPODS_COUNTS" = "$LEAF_COUNTS" ]; then
     case $req in
       *[sc]*) ;;
       *)
         _o=$IFS; IFS=$NL; set -f
-        set -- $LCP
+        # shellcheck disable=SC2086  # split on IFS on purpose (set -f: no globbing)
+        set -- $LEAF_PODS
         set +f; IFS=$_o
         _ok=1
         for _d; do [ -d "$_d" ] || { _ok=0; break; }; done
         IFS=$NL; set -f
-        set -- $LCL
+        # shellcheck disable=SC2086  # split on IFS on purpose (set -f: no globbing)
+        set -- $LEAVES
         set +f; IFS=$_o
         [ "$_ok" = 1 ] && for _d; do [ -d "$_d" ] || { _ok=0; break; }; done
         if [ "$_ok" = 1 ]; then
-          [ "$GRID" = 1 ] && printf '%s' "$LCG"
+          [ "$GRID" = 1 ] && printf '%s' "$LEAF_LINES"
           _g=$GRID; GRID=0; leafq - "$@"; GRID=$_g
           return 0
         fi ;;
     esac
   fi
-  LCL="" LCG="" LCN="" LCP=""
-  for k in $KPODS; do
+  LEAVES="" LEAF_LINES="" LEAF_COUNTS="" LEAF_PODS=""
+  for k in $KUBEPODS; do
     for q in "$k" "$k"/*besteffort* "$k"/*burstable*; do
       case $q in *'*'*) continue ;; esac
-      set -- "$q"/*pod$H*
-      [ "$DETAIL" = 1 ] && pl "H$HV" "$@"
-      if [ -n "$KN" ]; then
+      # shellcheck disable=SC2086  # the same glob
+      set -- "$q"/*pod$HEX*
+      [ "$DETAIL" = 1 ] && pl "H$DETAIL_V" "$@"
+      if [ -n "$KUBEPODS_COUNTS" ]; then
         for _d; do
-          case $_d in *"$NL"*|*\\*) KN=""; break ;; esac
-          [ -d "$_d" ] && LCP="$LCP$_d$NL"
+          case $_d in *"$NL"*|*\\*) KUBEPODS_COUNTS=""; break ;; esac
+          [ -d "$_d" ] && LEAF_PODS="$LEAF_PODS$_d$NL"
         done
       fi
-      set -- "$q"/*pod$H*/*.scope "$q"/*pod$H*/crio-$H64 "$q"/*pod$H*/crio-conmon-$H64 "$q"/*pod$H*/$H64
-      [ "$CGV" = 2 ] && set -- "$@" "$q"/*pod$H*/*.scope/container
+      # shellcheck disable=SC2086  # $HEX, $HEX64 are globs ([0-9a-f]...): quoted they would be literal
+      set -- "$q"/*pod$HEX*/*.scope "$q"/*pod$HEX*/crio-$HEX64 "$q"/*pod$HEX*/crio-conmon-$HEX64 "$q"/*pod$HEX*/$HEX64
+      # shellcheck disable=SC2086  # the same glob
+      [ "$CGROUP_V" = 2 ] && set -- "$@" "$q"/*pod$HEX*/*.scope/container
       leafq "$q" "$@"
-      [ -n "$KN" ] || continue
+      [ -n "$KUBEPODS_COUNTS" ] || continue
       for _d; do
-        case $_d in *"$NL"*|*\\*) KN=""; break ;; esac  # (pl would escape it: not kept)
+        case $_d in *"$NL"*|*\\*) KUBEPODS_COUNTS=""; break ;; esac  # (pl would escape it: not kept)
         [ -d "$_d" ] || continue  # (a glob that matched nothing stays the pattern: no directory)
-        LCL="$LCL$_d$NL" LCG="${LCG}G$CGV$_d$NL"
+        LEAVES="$LEAVES$_d$NL" LEAF_LINES="${LEAF_LINES}G$CGROUP_V$_d$NL"
       done
     done
   done
-  LCN=$KN
+  LEAF_COUNTS=$KUBEPODS_COUNTS
 }
 # leafq QOSDIR LEAF...: one kubepods (QoS) directory's container leaves, as the request asks
 leafq() {
   shift
   [ $# -gt 0 ] || return 0
-  [ "$GRID" = 1 ] && pl "G$CGV" "$@"
-  [ "$DETAIL" = 1 ] && pl "H$HV" "$@"
+  [ "$GRID" = 1 ] && pl "G$CGROUP_V" "$@"
+  [ "$DETAIL" = 1 ] && pl "H$DETAIL_V" "$@"
   if [ "$TASKS" = 1 ]; then
     for l in "$@"; do
-      TASKREC=$KREC
-      [ -n "$FOCUS" ] && case $l in *"$FOCUS"*) TASKREC=V ;; esac
+      TASK_RECORD=$TASK_KIND
+      [ -n "$FOCUS" ] && case $l in *"$FOCUS"*) TASK_RECORD=V ;; esac
       tasks "$l"
     done
   fi
   if [ -n "$FOCUS" ]; then
     for l in "$@"; do
       case $l in
-        *"$FOCUS"*) pl "J$HV" "$l"; TASKREC=V; [ "$TASKS" = 1 ] || tasks "$l" ;;
+        *"$FOCUS"*) pl "J$DETAIL_V" "$l"; TASK_RECORD=V; [ "$TASKS" = 1 ] || tasks "$l" ;;
       esac
     done
   fi
@@ -687,17 +698,17 @@ leafq() {
 node_wide() {
   rx "$R/proc/uptime" "$R/proc/stat" "$R/proc/softirqs" "$R/sys/devices/system/cpu/online"
   for d in "$R"/sys/devices/system/node/node[0-9]*; do r "$d/numastat"; done
-  rks "$R$KROOT/cpu_manager_state"
-  rkd "$R$KROOT/device-plugins/kubelet_internal_checkpoint"
-  rkr "$R$KROOT/dra_manager_state"
-  if [ "$CGV" = 2 ]; then
-    rx "$CGBASE/cpuset.cpus.effective" "$CGBASE/cpuset.cpus.isolated"
+  rks "$R$KUBELET_ROOT/cpu_manager_state"
+  rkd "$R$KUBELET_ROOT/device-plugins/kubelet_internal_checkpoint"
+  rkr "$R$KUBELET_ROOT/dra_manager_state"
+  if [ "$CGROUP_V" = 2 ]; then
+    rx "$CGROUP_BASE/cpuset.cpus.effective" "$CGROUP_BASE/cpuset.cpus.isolated"
   else
-    rx "$CGBASE/cpuset.effective_cpus"
+    rx "$CGROUP_BASE/cpuset.effective_cpus"
   fi
-  for k in $KPODS; do
+  for k in $KUBEPODS; do
     pl D "$k"
-    pl "G$CGV" "$k" "$k"/*besteffort* "$k"/*burstable*
+    pl "G$CGROUP_V" "$k" "$k"/*besteffort* "$k"/*burstable*
   done
 }
 
@@ -705,7 +716,7 @@ node_wide() {
 # container it cannot name yet.
 names() {
   # kubelet's root-dir (0700 on a real node: its pods directory then unknown, not empty) and the logs
-  unlisted "$R$KROOT" "$R$KROOT/pods" "$R$PODLOGS" "$R/var/log/containers"
+  unlisted "$R$KUBELET_ROOT" "$R$KUBELET_ROOT/pods" "$R$PODLOGS" "$R/var/log/containers"
   for p in "$R$PODLOGS"/*/; do
     [ -d "$p" ] || continue
     pl D "$p"
@@ -714,7 +725,7 @@ names() {
   # absolute symlinks into /var/log/pods: under --root they dangle, and the name is what we want
   for f in "$R"/var/log/containers/*.log; do { [ -e "$f" ] || [ -h "$f" ]; } && pl D "$f"; done
   # kubelet's pods dir: every pod it knows, with a dir per container that ran (no names of pods)
-  for p in "$R$KROOT"/pods/*/; do
+  for p in "$R$KUBELET_ROOT"/pods/*/; do
     [ -d "$p" ] || continue
     pl D "$p"
     for c in "$p"containers/*/; do [ -d "$c" ] && pl D "$c"; done
@@ -724,8 +735,8 @@ names() {
 alltasks() {
   # each task's stat; schedstat too for the tasks that last ran on the focused CPU (Q), and status
   # (Cpus_allowed_list: pinned there?) for those that last ran on an exclusive CPU (x)
-  [ -n "$FCPU" ] && printf 'Q%s\n' "$FCPU"
-  [ -n "$EXCL" ] && printf 'x%s\n' "$EXCL"
+  [ -n "$FOCUS_CPU" ] && printf 'Q%s\n' "$FOCUS_CPU"
+  [ -n "$EXCLUSIVE" ] && printf 'x%s\n' "$EXCLUSIVE"
   set -- "$R"/proc/[0-9]*/task/[0-9]*
   pl U "$@"
   # each process's cgroup (awk keeps the cpuset or unified line): who a task belongs to, positively
@@ -760,7 +771,7 @@ own_pids() {
 # the probe (-a: every thread; what they start inherits it), once. Digits, commas and dashes only; "?"
 # when the client knows neither (said as a warning).
 confine() {
-  if [ "$KT" != 1 ]; then
+  if [ "$KERNEL_TREE" != 1 ]; then
     printf 'Iprobe-confine %s\n' "no: this tree is not this kernel's (its CPUs are not the ones the probe runs on)"
     return
   fi
@@ -785,45 +796,44 @@ loop() {
   static_done=0
   while read -r req focus cpus excl; do
     case $req in q*) break ;; esac
-    case $excl in \*) EXCL='*' ;; *[!0-9,-]*) EXCL="" ;; *) EXCL=$excl ;; esac
-    FCPU=""
-    case $focus in @*) FCPU=${focus#@}; focus="" ;; esac
-    case $FCPU in *[!0-9]*) FCPU="" ;; esac
+    case $excl in \*) EXCLUSIVE='*' ;; *[!0-9,-]*) EXCLUSIVE="" ;; *) EXCLUSIVE=$excl ;; esac
+    FOCUS_CPU=""
+    case $focus in @*) FOCUS_CPU=${focus#@}; focus="" ;; esac
+    case $FOCUS_CPU in *[!0-9]*) FOCUS_CPU="" ;; esac
     case $focus in *[!0-9a-f]*) focus="" ;; esac
     FOCUS=$focus
     seq=$((seq + 1))
-    printf 'B%s %s %s\nIprobe-protocol %s\n' "$seq" "$req" "$FOCUS${FCPU:+@$FCPU}" "$PROTO"
-    if [ -n "$CP" ] && [ "$CP" != "$PROTO" ]; then  # nothing read for a client that would misread it
-      printf 'W%s\nZ%s\n%s' "refused: the client speaks protocol $CP, this probe speaks $PROTO" "$seq" "$PAD"
+    printf 'B%s %s %s\nIprobe-protocol %s\n' "$seq" "$req" "$FOCUS${FOCUS_CPU:+@$FOCUS_CPU}" "$PROTO"
+    if [ -n "$CLIENT_PROTOCOL" ] && [ "$CLIENT_PROTOCOL" != "$PROTO" ]; then  # nothing read for a client that would misread it
+      printf 'W%s\nZ%s\n%s' "refused: the client speaks protocol $CLIENT_PROTOCOL, this probe speaks $PROTO" "$seq" "$PAD"
       continue
     fi
     [ -n "$PIDS" ] || own_pids
     printf 'Iprobe-pids %s\n' "$PIDS"
-    [ -n "$PGL" ] && printf 'Iprobe-pgid %s\n' "$$"
+    [ -n "$LEADS_GROUP" ] && printf 'Iprobe-pgid %s\n' "$$"
     case $cpus in
       ''|-|*[!0-9,?-]*) ;;
-      \?) [ "$KT" = 1 ] && printf 'W%s\n' "no reserved CPUs and no shared pool known: the probe runs unconfined (it may run on any CPU, pinned ones too)" ;;
+      \?) [ "$KERNEL_TREE" = 1 ] && printf 'W%s\n' "no reserved CPUs and no shared pool known: the probe runs unconfined (it may run on any CPU, pinned ones too)" ;;
       *) confine "$cpus" ;;
     esac
     precheck
     case $req in *s*) static; static_done=1 ;; esac
     [ "$static_done" = 1 ] || { find_kubelet; find_cgroups; static_done=1; }
-    GRID=0 DETAIL=0 TASKS=0 STATUS=0
+    GRID=0 DETAIL=0 TASKS=0
     case $req in *g*) GRID=1 ;; esac
     case $req in *c*) DETAIL=1 ;; esac
     case $req in *[tT]*) TASKS=1 ;; esac
-    case $req in *T*) STATUS=1 ;; esac
-    KREC=K
-    case $req in *T*w*|*w*T*) KREC=V ;; *T*) KREC=S ;; *w*) KREC=Y ;; esac
+    TASK_KIND=K
+    case $req in *T*w*|*w*T*) TASK_KIND=V ;; *T*) TASK_KIND=S ;; *w*) TASK_KIND=Y ;; esac
     # the state files read anew and sent whole in a static frame and every 64th (see rks, rkd, rkr; what a
     # client holds of them is never older: rdcg)
-    case $req in *s*) KSF="" KDF="" KRF="" KSS="" KDS="" KRS="" ;;
-      *) [ $((seq % 64)) = 0 ] && KSF="" KDF="" KRF="" KSS="" KDS="" KRS="" ;; esac
+    case $req in *s*) STATE_FILE="" DEVICES_FILE="" DRA_FILE="" STATE_SENT="" DEVICES_SENT="" DRA_SENT="" ;;
+      *) [ $((seq % 64)) = 0 ] && STATE_FILE="" DEVICES_FILE="" DRA_FILE="" STATE_SENT="" DEVICES_SENT="" DRA_SENT="" ;; esac
     [ "$GRID" = 1 ] && node_wide
     [ "$GRID$DETAIL$TASKS" != 000 ] || [ -n "$FOCUS" ] && each_leaf
     case $req in *n*) names ;; esac
     case $req in *a*) alltasks ;; esac
-    case $req in *i*) irqs ;; *) [ -n "$FCPU" ] && r "$R/proc/interrupts" ;; esac
+    case $req in *i*) irqs ;; *) [ -n "$FOCUS_CPU" ] && r "$R/proc/interrupts" ;; esac
     # the probe's own CPU so far: this shell's (the builtin read, no fork: /proc/self is this shell), and
     # awk adds its own. ns on CPU from schedstat (CONFIG_SCHED_INFO), else clock ticks from stat
     S=""
@@ -834,6 +844,7 @@ loop() {
   done
 }
 
+# shellcheck disable=SC2016  # text for another shell (find's sh -c) or for awk: expanded there
 AWK='
 BEGIN {
   root = ENVIRON["PSROOT"]; rl = length(root); maxw = 4096
@@ -1113,12 +1124,12 @@ case $(awk -W version 2>&1 </dev/null) in
 esac
 # kubelet's files go through od under every awk: any awk reads a line whole (a corrupt or hostile
 # checkpoint can be one endless line), od stops at its budget
-command -v od >/dev/null 2>&1 && OD=od
+command -v od >/dev/null 2>&1 && OD="od"
 esc "$R"
 PSROOT=$E
 export PSROOT
 # Does this shell lead its process group (pgrp, field 5 of its stat, after the comm in parentheses)?
-PGL=""
+LEADS_GROUP=""
 _st=""
 read -r _st </proc/self/stat 2>/dev/null
 _st=${_st##*) }
@@ -1126,7 +1137,7 @@ set -f
 # shellcheck disable=SC2086
 set -- $_st
 set +f
-[ "${3-}" = "$$" ] && PGL=1
+[ "${3-}" = "$$" ] && LEADS_GROUP=1
 # The forwarder: the one reader of stdin, never blocked by what the loop or awk do. "q" is passed on and
 # ends the probe in order. When stdin ends without it (the client closed the connection, or gave up on a
 # frame), it ends the whole probe: kill -KILL 0 is every process of the group (the loop, awk, an od or find
@@ -1137,6 +1148,6 @@ forward() {
     printf '%s\n' "$_l"
     case $_l in q*) return 0 ;; esac
   done
-  [ -n "$PGL" ] && kill -KILL 0
+  [ -n "$LEADS_GROUP" ] && kill -KILL 0
 }
 forward | loop | awk "$AWK"

@@ -6,6 +6,7 @@
 #   tmux             the TUI driven as a user                           prometheus  promtool, a real Prometheus
 #   chromium         `pinscope serve` in a real browser                 kubernetes-client  kubectl
 #   prometheus-node-exporter  bench/ compares the probe with it         openssl  the stand-in Kubernetes API's TLS
+#   shellcheck       .ci/run lints the probe (collectors/probe.sh) with it
 #   the real node (tests/cluster/: up, down; Go itself is the machine's, /usr/local/go):
 #   runc  containernetworking-plugins (CNI bridge, host-local, loopback)  iptables  curl  buildah (the images)
 #   debootstrap (the base of pinscope's image)  gcc libc6-dev (the static sandbox program, pause.c)
@@ -13,6 +14,7 @@
 # is 1.20 (SPDY only); the machine images we run on ship kubectl 1.32 (package kubectl, beside google-cloud-cli).
 set -eu
 PACKAGES="python3-venv openssh-server tmux util-linux busybox prometheus prometheus-node-exporter chromium openssl"
+PACKAGES="$PACKAGES shellcheck"
 PACKAGES="$PACKAGES runc containernetworking-plugins iptables curl buildah debootstrap gcc libc6-dev"
 # /usr/bin/kubectl may come from another package (google-cloud-cli's): Debian's kubernetes-client
 # conflicts with it, so it is installed only when there is no kubectl at all.
