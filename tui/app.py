@@ -370,6 +370,11 @@ class PinscopeApp(App):
 
         self.push_screen(NodeInfoScreen(self.views[target]))
 
+    def open_fit(self, target: str) -> None:
+        from pinscope.tui.screens.fit import FitScreen
+
+        self.push_screen(FitScreen(self.views[target]))
+
     def open_finding(self, target: str, f) -> None:
         v = self.views[target]
         if f.pod_uid and f.container and v.snap:

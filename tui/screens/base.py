@@ -56,6 +56,8 @@ class Navigator(Protocol):
 
     def open_node_info(self, target: str) -> None: ...
 
+    def open_fit(self, target: str) -> None: ...  # the "what fits" pane (kubelet's next decision)
+
     def open_finding(self, target: str, f: Finding) -> None: ...
 
     def set_focus_container(self, target: str, cid: str | None) -> None: ...  # read it all, every tick

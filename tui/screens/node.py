@@ -78,6 +78,7 @@ class NodeScreen(ReportScreen):
         Binding("f", "findings", "Findings", id="node.findings"),
         Binding("c", "cpu", "CPU pane", id="node.cpu"),
         Binding("n", "node_info", "Node pane", id="node.info"),
+        Binding("w", "what_fits", "What fits", id="node.fit", show=False),
         Binding("v", "toggle_shade", "Load/noise", id="node.shade"),
         Binding("right_square_bracket", "next_node", "Next node", id="node.next", show=False),
         Binding("left_square_bracket", "prev_node", "Prev node", id="node.prev", show=False),
@@ -570,6 +571,9 @@ class NodeScreen(ReportScreen):
 
     def action_node_info(self) -> None:
         self.nav.open_node_info(self.view.target)
+
+    def action_what_fits(self) -> None:
+        self.nav.open_fit(self.view.target)
 
     def action_next_node(self) -> None:
         self.nav.switch_node(+1)

@@ -1,0 +1,150 @@
+"""The "what fits" pane (issue 36): per NUMA node the free whole cores and the largest pinned container
+kubelet could give there; type N and the CPUs kubelet would give the next Guaranteed container of N CPUs
+light up on the grid, or its refusal shows as kubelet words it, with the reason in pinscope's words.
+
+The answers come from collectors/fit/summary.py, cached by the node's files: a tick whose checkpoint and
+configuration did not change recomputes nothing (the pane repaints only when its text changed)."""
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Container, VerticalScroll
+from textual.widgets import Footer, Input, Static
+
+from pinscope.collectors.fit.predict import FitAnswer
+from pinscope.collectors.fit.summary import node_fit, reason, request_fit
+from pinscope.collectors.parse.cpuset import format_cpuset
+from pinscope.collectors.text import display
+from pinscope.tui.screens.base import ReportScreen
+from pinscope.tui.state import NodeView
+from pinscope.tui.widgets.coregrid import CoreGrid
+
+MAX_REQUEST = 100_000  # more CPUs than any node has: refused by kubelet's own words, never a long loop
+
+
+def parse_request(text: str) -> tuple[int | None, str]:
+    """(N, "") for a whole number of CPUs, else (None, what is wrong): bad input is said, never raised."""
+    s = text.strip()
+    if not s:
+        return None, ""
+    if not s.isdecimal() or not s.isascii():
+        return None, f"{s!r} is not a whole number of CPUs (exclusive CPUs come in whole CPUs)"
+    n = int(s)
+    if n < 1:
+        return None, "a container with exclusive CPUs asks for at least 1"
+    if n > MAX_REQUEST:
+        return None, f"{n} CPUs: more than any node has"
+    return n, ""
+
+
+def _per_numa(t: Text, ans: FitAnswer) -> None:
+    t.append("free CPUs, and the largest container kubelet could give\nfrom each NUMA node alone\n", style="bold")
+    t.append("  NUMA   free  whole cores  largest: CPUs  whole cores\n", style="bold")
+    for p in ans.per_numa:
+        lf = p.get("largest_fit") or {}
+        t.append(f"  {p['numa_node']:<4} {p['free_count']:>6} {p['free_whole_cores']:>12} "
+                 f"{lf.get('cpus', '-'):>14} {lf.get('whole_cores', '-'):>12}\n")
+        t.append(display(f"         {p['free_cpus'] or '-'}") + "\n", style="dim")
+
+
+def _request(t: Text, n: int, ans: FitAnswer, numa_of: dict[int, int | None]) -> None:
+    t.append(f"the next Guaranteed container of {n} CPUs\n", style="bold")
+    if ans.error is not None:
+        t.append(display(f"  kubelet: {ans.error['kind']}: {ans.error['message']}") + "\n", style="bold red")
+        t.append(display(f"  why: {reason(ans.error)}") + "\n")
+    elif ans.cpus is not None:
+        nodes = sorted({x for c in ans.cpus if (x := numa_of.get(c)) is not None})
+        t.append(f"  kubelet would give CPUs {format_cpuset(ans.cpus)} (NUMA {format_cpuset(nodes) or '?'}): "
+                 "lit on the grid\n")
+    if ans.how_many is not None:
+        t.append(f"  containers of {n} CPUs that fit one after another: {ans.how_many}\n")
+
+
+def fit_text(snap, n: int | None, bad: str) -> tuple[Text, frozenset[int]]:
+    """The pane's text and the CPUs to light on the grid, for the request typed (None: none yet)."""
+    t = Text()
+    base = node_fit(snap)
+    rel = base.release + ("" if base.kubelet_version else ", assumed")
+    t.append(f"what fits on {display(snap.node)} (kubelet {rel})\n", style="bold")
+    if not base.readable or base.note:
+        t.append(display(f"  {'not known' if not base.readable else 'no exclusive CPUs'}: {base.note}") + "\n")
+        return t, frozenset()
+    if base.error is not None and not base.per_numa:  # kubelet refuses its own configuration or state
+        t.append(display(f"  kubelet: {base.error['kind']}: {base.error['message']}") + "\n", style="bold red")
+        t.append(display(f"  why: {reason(base.error)}") + "\n")
+        return t, frozenset()
+    lit: frozenset[int] = frozenset()
+    if bad:
+        t.append(display(bad) + "\n", style="bold")
+    elif n is None:
+        t.append("type a number of CPUs below: what kubelet would give it lights up on the grid\n", style="italic")
+    else:
+        ans = request_fit(snap, n)
+        _request(t, n, ans, {c.id: c.numa_node for c in snap.topology.cpus})
+        lit = frozenset(ans.cpus or ())
+    t.append("\n")
+    _per_numa(t, base)
+    t.append("\n")
+    for a in base.assumed:
+        t.append(display(f"assumed: {a}") + "\n", style="dim")
+    t.append("not known from the node's files:\n", style="dim")
+    for u in base.unknown:
+        t.append(display(f"  - {u}") + "\n", style="dim")
+    return t, lit
+
+
+class FitScreen(ReportScreen):
+    BINDINGS = [Binding("escape", "back", "Back", id="fit.back")]
+
+    def __init__(self, view: NodeView) -> None:
+        super().__init__(view)
+        self._shown: Text | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("", id="status")
+        with Container(id="fit-main"):
+            yield CoreGrid(id="grid")
+            with VerticalScroll(id="fit-side"):
+                yield Static("", id="fit-text")
+        yield Input(placeholder="CPUs of the next Guaranteed container (N), Esc goes back", id="fit-n",
+                    restrict=r"[0-9]*", max_length=7)
+        yield Footer()
+
+    @property
+    def grid_widget(self) -> CoreGrid:
+        return self.query_one(CoreGrid)
+
+    def on_mount(self) -> None:
+        self.query_one("#fit-n", Input).focus()
+        self.refresh_view()
+
+    def on_resize(self) -> None:
+        self.query_one("#fit-main").set_class(self.size.width < 110, "narrow")
+
+    def refresh_view(self) -> None:
+        v = self.view
+        st = self.query_one("#status", Static)
+        st.set_class(v.state == "stale", "stale")
+        st.set_class(v.state == "down", "down")
+        state = self.nav.replay_status if v.state == "up" else None
+        st.update(Text(display(f" {v.name}  {state or v.state}{': ' + v.message if v.message else ''}") + "  —  what fits"))
+        grid = self.query_one(CoreGrid)
+        grid.set_glyphs(self.nav.big_glyphs)
+        lit: frozenset[int] = frozenset()
+        if v.snap is not None:
+            n, bad = parse_request(self.query_one("#fit-n", Input).value)
+            text, lit = fit_text(v.snap, n, bad)
+            if text != self._shown:
+                self._shown = text
+                self.query_one("#fit-text", Static).update(text)
+        grid.set_view(v, lit)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.refresh_view()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.refresh_view()
+
+    def action_back(self) -> None:
+        self.app.pop_screen()
