@@ -1,6 +1,6 @@
 """Benchmark: `pinscope --prometheus` over 5,000 nodes, refreshing every 5 s, within 10 % of one core.
 
-A real Prometheus (Debian's package) holds 5,000 simulated nodes (collectors.sim.promfleet, ~150,000
+A real Prometheus (Debian's package) holds 5,000 simulated nodes (tests/promfleet.py, ~150,000
 CPUs: ~350,000 series) backfilled with `promtool tsdb create-blocks-from openmetrics`. The overview runs
 as a user runs it, in a real terminal (tmux, 200x50), and is measured from outside (psutil), side by side
 with the Prometheus answering it, over the same windows:
@@ -27,7 +27,7 @@ import psutil
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE), str(HERE.parent / "tests")]
 
-from pinscope.collectors.sim.promfleet import make_fleet  # noqa: E402
+from promfleet import make_fleet  # noqa: E402
 from promserver import Prometheus, backfill, have_prometheus  # noqa: E402
 
 QUICK = "--quick" in sys.argv

@@ -167,7 +167,7 @@ async def prometheus() -> None:
     from promserver import Prometheus, backfill, have_prometheus
 
     from pinscope.collectors.promql import PromSource
-    from pinscope.collectors.sim.promfleet import make_fleet
+    from promfleet import make_fleet
     from pinscope.tui.promapp import PromApp
 
     if not wanted("prom-fleet"):

@@ -269,10 +269,10 @@ def readme_scrape_config(targets: list[str]) -> dict:
 
 
 def backfill(fleet, data_dir, at: float | None = None, timeout: float = 300) -> float:
-    """Write `fleet` (collectors.sim.promfleet) as OpenMetrics and turn it into TSDB blocks in data_dir
+    """Write `fleet` (tests/promfleet.py) as OpenMetrics and turn it into TSDB blocks in data_dir
     with `promtool tsdb create-blocks-from openmetrics`. One sample per series, `at` (default 5 minutes
     ago): query it with Prometheus(lookback="1h"). Returns the timestamp written."""
-    from pinscope.collectors.sim.promfleet import write_openmetrics
+    from promfleet import write_openmetrics
 
     at = time.time() - 300 if at is None else at
     src = Path(data_dir).parent / "fleet.om"

@@ -21,8 +21,10 @@ def ci_run(tmp_path: Path, test_cmd: str, try_cmd: str = DEMO) -> tuple[subproce
     repo = tmp_path / "repo"
     (repo / ".ci").mkdir(parents=True)
     shutil.copy(ROOT / ".ci/run", repo / ".ci/run")
-    (repo / "collectors").mkdir()  # what .ci/run lints after "Check the code": the real files
+    (repo / "collectors").mkdir()  # what .ci/run lints after "Check the code": the real files and venv
     shutil.copy(ROOT / "collectors/probe.sh", repo / "collectors/probe.sh")
+    shutil.copy(ROOT / "pyproject.toml", repo / "pyproject.toml")
+    (repo / ".venv").symlink_to(ROOT / ".venv")
     (repo / "README.md").write_text(
         f"**Try it**\n```sh\n{try_cmd}\n```\n**Run the tests**\n```sh\n{test_cmd}\n```\n"
         "**Check the code**\n```sh\ntrue\n```\n")

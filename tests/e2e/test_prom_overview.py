@@ -1,5 +1,5 @@
 """`pinscope --prometheus`: the fleet overview against a real Prometheus holding 5,000 simulated nodes,
-backfilled with `promtool tsdb create-blocks-from openmetrics` (collectors.sim.promfleet writes the series
+backfilled with `promtool tsdb create-blocks-from openmetrics` (tests/promfleet.py writes the series
 in the exporter's contract). Counts match the truth written; the per-CPU map is fetched only for the nodes
 on screen; Enter opens a node live through the usual transport and Esc comes back; --selector narrows the
 fleet; Prometheus down, slow or refusing is a status-line state, never a crash.
@@ -16,7 +16,7 @@ import pytest
 from pinscope.collectors.collect import Options
 from pinscope.collectors.promql import PromError, PromSource, matchers
 from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
-from pinscope.collectors.sim.promfleet import make_fleet
+from promfleet import make_fleet
 from helpers import need
 from promserver import Prometheus, backfill, free_port, have_prometheus
 

@@ -1,5 +1,6 @@
 """A simulated fleet as Prometheus holds it: OpenMetrics text in the exporter's metrics contract, for
-`promtool tsdb create-blocks-from openmetrics` (tests/ and bench/ backfill thousands of nodes).
+`promtool tsdb create-blocks-from openmetrics` (tests/, bench/ and screenshots/ backfill thousands of nodes).
+Here, not in collectors/sim/: nothing pinscope ships uses it (issue 35: out of the wheel).
 
 Real exporters for 5,000 nodes cannot run on one machine; their series can. Names, types and label sets
 come from collectors.exporter.metrics.CONTRACT (checked here), so the backfill cannot drift from what the
@@ -10,7 +11,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from ..exporter.metrics import BY_NAME
+from pinscope.collectors.exporter.metrics import BY_NAME
 
 SIZES = (8, 16, 16, 32, 32, 48, 64)
 
