@@ -5,25 +5,41 @@ scope, prefer-closest-numa-nodes):
   - a prediction: kubelet started on the case (topology, options, reserved set, state) and one
     Guaranteed container of N CPUs admitted: the CPUs or the error. Target <= 5 ms.
   - how many containers of N fit one after another (on a copy of the state). Target <= 50 ms.
-Two option sets (distribute-cpus-across-numa and prefer-align-cpus-by-uncorecache exclude each
-other in kubelet). Printed: median and p95 wall ms, and CPU ms (process time: steadier on a loaded
-machine) per N.
+  - what the "what fits" pane and the exporter ask every tick (collectors/fit/summary.py): the node
+    read from a 512-CPU tree by the real collector, per NUMA node the largest container kubelet could
+    give there, computed on the first ask (a miss) and then taken from the cache while the files stay
+    as they were (a hit: the case rebuilt from the snapshot and compared, nothing decided again).
+Three option sets cover every option: kubelet refuses distribute-cpus-across-numa with
+prefer-align-cpus-by-uncorecache, and distribute-cpus-across-cores with full-pcpus-only, either of
+those two. Printed: median and p95 wall ms, and CPU ms (process time: steadier on a loaded machine)
+per N; the verdict is on the CPU median.
 Run: python3 bench/bench_fit.py [--runs N]
 """
 from __future__ import annotations
 
+import json
+import os
 import platform
 import random
 import statistics
 import sys
+import tempfile
 import time
+import uuid
+from functools import partial
 from pathlib import Path
+from typing import Callable, TypeVar
 
 HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent)]
+sys.path[:0] = [str(HERE.parent), str(HERE.parent / "tests")]
 
-from pinscope.collectors.fit.kubelet import Kubelet, cpuset_str  # noqa: E402
+from pinscope.collectors.fit import summary  # noqa: E402
+from pinscope.collectors.fit.kubelet import Decision, Kubelet, cpuset_parse, cpuset_str  # noqa: E402
+from pinscope.collectors.parse.kubelet import checksum_v2  # noqa: E402
 from pinscope.collectors.fit.predict import how_many_fit  # noqa: E402
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec  # noqa: E402
+
+T = TypeVar("T")
 
 RUNS = int(sys.argv[sys.argv.index("--runs") + 1]) if "--runs" in sys.argv else 40
 OPTION_SETS = {
@@ -31,6 +47,8 @@ OPTION_SETS = {
                         "strict-cpu-reservation": "true"},
     "uncore": {"full-pcpus-only": "true", "prefer-align-cpus-by-uncorecache": "true", "align-by-socket": "true",
                "strict-cpu-reservation": "true"},
+    "distribute-cores": {"distribute-cpus-across-cores": "true", "align-by-socket": "true",
+                         "strict-cpu-reservation": "true"},
 }
 
 
@@ -56,7 +74,7 @@ def node512(options: dict) -> dict:
             "assignments": assignments, "distances": distances, "containers": []}
 
 
-def timed(f) -> tuple[float, float, object]:
+def timed(f: Callable[[], T]) -> tuple[float, float, T]:
     w0, c0 = time.perf_counter(), time.process_time()
     out = f()
     return (time.perf_counter() - w0) * 1000, (time.process_time() - c0) * 1000, out
@@ -71,28 +89,83 @@ def report(name: str, samples: list[tuple[float, float]], target: float) -> None
           f"cpu median {statistics.median(cpu):6.2f} ms  (target <= {target:g} ms: {ok})")
 
 
+def _state(case: dict, uids: dict[str, str]) -> str:
+    """cpu_manager_state as kubelet writes it for the case: with strict-cpu-reservation the reserved CPUs
+    are out of the shared pool too (the simulator's own state keeps them in: kubelet would refuse it)."""
+    default = set(range(512)) - {c for ctrs in case["assignments"].values() for c in cpuset_parse(ctrs["app"])}
+    if case["cpu_options"].get("strict-cpu-reservation") == "true":
+        default -= cpuset_parse(case["reserved"])
+    entries = {uids[name]: dict(ctrs) for name, ctrs in case["assignments"].items()}
+    text = cpuset_str(default)
+    return json.dumps({"policyName": "static", "defaultCpuSet": text, "entries": entries,
+                       "checksum": checksum_v2("static", text, entries)})
+
+
+def node512_spec(case: dict) -> NodeSpec:
+    """node512's machine, pods, configuration and state as a simulated node's tree (read by the real collector)."""
+    uids = {name: str(uuid.UUID(int=i + 1)) for i, name in enumerate(case["assignments"])}
+    pods = [PodSpec(name, "bench", uid=uids[name], containers=[CtrSpec("app", cpus=ctrs["app"])])
+            for name, ctrs in case["assignments"].items()]
+    opts = "".join(f'  {k}: "{v}"\n' for k, v in case["cpu_options"].items())
+    cfg = ("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncgroupDriver: systemd\n"
+           f"cpuManagerPolicy: static\ncpuManagerPolicyOptions:\n{opts}reservedSystemCPUs: \"{case['reserved']}\"\n"
+           f"topologyManagerPolicy: {case['tm_policy']}\ntopologyManagerScope: {case['tm_scope']}\n"
+           'topologyManagerPolicyOptions:\n  prefer-closest-numa-nodes: "true"\n')
+    return NodeSpec(hostname="bench-512", sockets=2, cores=128, threads=2, numa_per_socket=4, l3_per_numa=8,
+                    numbering="intel", policy="static", reserved=case["reserved"], config_text=cfg, pods=pods,
+                    state_text=_state(case, uids))
+
+
+def _predict(case: dict, n: int) -> Decision:
+    return Kubelet(case).admit([n])
+
+
+def bench_prediction(case: dict) -> None:
+    for n in (4, 16, 64):
+        pred = []
+        answer: Decision | None = None
+        for _ in range(RUNS):
+            w, c, answer = timed(partial(_predict, case, n))
+            pred.append((w, c))
+        assert answer is not None
+        what = f"CPUs {answer.cpus[0]}" if answer.cpus else f"{(answer.error or {}).get('kind')}"
+        report(f"prediction, N={n}", pred, 5)
+        print(f"      ({what[:90]})")
+        k = Kubelet(case)
+        many = []
+        count = 0
+        for _ in range(max(5, RUNS // 4)):
+            w, c, count = timed(partial(how_many_fit, k, n))
+            many.append((w, c))
+        report(f"how many of N={n} fit ({count})", many, 50)
+
+
+def bench_pane(case: dict) -> None:
+    """The pane's and the exporter's ask, on the node read from its tree: a miss, then hits."""
+    from helpers import read_sim  # type: ignore[import-not-found]
+
+    with tempfile.TemporaryDirectory(prefix="bench-fit-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None) as d:
+        snap = read_sim(node512_spec(case), d, samples=1).snapshot
+    summary._CACHE.clear()
+    w, c, ans = timed(lambda: summary.node_fit(snap))
+    assert ans.readable and not ans.note and ans.per_numa, (ans.note, ans.error)
+    largest = ", ".join(str(p["largest_fit"]["cpus"]) for p in ans.per_numa)
+    print(f"  {'what fits per NUMA node, first ask (computed)':<42} wall {w:6.2f} ms  cpu {c:6.2f} ms  "
+          f"(largest per NUMA node: {largest})")
+    before = summary.computed
+    hits = [timed(lambda: summary.node_fit(snap))[:2] for _ in range(RUNS)]
+    assert summary.computed == before, "a hit computed again"
+    report("the same files asked again (cache hit)", hits, 50)
+
+
 def main() -> None:
-    print(f"bench_fit: {platform.python_implementation()} {platform.python_version()}, {RUNS} runs each")
+    print(f"bench_fit: {platform.python_implementation()} {platform.python_version()}, {RUNS} runs each, "
+          f"{platform.machine()}, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
     for name, opts in OPTION_SETS.items():
         case = node512(opts)
         print(f"options {name}: {', '.join(sorted(opts))}")
-        for n in (4, 16, 64):
-            pred = []
-            answer = None
-            for _ in range(RUNS):
-                w, c, d = timed(lambda n=n, case=case: Kubelet(case).admit([n]))
-                pred.append((w, c))
-                answer = d
-            what = f"CPUs {answer.cpus[0]}" if answer.cpus else f"{answer.error['kind']}"
-            report(f"prediction, N={n}", pred, 5)
-            print(f"      ({what[:90]})")
-            k = Kubelet(case)
-            many = []
-            count = 0
-            for _ in range(max(5, RUNS // 4)):
-                w, c, count = timed(lambda n=n, k=k: how_many_fit(k, n))
-                many.append((w, c))
-            report(f"how many of N={n} fit ({count})", many, 50)
+        bench_prediction(case)
+        bench_pane(case)
 
 
 if __name__ == "__main__":
