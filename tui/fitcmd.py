@@ -11,7 +11,7 @@ import re
 
 from pinscope.collectors.errors import PinscopeError
 from pinscope.collectors.fit.predict import FitAnswer, predict
-from pinscope.collectors.fit.summary import reason
+from pinscope.collectors.fit.summary import free_count, reason
 from pinscope.collectors.parse.cpuset import format_cpuset
 from pinscope.collectors.text import display_lines
 
@@ -58,7 +58,7 @@ def render(ans: FitAnswer, n: int) -> str:
         out.append(f"  not known: {ans.note}")
     elif ans.error is not None:
         out.append(f"  rejected: {ans.error['kind']}: {ans.error['message']}")
-        out.append(f"    why: {reason(ans.error)}")
+        out.append(f"    why: {reason(ans.error, n, free_count(ans))}")
     elif ans.cpus is None:
         out.append(f"  fits: {ans.note}")
     else:

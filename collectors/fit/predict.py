@@ -191,7 +191,9 @@ def predict(snap, cpus: int, kubelet_version: str | None = None, count: bool = T
     cfg = snap.kubelet
     if cfg.cpu_manager_policy is None or not cfg.found:
         ans.readable = False
-        ans.note = "kubelet's configuration could not be read: its CPU manager policy is unknown"
+        ans.note = ("no kubelet process was found, nor its configuration: its CPU manager policy is unknown"
+                    if cfg.pid is None and not cfg.found else
+                    "kubelet's configuration could not be read: its CPU manager policy is unknown")
         return ans
     if cfg.cpu_manager_policy != "static":
         ans.note = (f"cpuManagerPolicy is {cfg.cpu_manager_policy!r}: no container gets exclusive CPUs; "

@@ -58,11 +58,20 @@ def request_fit(snap, n: int) -> FitAnswer:
     return _cached(_key(snap, n, "request"), lambda: predict(snap, n, count=True, with_largest=False))
 
 
-def reason(error: dict | None) -> str:
-    """Why kubelet refuses, in pinscope's words, beside kubelet's own message."""
+def free_count(ans: FitAnswer) -> int | None:
+    """CPUs free for exclusive use on the node (the shared pool minus the reserved set), when known."""
+    return sum(p["free_count"] for p in ans.per_numa) if ans.per_numa else None
+
+
+def reason(error: dict | None, n: int | None = None, free: int | None = None) -> str:
+    """Why kubelet refuses a container of n CPUs, in pinscope's words, beside kubelet's own message (`free`:
+    the CPUs free for exclusive use, when known: a refusal for want of CPUs is not a placement problem)."""
     if not error:
         return ""
     kind, msg = error.get("kind", ""), error.get("message", "")
+    if kind in ("TopologyAffinityError", "SMTAlignmentError") and n is not None and free is not None and free < n:
+        return (f"only {free} CPU{'s' if free != 1 else ''} free for exclusive use (the reserved set aside), fewer "
+                f"than {n}: under this policy kubelet words it as {kind}")
     if kind == "SMTAlignmentError" and "not multiple" in msg:
         return ("full-pcpus-only: a request must be a whole number of physical cores (a multiple of the "
                 "threads per core)")

@@ -92,3 +92,24 @@ def test_the_reason_says_what_kubelets_words_mean():
     assert "not enough free CPUs" in summary.reason({"kind": "UnexpectedAdmissionError", "message": "Allocate failed due to not enough cpus available to satisfy request: requested=9, available=4, which is unexpected"})
     assert summary.reason(None) == ""
     assert summary.reason({"kind": "Whatever"})  # a kind it does not know: still a sentence, never a crash
+
+
+def test_a_refusal_for_want_of_cpus_is_not_called_a_placement_problem(fragmented):
+    """This machine's real kubelet (single-numa-node, 1 CPU free) refuses 2 CPUs with TopologyAffinityError;
+    the reason said "the free CPUs are there, but not on few enough NUMA nodes": they were not there."""
+    err = {"kind": "TopologyAffinityError", "message": "Resources cannot be allocated with Topology locality"}
+    assert "only 1 CPU free for exclusive use" in summary.reason(err, 2, 1)
+    assert "NUMA placement" in summary.reason(err, 10, 12)  # 12 free, none holds 10: placement it is
+    ans = predict(fragmented.snapshot, 13)
+    assert ans.error["kind"] == "TopologyAffinityError" and summary.free_count(ans) == 12
+    assert "only 12 CPUs free" in summary.reason(ans.error, 13, summary.free_count(ans))
+
+
+def test_no_kubelet_is_said_as_such(tmp_path):
+    """This machine with its kubelet stopped: 'kubelet's configuration could not be read' read as if a file
+    were broken; no kubelet process and no configuration found is what it is."""
+    from pinscope.collectors.sim.node import NodeSpec
+
+    spec = NodeSpec(hostname="stopped", cores=2, kubelet_running=False, config_path="/etc/elsewhere/kubelet.yaml")
+    ans = predict(read_sim(spec, tmp_path / "s", samples=1).snapshot, 1)
+    assert not ans.readable and ans.note.startswith("no kubelet process was found"), ans.note

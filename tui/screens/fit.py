@@ -13,7 +13,7 @@ from textual.containers import Container, VerticalScroll
 from textual.widgets import Footer, Input, Static
 
 from pinscope.collectors.fit.predict import FitAnswer
-from pinscope.collectors.fit.summary import node_fit, reason, request_fit
+from pinscope.collectors.fit.summary import free_count, node_fit, reason, request_fit
 from pinscope.collectors.parse.cpuset import format_cpuset
 from pinscope.collectors.text import display
 from pinscope.tui.screens.base import ReportScreen
@@ -52,7 +52,7 @@ def _request(t: Text, n: int, ans: FitAnswer, numa_of: dict[int, int | None]) ->
     t.append(f"the next Guaranteed container of {n} CPUs\n", style="bold")
     if ans.error is not None:
         t.append(display(f"  kubelet: {ans.error['kind']}: {ans.error['message']}") + "\n", style="bold red")
-        t.append(display(f"  why: {reason(ans.error)}") + "\n")
+        t.append(display(f"  why: {reason(ans.error, n, free_count(ans))}") + "\n")
     elif ans.cpus is not None:
         nodes = sorted({x for c in ans.cpus if (x := numa_of.get(c)) is not None})
         t.append(f"  kubelet would give CPUs {format_cpuset(ans.cpus)} (NUMA {format_cpuset(nodes) or '?'}): "
