@@ -2,11 +2,13 @@
 code (tests/kubeletsim, built from k8s.io/kubernetes at each pinned release): the same cases,
 the same CPUs or the same admission error, kind and message, on 100 % of them.
 
-Every run: a fixed-seed set per release (PINSCOPE_FIT_CASES, default 1500: ~30 s a release here).
-The full set (10,000 per release, plus a third as many focused on where releases differ) runs with
-PINSCOPE_FIT_FULL=1 (or PINSCOPE_FIT_CASES=N): 11 min for both releases on this 2-core machine under
-a load of ~20 (drawing the cases is most of it). Any disagreement fails with the case as JSON, both
-answers, and the release.
+Every run (CI): a fixed-seed set per release (PINSCOPE_FIT_CASES, default 1500, plus 500 focused on
+where the releases differ), kubelet's test topologies (400) and the hand-made cases (13): this file and
+test_fit_tables.py took 39 s for both releases on this 2-core machine (2026-12-06, oracles built).
+The full set (10,000 per release, plus 3,333 focused) runs with PINSCOPE_FIT_FULL=1 (or
+PINSCOPE_FIT_CASES=N): 2 min 37 s per release at a load of ~10. Its last run (2026-12-06, on a
+fresh machine's first oracle builds): 0 disagreements on 1.37 (10,000 + 3,333 + 400 + 13) and on 1.35
+(the same counts). Any disagreement fails with the case as JSON, both answers, and the release.
 
 Needs Go to build the oracle (first build: minutes; then cached outside the checkout, see
 tests/kubeletsim/build.py). Without Go the test skips on a laptop and fails with CI=true.
