@@ -50,6 +50,7 @@ def _lib(name: str) -> str:
 KUBELET_VERSIONS = _lib("KUBELET_VERSIONS").split()
 NODE_NAME = _lib("NODE_NAME")
 BRIDGE = _lib("BRIDGE")
+HOST_PATHS = ("/var/lib/kubelet", "/var/log/pods", "/var/log/containers")  # as tests/cluster/up lists them
 
 
 def run_dir() -> Path:
@@ -157,7 +158,8 @@ class Cluster:
 
 def leftovers() -> list[str]:
     """What a cluster left on the machine after `down`: its processes (executables in the cache), mounts
-    under the run dir, kubepods cgroups, network namespaces, the pods' bridge and veths, the run dir."""
+    under the run dir, kubepods cgroups, network namespaces, the pods' bridge and veths, kubelet's links to
+    the pods' logs, the run dir."""
     out = []
     cache = str(cache_dir()) + "/"
     for d in Path("/proc").iterdir():
@@ -188,6 +190,12 @@ def leftovers() -> list[str]:
             rules = subprocess.run([save], capture_output=True, text=True, timeout=20).stdout
             out += [f"{save}: {r}" for r in rules.splitlines()
                     if re.search(r"KUBE-(FIREWALL|KUBELET-CANARY|IPTABLES-HINT)|CNI-|10\.217\.", r)]
+    for path in HOST_PATHS:  # the node's usual paths up took (they did not exist before it)
+        if Path(path).exists() and path not in _State.host_paths_before:
+            out.append(f"path {path}")
+    logs = Path("/var/log/containers")  # kubelet's fixed directory of links to the pods' logs
+    if logs.is_dir():
+        out += [f"log link {p}" for p in logs.iterdir() if p.is_symlink() and os.readlink(p).startswith(run)]
     if run_dir().exists():
         out.append(f"run dir {run_dir()}")
     return out
@@ -208,6 +216,8 @@ def run_down() -> subprocess.CompletedProcess:
 class _State:
     up: str | None = None  # the kubelet release up in this process
     lock: int | None = None
+    # which of the node's usual paths existed before the session's first up (up takes those that did not)
+    host_paths_before: frozenset[str] = frozenset(HOST_PATHS)
 
 
 @pytest.fixture(scope="session")
@@ -216,6 +226,8 @@ def _cluster_session():
     ok, why = available()
     helpers.need(ok, why)
     _State.lock = helpers.host_lock(timeout=300)
+    if not run_dir().exists():
+        _State.host_paths_before = frozenset(p for p in HOST_PATHS if Path(p).exists())
     try:
         yield
     finally:

@@ -21,11 +21,30 @@ from cluster.pytest_cluster import Cluster, leftovers, run_down, run_up
 
 REPO = Path(__file__).resolve().parents[2]
 
-# the top-level keys of cpu_manager_state as each release wrote it (read from the real files)
+# the top-level keys of cpu_manager_state as each release wrote it (read from the real files): 1.35.4 writes
+# the v2 shape; 1.37.2 the v4 shape, the v2 fields (with their checksum, not 0) beside `data` and `dataChecksum`
 CHECKPOINT_KEYS = {
     "v1.35.4": {"policyName", "defaultCpuSet", "entries", "checksum"},
     "v1.37.2": {"policyName", "defaultCpuSet", "entries", "checksum", "data", "dataChecksum"},
 }
+
+
+def fnv1a32(s: str) -> int:
+    h = 0x811C9DC5
+    for b in s.encode():
+        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+def v2_checksum(state: dict) -> int:
+    """kubelet's checksum of a v2 checkpoint: FNV-1a-32 of go-spew's rendering of the struct with Checksum 0,
+    under the legacy type name CPUManagerCheckpoint (reference/node-files.md §1.2), written out here from
+    the algorithm, not from pinscope."""
+    entries = " ".join(f"{pod}:map[{' '.join(f'{c}:{v}' for c, v in sorted(cs.items()))}]"
+                       for pod, cs in sorted(state["entries"].items()))
+    return fnv1a32(f"(*state.CPUManagerCheckpoint){{PolicyName:(string){state['policyName']} "
+                   f"DefaultCPUSet:(string){state['defaultCpuSet']} "
+                   f"Entries:(map[string]map[string]string)map[{entries}] Checksum:(checksum.Checksum)0}}")
 
 
 def guaranteed_pod(c: Cluster, name: str) -> dict:
@@ -67,6 +86,10 @@ def test_guaranteed_pod_gets_an_exclusive_cpu(cluster: Cluster) -> None:
         assert state["policyName"] == "static"
         assert state["entries"][uid] == {"work": "1"}, state
         assert state["defaultCpuSet"] == "0"
+        assert state["checksum"] == v2_checksum(state)  # both releases: the legacy struct name
+        if "data" in state:  # v4: the same content as a JSON string, and its own checksum
+            assert json.loads(state["data"]) == {k: state[k] for k in ("policyName", "defaultCpuSet", "entries")}
+            assert state["dataChecksum"] == fnv1a32("(string)" + state["data"])
 
         # the kernel: the container's cpuset is the exclusive CPU (cgroup v1, cgroupfs driver)
         cpuset = Path(f"/sys/fs/cgroup/cpuset/kubepods/pod{uid}/{cid}/cpuset.cpus")
