@@ -1,7 +1,8 @@
 """pinscope collectors: everything that knows Linux and Kubernetes.
 
 Headless by contract: nothing here imports textual, rich, tui or themes (tests/collectors/test_headless.py).
-Data flows one way: probe -> transport -> frames -> parse -> node -> rates.
+Data flows one way: probe -> transport -> frames -> parse -> assemble -> rates -> findings -> pipeline
+(the floors: [tool.importlinter] in pyproject.toml).
 """
 from pathlib import Path
 

@@ -4,8 +4,8 @@
 # Read-only: it writes no file, changes no setting, installs nothing (the one exception the client may ask
 # for: the probe's own CPU affinity, see "Requests" and confine).
 #
-# Protocol 3 (each frame says "Iprobe-protocol 3"; a client that says another one with --protocol N gets
-# frames that read nothing and say why, and the client refuses a probe of another protocol).
+# Protocol 4 (PROTO below; each frame says "Iprobe-protocol 4"; a client that says another one with
+# --protocol N gets frames that read nothing and say why, and the client refuses a probe of another protocol).
 # Shape: a forwarder reads one request per line on stdin and hands it to this shell's loop, which walks the directories with shell globs (builtins, no fork) and
 # hands file paths to ONE long-lived awk process, which reads each file with getline and writes one tagged
 # line per output line:
@@ -297,7 +297,7 @@ devices_static() {
   for g in "$R"/proc/driver/nvidia/gpus/*; do [ -d "$g" ] && rx "$g/information"; done
 }
 
-# Latency readiness (issue 37; where each lives: node-files.md section 13), on static ticks only: the kernel's
+# Latency readiness (issue 37; each file: collectors/nodefiles.py), on static ticks only: the kernel's
 # isolation, IRQ steering, power and noise settings, hugepages per NUMA node, the config files of irqbalance
 # and tuned, and each Guaranteed pod's containers' load-balancing and hugetlb files. None changes without an
 # admin's act (a reboot, a sysctl, a restarted container: the next static tick shows it). scaling_cur_freq

@@ -167,7 +167,7 @@ def kernel_nothing_values(fault=None) -> Layout:
     """What kernels print for "nothing": nohz_full "(null)" (CONFIG_NO_HZ_FULL, booted without
     nohz_full=: the mask was never allocated), physical_package_id and die_id -1 (kdoc
     ABI/stable/sysfs-devices-system-cpu: "-1 ... on some platforms"), a memory-only NUMA node with an empty
-    cpulist (CXL or PMEM, kdoc ABI/stable/sysfs-devices-node). shared/reference/node-files.md §6.1, §6.3."""
+    cpulist (CXL or PMEM, kdoc ABI/stable/sysfs-devices-node)."""
     return Layout(_spec(fault, cgroup=2, driver="systemd", runtime="containerd", nohz_full="(null)\n",
                         package_id=-1, cpuless_numa=1),
                   "kdoc ABI sysfs-devices-system-cpu (nohz_full, physical_package_id), sysfs-devices-node",

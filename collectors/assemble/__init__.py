@@ -1,5 +1,6 @@
 """Assemble one NodeSnapshot from a tick's View (collectors.frames), in stages: kubelet (config and
-state files), tasks, pods (cgroups -> pods and containers), roles, IRQs, kernel noise.
+state files), tasks, pods (cgroups -> pods and containers), devices, roles, IRQs, kernel noise, latency
+readiness.
 
 An `Assembler` lives as long as one connection to a node. Each stage keeps what it built last and
 re-runs only when its inputs changed: the static parts per static frame, the pod layout while the

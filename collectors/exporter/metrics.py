@@ -126,7 +126,7 @@ def _running(snap) -> set[tuple[str, str | None]]:
 
 def _owner(running, owners):
     """The owner a CPU is labelled with: a running container first (an exited init container's CPUs are
-    reused by its pod's app containers: kubelet's cpusToReuse, node-files.md §1.1), then by
+    reused by its pod's app containers: kubelet's cpusToReuse, k/k cm/cpumanager/policy_static.go), then by
     namespace/pod/container; EXCLUSIVE_OVERLAP names the others."""
     if not owners:
         return None

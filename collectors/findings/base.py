@@ -3,8 +3,8 @@ one collector per subject. A check declares its codes (severity, meaning, fix: t
 `pinscope check`'s hints come from here) and the probe depth its data needs; `evaluate` runs them all.
 
 Pure functions of a NodeSnapshot (and the Rates over a window, for the checks that need two samples).
-Codes are a contract (users script on them). Hints come from shared/reference/node-files.md, never from
-the myths of its section 10.
+Codes are a contract (users script on them). Hints rest on what the kernel and kubelet document and do (the
+files they read: collectors/nodefiles.py), never on the myths of popular CPU-pinning guides.
 """
 from __future__ import annotations
 

@@ -42,7 +42,7 @@ def test_cpu_info_one_series_per_cpu_with_the_running_owner(tmp_path):
 @pytest.mark.parametrize("init_name", ["0-setup", "zz-setup"])
 def test_an_exited_init_containers_reused_cpus_are_the_app_containers(tmp_path, init_name):
     """Issue 22 item 6: the init container exited, its empty cgroup still there (the runtime has not
-    removed it), its CPUs 1,5 reused by the app (kubelet's cpusToReuse, node-files.md §1.1). Every CPU is
+    removed it), its CPUs 1,5 reused by the app (kubelet's cpusToReuse, k/k cm/cpumanager/policy_static.go). Every CPU is
     labelled with the app, whatever the names sort as, and the pod holds 6 CPUs, not 8."""
     from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
 

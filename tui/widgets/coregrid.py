@@ -4,10 +4,10 @@ Laid out like the hardware (tui/widgets/gridlayout.py, pure): socket -> NUMA nod
 has several) -> cores, the SMT siblings of a core side by side.
 A cell: CPU id, class glyph (readable in monochrome), load shade (or kernel noise: one key toggles), and
 the pod tag on exclusive CPUs ("!" in the finding colour where a finding names the CPU, "~" in the warning
-colour where a pinned CPU is not latency-ready: tui/state.py cpu_marks). Three
-densities, chosen to fit, and shown in the title: "full" (id + glyph + shade + tag), "compact" (glyph +
-shade + tag, ids at the row start), "cores" (one cell per physical core: its busiest thread); beyond that
-it scrolls, and says so.
+colour where a pinned CPU is not latency-ready: tui/state.py cpu_marks). Four
+densities, chosen to fit, and shown in the title: "wall" (a big screen: id + glyph + tag + a load bar),
+"full" (id + glyph + shade + tag), "compact" (glyph + shade + tag, ids at the row start), "cores" (one cell
+per physical core: its busiest thread); beyond that it scrolls, and says so (tui/widgets/gridlayout.py).
 
 Like Textual's DataTable: render_line(y) returns a cached Strip; the cache key holds everything that
 changes a painted line (data generation, cursor, highlight, width, density, shade); notify_style_update()
