@@ -49,7 +49,7 @@ def _per_numa(t: Text, ans: FitAnswer) -> None:
 
 
 def _request(t: Text, n: int, ans: FitAnswer, numa_of: dict[int, int | None]) -> None:
-    t.append(f"the next Guaranteed container of {n} CPUs\n", style="bold")
+    t.append(f"the next Guaranteed container of {n} CPU{'s' if n != 1 else ''}\n", style="bold")
     if ans.error is not None:
         t.append(display(f"  kubelet: {ans.error['kind']}: {ans.error['message']}") + "\n", style="bold red")
         t.append(display(f"  why: {reason(ans.error, n, free_count(ans))}") + "\n")
@@ -58,7 +58,7 @@ def _request(t: Text, n: int, ans: FitAnswer, numa_of: dict[int, int | None]) ->
         t.append(f"  kubelet would give CPUs {format_cpuset(ans.cpus)} (NUMA {format_cpuset(nodes) or '?'}): "
                  "lit on the grid\n")
     if ans.how_many is not None:
-        t.append(f"  containers of {n} CPUs that fit one after another: {ans.how_many}\n")
+        t.append(f"  containers of {n} CPU{'s' if n != 1 else ''} that fit one after another: {ans.how_many}\n")
 
 
 def fit_text(snap, n: int | None, bad: str) -> tuple[Text, frozenset[int]]:
