@@ -31,6 +31,11 @@ def placed(t, owners, owner_pids) -> bool | None:
     (unknown: its cgroup was not read, or the owner's pod is unknown and the task is in some pod)."""
     if any(t.pid in owner_pids.get(o.pod_uid, ()) for o in owners):
         return True
+    if any(t.pid in pids for pids in owner_pids.values()):
+        # another pod's (its pid is in that pod's cgroup.procs, so the probe did not read its /proc/<pid>/cgroup):
+        # on a real node every pod's sandbox (pause) runs on all CPUs, exclusive ones too: kubelet's CPU manager
+        # sets the containers' cpusets only (seen on kubelet 1.35 and 1.37, cgroup v1). Placed, not unknown.
+        return False
     if t.cgroup is None:
         return None
     tuid = pod_uid_in_path(t.cgroup)
