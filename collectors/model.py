@@ -165,6 +165,17 @@ class MemoryAssignment:
 
 
 @dataclass(frozen=True, slots=True)
+class MemoryTable:
+    """One resource on one NUMA node in the memory manager's machineState (bytes; state.MemoryTable)."""
+
+    total: int
+    system_reserved: int
+    allocatable: int
+    reserved: int
+    free: int
+
+
+@dataclass(frozen=True, slots=True)
 class MemoryManagerState:
     policy: str
     entries: dict  # pod uid -> container -> tuple[MemoryAssignment]
@@ -173,6 +184,8 @@ class MemoryManagerState:
     checksum: int | None = None
     checksum_ok: bool | None = None  # as CpuManagerState's
     checksum_as: str = ""
+    # machineState: NUMA node -> resource ("memory", "hugepages-2Mi", "hugepages-1Gi") -> MemoryTable
+    machine: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

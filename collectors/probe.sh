@@ -338,7 +338,8 @@ readiness_static() {
   fi
   # the Guaranteed pods' containers (directly under kubepods; only they get exclusive CPUs): CRI-O's
   # cpu-load-balancing (v1 cpuset.sched_load_balance, v2 cpuset.cpus.partition) and hugetlb per NUMA node
-  # (v2 hugetlb.<size>.numa_stat; v1 hugetlb.<size>.usage_in_bytes in the hugetlb hierarchy)
+  # (v2 hugetlb.<size>.numa_stat; v1 hugetlb.<size>.usage_in_bytes in the hugetlb hierarchy, and its numa_stat
+  # where the kernel has one, since late 2021)
   for k in $KUBEPODS; do
     # shellcheck disable=SC2086  # $HEX, $HEX64 are globs ([0-9a-f]...): quoted they would be literal
     set -- "$k"/*pod$HEX*/*.scope "$k"/*pod$HEX*/crio-$HEX64 "$k"/*pod$HEX*/$HEX64
@@ -352,7 +353,7 @@ readiness_static() {
       else
         rx "$l/cpuset.sched_load_balance"
         v=$R/sys/fs/cgroup/hugetlb/${l#"$CGROUP_BASE"/}
-        for f in "$v"/hugetlb.*.usage_in_bytes; do [ -f "$f" ] && rx "$f"; done
+        for f in "$v"/hugetlb.*.usage_in_bytes "$v"/hugetlb.*.numa_stat; do [ -f "$f" ] && rx "$f"; done
       fi
     done
   done

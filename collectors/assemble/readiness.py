@@ -64,8 +64,12 @@ class ContainerReadiness:
     quota_us: int | None = None
     quota_known: bool = False
     mems: frozenset[int] | None = None
-    hugetlb_nodes: dict = field(default_factory=dict)  # size -> {node: bytes} (v2)
+    hugetlb_nodes: dict = field(default_factory=dict)  # size -> {node: bytes}: numa_stat, or v1 through mems
     memory_manager_nodes: frozenset[int] | None = None  # kubelet memory manager's assignment
+    hugetlb_dir: str | None = None  # where its hugetlb files were read
+    hugetlb_via_mems: frozenset[str] = frozenset()  # v1 sizes placed by usage_in_bytes on its one mems node
+    hugetlb_unplaced: dict = field(default_factory=dict)  # v1 size -> bytes in use, NUMA node unknown (mems > 1)
+    memory_manager_blocks: tuple = ()  # its MemoryAssignments (type "memory" or "hugepages-<size>")
 
     @property
     def remote_hugepages(self) -> dict:
@@ -76,6 +80,13 @@ class ContainerReadiness:
             if far:
                 out[size] = far
         return out
+
+    @property
+    def remote_assignments(self) -> tuple:
+        """The memory manager's blocks (memory or hugepages) on a NUMA node none of its CPUs sit on."""
+        if not self.cpu_nodes:
+            return ()
+        return tuple(b for b in self.memory_manager_blocks if not set(b.numa_nodes) <= self.cpu_nodes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +102,7 @@ class NodeReadiness:
     irq_banned_from: str
     containers: tuple[ContainerReadiness, ...] = ()
     reasons: dict = field(default_factory=dict)  # cpu -> tuple of short reasons (the findings' defects)
+    memory_manager: dict = field(default_factory=dict)  # NUMA node -> resource -> MemoryTable (machineState)
 
     @property
     def score(self) -> tuple[int, int]:
@@ -189,8 +201,9 @@ def build(raw: Readiness, parts: dict) -> NodeReadiness:
     checks = (*_kernel_checks(st), *_irq_checks(st), *_power_checks(st, cpus), *_sysctl_checks(st),
               *_container_checks(ctrs))
     reasons = _reasons(raw, excl, intent, cpus, st.running, st.banned)
+    mstate = parts.get("memory_state")
     return NodeReadiness(raw, target, target_from, intent, cpus, checks, st.running, st.banned, st.banned_from,
-                         tuple(ctrs), reasons)
+                         tuple(ctrs), reasons, mstate.machine if mstate is not None else {})
 
 
 def _cpu(st: _Sets, c: int) -> CpuReadiness:
@@ -315,17 +328,27 @@ def _container_checks(ctrs: list[ContainerReadiness]) -> list[ReadinessCheck]:
         out.append(ReadinessCheck("cfs_quota", title, NO if qb else OK,
                                   ", ".join(f"{_who(c)}: quota {c.quota_us} µs" for c in qb[:4]) if qb else "cpu.max max",
                                   "CRI-O cpu-quota.crio.io: disable, or kubelet disableCPUQuotaWithExclusiveCPUs" if qb else ""))
-    numa = [c for c in ctrs if c.hugetlb_nodes or c.memory_manager_nodes is not None]
-    title = "memory on the CPUs' NUMA node"
-    if not numa:
-        out.append(ReadinessCheck("numa_memory", title, NA, "no pinned container with hugepages or a memory manager assignment"))
-    else:
-        nb = [c for c in numa if c.remote_hugepages or
-              (c.memory_manager_nodes is not None and c.cpu_nodes and not c.memory_manager_nodes <= c.cpu_nodes)]
-        out.append(ReadinessCheck("numa_memory", title, NO if nb else OK,
-                                  ", ".join(_who(c) for c in nb[:4]) if nb else "hugepages and memory on the CPUs' nodes",
-                                  "topologyManagerPolicy single-numa-node with memoryManagerPolicy Static" if nb else ""))
+    out.append(_numa_check(ctrs))
     return out
+
+
+def _numa_check(ctrs: list[ContainerReadiness]) -> ReadinessCheck:
+    """Hugepages in use (hugetlb numa_stat, v1 usage through cpuset.mems) and the memory manager's blocks, on
+    the NUMA nodes of the container's CPUs. v1 usage with several mems nodes: unknown, never a guess."""
+    title = "memory on the CPUs' NUMA node"
+    numa = [c for c in ctrs if c.hugetlb_nodes or c.memory_manager_blocks or c.hugetlb_unplaced]
+    if not numa:
+        return ReadinessCheck("numa_memory", title, NA, "no pinned container with hugepages or a memory manager assignment")
+    bad = [c for c in numa if c.remote_hugepages or c.remote_assignments]
+    if bad:
+        return ReadinessCheck("numa_memory", title, NO, ", ".join(_who(c) for c in bad[:4]),
+                              "topologyManagerPolicy single-numa-node with memoryManagerPolicy Static")
+    unplaced = [c for c in numa if c.hugetlb_unplaced]
+    if unplaced:
+        return ReadinessCheck("numa_memory", title, UNKNOWN, "; ".join(
+            f"{_who(c)}: hugetlb.{s}.usage_in_bytes = {b}, cpuset mems {fmt(c.mems) if c.mems is not None else '?'}: "
+            "NUMA node unknown" for c in unplaced[:4] for s, b in sorted(c.hugetlb_unplaced.items())))
+    return ReadinessCheck("numa_memory", title, OK, "hugepages and memory on the CPUs' nodes")
 
 
 def _reasons(raw, excl, intent, cpus, running, banned) -> dict:
@@ -348,6 +371,36 @@ def _reasons(raw, excl, intent, cpus, running, banned) -> dict:
     return {c: tuple(v) for c, v in out.items()}
 
 
+def _tuning(raw: Readiness, path: str | None):
+    """The container's CgroupTuning (its leaf, a "container" child on v2, or its pod's cgroup)."""
+    if not path:
+        return None
+    for d in (path, path + "/container", path.rsplit("/", 1)[0]):
+        if d in raw.cgroups:
+            return raw.cgroups[d]
+    return None
+
+
+def _hugetlb(t, mems: frozenset[int] | None) -> tuple[dict, frozenset[str], dict]:
+    """-> (size -> {node: bytes}, the sizes placed through cpuset mems, size -> bytes not placed). numa_stat
+    where the kernel has it (v2; v1 since late 2021); else v1's usage_in_bytes, on the one NUMA node its
+    cpuset.mems allows (the kernel takes hugetlb pages only from the cpuset's mems), unknown with more."""
+    if t is None:
+        return {}, frozenset(), {}
+    nodes = {size: dict(per) for size, per in t.hugetlb_numa.items()}
+    via: set[str] = set()
+    unplaced: dict[str, int] = {}
+    for size, used in t.hugetlb_bytes.items():
+        if size in nodes or not used:
+            continue
+        if mems is not None and len(mems) == 1:
+            nodes[size] = {next(iter(mems)): used}
+            via.add(size)
+        else:
+            unplaced[size] = used
+    return nodes, frozenset(via), unplaced
+
+
 def _containers(raw: Readiness, parts: dict, topo) -> list[ContainerReadiness]:
     node_of = {c.id: c.numa_node for c in topo.cpus}
     mstate = parts.get("memory_state")
@@ -356,25 +409,19 @@ def _containers(raw: Readiness, parts: dict, topo) -> list[ContainerReadiness]:
         for c in p.containers:
             if not c.assigned:
                 continue
-            t = None
-            if c.cgroup_path:
-                for d in (c.cgroup_path, c.cgroup_path + "/container", c.cgroup_path.rsplit("/", 1)[0]):
-                    if d in raw.cgroups:
-                        t = raw.cgroups[d]
-                        break
+            t = _tuning(raw, c.cgroup_path)
             cg = c.cgroup
-            mm = None
-            if mstate is not None and c.name:
-                got = mstate.entries.get(p.uid, {}).get(c.name)
-                if got:
-                    mm = frozenset(n for a in got for n in a.numa_nodes)
+            mems = cg.mems_effective if cg is not None else None
+            blocks = mstate.entries.get(p.uid, {}).get(c.name) if mstate is not None and c.name else None
+            huge, via, unplaced = _hugetlb(t, mems)
             out.append(ContainerReadiness(
                 p.uid, p.namespace, p.name, c.name, c.assigned,
                 frozenset(n for n in (node_of.get(x) for x in c.assigned) if n is not None), c.cgroup_path,
                 t.partition if t else None, t.load_balance if t else None,
                 cg.quota_us if cg is not None else None,
                 cg is not None and ("cpu.max" in cg.raw or "cpu.cfs_quota_us" in cg.raw),
-                cg.mems_effective if cg is not None else None, dict(t.hugetlb_numa) if t else {}, mm))
+                mems, huge, frozenset(n for a in blocks for n in a.numa_nodes) if blocks else None,
+                t.hugetlb_dir if t else None, via, unplaced, tuple(blocks or ())))
     return out
 
 
@@ -404,6 +451,10 @@ def to_json(r: NodeReadiness | None) -> dict | None:
         "timer_migration": raw.timer_migration, "workqueue_cpumask": ls(raw.workqueue_cpumask), "thp": raw.thp,
         "tuned": {"profile": raw.tuned_profile, "isolated_cores": raw.tuned_isolated_raw},
         "hugepages": [{"node": n, "size_kb": s, "total": t, "free": f} for n, s, t, f in raw.hugepages],
+        "memory_manager": {str(n): {res: {"total": t.total, "system_reserved": t.system_reserved,
+                                          "allocatable": t.allocatable, "reserved": t.reserved, "free": t.free}
+                                    for res, t in per.items()}
+                           for n, per in r.memory_manager.items()},
         "cpus": [{"id": c.cpu, "isolated": c.isolated, "nohz_full": c.nohz_full, "rcu_nocb": c.rcu_nocb,
                   "irqs_allowed": c.irqs_allowed, "governor": c.governor, "min_khz": c.min_khz, "max_khz": c.max_khz,
                   "hw_max_khz": c.hw_max_khz, "deepest_cstate": c.deepest.name if c.deepest else None,
@@ -414,5 +465,9 @@ def to_json(r: NodeReadiness | None) -> dict | None:
                         "cpus": sorted(c.cpus), "cpu_nodes": sorted(c.cpu_nodes), "partition": c.partition,
                         "sched_load_balance": c.load_balance, "quota_us": c.quota_us if c.quota_known else None,
                         "hugetlb_numa": {s: {str(n): b for n, b in sorted(v.items())} for s, v in sorted(c.hugetlb_nodes.items())},
-                        "memory_manager_nodes": ls(c.memory_manager_nodes)} for c in r.containers],
+                        "hugetlb_via_mems": sorted(c.hugetlb_via_mems),
+                        "hugetlb_numa_unknown": dict(sorted(c.hugetlb_unplaced.items())),
+                        "memory_manager_nodes": ls(c.memory_manager_nodes),
+                        "memory_manager": [{"type": b.type, "numa_nodes": list(b.numa_nodes), "size": b.size}
+                                           for b in c.memory_manager_blocks]} for c in r.containers],
     }

@@ -149,24 +149,41 @@ def rt_throttling_on(ctx):
                    f"/proc/sys/kernel/sched_rt_period_us = {r.raw.rt_period_us}"] + _iso_evidence(r.raw))
 
 
-@check({"PINNED_MEMORY_REMOTE": ("warning", "a pinned container's hugepages are in use on, or its memory assigned to, another NUMA node than its CPUs",
+@check({"PINNED_MEMORY_REMOTE": ("warning", "a pinned container's hugepages are in use on, or its memory or hugepages assigned to, another NUMA node than its CPUs",
                                  "topologyManagerPolicy single-numa-node (or restricted) with memoryManagerPolicy Static, and hugepages reserved "
                                  "on the node of the CPUs (/sys/devices/system/node/nodeN/hugepages).")})
 def pinned_memory_remote(ctx):
+    """Measured (hugetlb numa_stat; v1 usage_in_bytes on the one node its cpuset.mems allows) or assigned
+    (memory_manager_state's blocks of type memory or hugepages-<size>); v1 usage over several mems nodes is
+    not placed, so never a finding."""
     r = ctx.snap.readiness
     if r is None:
         return
+    mm_file = f"{ctx.k.root_dir.rstrip('/')}/memory_manager_state"
     for c in r.containers:
-        ev = []
-        for size, far in sorted(c.remote_hugepages.items()):
-            per = ", ".join(f"N{n}={b}" for n, b in sorted(c.hugetlb_nodes[size].items()))
-            ev.append(f"{c.cgroup}/hugetlb.{size}.numa_stat: {per} (bytes)")
-        mm = c.memory_manager_nodes
-        if mm is not None and c.cpu_nodes and not mm <= c.cpu_nodes:
-            ev.append(f"memory_manager_state: NUMA nodes {fmt(mm)}")
-        if ev:
-            pod = ctx.pods_by_uid.get(c.pod_uid)
-            yield finding("PINNED_MEMORY_REMOTE", f"{c.namespace or '?'}/{c.pod or c.pod_uid[:8]}/{c.container}: memory on NUMA node "
-                          f"{fmt(frozenset(n for v in c.remote_hugepages.values() for n in v) | ((mm or frozenset()) - c.cpu_nodes))}, "
-                          f"its CPUs on {fmt(c.cpu_nodes)}",
-                          ev + [f"CPUs {fmt(c.cpus)} on NUMA node {fmt(c.cpu_nodes)}"], c.cpus, pod, c.container)
+        ev = _hugetlb_evidence(c) + [
+            f"{mm_file}: entries[{c.pod_uid}][{c.container}]: type {b.type}, size {b.size}, "
+            f"numaAffinity {fmt(frozenset(b.numa_nodes))}" for b in c.remote_assignments]
+        if not ev:
+            continue
+        far = frozenset(n for v in c.remote_hugepages.values() for n in v)
+        far |= frozenset(n for b in c.remote_assignments for n in b.numa_nodes) - c.cpu_nodes
+        what = sorted({f"hugepages {s}" for s in c.remote_hugepages} | {b.type for b in c.remote_assignments})
+        yield finding("PINNED_MEMORY_REMOTE", f"{c.namespace or '?'}/{c.pod or c.pod_uid[:8]}/{c.container}: "
+                      f"{', '.join(what)} on NUMA node {fmt(far)}, its CPUs on {fmt(c.cpu_nodes)}",
+                      ev + [f"CPUs {fmt(c.cpus)} on NUMA node {fmt(c.cpu_nodes)}"], c.cpus,
+                      ctx.pods_by_uid.get(c.pod_uid), c.container)
+
+
+def _hugetlb_evidence(c) -> list[str]:
+    """The hugetlb file and value that place a container's hugepages off its CPUs' nodes."""
+    ev = []
+    for size in sorted(c.remote_hugepages):
+        per = c.hugetlb_nodes[size]
+        if size in c.hugetlb_via_mems:
+            ev.append(f"{c.hugetlb_dir}/hugetlb.{size}.usage_in_bytes = {sum(per.values())}, "
+                      f"{c.cgroup}/cpuset.effective_mems = {fmt(frozenset(per))} (its only NUMA node)")
+        else:
+            ev.append(f"{c.hugetlb_dir}/hugetlb.{size}.numa_stat: "
+                      + ", ".join(f"N{n}={b}" for n, b in sorted(per.items())) + " (bytes)")
+    return ev

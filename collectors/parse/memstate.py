@@ -5,13 +5,16 @@ pkg/kubelet/cm/memorymanager/state/{checkpoint.go,state.go,state_checkpoint.go})
 - v2: `podEntries` (pod-level memory); checksum over the legacy name `MemoryManagerCheckpoint` only; 0 is not
   special.
 - v1: checksum 0 accepted; else over the legacy name or `MemoryManagerCheckpointV1`.
+All three keep the same machineState (per NUMA node a memoryMap of "memory", "hugepages-2Mi", "hugepages-1Gi"
+tables in bytes) and entries (blocks of type "memory" or "hugepages-<size>"); v3 has them inside `data`, beside
+the outer copy kubelet still writes (a kubelet v1.37.2 on this machine wrote both, 2026-12).
 """
 from __future__ import annotations
 
 from typing import Any
 
 from ..errors import Problem
-from ..model import MemoryAssignment, MemoryManagerState
+from ..model import MemoryAssignment, MemoryManagerState, MemoryTable
 from . import gojson as g
 from .checkpoint import json_object
 
@@ -172,7 +175,19 @@ def _assignments(blocks: list | None) -> tuple[MemoryAssignment, ...]:
     return tuple(MemoryAssignment(b["type"], tuple(b["aff"] or ()), b["size"]) for b in blocks or ())
 
 
+def _machine(machine: dict | None) -> dict[int, dict[str, MemoryTable]]:
+    """machineState -> {NUMA node: {resource: MemoryTable}} (a nil node or table left out)."""
+    out: dict[int, dict[str, MemoryTable]] = {}
+    for k, n in (machine or {}).items():
+        numa = _int_key(k)
+        if numa is None or n is None:
+            continue
+        out[numa] = {r: MemoryTable(t["total"], t["systemReserved"], t["allocatable"], t["reserved"], t["free"])
+                     for r, t in sorted((n["map"] or {}).items()) if t is not None}
+    return dict(sorted(out.items()))
+
+
 def _state(version: int, s: dict, checksum: int | None, ok: bool | None, name: str) -> MemoryManagerState:
     entries = {uid: {c: _assignments(bl) for c, bl in (ctrs or {}).items()} for uid, ctrs in (s["entries"] or {}).items()}
     pods = {uid: _assignments(p["blocks"]) for uid, p in (s.get("pods") or {}).items()}
-    return MemoryManagerState(s["policy"], entries, pods, version, checksum or None, ok, name)
+    return MemoryManagerState(s["policy"], entries, pods, version, checksum or None, ok, name, _machine(s["machine"]))

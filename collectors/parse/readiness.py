@@ -82,8 +82,9 @@ class CgroupTuning:
 
     partition: str | None = None  # v2 cpuset.cpus.partition: member, root, isolated (+ " invalid (...)")
     load_balance: bool | None = None  # v1 cpuset.sched_load_balance
-    hugetlb_numa: dict = field(default_factory=dict)  # v2: size ("2MB") -> {node: bytes}
-    hugetlb_bytes: dict = field(default_factory=dict)  # v1: size -> bytes in use (no NUMA split)
+    hugetlb_numa: dict = field(default_factory=dict)  # hugetlb.<size>.numa_stat: size ("2MB") -> {node: bytes}
+    hugetlb_bytes: dict = field(default_factory=dict)  # v1 hugetlb.<size>.usage_in_bytes: size -> bytes (no NUMA split)
+    hugetlb_dir: str | None = None  # where the hugetlb files were read (v1: the hugetlb hierarchy's twin)
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,9 +249,14 @@ def parse_tuned_vars(text: str) -> str | None:
 
 
 def parse_hugetlb_numa(text: str) -> dict[int, int]:
-    """hugetlb.<size>.numa_stat ("total=2097152 N0=2097152 N1=0", bytes) -> {node: bytes}."""
+    """hugetlb.<size>.numa_stat (bytes) -> {node: bytes}, this cgroup and its descendants. v2 prints one line,
+    "total=2097152 N0=2097152 N1=0"; v1 (the same file since late 2021: mm/hugetlb_cgroup.c
+    hugetlb_cgroup_read_numa_stat, "legacy") prints the cgroup's own line, then "hierarchical_total=... N0=...":
+    the hierarchical line is taken, as v2's is."""
+    lines = [ln.split() for ln in text.splitlines() if ln.strip()]
+    pick = next((ln for ln in lines if ln[0].startswith("hierarchical_total=")), lines[0] if lines else [])
     out: dict[int, int] = {}
-    for w in text.split():
+    for w in pick:
         k, eq, v = w.partition("=")
         if eq and k.startswith("N") and k[1:].isdecimal() and v.isdecimal():
             out[int(k[1:])] = int(v)
@@ -262,7 +268,7 @@ _IDLE = re.compile(r"^/sys/devices/system/cpu/cpu(\d+)/cpuidle/state(\d+)/(name|
 _QOS = re.compile(r"^/sys/devices/system/cpu/cpu(\d+)/power/pm_qos_resume_latency_us$")
 _HUGE = re.compile(r"^/sys/devices/system/node/node(\d+)/hugepages/hugepages-(\d+)kB/(nr|free)_hugepages$")
 _HUGETLB2 = re.compile(r"^(/sys/fs/cgroup/.+)/hugetlb\.([0-9A-Za-z]+)\.numa_stat$")
-_HUGETLB1 = re.compile(r"^/sys/fs/cgroup/hugetlb/(.+)/hugetlb\.([0-9A-Za-z]+)\.usage_in_bytes$")
+_HUGETLB1 = re.compile(r"^/sys/fs/cgroup/hugetlb/(.+)/hugetlb\.([0-9A-Za-z]+)\.(usage_in_bytes|numa_stat)$")
 _FREQ_KEYS = {"scaling_driver": "driver", "scaling_governor": "governor", "scaling_min_freq": "min_khz",
               "scaling_max_freq": "max_khz", "cpuinfo_min_freq": "hw_min_khz", "cpuinfo_max_freq": "hw_max_khz"}
 
@@ -306,15 +312,20 @@ def _cpu_file(p: str, t: str, freq: dict, idle: dict, qos: dict, probs: list) ->
 
 
 def _cgroup_file(p: str, t: str, cgroups: dict) -> None:
-    m = _HUGETLB1.match(p)
+    m = _HUGETLB1.match(p)  # v1: the hugetlb hierarchy's twin of the container's cpuset cgroup, kept under the latter
     if m:
-        v = _int(t)
-        if v is not None:
-            cgroups.setdefault("/sys/fs/cgroup/cpuset/" + m.group(1), {}).setdefault("hugetlb_bytes", {})[m.group(2)] = v
+        d = cgroups.setdefault("/sys/fs/cgroup/cpuset/" + m.group(1), {})
+        d["hugetlb_dir"] = p.rsplit("/", 1)[0]
+        if m.group(3) == "numa_stat":
+            d.setdefault("hugetlb_numa", {})[m.group(2)] = parse_hugetlb_numa(t)
+        elif (v := _int(t)) is not None:
+            d.setdefault("hugetlb_bytes", {})[m.group(2)] = v
         return
     m = _HUGETLB2.match(p)
     if m:
-        cgroups.setdefault(m.group(1), {}).setdefault("hugetlb_numa", {})[m.group(2)] = parse_hugetlb_numa(t)
+        d = cgroups.setdefault(m.group(1), {})
+        d["hugetlb_dir"] = m.group(1)
+        d.setdefault("hugetlb_numa", {})[m.group(2)] = parse_hugetlb_numa(t)
     elif p.endswith("/cpuset.cpus.partition"):
         cgroups.setdefault(p.rsplit("/", 1)[0], {})["partition"] = t.strip() or None
     elif p.endswith("/cpuset.sched_load_balance"):

@@ -166,7 +166,9 @@ def test_memory_manager_assignment_on_another_numa_node(tmp_path):
     f = codes(o)["PINNED_MEMORY_REMOTE"]
     assert (f["pod"], f["container"], f["cpus"]) == ("engine-0", "engine", [1, 5])
     assert "memory on NUMA node 1, its CPUs on 0" in f["message"]
-    assert "memory_manager_state: NUMA nodes 1" in f["evidence"]
+    uid = o["readiness"]["containers"][0]["pod_uid"]
+    assert (f"/var/lib/kubelet/memory_manager_state: entries[{uid}][engine]: type memory, size 1073741824, "
+            "numaAffinity 1") in f["evidence"]
     assert status(o)["numa_memory"] == "no"
 
 
