@@ -1,12 +1,18 @@
-"""The shape of collectors/ (issue 10): every function or method a reader can hold in one screen, at most
-60 lines (a new check, finding family or stage is a new small function, not a block inside a monolith)."""
+"""The shape of collectors/ (issue 10) and tui/ (issue 35): every function or method a reader can hold in one
+screen, at most 60 lines (a new check, finding family, stage or pane is a new small function, not a block
+inside a monolith)."""
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
 COLLECTORS = Path(__file__).resolve().parents[2] / "collectors"
+TUI = COLLECTORS.parent / "tui"
 LIMIT = 60
+# Left for issue 35 item 2 (the command line moves out of tui/ into a module of its own, and is split there):
+# tui/cli.py is being edited by others now. When one of these is short, take it out of this list.
+TUI_LATER = {"tui/cli.py build_parser", "tui/cli.py _main"}
 
 
 def long_functions(root: Path, limit: int = LIMIT) -> list[str]:
@@ -23,6 +29,12 @@ def long_functions(root: Path, limit: int = LIMIT) -> list[str]:
 def test_every_function_in_collectors_is_at_most_60_lines():
     assert len(list(COLLECTORS.rglob("*.py"))) > 40
     assert long_functions(COLLECTORS) == []
+
+
+def test_every_function_in_tui_is_at_most_60_lines():
+    assert len(list(TUI.rglob("*.py"))) > 30
+    long = {re.sub(r"^(\S+):\d+ (\S+): \d+ lines$", r"\1 \2", f) for f in long_functions(TUI)}
+    assert sorted(long) == sorted(TUI_LATER)
 
 
 @pytest.mark.parametrize("lines, flagged", [(60, False), (61, True)])

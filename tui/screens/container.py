@@ -95,90 +95,143 @@ class ContainerScreen(DrillScreen):
         if p is None or c is None:
             info.update(Text("this container is gone from the node (or not read yet)", style="bold"))
             return
-        cg = c.cgroup
-        t = Text()
-        t.append(display(f"{p.namespace or '?'}/{p.name or '?'}  container {c.name or '?'}") + "\n", style="bold")
-        t.append(display(f"pod uid {p.uid}   QoS {p.qos or '?'}   runtime {c.runtime or '?'}   id {c.id or '-'}") + "\n")
-        ap = v.api_pods.get(p.uid)
-        if ap is not None:
-            ac = next((x for x in ap.containers if x.name == c.name), None)
-            t.append(display(f"API: owner {ap.owner or '-'}   QoS {ap.qos or '?'}"
-                             + (f"   requests {amounts(ac.requests)}   limits {amounts(ac.limits)}" if ac else "")) + "\n")
-        elif v.api_error:
-            t.append(display(f"API: {v.api_error}") + "\n", style="dim")
-        eff = cg.cpus_effective if cg else None
-        asg = c.assigned
-        t.append("kubelet assignment: ")
-        if asg is None and v.snap is not None and not v.snap.assignment_known:  # its state file was not read
-            t.append("unknown", style="bold")
-            t.append(" (cpu_manager_state not read)")
-        else:
-            t.append(format_cpuset(asg) if asg is not None else "shared pool", style="bold")
-        t.append("    kernel cpuset.cpus.effective: ")
-        mismatch = any(f.code == "STATE_CGROUP_DRIFT" and f.pod_uid == p.uid and f.container == c.name
-                       for f in v.findings)
-        t.append(format_cpuset(eff) if eff is not None else "-", style="bold red reverse" if mismatch else "bold")
-        if mismatch:
-            t.append("   MISMATCH", style="bold red")
-        t.append("\n")
-        for f in v.findings:  # the findings about this container, whole (the node screen's pane wraps them)
-            if f.pod_uid == p.uid and f.container == c.name:
-                t.append(display(f"{f.severity}: {f.code}: {f.message}") + "\n", style="bold")
-                if f.hint:
-                    t.append(display(f"  {f.hint}") + "\n", style="dim")
-        if cg:
-            t.append(f"mems {format_cpuset(cg.mems_effective) if cg.mems_effective is not None else '-'}   ")
-            quota = f"{cg.quota_us / cg.period_us:.2f} CPUs" if cg.quota_us and cg.period_us else "none (max)"
-            t.append(f"CFS quota {quota}   nr_throttled {cg.nr_throttled if cg.nr_throttled is not None else '-'}")
-        if c.memory_numa:  # memory.numa_stat, read for the container in focus only
-            unit = c.memory_numa["unit"]
-            per = "   ".join(f"N{n} " + (f"{(v['anon'] + v['file']) / 2**20:.1f} MiB" if unit == "bytes"
-                                        else f"{v['anon'] + v['file']} pages")
-                             for n, v in c.memory_numa["nodes"].items())
-            t.append(f"\nmemory per NUMA node (anon+file): {per}")
-        if c.devices:
-            t.append_text(_devices_text(v, p, c))
-        if p.claims:
-            t.append_text(_claims_text(p))
-        if c.unresolved:
-            t.append(f"\nunresolved: {c.unresolved}", style="dim")
-        cr = v.crates.get((p.uid, c.id))
-        if cr:
-            thr = "-" if cr.throttled_per_s is None else f"{cr.throttled_per_s:.1f}/s"
-            mig = "-" if cr.migrations_per_s is None else f"{cr.migrations_per_s:.1f}/s ({cr.migrations_source})"
-            t.append(f"\nthrottled periods {thr}   migrations {mig}   "
-                     f"context switches {'-' if cr.ctx_switches_per_s is None else f'{cr.ctx_switches_per_s:.0f}/s'}")
-            wait = "-" if cr.runq_wait_ms_per_s is None else f"{cr.runq_wait_ms_per_s:.0f} ms/s"
-            t.append(f"\nrun-queue wait {wait}")
-            if cr.runq_worst:
-                tid, comm, ms, cpu = cr.runq_worst
-                t.append(f" (most: {display(comm)} tid {tid}, {ms:.0f} ms/s on CPU {cpu})")
-            if cr.pressure_some_ms_per_s is not None:
-                t.append(f"   cpu.pressure some {cr.pressure_some_ms_per_s:.0f} ms/s")
-        info.update(t)
-        rh = list(v.runq_hist.get((p.uid, c.id), ()))
-        self.query_one("#ctr-runq", Static).update(
-            sparkbar(rh, 60, top=max(100.0, max(rh, default=0))) + (
-                f"  now {rh[-1]:.0f} ms/s, max {max(rh):.0f} ms/s" if rh else "  (no samples yet: two ticks)"))
+        info.update(container_info(v, p, c))
+        self.query_one("#ctr-runq", Static).update(runq_line(v, p, c))
         tasks = self.query_one("#ctr-tasks", DataTable)
         tasks.clear()
-        tr = v.rates.tasks if v.rates else {}
-        for tk in c.tasks:
-            r = tr.get(tk.tid)
-            num = lambda x: "-" if x is None else f"{x:.1f}"  # noqa: E731
-            tasks.add_row(*cells((str(tk.tid), tk.comm, str(tk.last_cpu), format_cpuset(tk.allowed) if tk.allowed is not None else "-",
-                                  num(r.wait_ms_per_s if r else None), num(r.run_ms_per_s if r else None),
-                                  num(r.migrations_per_s if r else None), num(r.voluntary_per_s if r else None),
-                                  num(r.involuntary_per_s if r else None), sparkbar(v.mig_hist.get(tk.tid, ()), 30))))
-        files = Text()
+        for row in task_rows(v, c):
+            tasks.add_row(*cells(row))
         width = max(20, self.size.width - 4)  # the pane's padding and scrollbar
-        if cg is None:
-            files.append("no cgroup: the container has exited (kubelet keeps its CPUs in the state file)")
-        else:
-            for name, text in cg.raw.items():
-                d = cg.cpu_path if (cg.version == 1 and name.startswith("cpu.")) else cg.path
-                # long cgroup paths lose their middle, never the file name (cpuset.cpus, cpu.max...)
-                files.append(elide_path(display(f"{d}/{name}"), width) + "\n", style="bold")
-                files.append("".join(f"    {display(line)}\n" for line in text.split("\n")[:-1] or text.split("\n"))
-                             if text else "    (empty)\n")
-        self.query_one("#ctr-files", Static).update(files)
+        self.query_one("#ctr-files", Static).update(files_text(c.cgroup, width))
+
+
+# ---------------------------------------------------------------- the pane's text, pure (no Textual, no Pilot)
+
+def container_info(v: NodeView, p, c) -> Text:
+    """Who it is, kubelet's assignment beside the kernel's, the findings about it, its cgroup's limits,
+    memory per NUMA node, devices and claims, and its rates."""
+    t = _identity_text(v, p, c)
+    t.append_text(_assignment_text(v, p, c))
+    for f in v.findings:  # the findings about this container, whole (the node screen's pane wraps them)
+        if f.pod_uid == p.uid and f.container == c.name:
+            t.append(display(f"{f.severity}: {f.code}: {f.message}") + "\n", style="bold")
+            if f.hint:
+                t.append(display(f"  {f.hint}") + "\n", style="dim")
+    t.append_text(_cgroup_text(c))
+    if c.devices:
+        t.append_text(_devices_text(v, p, c))
+    if p.claims:
+        t.append_text(_claims_text(p))
+    if c.unresolved:
+        t.append(f"\nunresolved: {c.unresolved}", style="dim")
+    cr = v.crates.get((p.uid, c.id))
+    if cr:
+        t.append_text(_rates_text(cr))
+    return t
+
+
+def _identity_text(v: NodeView, p, c) -> Text:
+    """Names, uid, QoS, runtime and id; what the API says of its pod (owner, QoS, requests and limits)."""
+    t = Text()
+    t.append(display(f"{p.namespace or '?'}/{p.name or '?'}  container {c.name or '?'}") + "\n", style="bold")
+    t.append(display(f"pod uid {p.uid}   QoS {p.qos or '?'}   runtime {c.runtime or '?'}   id {c.id or '-'}") + "\n")
+    ap = v.api_pods.get(p.uid)
+    if ap is not None:
+        ac = next((x for x in ap.containers if x.name == c.name), None)
+        t.append(display(f"API: owner {ap.owner or '-'}   QoS {ap.qos or '?'}"
+                         + (f"   requests {amounts(ac.requests)}   limits {amounts(ac.limits)}" if ac else "")) + "\n")
+    elif v.api_error:
+        t.append(display(f"API: {v.api_error}") + "\n", style="dim")
+    return t
+
+
+def _assignment_text(v: NodeView, p, c) -> Text:
+    """kubelet's assignment beside the kernel's effective cpuset, marked when they differ (STATE_CGROUP_DRIFT)."""
+    t = Text()
+    eff = c.cgroup.cpus_effective if c.cgroup else None
+    asg = c.assigned
+    t.append("kubelet assignment: ")
+    if asg is None and v.snap is not None and not v.snap.assignment_known:  # its state file was not read
+        t.append("unknown", style="bold")
+        t.append(" (cpu_manager_state not read)")
+    else:
+        t.append(format_cpuset(asg) if asg is not None else "shared pool", style="bold")
+    t.append("    kernel cpuset.cpus.effective: ")
+    mismatch = any(f.code == "STATE_CGROUP_DRIFT" and f.pod_uid == p.uid and f.container == c.name
+                   for f in v.findings)
+    t.append(format_cpuset(eff) if eff is not None else "-", style="bold red reverse" if mismatch else "bold")
+    if mismatch:
+        t.append("   MISMATCH", style="bold red")
+    t.append("\n")
+    return t
+
+
+def _cgroup_text(c) -> Text:
+    """Its cgroup's mems, quota and throttling; memory per NUMA node (read for the container in focus only)."""
+    t = Text()
+    cg = c.cgroup
+    if cg:
+        t.append(f"mems {format_cpuset(cg.mems_effective) if cg.mems_effective is not None else '-'}   ")
+        quota = f"{cg.quota_us / cg.period_us:.2f} CPUs" if cg.quota_us and cg.period_us else "none (max)"
+        t.append(f"CFS quota {quota}   nr_throttled {cg.nr_throttled if cg.nr_throttled is not None else '-'}")
+    if c.memory_numa:  # memory.numa_stat, read for the container in focus only
+        unit = c.memory_numa["unit"]
+        per = "   ".join(f"N{n} " + (f"{(v['anon'] + v['file']) / 2**20:.1f} MiB" if unit == "bytes"
+                                    else f"{v['anon'] + v['file']} pages")
+                         for n, v in c.memory_numa["nodes"].items())
+        t.append(f"\nmemory per NUMA node (anon+file): {per}")
+    return t
+
+
+def _rates_text(cr) -> Text:
+    """Throttling, migrations, context switches, run-queue wait (and its worst thread), cpu.pressure."""
+    t = Text()
+    thr = "-" if cr.throttled_per_s is None else f"{cr.throttled_per_s:.1f}/s"
+    mig = "-" if cr.migrations_per_s is None else f"{cr.migrations_per_s:.1f}/s ({cr.migrations_source})"
+    t.append(f"\nthrottled periods {thr}   migrations {mig}   "
+             f"context switches {'-' if cr.ctx_switches_per_s is None else f'{cr.ctx_switches_per_s:.0f}/s'}")
+    wait = "-" if cr.runq_wait_ms_per_s is None else f"{cr.runq_wait_ms_per_s:.0f} ms/s"
+    t.append(f"\nrun-queue wait {wait}")
+    if cr.runq_worst:
+        tid, comm, ms, cpu = cr.runq_worst
+        t.append(f" (most: {display(comm)} tid {tid}, {ms:.0f} ms/s on CPU {cpu})")
+    if cr.pressure_some_ms_per_s is not None:
+        t.append(f"   cpu.pressure some {cr.pressure_some_ms_per_s:.0f} ms/s")
+    return t
+
+
+def runq_line(v: NodeView, p, c) -> str:
+    """The run-queue wait sparkline of its threads, with the latest and highest value."""
+    rh = list(v.runq_hist.get((p.uid, c.id), ()))
+    return sparkbar(rh, 60, top=max(100.0, max(rh, default=0))) + (
+        f"  now {rh[-1]:.0f} ms/s, max {max(rh):.0f} ms/s" if rh else "  (no samples yet: two ticks)")
+
+
+def task_rows(v: NodeView, c) -> list[tuple]:
+    """Each task: tid, comm, last CPU, allowed CPUs, wait and on-CPU ms/s, migrations and switches per second,
+    the migrations sparkline."""
+    tr = v.rates.tasks if v.rates else {}
+    rows = []
+    for tk in c.tasks:
+        r = tr.get(tk.tid)
+        num = lambda x: "-" if x is None else f"{x:.1f}"  # noqa: E731
+        rows.append((str(tk.tid), tk.comm, str(tk.last_cpu), format_cpuset(tk.allowed) if tk.allowed is not None else "-",
+                     num(r.wait_ms_per_s if r else None), num(r.run_ms_per_s if r else None),
+                     num(r.migrations_per_s if r else None), num(r.voluntary_per_s if r else None),
+                     num(r.involuntary_per_s if r else None), sparkbar(v.mig_hist.get(tk.tid, ()), 30)))
+    return rows
+
+
+def files_text(cg, width: int) -> Text:
+    """The cgroup's raw files, each under its path (elided to `width`, never the file name)."""
+    files = Text()
+    if cg is None:
+        files.append("no cgroup: the container has exited (kubelet keeps its CPUs in the state file)")
+        return files
+    for name, text in cg.raw.items():
+        d = cg.cpu_path if (cg.version == 1 and name.startswith("cpu.")) else cg.path
+        # long cgroup paths lose their middle, never the file name (cpuset.cpus, cpu.max...)
+        files.append(elide_path(display(f"{d}/{name}"), width) + "\n", style="bold")
+        files.append("".join(f"    {display(line)}\n" for line in text.split("\n")[:-1] or text.split("\n"))
+                     if text else "    (empty)\n")
+    return files

@@ -13,11 +13,11 @@ from textual.binding import Binding
 from textual.widgets import Footer, Input, Static
 from pinscope.tui.screens.base import FleetBase
 
-from pinscope.collectors.text import display
+from pinscope.tui.screens.filtering import FleetFilter, filter_note
 from pinscope.tui.widgets.fleetmap import FleetMap
 
 
-class FleetScreen(FleetBase):
+class FleetScreen(FleetFilter, FleetBase):
     BINDINGS = [
         Binding("slash", "filter", "Filter", id="fleet.filter"),
         Binding("escape", "clear", "Clear filter", id="fleet.clear", show=False),
@@ -68,7 +68,7 @@ class FleetScreen(FleetBase):
         t.append(f"● {n['up']} up  ◐ {n['stale']} stale  ○ {n['down']} down  … {n['connecting']}")
         t.append(f"   pinscope: {cpu:.0f} % CPU, {rss / 2**20:.0f} MiB")
         if self.filter_text:
-            t.append(display(f"   filter {self.filter_text!r}: {len(views)} shown"))
+            t.append(filter_note("   ", self.filter_text, str(len(views))))
         rs = self.nav.replay_status
         if rs:
             t.append("   " + rs, style="bold")
@@ -77,23 +77,5 @@ class FleetScreen(FleetBase):
     def on_fleet_map_open(self, msg: FleetMap.Open) -> None:
         self.nav.open_node(msg.target)
 
-    def on_input_changed(self, event: Input.Changed) -> None:
-        self.filter_text = event.value
-        self.refresh_view()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.query_one("#filter", Input).remove_class("visible")
-        self.query_one(FleetMap).focus()
-
-    def action_filter(self) -> None:
-        inp = self.query_one("#filter", Input)
-        inp.add_class("visible")
-        inp.focus()
-
-    def action_clear(self) -> None:
-        inp = self.query_one("#filter", Input)
-        inp.value = ""
-        self.filter_text = ""
-        inp.remove_class("visible")
-        self.query_one(FleetMap).focus()
-        self.refresh_view()
+    def filter_map(self) -> FleetMap:
+        return self.query_one(FleetMap)

@@ -20,6 +20,7 @@ from textual.widgets import Footer, Input, Static
 from pinscope.tui.screens.base import PromNavigator, ReportScreen
 
 from pinscope.collectors.text import display
+from pinscope.tui.screens.filtering import FleetFilter, filter_note
 from pinscope.tui.widgets.fleetmap import FleetMap
 from pinscope.tui.widgets.promfleetmap import PromFleetMap, PromRow
 
@@ -51,7 +52,7 @@ class PromState(Message):
         super().__init__()
 
 
-class PromFleetScreen(ReportScreen):
+class PromFleetScreen(FleetFilter, ReportScreen):
     BINDINGS = [
         Binding("slash", "filter", "Filter", id="promfleet.filter"),
         Binding("escape", "clear", "Clear filter", id="promfleet.clear", show=False),
@@ -153,7 +154,7 @@ class PromFleetScreen(ReportScreen):
             t.append(f" — data from {age:.0f} s ago" if age is not None else " — no data yet")
         t.append(f" · {n:,} nodes · ✖ {crit:,} critical ▲ {warn:,} warning ○ {down:,} unreadable")
         if self.filter_text:
-            t.append(f" · filter {self.filter_text!r}: {len(self.query_one(PromFleetMap).views):,} shown")
+            t.append(filter_note(" · ", self.filter_text, f"{len(self.query_one(PromFleetMap).views):,}"))
         t.append(f" · pinscope {self.proc.cpu_percent(None):.0f} % CPU")
         st = self.query_one("#status", Static)
         st.set_class(self.state in ("down", "slow"), "down")
@@ -163,23 +164,5 @@ class PromFleetScreen(ReportScreen):
     def on_fleet_map_open(self, msg: FleetMap.Open) -> None:
         self.nav.open_prom_node(msg.target)
 
-    def on_input_changed(self, event: Input.Changed) -> None:
-        self.filter_text = event.value
-        self.refresh_view()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.query_one("#filter", Input).remove_class("visible")
-        self.query_one(PromFleetMap).focus()
-
-    def action_filter(self) -> None:
-        inp = self.query_one("#filter", Input)
-        inp.add_class("visible")
-        inp.focus()
-
-    def action_clear(self) -> None:
-        inp = self.query_one("#filter", Input)
-        inp.value = ""
-        self.filter_text = ""
-        inp.remove_class("visible")
-        self.query_one(PromFleetMap).focus()
-        self.refresh_view()
+    def filter_map(self) -> PromFleetMap:
+        return self.query_one(PromFleetMap)
