@@ -103,6 +103,8 @@ CATALOG: tuple[NodeFile, ...] = (
     NodeFile("/sys/fs/cgroup<cg>/hugetlb.<name>.numa_stat", "s", f"a container's hugepages per NUMA node; {_V2}"),
     NodeFile("/sys/fs/cgroup/cpuset<cg>/cpuset.sched_load_balance", "s", f"CRI-O cpu-load-balancing (0); {_V1}"),
     NodeFile("/sys/fs/cgroup/hugetlb<cg>/hugetlb.<name>.usage_in_bytes", "s", f"a container's hugepages; {_V1}"),
+    NodeFile("/sys/fs/cgroup/hugetlb<cg>/hugetlb.<name>.numa_stat", "s", f"the same per NUMA node, where the kernel "
+             f"has it (since late 2021); {_V1}"),
     # -- cgroups: the hierarchy, then every kubepods cgroup (roots, QoS, pods, containers)
     NodeFile("/sys/fs/cgroup/cgroup.controllers", "s", f"there: cgroup v2 (tested, never read); {_V2}", "shell"),
     NodeFile("/sys/fs/cgroup<cg>/cgroup.subtree_control", "s", f"the controllers a cgroup hands down; {_V2}"),

@@ -21,10 +21,6 @@ ALL = "sgctTawin"
 # what the simulated nodes do not hold, and the probe reads only where a node has it
 NOT_SIMULATED = {
     "<kubelet-config-dir>/<name>.conf",  # no simulated kubelet has --config-dir
-    "/sys/fs/cgroup/cpuset<cg>/cpuset.sched_load_balance",  # the v1 demo node runs no CRI-O pod
-    "/sys/fs/cgroup/hugetlb<cg>/hugetlb.<name>.usage_in_bytes",
-    "/sys/fs/cgroup<cg>/hugetlb.<name>.numa_stat",
-    "/sys/fs/cgroup<cg>/cpuset.cpus.partition",
     "/sys/fs/cgroup/cpuset.cpus.isolated",  # 6.7+: the simulated v2 kernel is older
     "/proc/<n>/cgroup",  # every simulated task is a pod's or the kernel's: none is asked for
 }
@@ -65,6 +61,21 @@ def reads(lines: list[bytes]) -> list[tuple[str, str, dict[str, str]]]:
     return out
 
 
+def crio_and_hugetlb(root: Path) -> None:
+    """What CRI-O's high-performance hooks and hugepages leave in a Guaranteed pod's container cgroups (the
+    simulator writes neither): load balancing off, hugetlb use per NUMA node."""
+    cg = root / "sys/fs/cgroup"
+    for leaf in cg.glob("kubepods.slice/kubepods-pod*/*.scope"):  # v2
+        (leaf / "cpuset.cpus.partition").write_text("isolated\n")
+        (leaf / "hugetlb.2MB.numa_stat").write_text("total=2097152 N0=2097152 N1=0\n")
+    for leaf in cg.glob("cpuset/kubepods/pod*/" + "[0-9a-f]" * 64):  # v1: the cpuset and hugetlb hierarchies
+        (leaf / "cpuset.sched_load_balance").write_text("0\n")
+        h = cg / "hugetlb" / leaf.relative_to(cg / "cpuset")
+        h.mkdir(parents=True, exist_ok=True)
+        (h / "hugetlb.2MB.usage_in_bytes").write_text("2097152\n")
+        (h / "hugetlb.2MB.numa_stat").write_text("total=2097152 N0=2097152 N1=0\n")
+
+
 @pytest.fixture(scope="module")
 def probed(tmp_path_factory) -> list[tuple[str, str, dict[str, str]]]:
     """Every demo node (v1 and v2, tuned and not, GPUs, DRA, IRQs) and a v1 node with a memory hierarchy, each
@@ -76,6 +87,7 @@ def probed(tmp_path_factory) -> list[tuple[str, str, dict[str, str]]]:
     for spec in [*demo.demo_specs(), v1]:
         root = tmp_path_factory.mktemp(spec.hostname)
         SimNode(spec, root).write()
+        crio_and_hugetlb(root)
         first = probe_lines(root, [f"{ALL} - - *"])
         ctr = re.search(rb"[0-9a-f]{64}", b"\n".join(first))
         assert ctr, spec.hostname
