@@ -73,10 +73,14 @@ HOST_MOUNT = "/host"
 # mount). A kubelet with another --root-dir or podLogsDir needs these paths changed (README).
 HOST_PATHS = ("/proc", "/sys", "/var/lib/kubelet", "/var/log/pods", "/var/log/containers")
 # ... and under kubelet's root-dir, what it must not show, covered by an empty read-only mount: every pod's
-# volumes (secrets, service account tokens, emptyDirs), the CSI-staged volumes, kubelet's keys. kubelet
-# makes all three at start (pki: its certificate directory, --cert-dir's default); the probe reads none of
-# them (kubelet's pods dir only names containers, which the pod log names also do).
-HIDDEN_PATHS = ("/var/lib/kubelet/pods", "/var/lib/kubelet/plugins", "/var/lib/kubelet/pki")
+# volumes (secrets, service account tokens, emptyDirs) and the CSI-staged volumes, which kubelet makes at its
+# start (setupDataDirs); the probe reads neither (kubelet's pods dir only names containers, which the pod log
+# names also do). Not pki/ (kubelet's keys): a real kubelet makes it only when it manages certificates itself
+# (bootstrap, rotation, a self-signed serving certificate; 1.35.4 and 1.37.2 given their certificates made
+# none), and a mount over a directory the read-only root-dir lacks fails the pod (runc: mkdir ... read-only
+# file system): node/NAME could not read such a node at all. Where pki/ exists, whoever may exec into the debug
+# pod may read it: pinscope-prober is root on every node anyway (README).
+HIDDEN_PATHS = ("/var/lib/kubelet/pods", "/var/lib/kubelet/plugins")
 
 
 def host_volumes() -> tuple[list[dict], list[dict]]:
@@ -216,7 +220,10 @@ def debug_pod(node: str, image: str = DEFAULT_IMAGE, lifetime: int = DEFAULT_LIF
                 "securityContext": {"privileged": False, "allowPrivilegeEscalation": False,
                                     "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}},
                 "volumeMounts": [*host_volumes()[1], {"name": "run", "mountPath": RUN_DIR}],
-                "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}, "limits": {"memory": "128Mi"}},
+                # no CPU request: the pod is bound to its node (nodeName), so kubelet's admission alone judges it,
+                # and a node whose allocatable CPU is all requested (a fully pinned node: what one inspects)
+                # refused 10m with OutOfcpu (real kubelet 1.37.2)
+                "resources": {"requests": {"memory": "16Mi"}, "limits": {"memory": "128Mi"}},
             }],
         },
     }

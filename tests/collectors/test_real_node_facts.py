@@ -21,3 +21,25 @@ def test_another_pods_sandbox_on_an_exclusive_cpu_is_placed_not_unknown():
 def test_the_owning_pods_own_and_an_unknown_task_stay_as_they_were():
     assert placed(Task(tid=101, pid=101, comm="sleep", last_cpu=1), [OWNER], PIDS) is True
     assert placed(Task(tid=300, pid=300, comm="x", last_cpu=1), [OWNER], PIDS) is None
+
+
+def test_the_debug_pod_asks_no_cpu_a_full_node_would_refuse():
+    """A node whose allocatable CPU is all requested (a fully pinned node, what one inspects) refused the debug
+    pod's 10m: "OutOfcpu ... requested: 10, used: 1000, capacity: 1000" (kubelet 1.37.2; the pod is bound with
+    nodeName, so kubelet's admission alone judges it)."""
+    from pinscope.collectors.transport.kube import debug_pod
+
+    (c,) = debug_pod("node-1")["spec"]["containers"]
+    assert "cpu" not in c["resources"].get("requests", {}), c["resources"]
+    assert "cpu" not in c["resources"].get("limits", {}), c["resources"]
+
+
+def test_no_empty_mount_over_a_directory_a_real_kubelet_may_not_make():
+    """kubelet makes pods/ and plugins/ at its start; pki/ only when it manages its certificates. An empty mount
+    over pki/ inside the read-only root-dir failed every debug pod on a kubelet given its certificates (runc:
+    "mkdir .../host/var/lib/kubelet/pki: read-only file system"; 1.37.2 and 1.35.4)."""
+    from pinscope.collectors.transport.kube import HIDDEN_PATHS, debug_pod
+
+    assert set(HIDDEN_PATHS) <= {"/var/lib/kubelet/pods", "/var/lib/kubelet/plugins"}
+    (c,) = debug_pod("node-1")["spec"]["containers"]
+    assert "/host/var/lib/kubelet/pki" not in [m["mountPath"] for m in c["volumeMounts"]]
