@@ -44,6 +44,7 @@ async def _answer(target, a) -> tuple[str, FitAnswer | None, str | None]:
     except PinscopeError as err:
         return _name(target), None, str(err)
     ans = predict(report.snapshot, a.cpus)
+    ans.live = await _live(address, opts, report.snapshot, a.timeout)
     if not isinstance(target, str):
         ans.node = target.name
     if a.memory is not None:
@@ -52,8 +53,35 @@ async def _answer(target, a) -> tuple[str, FitAnswer | None, str | None]:
     return _name(target), ans, None
 
 
+async def _live(address: str, opts, snap, timeout: float) -> dict:
+    """kubelet's PodResources view where pinscope runs on the node (local, --root: its socket in the tree)."""
+    from pinscope.collectors import podresources as pr
+
+    if address != "local":
+        return {"socket": None, "error": "kubelet's PodResources socket is asked only where pinscope runs on the "
+                                         "node (local, --root); over SSH or the API it is not forwarded yet"}
+    path = pr.socket_path(snap.kubelet.root_dir, opts.root or "/")
+    view = await asyncio.to_thread(pr.read_live, path, max(0.5, min(3.0, timeout)))
+    return pr.summary(view, snap)
+
+
+def _live_lines(live: dict | None) -> list[str]:
+    if not live:
+        return []
+    if live.get("error"):
+        return [f"  kubelet's live view (PodResources): not asked: {live['error']}"]
+    out = [f"  kubelet's live view ({live['socket']}): allocatable CPUs {live['allocatable_cpus']}; "
+           f"{len(live['exclusive'])} container(s) with exclusive CPUs"]
+    disagree = live.get("disagreements") or []
+    out += [f"  kubelet's memory and its checkpoint disagree: {d}" for d in disagree]
+    if not disagree:
+        out.append("  kubelet's memory agrees with its checkpoint on every container both name")
+    return out + [f"  note: {x}" for x in live.get("notes") or []]
+
+
 def render(ans: FitAnswer, n: int) -> str:
-    out = [f"{ans.node}: a Guaranteed container of {n} CPUs (kubelet {ans.kubelet_version or ans.release + ', assumed'})"]
+    cpus = f"{n} CPU{'s' if n != 1 else ''}"
+    out = [f"{ans.node}: a Guaranteed container of {cpus} (kubelet {ans.kubelet_version or ans.release + ', assumed'})"]
     if not ans.readable:
         out.append(f"  not known: {ans.note}")
     elif ans.error is not None:
@@ -64,12 +92,13 @@ def render(ans: FitAnswer, n: int) -> str:
     else:
         out.append(f"  fits: kubelet would give CPUs {format_cpuset(ans.cpus)}")
     if ans.how_many is not None:
-        out.append(f"  containers of {n} CPUs that fit one after another: {ans.how_many}")
+        out.append(f"  containers of {cpus} that fit one after another: {ans.how_many}")
     for p in ans.per_numa:
         lf = p.get("largest_fit") or {}
         out.append(f"  NUMA {p['numa_node']}: free {p['free_count']} ({p['free_cpus'] or '-'}), "
                    f"{p['free_whole_cores']} whole cores; largest container kubelet could give from it alone: "
                    f"{lf.get('cpus', '-')} CPUs, {lf.get('whole_cores', '-')} as whole cores")
+    out += _live_lines(ans.live)
     for s in ans.assumed:
         out.append(f"  assumed: {s}")
     for s in ans.unknown:

@@ -39,6 +39,7 @@ class FitAnswer:
     unknown: list[str] = field(default_factory=list)
     readable: bool = True  # False: the inputs could not be read (exit 3)
     note: str = ""
+    live: dict | None = None  # kubelet's PodResources view (collectors/podresources.py summary), where asked
 
     def fits(self) -> bool:
         return self.readable and self.error is None
@@ -55,6 +56,7 @@ class FitAnswer:
             "how_many_fit": self.how_many,
             "unknown": self.unknown,
             "note": self.note,
+            "live": self.live,
         }
 
 
