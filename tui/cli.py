@@ -28,6 +28,7 @@ from pinscope.collectors.parse.cpuset import format_cpuset
 from pinscope.collectors.pipeline import unread_reason
 from pinscope.collectors.targets import target_problem
 from pinscope.collectors.text import display, display_lines
+from pinscope.tui.evidence import detail_lines
 
 COMMANDS = ("snapshot", "check", "fit", "demo", "replay", "serve", "exporter", "gc")
 ABOUT = "pinscope shows, core by core, which pod holds each CPU of a Kubernetes node, and what is amiss."
@@ -722,6 +723,7 @@ def render_table(o: dict) -> str:
 
 
 def render_check(o: dict) -> str:
+    """One line per finding, then its evidence (file and value, the first few) and fix; each line escaped."""
     out = []
     order = {"critical": 0, "warning": 1, "info": 2}
     fs = sorted(o["findings"], key=lambda f: (order.get(f["severity"], 3), f["code"]))
@@ -733,7 +735,7 @@ def render_check(o: dict) -> str:
             where.append(f"{f.get('namespace') or '?'}/{f['pod']}" + (f"/{f['container']}" if f.get("container") else ""))
         out.append(f"{o['node']}: {f['severity']:<8} {f['code']:<24} {f['message']}"
                    + (f"  [{'; '.join(where)}]" if where else ""))
-        out.append(f"    hint: {f['hint']}")
+        out.extend(f"    {line}" for line in detail_lines(f.get("evidence") or (), f.get("hint")))
     for e in o.get("errors") or []:  # what the API did not say (nodes/proxy not allowed): once, beside the findings
         if e.get("source") == "kubernetes":
             out.append(f"{o['node']}: kubernetes: {e['message']}")

@@ -161,7 +161,7 @@ class NodeScreen(ReportScreen):
         n_pods = len(self._pod_list())
 
         def finding_lines(fw: int) -> int:
-            return sum(len(r[-1]) for r in lay.finding_rows(v.findings, fw))
+            return sum(len(r[-1]) for r in lay.finding_rows(v.findings, fw, expanded))
 
         # what the plan depends on: the findings' wrapped lines at the widths it may give them, not their
         # words (a rate in a message changes every tick, its line count seldom)
@@ -439,7 +439,8 @@ class NodeScreen(ReportScreen):
     def _findings(self) -> None:
         table = self.query_one("#findings", DataTable)
         self._shown_findings = lay.worst_first(self.view.findings)
-        rows = lay.finding_rows(self.view.findings, self._plan.findings_width)
+        detail = self.query_one("#findings", DataTable).has_class("visible")  # asked for (f): evidence and fix too
+        rows = lay.finding_rows(self.view.findings, self._plan.findings_width, detail)
         if rows == self._finding_rows:
             return
         ncols = len(rows[0]) if rows else 0

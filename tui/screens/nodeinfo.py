@@ -8,6 +8,7 @@ from textual.widgets import Static
 from pinscope.collectors.kube import ApiWindow
 from pinscope.collectors.parse.cpuset import format_cpuset
 from pinscope.collectors.text import display
+from pinscope.tui.evidence import detail_lines
 from pinscope.tui.human import amounts, settings, value
 from pinscope.tui.screens.drill import DrillScreen
 from pinscope.tui.widgets.readiness import checklist
@@ -63,12 +64,12 @@ class NodeInfoScreen(DrillScreen):
             t.append(_d(f"  node {n.id}: cpus {format_cpuset(n.cpus) or '(none: memory only)'}   distances {' '.join(map(str, n.distances))}   {rate}\n"))
         if v.report is not None and v.report.api is not None:
             _api_section(t, v.report.api)
-        if v.findings:  # every finding whole, with its hint: the node screen's pane has only room to wrap them
+        if v.findings:  # every finding whole, with its evidence and fix: the node screen's pane has only room to wrap them
             t.append("\nfindings\n", style="bold")
             for f in v.findings:
                 t.append(_d(f"  {f.severity}: {f.code}: {f.message}\n"))
-                if f.hint:
-                    t.append(_d(f"    {f.hint}\n"), style="dim")
+                for line in detail_lines(f.evidence, f.hint):
+                    t.append(_d(f"    {line}") + "\n", style="dim")
         if s.problems:
             t.append("\nwhat could not be read\n", style="bold")
             for p in s.problems:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pinscope.collectors.text import display
+from pinscope.tui.evidence import detail_lines
 
 CHROME = 4  # status line, worst finding, help line, footer
 SEV_RANK = {"critical": 0, "warning": 1, "info": 2}
@@ -121,19 +122,28 @@ def wrap(text: str, width: int, max_lines: int | None = None) -> list[str]:
     return lines
 
 
-def finding_rows(findings: Sequence, width: int) -> list[tuple]:
+def finding_rows(findings: Sequence, width: int, detail: bool = False) -> list[tuple]:
     """The findings pane's rows at this width, the worst first, each message escaped and wrapped (never
-    cut): wide, (severity, code, message lines); narrow, (mark, "CODE  message" lines)."""
+    cut): wide, (severity, code, message lines); narrow, (mark, "CODE  message" lines). `detail` (the pane
+    asked for, f): each message followed by its evidence, the file and value, and its fix (tui/evidence.py)."""
     out: list[tuple] = []
     fs = worst_first(findings)
+
+    def more(f, room: int) -> list[str]:
+        if not detail:
+            return []
+        return ["  " + ln for d in detail_lines(f.evidence, f.hint) for ln in wrap(display(d), room - 2)]
+
     if width >= 100:
         code_w = max((len(f.code) for f in fs), default=4)
         room = width - 10 - code_w - 8  # the severity and code columns, each column's padding
         for f in fs:
-            out.append((SEV_MARK.get(str(f.severity), str(f.severity)), f.code, wrap(display(f.message), room)))
+            out.append((SEV_MARK.get(str(f.severity), str(f.severity)), f.code,
+                        wrap(display(f.message), room) + more(f, room)))
     else:
         for f in fs:
-            out.append((MARK.get(str(f.severity), "?"), wrap(display(f"{f.code}  {f.message}"), width - 7)))
+            out.append((MARK.get(str(f.severity), "?"), wrap(display(f"{f.code}  {f.message}"), width - 7)
+                        + more(f, width - 7)))
     return out
 
 

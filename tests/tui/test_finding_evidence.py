@@ -1,0 +1,72 @@
+"""A finding's evidence (file and value) and fix where a user looks (issue 37 item 6): `pinscope check`'s text,
+the findings pane once asked for (f), the node pane; short (three evidence lines, the rest counted) and
+escaped (collectors.text.display), never twice."""
+import asyncio
+
+from frozen import FrozenApp, frozen_node
+from nodes import dual_socket_intel
+
+from pinscope.collectors.findings.base import Finding
+from pinscope.collectors.model import Severity
+from pinscope.collectors.text import CONTROL
+from pinscope.tui.cli import render_check
+from pinscope.tui.screens.nodelayout import finding_rows
+
+HOSTILE = "/sys/fs/cgroup/kubepods.slice/x\x1b]0;pwned\x07\u202e.scope/hugetlb.2MB.numa_stat: N0=0, N1=2097152 (bytes)"
+EVIDENCE = [HOSTILE, "CPUs 1,5 on NUMA node 0", "third", "fourth", "fifth"]
+HINT = "topologyManagerPolicy single-numa-node with memoryManagerPolicy Static"
+SHOWN = ("/sys/fs/cgroup/kubepods.slice/x\\033]0;pwned\\a\\u202e.scope/hugetlb.2MB.numa_stat: N0=0, N1=2097152 "
+         "(bytes)")
+
+
+def test_check_text_shows_evidence_and_fix_escaped_and_short():
+    o = {"node": "n1", "errors": [], "findings": [
+        {"code": "PINNED_MEMORY_REMOTE", "severity": "warning", "message": "rt/engine-0/engine: hugepages 2MB on NUMA node 1",
+         "hint": HINT, "evidence": EVIDENCE, "cpus": [1, 5], "namespace": "rt", "pod": "engine-0", "container": "engine"},
+        {"code": "SYSTEM_NOT_CONFINED", "severity": "info", "message": "m", "hint": "", "evidence": [], "cpus": []}]}
+    lines = render_check(o).split("\n")
+    assert lines[:6] == [
+        "n1: warning  PINNED_MEMORY_REMOTE     rt/engine-0/engine: hugepages 2MB on NUMA node 1  [cpus 1,5; rt/engine-0/engine]",
+        f"    evidence: {SHOWN}",
+        "    evidence: CPUs 1,5 on NUMA node 0",
+        "    evidence: third",
+        "    evidence: +2 more (--json)",
+        f"    fix: {HINT}"]
+    assert lines[6].startswith("n1: info     SYSTEM_NOT_CONFINED") and lines[7] == "n1: 0 critical, 1 warning, 1 info"
+    assert not any(CONTROL.search(ln) for ln in lines)
+
+
+def _finding(message: str = "m") -> Finding:
+    return Finding("PINNED_MEMORY_REMOTE", Severity("warning"), message, HINT, tuple(EVIDENCE), (1, 5))
+
+
+def test_findings_pane_rows_gain_evidence_and_fix_only_when_asked_for():
+    f = _finding()
+    wide = finding_rows([f], 200)
+    assert wide[0][2] == ["m"]
+    wide = finding_rows([f], 200, detail=True)
+    assert wide[0][2] == ["m", f"  evidence: {SHOWN}", "  evidence: CPUs 1,5 on NUMA node 0", "  evidence: third",
+                          "  evidence: +2 more (--json)", f"  fix: {HINT}"]
+    narrow = finding_rows([f], 60, detail=True)[0][1]
+    assert narrow[0] == "PINNED_MEMORY_REMOTE  m" and narrow[-1] == "  memoryManagerPolicy Static"
+    assert all(ln.startswith("  ") for ln in narrow[1:]) and all(len(ln) <= 53 for ln in narrow)
+    assert not any(CONTROL.search(ln) for ln in narrow)
+
+
+def test_the_pane_asked_for_shows_the_evidence_on_screen():
+    """xeon-2s (tests/nodes.py dual_socket_intel): PID 1's affinity is unset, all 48 CPUs: SYSTEM_NOT_CONFINED's
+    evidence is /proc/1/status's Cpus_allowed_list 0-47."""
+    data = {"xeon-2s": frozen_node(dual_socket_intel)}
+
+    async def go():
+        app = FrozenApp(data)
+        async with app.run_test(size=(200, 60)) as pilot:
+            await pilot.pause()
+            before = app.export_screenshot()
+            await pilot.press("f")
+            await pilot.pause()
+            return before, app.export_screenshot()
+
+    before, after = (s.replace("&#160;", " ") for s in asyncio.run(go()))
+    assert "evidence: /proc/1/status: Cpus_allowed_list = 0-47" in after and "fix: Kubelet does not confine" in after
+    assert "evidence:" not in before
