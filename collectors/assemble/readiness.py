@@ -129,6 +129,16 @@ def _nohz(raw: Readiness) -> frozenset[int] | None:
     return frozenset() if raw.kernel.read else None
 
 
+def domain_isolated(raw: Readiness) -> frozenset[int] | None:
+    """The CPUs taken out of the scheduler's load balancing: /sys/devices/system/cpu/isolated (the kernel's
+    domain isolation) and isolcpus= with the domain flag (none given is domain: kernel sched/isolation.c);
+    isolcpus=managed_irq alone keeps only managed IRQs off. None: neither read."""
+    cmd = raw.kernel.isolcpus if "domain" in raw.kernel.isolcpus_flags else None
+    if raw.isolated is None and not raw.kernel.read:
+        return None
+    return (raw.isolated or frozenset()) | (cmd or frozenset())
+
+
 def intent_of(raw: Readiness) -> frozenset[int]:
     return _isolated(raw) | (_nohz(raw) or frozenset()) | (raw.tuned_isolated or frozenset())
 
@@ -227,9 +237,26 @@ def _kernel_checks(st: _Sets) -> list[ReadinessCheck]:
                "isolcpus=managed_irq,<list> (or tuned cpu-partitioning isolated_cores=<list>)"),
         _cover("nohz_full", "tickless (nohz_full)", t, st.nohz, "nohz_full", "nohz_full=<list> on the kernel command line"),
         _cover("rcu_nocbs", "RCU callbacks offloaded", t, st.rcu, "rcu_nocbs ∪ nohz_full", "rcu_nocbs=<list>"),
-        _avoid("housekeeping", "reserved CPUs keep the tick", st.reserved if t else frozenset(), st.nohz, "nohz_full",
-               "keep reservedSystemCPUs out of nohz_full= and isolcpus="),
+        _housekeeping(st.reserved if t else frozenset(), st.nohz, domain_isolated(st.raw)),
     ]
+
+
+def _housekeeping(reserved: frozenset[int], nohz, domain) -> ReadinessCheck:
+    """The reserved (housekeeping) CPUs are where the kernel's own work and the system run: never tickless
+    (nohz_full), never out of the scheduler's load balancing (isolcpus domain)."""
+    key, title = "housekeeping", "reserved CPUs not isolated nor tickless"
+    if not reserved:
+        return ReadinessCheck(key, title, NA, "no CPU to judge")
+    if nohz is None and domain is None:
+        return ReadinessCheck(key, title, UNKNOWN, "nohz_full, isolated: not read")
+    said = [(name, have) for name, have in (("nohz_full", nohz), ("isolcpus (domain) / isolated", domain))
+            if have is not None]
+    over = [f"{fmt(reserved & have)} in {name} = {fmt(have)}" for name, have in said if reserved & have]
+    if over:
+        return ReadinessCheck(key, title, NO, "; ".join(over),
+                              "keep reservedSystemCPUs out of nohz_full= and isolcpus= (and tuned isolated_cores)")
+    return ReadinessCheck(key, title, OK, f"{fmt(reserved)} not in " + ", ".join(
+        f"{name} = {fmt(have) or '(empty)'}" for name, have in said))
 
 
 def _irq_checks(st: _Sets) -> list[ReadinessCheck]:

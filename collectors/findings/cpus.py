@@ -64,12 +64,15 @@ def irq_on_exclusive(ctx):
                            "/proc/interrupts: " + ", ".join(f"CPU{c} {irq.per_cpu[c]}" for c in sorted(hit))], hit)
 
 
-@check({"ISOLATED_IN_SHARED_POOL": ("warning", "isolcpus CPUs are in the shared pool, where the scheduler does not balance load",
-                                    "Kubelet ignores isolcpus: put isolated CPUs in reservedSystemCPUs, or drop them from isolcpus.")})
+@check({"ISOLATED_IN_SHARED_POOL": ("warning", "isolcpus CPUs are in the shared pool (not reserved), where the scheduler does not balance load",
+                                    "Kubelet ignores isolcpus: drop these CPUs from isolcpus= (isolate only CPUs meant for exclusive pods). "
+                                    "Not into reservedSystemCPUs: the reserved (housekeeping) CPUs must never be isolated.")})
 def isolated_in_shared_pool(ctx):
+    """Reserved CPUs that are isolated are RESERVED_ISOLATED's (findings/readiness.py), not named twice."""
     shared, topo = ctx.snap.shared_pool, ctx.topo
-    if shared is not None and topo.isolated & shared:
-        iso = topo.isolated & shared
+    theirs = (ctx.k.reserved_cpus or frozenset()) if ctx.snap.readiness is not None else frozenset()
+    iso = (topo.isolated & shared) - theirs if shared is not None else frozenset()
+    if iso:
         yield finding("ISOLATED_IN_SHARED_POOL", f"isolated {cpus_named(iso)} {'is' if len(iso) == 1 else 'are'} in the shared pool: no load balancing there",
                       [f"/sys/devices/system/cpu/isolated = {fmt(topo.isolated)}", f"shared pool = {fmt(shared)}"], iso)
 

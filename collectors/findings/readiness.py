@@ -9,7 +9,7 @@ assemble/readiness.py's (the same reasons the grid marks); here they become find
 """
 from __future__ import annotations
 
-from ..assemble.readiness import DEEP_CSTATE_US
+from ..assemble.readiness import DEEP_CSTATE_US, domain_isolated
 from ..parse.cpuset import cpus_named, format_cpuset as fmt
 from .base import check, finding
 
@@ -61,6 +61,19 @@ def reserved_tickless(ctx):
     if over:
         yield finding("RESERVED_TICKLESS", f"reserved {cpus_named(over)} {'is' if len(over) == 1 else 'are'} tickless (nohz_full)",
                       _iso_evidence(r.raw) + [f"reservedSystemCPUs = {fmt(reserved)}"], over)
+
+
+@check({"RESERVED_ISOLATED": ("warning", "reserved (housekeeping) CPUs are isolated from the scheduler (isolcpus= domain, /sys/devices/system/cpu/isolated): kubelet, the runtime and system daemons there get no load balancing",
+                              "Keep reservedSystemCPUs out of isolcpus= (and tuned isolated_cores): isolate only the CPUs kubelet pins, never the reserved ones; reboot.")})
+def reserved_isolated(ctx):
+    r = ctx.snap.readiness
+    reserved = ctx.k.reserved_cpus
+    if r is None or not reserved:
+        return
+    over = (domain_isolated(r.raw) or frozenset()) & reserved
+    if over:
+        yield finding("RESERVED_ISOLATED", f"reserved {cpus_named(over)} {'is' if len(over) == 1 else 'are'} isolated "
+                      "from the scheduler (isolcpus)", _iso_evidence(r.raw) + [f"reservedSystemCPUs = {fmt(reserved)}"], over)
 
 
 @check({"IRQBALANCE_NOT_BANNED": ("warning", "irqbalance runs and may move device IRQs onto exclusive CPUs: they are not in its banned set",

@@ -85,6 +85,41 @@ def test_reserved_tickless_both_ways(tmp_path):
     assert "RESERVED_TICKLESS" not in codes(node(tmp_path / "b", nohz_full="2-7\n"))
 
 
+def test_reserved_isolated_both_ways(tmp_path):
+    """Reserved 0-1, pinned 2-5. isolcpus=0,2-5 (no flag: domain; sysfs isolated the same): reserved CPU 0 is out
+    of the scheduler's load balancing: RESERVED_ISOLATED names it, the housekeeping check says no, and
+    ISOLATED_IN_SHARED_POOL (0 is in the shared pool too) leaves it to RESERVED_ISOLATED."""
+    o = node(tmp_path / "a", isolated="0,2-5")
+    f = codes(o)["RESERVED_ISOLATED"]
+    assert f["cpus"] == [0] and f["message"] == "reserved CPU 0 is isolated from the scheduler (isolcpus)"
+    assert "/proc/cmdline: isolcpus=0,2-5" in f["evidence"] and "reservedSystemCPUs = 0-1" in f["evidence"]
+    assert "ISOLATED_IN_SHARED_POOL" not in codes(o)
+    hk = next(c for c in o["readiness"]["checks"] if c["check"] == "housekeeping")
+    assert (hk["status"], hk["detail"]) == ("no", "0 in isolcpus (domain) / isolated = 0,2-5")
+    # isolated 2-5 only (the pinned ones): silent, and the check names what it judged
+    o = node(tmp_path / "b", isolated="2-5")
+    assert "RESERVED_ISOLATED" not in codes(o)
+    hk = next(c for c in o["readiness"]["checks"] if c["check"] == "housekeeping")
+    assert (hk["status"], hk["detail"]) == ("ok", "0-1 not in nohz_full = (empty), isolcpus (domain) / isolated = 2-5")
+
+
+def test_reserved_under_managed_irq_only_is_not_domain_isolated(tmp_path):
+    """isolcpus=managed_irq,0-5: managed IRQs kept off 0-5, the scheduler still balances there (no domain flag;
+    sysfs isolated empty): not RESERVED_ISOLATED."""
+    o = node(tmp_path, {"proc/cmdline": "BOOT_IMAGE=/vmlinuz ro isolcpus=managed_irq,0-5\n",
+                        f"{CPU}/isolated": "\n"})
+    assert "RESERVED_ISOLATED" not in codes(o)
+    assert o["readiness"]["kernel"]["isolcpus_flags"] == ["managed_irq"]
+
+
+def test_isolated_in_the_shared_pool_never_advises_the_reserved_set(tmp_path):
+    """isolcpus=2-7 with 2-5 pinned: 6-7 isolated in the shared pool. The fix drops them from isolcpus; it no
+    longer says to move them into reservedSystemCPUs (reserved CPUs must never be isolated, issue 37 item 1)."""
+    f = codes(node(tmp_path, isolated="2-7"))["ISOLATED_IN_SHARED_POOL"]
+    assert f["cpus"] == [6, 7] and "drop these CPUs from isolcpus=" in f["hint"]
+    assert "put isolated CPUs in reservedSystemCPUs" not in f["hint"] and "must never be isolated" in f["hint"]
+
+
 # ----------------------------------------------------------------------------- IRQ steering
 
 
@@ -209,7 +244,7 @@ def test_a_tuned_node_scores_full_and_a_plain_one_scores_only_what_applies(tmp_p
     assert st["governor"] == st["cstates"] == "n/a"
 
 
-READINESS = {"EXCLUSIVE_NOT_ISOLATED", "RESERVED_TICKLESS", "IRQBALANCE_NOT_BANNED", "IRQ_DEFAULT_ON_EXCLUSIVE",
+READINESS = {"EXCLUSIVE_NOT_ISOLATED", "RESERVED_TICKLESS", "RESERVED_ISOLATED", "IRQBALANCE_NOT_BANNED", "IRQ_DEFAULT_ON_EXCLUSIVE",
              "PINNED_CPU_POWERSAVE", "PINNED_CPU_DEEP_CSTATE", "RT_THROTTLING_ON", "PINNED_MEMORY_REMOTE"}
 
 
