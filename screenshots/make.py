@@ -116,6 +116,7 @@ async def large() -> None:
 def browser() -> None:
     """`pinscope serve -- demo` as a browser shows it (headless Chromium over the DevTools protocol)."""
     import os
+    import secrets
     import signal
     import socket
     import subprocess
@@ -132,19 +133,24 @@ def browser() -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    # the page wants its token in the URL (no cookie carries it: issue 34); one of this run's own, given
+    # through the environment as a user would (out of `ps`)
+    token = secrets.token_urlsafe(32)
+    url = f"http://127.0.0.1:{port}/?token={token}"
     srv = subprocess.Popen([sys.executable, "-m", "pinscope.tui.cli", "serve", "--port", str(port), "--", "demo"],
-                           cwd=HERE.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                           cwd=HERE.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                           env={**os.environ, "PINSCOPE_SERVE_TOKEN": token})
     try:
         for _ in range(150):
             try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).close()
+                urllib.request.urlopen(url, timeout=2).close()
                 break
-            except OSError:
+            except OSError:  # not listening yet (a refusal, an HTTP error, would be one too: then the page says)
                 time.sleep(0.2)
 
         async def shoot():
             async with Browser(1600, 1000) as b:
-                await b.goto(f"http://127.0.0.1:{port}/")
+                await b.goto(url)
                 await b.wait_text("live", "Socket 0", timeout=60)
                 await asyncio.sleep(6)  # a few ticks: load shades and rates
                 await b.screenshot(HERE / "serve-chromium.png")
