@@ -34,6 +34,7 @@ class PromNode:
     findings: dict = field(default_factory=dict)  # severity -> count
     codes: tuple = ()  # (severity, code), worst first
     ip: str | None = None  # from kube-state-metrics' kube_node_info, when Prometheus has it
+    ready: tuple[int, int] | None = None  # latency readiness (checks ok, checks that apply); None: no series
 
     def worst(self) -> str | None:
         for s in ("critical", "warning", "info"):
@@ -139,6 +140,7 @@ class PromSource:
             f"max by (node) (pinscope_node_cpu_utilization_ratio{self._m()})",
             f"max by (node, severity) (pinscope_findings{self._m()}) > 0",
             f"count by (node, severity, code) (max by (node, severity, code, namespace, pod, container) (pinscope_finding{bad}))",
+            f"max by (node, status) (pinscope_readiness_checks{self._m()})",
         ]
         if self.want_ip:
             qs.append("max by (node, internal_ip) (kube_node_info)")
@@ -158,16 +160,17 @@ class PromSource:
         for r in res[4]:
             m = r["metric"]
             codes.setdefault(m.get("node", ""), []).append((m.get("severity", ""), m.get("code", "")))
+        ready = _ready(res[5])
         ips = {}
         if self.want_ip:
-            ips = {r["metric"].get("node", ""): r["metric"].get("internal_ip") for r in res[5]}
+            ips = {r["metric"].get("node", ""): r["metric"].get("internal_ip") for r in res[6]}
         out = {}
         for name in set(ncpus) | set(read):
             if not name:
                 continue
             cs = tuple(sorted(codes.get(name, ()), key=lambda sc: (rank.get(sc[0], 2), sc[1])))
             out[name] = PromNode(name, ncpus.get(name, 0), read.get(name), util.get(name), finds.get(name, {}), cs,
-                                 ips.get(name))
+                                 ips.get(name), ready.get(name))
         self.last_seconds = time.monotonic() - t0
         return out
 
@@ -206,6 +209,18 @@ class PromSource:
             out.setdefault(node, {}).setdefault(cid, PromCpu(cid, m.get("role", "unassigned"), owner,
                                                              u.get((node, m.get("cpu"))), mark))
         return {n: tuple(v[c] for c in sorted(v)) for n, v in out.items()}
+
+
+def _ready(rows: list) -> dict[str, tuple[int, int]]:
+    """pinscope_readiness_checks by status -> {node: (ok, ok + no)}: the score the node pane shows (the checks
+    that apply; n/a and unknown left out). A node without the series is left out (unknown, not 0)."""
+    per: dict[str, dict[str, float]] = {}
+    for r in rows:
+        m = r["metric"]
+        v = _num(r["value"][1])
+        if v is not None:
+            per.setdefault(m.get("node", ""), {})[m.get("status", "")] = v
+    return {n: (int(st.get("ok", 0)), int(st.get("ok", 0) + st.get("no", 0))) for n, st in per.items()}
 
 
 def _num(v) -> float | None:

@@ -38,9 +38,15 @@ def ready_cell(view) -> tuple[str, str | None]:
     (name), "ready 1/12" (warning); dim: "ready -" where there is nothing to judge (no pinned or isolated CPU),
     "ready ?" before the node's first read. collectors/assemble/readiness.py's score: checks ok of those that apply."""
     r = view.snap.readiness if view.snap is not None else None
-    if r is None:
+    return score_cell(r.score if r is not None else None)
+
+
+def score_cell(score: tuple[int, int] | None) -> tuple[str, str | None]:
+    """(ok, applicable) or None (not read) -> the 12-wide cell and its style (ready_cell's; the Prometheus
+    overview's too, from pinscope_readiness_checks)."""
+    if score is None:
         return f"{'ready ?':<12}", None
-    ok, of = r.score
+    ok, of = score
     if not of:
         return f"{'ready -':<12}", None
     return f"{f'ready {ok}/{of}':<12}", ("name" if ok == of else "warning")

@@ -1,6 +1,7 @@
 """The fleet map fed by Prometheus: one line-API widget for thousands of nodes.
 
-Every node is a row of aggregates (read state, finding counts, the worst finding's code, utilisation);
+Every node is a row of aggregates (read state, finding counts, utilisation, the latency readiness score from
+pinscope_readiness_checks as the SSH overview shows it, the worst finding's code);
 the per-CPU mini map (role glyph, `!` on CPUs of a container a finding names) is drawn only for the nodes
 on screen, whose per-CPU series the screen fetches; the others' maps are never asked for. A FleetMap
 subclass: the same keys, cursor, click and theme classes as the SSH fleet overview.
@@ -16,7 +17,7 @@ from textual.strip import Strip
 from pinscope.collectors.promql import PromNode
 from pinscope.collectors.text import display
 from pinscope.tui.widgets.coregrid import GLYPHS
-from pinscope.tui.widgets.fleetmap import _PLAIN, FleetMap
+from pinscope.tui.widgets.fleetmap import _PLAIN, FleetMap, score_cell
 
 RANK = {"critical": 0, "warning": 1, "unreadable": 2}
 
@@ -49,7 +50,7 @@ def order_key(row: PromRow):
 
 class PromFleetMap(FleetMap):
     NAME_W = 26
-    HEAD_W = 26 + 9 + 6 + 24  # name, ✖n ▲n, util, worst code
+    HEAD_W = 26 + 9 + 6 + 12 + 24  # name, ✖n ▲n, util, readiness ("ready 12/12"), worst code
 
     def set_views(self, views) -> None:
         cur = self.views[self.cursor].target if self.moved and self.views and self.cursor < len(self.views) else None
@@ -106,6 +107,8 @@ class PromFleetMap(FleetMap):
             segs.append(Segment(f"▲{warn:<4}", self._st("warning") if warn else self._st("stale")))
             util = f"{n.util * 100:4.0f}% " if n.util is not None else "   - "
             segs.append(Segment(util + " ", self._st("stale") if down else _PLAIN))
+            text, style = score_cell(None if down else n.ready)
+            segs.append(Segment(text, self._st("stale") if style is None else self._st(style)))
             code = n.codes[0][1] if n.codes else ""
             sev = n.codes[0][0] if n.codes else None
             segs.append(Segment(f"{code[:23]:<24}", self._st(sev) if sev else _PLAIN))
