@@ -7,7 +7,7 @@ pkg/kubelet/cm/memorymanager/state/{checkpoint.go,state.go,state_checkpoint.go})
 - v1: checksum 0 accepted; else over the legacy name or `MemoryManagerCheckpointV1`.
 All three keep the same machineState (per NUMA node a memoryMap of "memory", "hugepages-2Mi", "hugepages-1Gi"
 tables in bytes) and entries (blocks of type "memory" or "hugepages-<size>"); v3 has them inside `data`, beside
-the outer copy kubelet still writes (a kubelet v1.37.2 on this machine wrote both, 2026-12).
+the outer copy kubelet still writes (kubelet v1.37.2 on this machine wrote v3, v1.35.4 v1: 2026-12).
 """
 from __future__ import annotations
 

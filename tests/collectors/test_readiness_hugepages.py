@@ -12,7 +12,7 @@ Shapes:
 - memory_manager_state: machineState[numa].memoryMap["hugepages-2Mi"/"hugepages-1Gi"/"memory"] tables and
   entries' blocks of type hugepages-<size>; v1 (checksum 0, accepted as is), v2 (podEntries) and v3 (data +
   dataChecksum, FNV-1a 32 of "(string)"+data) keep the same shapes (REAL_V3: the file a kubelet v1.37.2 wrote on
-  this machine, 2026-12-06).
+  this machine, 2026-12-06; REAL_V1: kubelet v1.35.4's, the v1 shape signed over the legacy name).
 """
 import json
 
@@ -41,6 +41,16 @@ REAL_V3 = (
     '\\"reserved\\":67108864,\\"free\\":24672202752}},\\"cells\\":[0]}},\\"entries\\":{\\"4ae770c2-edf5-4d78-84eb-'
     'bd8e46782f56\\":{\\"work\\":[{\\"numaAffinity\\":[0],\\"type\\":\\"memory\\",\\"size\\":67108864}]}}}",'
     '"dataChecksum":1857879863}')
+
+
+# The same node under kubelet v1.35.4 (2026-12-06, this machine): the v1 shape, signed over the legacy name.
+REAL_V1 = (
+    '{"policyName":"Static","machineState":{"0":{"numberOfAssignments":1,"memoryMap":{"hugepages-1Gi":{"total":0,'
+    '"systemReserved":0,"allocatable":0,"reserved":0,"free":0},"hugepages-2Mi":{"total":0,"systemReserved":0,'
+    '"allocatable":0,"reserved":0,"free":0},"memory":{"total":25276182528,"systemReserved":536870912,'
+    '"allocatable":24739311616,"reserved":67108864,"free":24672202752}},"cells":[0]}},"entries":{'
+    '"5f93e853-746a-4a19-a70d-f75e189da590":{"work":[{"numaAffinity":[0],"type":"memory","size":67108864}]}},'
+    '"checksum":2023128669}')
 
 
 def fnv1a32(text: str) -> int:
@@ -95,11 +105,12 @@ def test_memory_manager_machine_state_in_every_checkpoint_version():
                  v3 + ',"dataChecksum":1849615440}'):
         st, probs = mem(text)
         assert probs == [] and st.machine == {0: {"memory": MemoryTable(2048, 512, 1536, 512, 1024)}}
-    st, probs = mem(REAL_V3)
-    assert (st.version, st.checksum_ok, probs) == (3, True, [])
-    assert st.machine == {0: {"hugepages-1Gi": MemoryTable(0, 0, 0, 0, 0), "hugepages-2Mi": MemoryTable(0, 0, 0, 0, 0),
-                              "memory": MemoryTable(25276182528, 536870912, 24739311616, 67108864, 24672202752)}}
-    assert st.entries["4ae770c2-edf5-4d78-84eb-bd8e46782f56"]["work"][0].type == "memory"
+    for text, version in ((REAL_V3, 3), (REAL_V1, 1)):
+        st, probs = mem(text)
+        assert (st.version, st.checksum_ok, probs) == (version, True, [])
+        assert st.machine == {0: {"hugepages-1Gi": MemoryTable(0, 0, 0, 0, 0), "hugepages-2Mi": MemoryTable(0, 0, 0, 0, 0),
+                                  "memory": MemoryTable(25276182528, 536870912, 24739311616, 67108864, 24672202752)}}
+        assert [b.type for e in st.entries.values() for b in e["work"]] == ["memory"]
 
 
 # ----------------------------------------------------------------------------- cgroup v2
