@@ -70,3 +70,27 @@ def test_the_pane_asked_for_shows_the_evidence_on_screen():
     before, after = (s.replace("&#160;", " ") for s in asyncio.run(go()))
     assert "evidence: /proc/1/status: Cpus_allowed_list = 0-47" in after and "fix: Kubelet does not confine" in after
     assert "evidence:" not in before
+
+
+def test_the_cpu_and_container_panes_show_the_evidence_of_their_findings():
+    """Enter on a finding opens the container or CPU it names: there too, each finding's evidence and fix.
+    xeon-2s: SYSTEM_NOT_CONFINED names exclusive CPU 1. edge-16 (tests/nodes.py trouble_16): matcher-7d9f/engine
+    assigned 3,11, the kernel runs it on 3-4,11-12: STATE_CGROUP_DRIFT about that container."""
+    from nodes import trouble_16
+
+    from pinscope.tui.screens import container, cpu
+    from pinscope.tui.state import NodeView
+
+    v = NodeView("xeon-2s")
+    v.apply(frozen_node(dual_socket_intel))
+    info = cpu.cpu_info(v, 1).plain
+    assert "info: SYSTEM_NOT_CONFINED: PID 1" in info
+    assert "\n  evidence: /proc/1/status: Cpus_allowed_list = 0-47\n  fix: Kubelet does not confine" in info
+    t = NodeView("edge-16")
+    t.apply(frozen_node(trouble_16))
+    drift = next(f for f in t.findings if f.code == "STATE_CGROUP_DRIFT")
+    p = next(p for p in t.snap.pods if p.uid == drift.pod_uid)
+    c = next(c for c in p.containers if c.name == drift.container)
+    info = container.container_info(t, p, c).plain
+    assert f"critical: STATE_CGROUP_DRIFT: {drift.message}\n" in info and f"  fix: {drift.hint}\n" in info
+    assert drift.evidence and all(f"  evidence: {e}\n" in info for e in drift.evidence[:3])

@@ -10,6 +10,7 @@ from pinscope.collectors.parse.cpuset import format_cpuset
 from pinscope.collectors.text import display
 from pinscope.tui.cells import cells
 from pinscope.tui.elide import elide_path
+from pinscope.tui.evidence import finding_text
 from pinscope.tui.human import amounts
 from pinscope.tui.screens.drill import DrillScreen
 from pinscope.tui.state import NodeView
@@ -114,9 +115,7 @@ def container_info(v: NodeView, p, c) -> Text:
     t.append_text(_assignment_text(v, p, c))
     for f in v.findings:  # the findings about this container, whole (the node screen's pane wraps them)
         if f.pod_uid == p.uid and f.container == c.name:
-            t.append(display(f"{f.severity}: {f.code}: {f.message}") + "\n", style="bold")
-            if f.hint:
-                t.append(display(f"  {f.hint}") + "\n", style="dim")
+            t.append_text(finding_text(f))
     t.append_text(_cgroup_text(c))
     if c.devices:
         t.append_text(_devices_text(v, p, c))

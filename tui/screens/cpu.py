@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Static
 from pinscope.collectors.parse.cpuset import format_cpuset
 from pinscope.collectors.text import display
 from pinscope.tui.cells import cells
+from pinscope.tui.evidence import finding_text
 from pinscope.tui.human import value, yes_no
 from pinscope.tui.screens.drill import DrillScreen
 from pinscope.tui.state import NodeView
@@ -112,9 +113,7 @@ def cpu_info(v: NodeView, cpu: int) -> Text:
     t.append_text(cpu_block(snap.readiness, cpu))
     for f in v.findings:
         if cpu in f.cpus:
-            t.append(display(f"{f.severity}: {f.code}: {f.message}") + "\n", style="bold")
-            if f.hint:
-                t.append(display(f"  {f.hint}") + "\n", style="dim")
+            t.append_text(finding_text(f))
     return t
 
 
