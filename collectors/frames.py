@@ -404,6 +404,7 @@ def _seq(f: Frame) -> int:
 # carried copy stands in for them still (issue 35 moved the list here unchanged; see nodefiles.read_anew).
 _GRID_NAMES, _GRID_PATHS = nodefiles.read_anew("g")
 _GRID_NAMES -= {"kubelet_internal_checkpoint", "dra_manager_state"}
+_GRID_PATHS -= {"/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"}  # a fixed path (any --root-dir)
 _DETAIL_NAMES = nodefiles.read_anew("c")[0]
 
 

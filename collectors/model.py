@@ -201,7 +201,7 @@ class DeviceAllocation:
 
 @dataclass(frozen=True, slots=True)
 class DeviceCheckpoint:
-    """<root-dir>/device-plugins/kubelet_internal_checkpoint, parsed."""
+    """/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint (a fixed path, any --root-dir), parsed."""
 
     allocations: tuple[DeviceAllocation, ...]
     registered: tuple[tuple[str, tuple[str, ...]], ...]  # resource -> device ids the plugins reported

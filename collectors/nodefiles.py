@@ -72,8 +72,8 @@ CATALOG: tuple[NodeFile, ...] = (
     NodeFile("<kubelet-root>/memory_manager_state", "s", "the memory manager's checkpoint (k/k cm/memorymanager/state)"),
     NodeFile("<kubelet-root>/cpu_manager_state", "g", "the CPU manager's checkpoint: kubelet writes it whole and "
              "renames it (k/k pkg/kubelet/util/store/filestore.go); sent only when it changed (rks)"),
-    NodeFile("<kubelet-root>/device-plugins/kubelet_internal_checkpoint", "g", "the device manager's checkpoint "
-             "(issue 26), read as the CPU manager's (rkd)"),
+    NodeFile("/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint", "g", "the device manager's checkpoint "
+             "(issue 26), read as the CPU manager's (rkd); a fixed path, whatever kubelet's --root-dir"),
     NodeFile("<kubelet-root>/dra_manager_state", "g", "the DRA manager's checkpoint (1.32+), read as the CPU "
              "manager's (rkr)"),
     # -- devices (issue 26): where each sits

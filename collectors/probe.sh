@@ -244,7 +244,7 @@ rks() {
   fi
 }
 
-# Devices (issue 26). kubelet's device-manager checkpoint (<root-dir>/device-plugins/kubelet_internal_checkpoint,
+# Devices (issue 26). kubelet's device-manager checkpoint (/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint,
 # 0600, rewritten whole and renamed into place like the state file): read as rks reads the state file, on fd 7,
 # so under mawk a grid tick forks od only when kubelet replaced it. Where each device sits is static: every PCI
 # function's numa_node (SR-IOV VFs are named by their PCI address) and NVIDIA's per-GPU information file (GPU UUID
@@ -700,7 +700,8 @@ node_wide() {
   rx "$R/proc/uptime" "$R/proc/stat" "$R/proc/softirqs" "$R/sys/devices/system/cpu/online"
   for d in "$R"/sys/devices/system/node/node[0-9]*; do r "$d/numastat"; done
   rks "$R$KUBELET_ROOT/cpu_manager_state"
-  rkd "$R$KUBELET_ROOT/device-plugins/kubelet_internal_checkpoint"
+  # the device manager's directory is fixed, whatever --root-dir says (k8s.io/kubelet DevicePluginPath)
+  rkd "$R/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
   rkr "$R$KUBELET_ROOT/dra_manager_state"
   if [ "$CGROUP_V" = 2 ]; then
     rx "$CGROUP_BASE/cpuset.cpus.effective" "$CGROUP_BASE/cpuset.cpus.isolated"

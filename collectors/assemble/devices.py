@@ -21,8 +21,14 @@ PCI_DIR = "/sys/bus/pci/devices/"
 NV_DIR = "/proc/driver/nvidia/gpus/"
 
 
+DEVICE_CHECKPOINT = "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
+
+
 def checkpoint_path(root_dir: str) -> str:
-    return f"{root_dir.rstrip('/')}/device-plugins/kubelet_internal_checkpoint"
+    """Where kubelet's device manager keeps its checkpoint: /var/lib/kubelet/device-plugins/ whatever --root-dir
+    (`root_dir`) says -- k8s.io/kubelet pkg/apis/deviceplugin/v1beta1 DevicePluginPath is a constant (seen on
+    kubelet 1.35.4 and 1.37.2 under another --root-dir, tests/cluster)."""
+    return DEVICE_CHECKPOINT
 
 
 @lru_cache(maxsize=64)  # one text per node of a fleet; texts up to the probe's 1 MB budget: keep few

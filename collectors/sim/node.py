@@ -363,7 +363,7 @@ class SimNode:
                    f"DMA Mask: \t 0x7fffffffffff\nBus Location: \t {addr}\nDevice Minor: \t 0\n")
         rows = [(p.uid, c.name, r, d, n) for p in s.pods for c in p.containers for r, d, n in c.devices]
         rows += list(s.orphan_devices)
-        path = f"{s.kubelet_root}/device-plugins/kubelet_internal_checkpoint"
+        path = "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"  # kubelet's fixed path, any --root-dir
         if s.device_text is not None:
             self.w(path, s.device_text)
             return

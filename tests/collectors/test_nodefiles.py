@@ -160,8 +160,10 @@ def test_the_paths_the_parsers_name_are_in_the_catalog():
 
 def test_frames_takes_what_each_request_reads_anew_from_the_catalog():
     names, paths = nodefiles.read_anew("g")
-    assert frames._GRID_PATHS == paths and frames._GRID_NAMES <= names
-    assert names - frames._GRID_NAMES == {"kubelet_internal_checkpoint", "dra_manager_state"}
+    # the device checkpoint's path is fixed (any --root-dir): a path, not a name, and carried like the DRA one
+    assert paths - frames._GRID_PATHS == {"/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"}
+    assert frames._GRID_PATHS <= paths and frames._GRID_NAMES <= names
+    assert names - frames._GRID_NAMES == {"dra_manager_state"}
     assert frames._DETAIL_NAMES == nodefiles.read_anew("c")[0]
 
 

@@ -43,3 +43,23 @@ def test_no_empty_mount_over_a_directory_a_real_kubelet_may_not_make():
     assert set(HIDDEN_PATHS) <= {"/var/lib/kubelet/pods", "/var/lib/kubelet/plugins"}
     (c,) = debug_pod("node-1")["spec"]["containers"]
     assert "/host/var/lib/kubelet/pki" not in [m["mountPath"] for m in c["volumeMounts"]]
+
+
+def test_the_device_checkpoint_is_read_where_kubelet_writes_it_whatever_its_root_dir(tmp_path):
+    """kubelet's device manager keeps kubelet.sock and kubelet_internal_checkpoint in /var/lib/kubelet/device-plugins/
+    whatever --root-dir says (k8s.io/kubelet deviceplugin/v1beta1 DevicePluginPath, a constant; 1.35.4 and 1.37.2:
+    a kubelet under --root-dir /var/lib/pinscope-cluster/kubelet made /var/lib/kubelet/device-plugins/kubelet.sock).
+    pinscope read <root-dir>/device-plugins/ and found no device on such a node."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from device_samples import gpu_node_spec
+    from helpers import read_sim
+
+    rep = read_sim(gpu_node_spec(kubelet_root="/data/kubelet"), tmp_path, samples=1)
+    assert (tmp_path / "var/lib/kubelet/device-plugins/kubelet_internal_checkpoint").exists()
+    assert rep.snapshot.kubelet.root_dir == "/data/kubelet"
+    assert rep.snapshot.device_state is not None
+    held = {d.device for p in rep.snapshot.pods for c in p.containers for d in c.devices}
+    assert "0000:af:02.1" in held, held
