@@ -24,6 +24,7 @@ class SimFleetNode:
     owners: list = field(default_factory=list)  # per CPU: (namespace, pod, container) or None
     read_ok: bool = True
     findings: list = field(default_factory=list)  # (code, severity, namespace, pod, container)
+    ready: dict = field(default_factory=dict)  # latency readiness checks per status (ok, no, n/a, unknown)
 
     def count(self, role: str) -> int:
         return sum(1 for r in self.roles if r == role)
@@ -56,7 +57,22 @@ def make_fleet(n: int, seed: int = 11, sizes=SIZES) -> list[SimFleetNode]:
         elif x < 0.15:
             node.findings.append(("SMT_SIBLING_SHARED", "warning", "", "", ""))
         out.append(node)
+    _readiness(out, seed)
     return out
+
+
+def _readiness(fleet: list[SimFleetNode], seed: int) -> None:
+    """Each node's 15 readiness checks by status (pinscope_readiness_checks). Its own generator, so the
+    rest of the fleet is what it was before readiness existed. A node without exclusive CPUs judges nothing
+    (every check n/a, "ready -"); the others a few n/a, the rest ok or no."""
+    rng = random.Random(seed + 37)
+    for n in fleet:
+        if not n.count("exclusive"):
+            n.ready = {"ok": 0, "no": 0, "n/a": 15, "unknown": 0}
+            continue
+        na, unknown = rng.randint(1, 5), rng.randint(0, 2)
+        no = rng.randint(0, 15 - na - unknown)
+        n.ready = {"ok": 15 - na - unknown - no, "no": no, "n/a": na, "unknown": unknown}
 
 
 def _labels(fam: str, **kv) -> str:
@@ -103,5 +119,7 @@ def write_openmetrics(fleet: list[SimFleetNode], out, timestamps: list[float], s
     fam("pinscope_findings", ((_labels("pinscope_findings", node=n.name, severity=s),
                                sum(1 for f in n.findings if f[1] == s))
                               for n in up for s in ("critical", "warning", "info")))
+    fam("pinscope_readiness_checks", ((_labels("pinscope_readiness_checks", node=n.name, status=st), v)
+                                       for n in up for st, v in n.ready.items()))
     out.write("# EOF\n")
     return lines

@@ -66,6 +66,9 @@ def test_overview_of_5000_nodes_matches_the_truth_and_maps_only_what_is_on_scree
                 t = truth[name]
                 if t.read_ok:
                     assert rows[name].node.ncpus == t.ncpus
+            # the readiness score of every node, as written: (ok, ok + no); none where the node was not read
+            assert {k: r.node.ready for k, r in rows.items()} == {
+                n.name: (n.ready["ok"], n.ready["ok"] + n.ready["no"]) if n.read_ok else None for n in fleet}
             # worst first: every critical node, by name, then the warnings
             from pinscope.tui.widgets.promfleetmap import PromFleetMap
 
