@@ -117,6 +117,7 @@ def container_info(v: NodeView, p, c) -> Text:
         if f.pod_uid == p.uid and f.container == c.name:
             t.append_text(finding_text(f))
     t.append_text(_cgroup_text(c))
+    t.append_text(_hugepages_text(v, p, c))
     if c.devices:
         t.append_text(_devices_text(v, p, c))
     if p.claims:
@@ -179,6 +180,32 @@ def _cgroup_text(c) -> Text:
                                     else f"{v['anon'] + v['file']} pages")
                          for n, v in c.memory_numa["nodes"].items())
         t.append(f"\nmemory per NUMA node (anon+file): {per}")
+    return t
+
+
+def _size(b: int) -> str:
+    return f"{b / 2**30:.1f} GiB" if b >= 2**30 else f"{b / 2**20:.1f} MiB"
+
+
+def _hugepages_text(v: NodeView, p, c) -> Text:
+    """Its hugepages in use per NUMA node (hugetlb numa_stat, or v1's usage on its one mems node) and the memory
+    manager's blocks, from the readiness judging (static ticks); a node none of its CPUs sit on is marked."""
+    t = Text()
+    r = v.snap.readiness if v.snap is not None else None
+    cr = next((x for x in r.containers if x.pod_uid == p.uid and x.container == c.name), None) if r else None
+    if cr is None:
+        return t
+    far = " (not its CPUs' NUMA node)"
+    used = [f"{s} N{n} {_size(b)}" + (far if n not in cr.cpu_nodes else "")
+            for s, per in sorted(cr.hugetlb_nodes.items()) for n, b in sorted(per.items()) if b]
+    used += [f"{s} {_size(b)} on NUMA node unknown (mems {format_cpuset(cr.mems or frozenset()) or '?'})"
+             for s, b in sorted(cr.hugetlb_unplaced.items())]
+    if used:
+        t.append("\nhugepages in use: " + "   ".join(used))
+    blocks = [f"{b.type} {_size(b.size)} on N{format_cpuset(frozenset(b.numa_nodes))}"
+              + (far if not set(b.numa_nodes) <= cr.cpu_nodes else "") for b in cr.memory_manager_blocks]
+    if blocks:
+        t.append("\nmemory manager: " + "   ".join(blocks))
     return t
 
 
