@@ -115,7 +115,8 @@ def trouble_96() -> NodeSpec:
 
 
 def trouble_512() -> NodeSpec:
-    """epyc_512 with shard-30's kernel cpuset drifted from its assignment (a critical finding)."""
+    """epyc_512 with shard-30's kernel cpuset drifted from its assignment onto shard-31's 132-135 (critical), its
+    busy engine running on shard-31's CPUs 133 and 135 (two critical INTRUDER_TASKs: pinned there, measured)."""
     spec = epyc_512()
     pod = next(p for p in spec.pods if p.name == "shard-30")
     pod.containers[0].effective = "128-135"

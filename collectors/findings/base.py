@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import Callable, Iterable
 
 from ..errors import UNREAD
-from ..model import NodeSnapshot, Role, Severity
+from ..model import NodeSnapshot, Pod, Role, Severity
 
 SEVERITIES = tuple(Severity)
 
@@ -152,6 +152,19 @@ class Context:
     @cached_property
     def pods_by_uid(self) -> dict:
         return {p.uid: p for p in self.snap.pods}
+
+    @cached_property
+    def pid_home(self) -> dict[int, tuple[Pod, str | None]]:
+        """pid -> (its pod, its container's name or None: the sandbox, CRI-O's conmon), for every pid of the
+        pods' cgroup.procs."""
+        out: dict[int, tuple[Pod, str | None]] = {}
+        for p in self.snap.pods:
+            for pid in p.pids:
+                out[pid] = (p, None)
+            for c in p.containers:
+                for pid in c.pids:
+                    out[pid] = (p, c.name)
+        return out
 
     @cached_property
     def cpu_node(self) -> dict:

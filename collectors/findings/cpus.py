@@ -92,8 +92,8 @@ def shared_pool_starved(ctx):
                                 "Kubelet does not confine them; systemd CPUAffinity= (or the reserved set with a system cgroup cpuset) can.")},
        needs="gT")
 def system_not_confined(ctx):
-    """The passers-by of tasks.py (outsiders with no evidence of harm) are listed here, once per node: on a
-    node whose PID 1 may run anywhere, the scheduler puts them on every CPU."""
+    """The passers-by of tasks.py (outsiders with no evidence of harm; another pod's named with its pod) are listed
+    here, once per node: on a node whose PID 1 may run anywhere, the scheduler puts them on every CPU."""
     from .tasks import outsiders  # imported here: tasks registers its check after this module's
 
     allowed = ctx.snap.init_allowed
@@ -108,11 +108,11 @@ def system_not_confined(ctx):
         by_pid: dict[int, list] = {}
         for t in seen:
             by_pid.setdefault(t.pid, []).append(t)
-        shown = [_passer(ts) for _, ts in sorted(by_pid.items())[:PASSERS_SHOWN]]
+        shown = [_passer(ctx, ts) for _, ts in sorted(by_pid.items())[:PASSERS_SHOWN]]
         ev.append("last ran there: " + ", ".join(shown)
                   + (f" and {len(by_pid) - PASSERS_SHOWN} more processes" if len(by_pid) > PASSERS_SHOWN else ""))
-        ev.append("not INTRUDER_TASK: none is pinned to exclusive CPUs, took a measured share of one, belongs to "
-                  "another pod, or got there past a confined PID 1")
+        ev.append("not INTRUDER_TASK: none is pinned to exclusive CPUs, took a measured share of one, or (outside "
+                  "every pod) got there past a confined PID 1")
         yield finding("SYSTEM_NOT_CONFINED", f"{len(seen)} task(s) of {len(by_pid)} process(es) outside the owning pods last ran on "
                       f"exclusive {cpus_named({t.last_cpu for t in seen})}: PID 1 (and so system services) may run on {fmt(over)}",
                       ev, {t.last_cpu for t in seen})
@@ -121,8 +121,13 @@ def system_not_confined(ctx):
 PASSERS_SHOWN = 50  # processes named in SYSTEM_NOT_CONFINED's evidence (the message counts them all)
 
 
-def _passer(ts) -> str:
-    """One process's tasks seen on exclusive CPUs: `comm (pid N) on CPU 1`, its thread count when several."""
+def _passer(ctx, ts) -> str:
+    """One process's tasks seen on exclusive CPUs: `comm (pid N, tid N) on CPU 1`, its thread count when several,
+    and its pod when it is another pod's (`pause (pid N, tid N, of ns/pod) on CPU 1`: its sandbox)."""
+    from .tasks import theirs, whose
+
     t = ts[0]
     n = f", {len(ts)} threads" if len(ts) > 1 else f", tid {t.tid}"
-    return f"{t.comm} (pid {t.pid}{n}) on CPU {fmt({x.last_cpu for x in ts})}"
+    home = whose(ctx, t)
+    of = f", of {theirs(home)}" if home is not None else ""
+    return f"{t.comm} (pid {t.pid}{n}{of}) on CPU {fmt({x.last_cpu for x in ts})}"

@@ -60,6 +60,10 @@ class PodSpec:
     static: bool = False  # a static pod: its uid is 32 hex digits, no dashes
     # DRA ResourceClaims kubelet prepared for it: (claim name, driver, pool, device), a row per device
     claims: list[tuple[str, str, str, str]] = field(default_factory=list)
+    # the CPU its sandbox (pause) last ran on, as on a real node: kubelet's CPU manager sets only the containers'
+    # cpusets, so the sandbox's cgroup keeps every online CPU and pause, asleep since the pod started, stays on the
+    # CPU it started on (an exclusive one, given away later, too); None: the sandbox on the shared pool
+    sandbox_cpu: int | None = None
 
 
 @dataclass
@@ -430,6 +434,8 @@ class SimNode:
                 if c is not sb:
                     self._names(p, c)
                 eff = _cset(c.effective) if c.effective else (_cset(c.cpus) if c.cpus else self.default or self.online)
+                if c is sb and p.sandbox_cpu is not None:
+                    eff = set(self.online)  # kubelet never sets the sandbox's cpuset
                 d = self.cg_dir(p, c)
                 self._cg(d, p, c, eff)
                 rel = self.cg_rel(p, c)
@@ -439,6 +445,9 @@ class SimNode:
                 if s.crun_subgroup and s.cgroup == 2 and s.driver == "systemd":
                     d, rel = d + "/container", rel + "/container"
                     self._cg(d, p, c, eff)
+                if c is sb and p.sandbox_cpu is not None:
+                    self._sandbox(d, rel, p, eff, (p.uid, c.id))
+                    continue
                 self._procs(d, rel, c.tasks, c.name[:15] if c is not sb else "pause", eff, c.busy, (p.uid, c.id),
                             c.runq_wait)
                 if s.runtime == "crio" and c is not sb:  # conmon: the pod's, runs where the pod may
@@ -488,6 +497,15 @@ class SimNode:
         if p.is_symlink() or p.exists():
             p.unlink()
         os.symlink(target, p)  # absolute, as on the node: it dangles under a --root prefix
+
+    def _sandbox(self, d: str, rel: str, p: PodSpec, eff: set[int], key) -> None:
+        """A real node's sandbox (PodSpec.sandbox_cpu): pause, asleep, allowed every online CPU, last ran on
+        `p.sandbox_cpu` (the one CPU the model keeps it on: it never wakes to move)."""
+        self.pid += 1
+        cpu = p.sandbox_cpu
+        self.tasks.append([self.pid, self.pid, "pause", [cpu], 0.0, key, 0, 0.0, cpu, False, sorted(eff)])
+        self.w(f"{d}/cgroup.procs", f"{self.pid}\n")
+        self.w(f"/proc/{self.pid}/cgroup", layout.proc_cgroup(self.spec.cgroup, rel, self.spec.cgroupns_prefix))
 
     def _procs(self, d: str, rel: str, ntasks: int, comm: str, eff: set[int], busy: float, key,
                runq_wait: float = 0) -> None:
