@@ -10,7 +10,8 @@ Shapes:
   split); since late 2021 also hugetlb.<size>.numa_stat, two lines: the cgroup's own ("total=") and
   "hierarchical_total=" (mm/hugetlb_cgroup.c hugetlb_cgroup_read_numa_stat, legacy).
 - memory_manager_state: machineState[numa].memoryMap["hugepages-2Mi"/"hugepages-1Gi"/"memory"] tables and
-  entries' blocks of type hugepages-<size>; v1 (checksum 0, accepted as is), v2 (podEntries) and v3 (data +
+  entries' blocks of type hugepages-<size>; v1 (checksum 0, accepted as is), v2 (podEntries; signed with the
+  parser's spew, which test_checkpoints checks against kubelet's own sums) and v3 (data +
   dataChecksum, FNV-1a 32 of "(string)"+data) keep the same shapes (REAL_V3: the file a kubelet v1.37.2 wrote on
   this machine, 2026-12-06; REAL_V1: kubelet v1.35.4's, the v1 shape signed over the legacy name).
 """
@@ -20,6 +21,7 @@ from test_checkpoints import ENT, MS, mem
 from test_readiness_findings import codes, read, spec, write
 
 from pinscope.collectors.model import MemoryTable
+from pinscope.collectors.parse.memstate import _struct, spew  # spew: checked against kubelet's sums (test_checkpoints)
 from pinscope.collectors.parse.readiness import parse_hugetlb_numa
 from pinscope.collectors.sim.node import CtrSpec, PodSpec, SimNode
 
@@ -209,12 +211,15 @@ def _mm(uid: str, huge_numa: list[int], version: int) -> str:
     state = {"policyName": "Static", "machineState": machine, "entries": entries}
     if version == 1:
         return json.dumps(state | {"checksum": 0})
+    if version == 2:  # podEntries (none here), signed over the legacy name as kubelet v1.3x does
+        doc = state | {"podEntries": {}}
+        return json.dumps(doc | {"checksum": fnv1a32(spew("MemoryManagerCheckpoint", _struct(doc, pods=True)))})
     data = json.dumps(state, separators=(",", ":"))
     return json.dumps({"policyName": "Static", "checksum": 0, "data": data, "dataChecksum": fnv1a32("(string)" + data)})
 
 
-def test_memory_manager_hugepages_on_another_node_v1_and_v3(tmp_path):
-    for version in (1, 3):
+def test_memory_manager_hugepages_on_another_node_v1_v2_v3(tmp_path):
+    for version in (1, 2, 3):
         root, uid, _ = two_numa(tmp_path / f"v{version}")
         write(root, {"var/lib/kubelet/memory_manager_state": _mm(uid, [1], version)})
         o = read(root)
@@ -222,7 +227,8 @@ def test_memory_manager_hugepages_on_another_node_v1_and_v3(tmp_path):
         assert f["message"] == "rt/engine-0/engine: hugepages-1Gi on NUMA node 1, its CPUs on 0", version
         assert f["evidence"] == [f"/var/lib/kubelet/memory_manager_state: entries[{uid}][engine]: type hugepages-1Gi, "
                                  "size 1073741824, numaAffinity 1", "CPUs 1,5 on NUMA node 0"]
-        assert o["kubelet"]["memory_state"]["version"] == version and o["kubelet"]["memory_state"]["checksum_ok"] is (True if version == 3 else None)
+        assert o["kubelet"]["memory_state"]["version"] == version
+        assert o["kubelet"]["memory_state"]["checksum_ok"] is (None if version == 1 else True)
         mm = o["readiness"]["memory_manager"]
         assert mm["1"]["hugepages-1Gi"] == {"total": 4 * GIB, "system_reserved": 0, "allocatable": 4 * GIB,
                                             "reserved": GIB, "free": 3 * GIB}
@@ -231,7 +237,7 @@ def test_memory_manager_hugepages_on_another_node_v1_and_v3(tmp_path):
 
 
 def test_memory_manager_hugepages_beside_the_cpus_is_silent(tmp_path):
-    for version in (1, 3):
+    for version in (1, 2, 3):
         root, uid, _ = two_numa(tmp_path / f"v{version}")
         write(root, {"var/lib/kubelet/memory_manager_state": _mm(uid, [0], version)})
         o = read(root)
