@@ -30,6 +30,10 @@ ETCD_PEER_PORT=23800
 
 export PATH="$PATH:/usr/local/go/bin:/usr/local/sbin:/usr/sbin:/sbin"
 
+# live PID: the process runs (a zombie does not: this machine's PID 1 reaps orphans late or never, and the
+# daemons up starts in sessions of their own are orphans)
+live() { [ -d "/proc/$1" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2>/dev/null; }
+
 say() { printf '%s: %s\n' "${0##*/}" "$*" >&2; }
 die() { say "error: $*"; exit 1; }
 

@@ -43,7 +43,7 @@ def cpuset(text: str) -> set[int]:
 def kubelet_config(c: Cluster) -> dict[str, str]:
     """The flat `key: value` lines of the KubeletConfiguration the cluster's kubelet runs with."""
     conf: dict[str, str] = {}
-    for line in (c.run / "kubelet.yaml").read_text().splitlines():
+    for line in (c.kubelet_root / "config.yaml").read_text().splitlines():
         m = re.match(r"^([A-Za-z]+):\s*(.*?)\s*$", line)
         if m:
             conf[m.group(1)] = m.group(2).strip('"')
@@ -263,3 +263,12 @@ def irq_count(irq: str, cpu: int) -> int:
         if cols and cols[0] == f"{irq}:":
             return int(cols[1 + cpus.index(f"CPU{cpu}")])
     raise AssertionError(f"IRQ {irq} not in /proc/interrupts")
+
+
+def gone(pid: int) -> bool:
+    """The process has ended: reaped, or a zombie (this machine's PID 1 reaps orphans late or never: kubelet,
+    started in a session of its own by tests/cluster/up, stays a zombie after SIGTERM)."""
+    try:
+        return bool(re.search(r"^State:\s*Z", Path(f"/proc/{pid}/status").read_text(), re.M))
+    except OSError:
+        return True

@@ -111,7 +111,7 @@ def test_a_cpuset_written_by_hand_is_drift_until_kubelet_restores_it(guaranteed)
     # kubelet restarted: it writes the container's cpuset again
     pid = int((c.run / "pids" / "kubelet").read_text())
     os.kill(pid, signal.SIGTERM)
-    rn.poll("the kubelet to exit", lambda: not Path(f"/proc/{pid}").exists(), timeout=60)
+    rn.poll("the kubelet to exit", lambda: rn.gone(pid), timeout=60)
     run_up(c.version, timeout=600)
     rn.poll("kubelet to write the container's cpuset back",
             lambda: rn.cpuset((cg / "cpuset.cpus").read_text()) == {cpu}, timeout=rn.DEADLINE)
@@ -125,8 +125,9 @@ def test_a_task_pinned_onto_the_exclusive_cpu_is_a_critical_intruder(guaranteed)
     c, pod, _, cpu = guaranteed
     p = subprocess.Popen(["taskset", "-c", str(cpu), "sleep", "600"], start_new_session=True)
     try:
-        rn.poll("the pinned task to run", lambda: Path(f"/proc/{p.pid}/status").exists(), timeout=30)
-        assert rn.allowed_cpus(p.pid) == {cpu}  # the kernel: pinned there
+        # the kernel: pinned there (taskset sets the affinity, then execs sleep)
+        rn.poll("the pinned task to run", lambda: Path(f"/proc/{p.pid}/comm").read_text().strip() == "sleep"
+                and rn.allowed_cpus(p.pid) == {cpu}, timeout=30)
         assert "kubepods" not in Path(f"/proc/{p.pid}/cgroup").read_text()  # outside every pod
         res = rn.check()
         mine = [f for f in res.findings if f["code"] == "INTRUDER_TASK" and f"pid {p.pid}," in f["message"]]
