@@ -50,7 +50,9 @@ def order_key(row: PromRow):
 
 class PromFleetMap(FleetMap):
     NAME_W = 26
-    HEAD_W = 26 + 9 + 6 + 12 + 24  # name, ✖n ▲n, util, readiness ("ready 12/12"), worst code
+    CODE_W = 24  # the worst finding's code
+    HEAD_W = 26 + 9 + 6 + 12 + CODE_W  # name, ✖n ▲n, util, readiness ("ready 12/12"), worst code
+    NARROW_MAP = 16  # fewer map columns than this (an 80-column terminal): the code column goes, the map stays
 
     def set_views(self, views) -> None:
         cur = self.views[self.cursor].target if self.moved and self.views and self.cursor < len(self.views) else None
@@ -69,8 +71,13 @@ class PromFleetMap(FleetMap):
             self._cache.clear()
         self.refresh()
 
+    def _head_w(self) -> int:
+        """The columns before the map; without the worst code's where the map would keep too few."""
+        wide = self.size.width - self.HEAD_W - 1 >= self.NARROW_MAP
+        return self.HEAD_W if wide else self.HEAD_W - self.CODE_W
+
     def _map_width(self) -> int:
-        return max(8, self.size.width - self.HEAD_W - 1)
+        return max(8, self.size.width - self._head_w() - 1)
 
     def _layout(self) -> None:
         w = self._map_width()
@@ -111,9 +118,10 @@ class PromFleetMap(FleetMap):
             segs.append(Segment(text, self._st("stale") if style is None else self._st(style)))
             code = n.codes[0][1] if n.codes else ""
             sev = n.codes[0][0] if n.codes else None
-            segs.append(Segment(f"{code[:23]:<24}", self._st(sev) if sev else _PLAIN))
+            if self._head_w() == self.HEAD_W:
+                segs.append(Segment(f"{code[:self.CODE_W - 1]:<{self.CODE_W}}", self._st(sev) if sev else _PLAIN))
         else:
-            segs.append(Segment(" " * self.HEAD_W, _PLAIN))
+            segs.append(Segment(" " * self._head_w(), _PLAIN))
         w = self._map_width()
         if down:
             if k == 0:
