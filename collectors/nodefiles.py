@@ -68,7 +68,8 @@ CATALOG: tuple[NodeFile, ...] = (
              "--cgroup-root", "shell"),
     NodeFile("<kubelet-config>", "s", "KubeletConfiguration (kubelet.config.k8s.io/v1beta1); the shell reads its "
              "podLogsDir and cgroupRoot from its first 64 KiB (dd)"),
-    NodeFile("<kubelet-config-dir>/<name>.conf", "s", "kubelet's config drop-ins (--config-dir, 1.30+)"),
+    NodeFile("<kubelet-config-dir>/<name>.conf", "s", "kubelet's config drop-ins (--config-dir, 1.30+), "
+             "'.x.conf' and '.conf' too (kubelet's filepath.WalkDir lists dotfiles)"),
     NodeFile("<kubelet-root>/memory_manager_state", "s", "the memory manager's checkpoint (k/k cm/memorymanager/state)"),
     NodeFile("<kubelet-root>/cpu_manager_state", "g", "the CPU manager's checkpoint: kubelet writes it whole and "
              "renames it (k/k pkg/kubelet/util/store/filestore.go); sent only when it changed (rks)"),

@@ -153,7 +153,11 @@ precheck() {
   [ "$KERNEL_TREE" = 1 ] && return 0
   set --
   if [ "$KERNEL_SYS" = 0 ]; then
-    set -- "$R"/sys/fs/cgroup/* "$R"/sys/devices/system/cpu/online "$R"/sys/devices/system/node/node[0-9]*
+    # "*" skips names that start with ".", and a cgroup's may (the kernel refuses only "\n"; kubelet takes
+    # any cgroupRoot, "/.pods" too): ".[!.]*" and "..?*" are the rest but "." and ".." (one that matches
+    # nothing stays the pattern: find says it is missing, to /dev/null)
+    set -- "$R"/sys/fs/cgroup/* "$R"/sys/fs/cgroup/.[!.]* "$R"/sys/fs/cgroup/..?* \
+      "$R"/sys/devices/system/cpu/online "$R"/sys/devices/system/node/node[0-9]*
     case $req in *s*) set -- "$@" "$R"/sys/devices/system/cpu "$R"/sys/devices/system/node \
       "$R"/sys/devices/virtual/workqueue/cpumask "$R"/sys/kernel/mm/transparent_hugepage/enabled ;; esac
   fi
@@ -341,10 +345,11 @@ readiness_static() {
   # (v2 hugetlb.<size>.numa_stat; v1 hugetlb.<size>.usage_in_bytes in the hugetlb hierarchy, and its numa_stat
   # where the kernel has one, since late 2021)
   for k in $KUBEPODS; do
+    kd "$k"
     # shellcheck disable=SC2086  # $HEX, $HEX64 are globs ([0-9a-f]...): quoted they would be literal
-    set -- "$k"/*pod$HEX*/*.scope "$k"/*pod$HEX*/crio-$HEX64 "$k"/*pod$HEX*/$HEX64
+    set -- "$k"/"$KD"*pod$HEX*/*.scope "$k"/"$KD"*pod$HEX*/crio-$HEX64 "$k"/"$KD"*pod$HEX*/$HEX64
     # shellcheck disable=SC2086  # the same glob
-    [ "$CGROUP_V" = 2 ] && set -- "$@" "$k"/*pod$HEX*/*.scope/container
+    [ "$CGROUP_V" = 2 ] && set -- "$@" "$k"/"$KD"*pod$HEX*/*.scope/container
     for l; do
       [ -d "$l" ] || continue
       if [ "$CGROUP_V" = 2 ]; then
@@ -368,6 +373,13 @@ DETAIL_V=1  # CGROUP_V for the detail records (3: cgroup v2 without cpu.pressure
 CGROUP_BASE=""
 KUBEPODS=""
 CGROUP_ROOT=""
+# kd KUBEPODS_ROOT: KD="." when the root's name starts with "." (cgroupRoot "/.pods" under the systemd driver:
+# ".pods.slice/.pods-kubepods.slice"; systemd's unit_name_is_valid allows it, kubelet takes any cgroupRoot),
+# else "". systemd names every slice below with the parent's name first (".pods-kubepods-burstable.slice",
+# ".pods-kubepods-pod<uid>.slice"), and a glob's leading "*" skips a leading ".": the QoS and pod globs
+# start with "$KD". (cgroupfs names them burstable, besteffort, pod<uid>: never with a ".".)
+KD=""
+kd() { case ${1##*/} in .*) KD=. ;; *) KD="" ;; esac; }
 
 find_kubelet() {
   # the kubelet process: comm is "kubelet"; read with the read builtin (no fork). Anyone may name a process
@@ -516,7 +528,7 @@ find_cgroups() {
   [ -n "$CGROUP_ROOT" ] && printf 'Icgroup-root %s\n' "$CGROUP_ROOT"
   # kubepods found but not listable (its pods unknown), or not found where a directory on the way may not
   # be listed (the first level of the search: kubelet.slice, a cgroupRoot of 0700)
-  for k in $KUBEPODS; do unlisted "$k" "$k"/*besteffort* "$k"/*burstable*; done
+  for k in $KUBEPODS; do kd "$k"; unlisted "$k" "$k"/"$KD"*besteffort* "$k"/"$KD"*burstable*; done
   [ -n "$KUBEPODS" ] || [ ! -d "$CGROUP_BASE" ] || unlisted "$CGROUP_BASE"/* "$CGROUP_BASE$CGROUP_ROOT" "$CGROUP_BASE$sdpath"
   # PSI (cpu.pressure) off (CONFIG_PSI unset, psi=0: the files are not there): the detail records skip it
   # (DETAIL_V 3: v2 without cpu.pressure) rather than ask for a missing file in every cgroup every 5th tick
@@ -555,6 +567,10 @@ static() {
   [ -n "$KUBELET_CONFIG" ] && rk "$R$KUBELET_CONFIG"
   if [ -n "$KUBELET_DROPINS" ]; then
     for f in "$R$KUBELET_DROPINS"/*.conf; do rk "$f"; done
+    # kubelet merges every file whose filepath.Ext is ".conf", ".x.conf" and ".conf" too (filepath.WalkDir,
+    # mergeKubeletConfigurations in k/k cmd/kubelet/app/server.go); "*" skips them. A pattern that matched
+    # nothing is no file: not said (the one above says an unlistable directory)
+    for f in "$R$KUBELET_DROPINS"/.*.conf "$R$KUBELET_DROPINS"/.conf; do { [ -e "$f" ] || [ -h "$f" ]; } && rk "$f"; done
   fi
   rk "$R$KUBELET_ROOT/memory_manager_state"
   devices_static
@@ -648,10 +664,11 @@ each_leaf() {
   fi
   LEAVES="" LEAF_LINES="" LEAF_COUNTS="" LEAF_PODS=""
   for k in $KUBEPODS; do
-    for q in "$k" "$k"/*besteffort* "$k"/*burstable*; do
+    kd "$k"
+    for q in "$k" "$k"/"$KD"*besteffort* "$k"/"$KD"*burstable*; do
       case $q in *'*'*) continue ;; esac
       # shellcheck disable=SC2086  # the same glob
-      set -- "$q"/*pod$HEX*
+      set -- "$q"/"$KD"*pod$HEX*
       [ "$DETAIL" = 1 ] && pl "H$DETAIL_V" "$@"
       if [ -n "$KUBEPODS_COUNTS" ]; then
         for _d; do
@@ -660,9 +677,10 @@ each_leaf() {
         done
       fi
       # shellcheck disable=SC2086  # $HEX, $HEX64 are globs ([0-9a-f]...): quoted they would be literal
-      set -- "$q"/*pod$HEX*/*.scope "$q"/*pod$HEX*/crio-$HEX64 "$q"/*pod$HEX*/crio-conmon-$HEX64 "$q"/*pod$HEX*/$HEX64
+      set -- "$q"/"$KD"*pod$HEX*/*.scope "$q"/"$KD"*pod$HEX*/crio-$HEX64 "$q"/"$KD"*pod$HEX*/crio-conmon-$HEX64 \
+        "$q"/"$KD"*pod$HEX*/$HEX64
       # shellcheck disable=SC2086  # the same glob
-      [ "$CGROUP_V" = 2 ] && set -- "$@" "$q"/*pod$HEX*/*.scope/container
+      [ "$CGROUP_V" = 2 ] && set -- "$@" "$q"/"$KD"*pod$HEX*/*.scope/container
       leafq "$q" "$@"
       [ -n "$KUBEPODS_COUNTS" ] || continue
       for _d; do
@@ -710,7 +728,8 @@ node_wide() {
   fi
   for k in $KUBEPODS; do
     pl D "$k"
-    pl "G$CGROUP_V" "$k" "$k"/*besteffort* "$k"/*burstable*
+    kd "$k"
+    pl "G$CGROUP_V" "$k" "$k"/"$KD"*besteffort* "$k"/"$KD"*burstable*
   done
 }
 
@@ -1030,7 +1049,7 @@ function cg(dir, names,   i, nm, p, d, line, u) {
 }
 # a glob that matched nothing stays the literal pattern (a real name may hold "*": only these are dropped)
 function unmatched(p) {
-  return index(p, "[0-9a-f]") || p ~ /\/(\*\.scope(\/container)?|crio-\*|\*besteffort\*|\*burstable\*)$/
+  return index(p, "[0-9a-f]") || p ~ /\/(\*\.scope(\/container)?|crio-\*|\.?\*besteffort\*|\.?\*burstable\*)$/
 }
 {
   t = substr($0, 1, 1); p = substr($0, 2)

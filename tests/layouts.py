@@ -150,6 +150,20 @@ def cgroupfs_v2_cgroup_root_flag(fault=None) -> Layout:
                   {"version": 2, "driver": "cgroupfs"}, cgroup_root="/kube-workloads", runtime=None)
 
 
+def systemd_dot_cgroup_root(fault=None) -> Layout:
+    """cgroupRoot "/.pods" with the systemd driver: every slice's name then starts with "." (kubelet takes any
+    cgroupRoot, k/k cgroup_manager_linux.go ToSystemd prefixes each slice with its parent's name, and
+    systemd's unit_name_is_valid refuses only a name whose last "." is its first character), and a shell
+    glob's "*" skips such names: the probe must glob for them."""
+    return Layout(_spec(fault, cgroup=2, driver="systemd", runtime="containerd", cgroup_root="/.pods"),
+                  "k/k cgroup_manager_linux.go ToSystemd; systemd src/basic/unit-name.c unit_name_is_valid",
+                  "/sys/fs/cgroup/.pods.slice/.pods-kubepods.slice/"
+                  f".pods-kubepods-pod6f1f6f4e_0b1a_4f59_9a3c_2f0f3b7c1a01.slice/cri-containerd-{FEED_ID}.scope",
+                  "/sys/fs/cgroup/.pods.slice/.pods-kubepods.slice/.pods-kubepods-burstable.slice/"
+                  ".pods-kubepods-burstable-pod6f1f6f4e_0b1a_4f59_9a3c_2f0f3b7c1a02.slice",
+                  {"version": 2, "driver": "systemd"}, cgroup_root="/.pods")
+
+
 def static_pod_exclusive(fault=None) -> Layout:
     """A static pod (manifest in staticPodPath) holding exclusive CPUs: its uid is the manifest's hash, 32
     hex digits without dashes (k/k pkg/kubelet/config/common.go applyDefaults), so its slice is
@@ -238,5 +252,5 @@ def docker_cgroupfs_v2(fault=None) -> Layout:
 LAYOUTS = {f.__name__: f for f in (
     containerd_systemd_v2, containerd_systemd_v1, containerd_cgroupfs_v1, crio_systemd_v2, crio_systemd_v1,
     crio_cgroupfs_v1, crio_cgroupfs_v2, docker_systemd_v1, docker_systemd_v2, docker_cgroupfs_v2,
-    docker_cgroupfs_v1_pre118, kind_cgroup_root, cgroupfs_v2_cgroup_root_flag, static_pod_exclusive,
-    kernel_nothing_values)}
+    docker_cgroupfs_v1_pre118, kind_cgroup_root, cgroupfs_v2_cgroup_root_flag, systemd_dot_cgroup_root,
+    static_pod_exclusive, kernel_nothing_values)}
