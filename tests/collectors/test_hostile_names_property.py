@@ -22,14 +22,23 @@ from pinscope.tui.cli import render_check, render_table
 _chars = st.characters(blacklist_categories=("Cs",), blacklist_characters="/\x00")
 
 
-def _name(extra_forbidden: str = "", max_bytes: int = 60):
+def _name(extra_forbidden: str = "", max_bytes: int = 60, k8s: bool = False):
     return (st.text(_chars, min_size=1, max_size=24)
             .filter(lambda s: s not in (".", "..") and not any(c in s for c in extra_forbidden)
-                    and len(s.encode()) <= max_bytes))
+                    and len(s.encode()) <= max_bytes and not (k8s and s.startswith("."))))
 
 
+# A namespace and a container name are DNS-1123 labels, a pod name a DNS-1123 subdomain (k8s.io/apimachinery
+# pkg/util/validation IsDNS1123Label, IsDNS1123Subdomain; ValidateNamespaceName, ValidatePodName and the
+# containers' ValidateDNS1123Label(ctr.Name) in k8s.io/kubernetes pkg/apis/core/validation): each starts with
+# [a-z0-9] (a static pod's manifest too: pkg/kubelet/config/common.go tryDecodeSinglePod, ValidatePodCreate),
+# so kubelet never writes a log directory (<ns>_<pod>_<uid>, <container>) whose name starts with '.', and the
+# probe's "*" (which skips such names) loses none. Those three never start with '.' here (k8s=True). The other
+# bytes Kubernetes forbids too (controls, spaces, any script) are kept: the probe carries them and must go on
+# carrying them whole and escaping them in text (a tree under --root, a runtime that does not validate). Where
+# a name may start with '.' (a drop-in, a cgroup), the probe looks: tests/collectors/test_dotfiles.py.
 names = st.fixed_dictionaries({
-    "ns": _name("_"), "pod": _name("_"), "ctr": _name("_"),
+    "ns": _name("_", k8s=True), "pod": _name("_", k8s=True), "ctr": _name("_", k8s=True),
     "comm": _name(max_bytes=15),  # the kernel keeps 15 bytes of a task's name
     "leaf": _name(),
     "irq": st.text(_chars.filter(lambda c: c not in "\n\r"), min_size=1, max_size=20),
