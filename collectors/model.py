@@ -132,6 +132,9 @@ class KubeletConfig:
     reconcile_period: str = "10s"
     sources: dict = field(default_factory=dict)
     parsed: bool = True
+    # the name kubelet registers its node under when --hostname-override says one (lowercased, as kubelet does:
+    # nodeutil.GetHostname); None: the hostname's
+    node_name: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -538,7 +538,7 @@ async def _one(target, a) -> tuple[dict | None, str | None]:
     if _kube(a):
         from pinscope.collectors.kube import ApiWindow
 
-        now = await _api_round(api_name or report.snapshot.node, a)
+        now = await _api_round(api_name or local_api_name(report.snapshot), a)
         report = report.with_api(ApiWindow(now, first if first is not None and first.answered else None))
     o = report.to_json()
     # the inventory's (or --kube's) name over the node's hostname: one name everywhere (collectors/naming.py)
@@ -585,6 +585,13 @@ def _stderr_tty() -> bool:
 
 
 _SECONDS = re.compile(r", \d+ s of at most [\d.]+ s$")
+
+
+def local_api_name(snap) -> str:
+    """The node's name in the API as its kubelet registered it: --hostname-override when given, else the hostname,
+    lowercased both (kubelet's nodeutil.GetHostname). The real node (tests/cluster) runs its kubelet with
+    --hostname-override: `--kube local` asked the API for the hostname ("nodes vm not found")."""
+    return snap.kubelet.node_name or snap.node.strip().lower()
 
 
 def _api_name(target) -> str | None:

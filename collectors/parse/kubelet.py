@@ -165,6 +165,7 @@ def parse_kubelet_config(
     kw = {k: v for k, v in values.items() if v is not None}
     if not parsed and "cpu_manager_policy" not in kw:
         kw["cpu_manager_policy"] = None  # the file said something we could not read: unknown, not "none"
+    override = flags.get("--hostname-override", "").strip().lower()
     cfg = KubeletConfig(
         found=config_text is not None or argv is not None,
         pid=pid,
@@ -172,6 +173,7 @@ def parse_kubelet_config(
         root_dir=root_dir,
         sources=sources,
         parsed=parsed,
+        node_name=override or None,
         **kw,
     )
     if cfg.cpu_manager_policy not in ("none", "static", None):

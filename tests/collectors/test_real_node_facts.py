@@ -63,3 +63,22 @@ def test_the_device_checkpoint_is_read_where_kubelet_writes_it_whatever_its_root
     assert rep.snapshot.device_state is not None
     held = {d.device for p in rep.snapshot.pods for c in p.containers for d in c.devices}
     assert "0000:af:02.1" in held, held
+
+
+def test_the_local_nodes_api_name_is_the_one_kubelet_registered():
+    """kubelet registers its node as --hostname-override says (lowercased), else as the hostname lowercased
+    (nodeutil.GetHostname). `check --kube local` on the real node asked the API for "vm", the hostname, and got
+    'nodes "vm" not found': the kubelet ran with --hostname-override pinscope-node."""
+    from types import SimpleNamespace
+
+    from pinscope.collectors.errors import Problem
+    from pinscope.collectors.parse.kubelet import parse_kubelet_config
+    from pinscope.tui.cli import local_api_name
+
+    probs: list[Problem] = []
+    cfg = parse_kubelet_config(None, None, [], ["kubelet", "--hostname-override", " Pinscope-Node "], probs)
+    assert cfg.node_name == "pinscope-node" and probs == []
+    assert local_api_name(SimpleNamespace(kubelet=cfg, node="vm")) == "pinscope-node"
+    plain = parse_kubelet_config(None, None, [], ["kubelet", "--config", "/etc/k.yaml"], [])
+    assert plain.node_name is None
+    assert local_api_name(SimpleNamespace(kubelet=plain, node="Worker-7")) == "worker-7"
