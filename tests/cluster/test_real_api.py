@@ -239,3 +239,37 @@ def test_a_token_bound_to_the_readme_roles_works_and_grants_no_more(api: Cluster
     finally:
         for kind, name, ns in made:
             c.kubectl("delete", kind, name, *(["-n", ns] if ns else []), "--ignore-not-found", check=False)
+
+
+def _kubelet_counters(c: Cluster) -> dict[str, float]:
+    """kubelet's own /metrics through the API server's node proxy (kubectl get --raw): the pinning and topology
+    admission counters, summed over their labels."""
+    text = c.kubectl("get", "--raw", f"/api/v1/nodes/{c.node_name}/proxy/metrics").stdout
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if name.startswith(("kubelet_cpu_manager_pinning_", "kubelet_topology_manager_admission_")) \
+                and name.endswith("_total"):
+            out[name] = out.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def test_kube_local_is_enriched_from_the_node_kubelet_registered(api: Cluster) -> None:
+    """`check --kube local` on the node: the API's node (kubelet registered it under --hostname-override, not the
+    hostname), its allocatable CPU, and kubelet's metrics through nodes/proxy, between two reads of kubectl's."""
+    c = api
+    before = _kubelet_counters(c)
+    p = rn.pinscope("check", "--json", "--kube", "--selector", "pinscope-test=none", "--kubeconfig", c.kubeconfig,
+                    "local", timeout=300)
+    after = _kubelet_counters(c)
+    doc = json.loads(p.stdout)
+    doc = doc[0] if isinstance(doc, list) else doc
+    k = doc["kubernetes"]
+    assert (k["node"], k["node_error"], k["metrics_error"]) == (c.node_name, None, None), k
+    assert k["allocatable_cpu"] == c.get("node", c.node_name)["status"]["allocatable"]["cpu"]
+    names = {"cpu_manager_pinning_requests_total": "kubelet_cpu_manager_pinning_requests_total",
+             "cpu_manager_pinning_errors_total": "kubelet_cpu_manager_pinning_errors_total",
+             "topology_manager_admission_requests_total": "kubelet_topology_manager_admission_requests_total",
+             "topology_manager_admission_errors_total": "kubelet_topology_manager_admission_errors_total"}
+    for ours, theirs in names.items():
+        assert before[theirs] <= k["kubelet_metrics"][ours] <= after[theirs], (ours, before, k, after)
