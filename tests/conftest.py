@@ -1,4 +1,5 @@
-"""Shared fixtures. The repo root is importable (collectors/, tui/) without an install.
+"""Shared fixtures. pinscope is imported as installed (`pip install -e .`, README "Run the tests"), by its
+one name: `collectors`, `tui` and `themes` are refused at the top level (issue 35, tests/test_one_name.py).
 
 The suite cannot hang: every test (set-up and teardown included) has a deadline, pytest-timeout's
 `timeout` in pyproject.toml, raised by SIGALRM in the test's own thread. When it fires, the test's name,
@@ -15,9 +16,9 @@ import sys
 import traceback
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import onename  # noqa: F401  first: refuses `collectors`, `tui`, `themes` at the top level (tests/onename.py)
 import pytest
 
 import sshd as sshd_mod
