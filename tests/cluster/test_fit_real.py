@@ -11,16 +11,21 @@ handler is appended before NewPredicateAdmitHandler), refuses it with TopologyAf
 
 What kubelet did is read from kubelet itself (its checkpoint under its root-dir, the pod's status in the
 API), never from pinscope; pinscope's prediction is made with the cluster's release (`kubelet_version`).
+While the first pod runs, kubelet's PodResources API is asked on its real socket by pinscope's client
+(collectors/podresources.py): List, GetAllocatableResources, and no disagreement with the checkpoint.
 """
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 import uuid
+from pathlib import Path
 
 from cluster.pytest_cluster import Cluster
 
+from pinscope.collectors import podresources as pr
 from pinscope.collectors.collect import Options, snapshot
 from pinscope.collectors.fit.predict import FitAnswer, predict
 
@@ -74,6 +79,48 @@ def _rejected(c: Cluster, name: str, timeout: float = 90) -> dict:
     raise AssertionError(f"{name} not refused within {timeout:g} s: {json.dumps(st)}")
 
 
+def _cpus(text: str) -> set[int]:
+    out: set[int] = set()
+    for part in filter(None, text.strip().split(",")):
+        lo, _, hi = part.partition("-")
+        out.update(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def _kubelet_config() -> str:
+    """The configuration file the running kubelet was started with (its --config, read from /proc)."""
+    for d in Path("/proc").iterdir():
+        try:
+            if not d.name.isdigit() or (d / "comm").read_text().strip() != "kubelet":
+                continue
+            argv = (d / "cmdline").read_bytes().decode().split("\0")
+        except OSError:
+            continue
+        for i, arg in enumerate(argv):
+            if arg.startswith("--config="):
+                return Path(arg.split("=", 1)[1]).read_text()
+            if arg == "--config" and i + 1 < len(argv):
+                return Path(argv[i + 1]).read_text()
+    raise AssertionError("no running kubelet with a --config")
+
+
+def _live_agrees(c: Cluster, name: str, given: set[int]) -> None:
+    """kubelet's PodResources API, asked on its real socket (pinscope's client): the container's exclusive
+    CPUs are the checkpoint's, the allocatable CPUs are the online ones but the reserved set, and pinscope
+    finds no disagreement between kubelet's memory and its checkpoint."""
+    view = pr.read_live(pr.socket_path(str(c.kubelet_root)))
+    assert view.error is None, view.error
+    assert view.exclusive().get(("default", name, "app")) == given, view
+    m = re.search(r'^reservedSystemCPUs:\s*"?([0-9,-]+)"?', _kubelet_config(), re.M)
+    assert m, "the kubelet's configuration names no reservedSystemCPUs"
+    online = _cpus(Path("/sys/devices/system/cpu/online").read_text())
+    assert view.allocatable_cpus == online - _cpus(m.group(1)), view.allocatable_cpus
+    rep = asyncio.run(snapshot("local", Options(), samples=1, interval=1.0, timeout=60))
+    assert pr.disagreements(view, rep.snapshot) == []
+    print(f"kubelet {c.version}: PodResources List {sorted(view.exclusive().get(('default', name, 'app'), ()))}, "
+          f"allocatable {sorted(view.allocatable_cpus)}")
+
+
 def _one(c: Cluster, name: str) -> str:
     """Predict a 1-CPU Guaranteed pod from the node's files, then create it: kubelet must do just that.
     -> "fits" or the refusal's kind."""
@@ -86,6 +133,7 @@ def _one(c: Cluster, name: str) -> str:
         got = _given(c, pod["metadata"]["uid"])
         print(f"kubelet {c.version}: pinscope predicted CPUs {want.cpus}, kubelet gave {sorted(got or ())}")
         assert got == set(want.cpus)
+        _live_agrees(c, name, got)
         return "fits"
     st = _rejected(c, name)
     print(f"kubelet {c.version}: pinscope predicted {want.error}; kubelet: {st['reason']}: {st.get('message')}")
