@@ -87,7 +87,7 @@ def wait_metrics(url: str, pattern: str, deadline: float = 60) -> None:
 
 
 def start_pinscope(root: str, interval: float) -> tuple[subprocess.Popen, str]:
-    p = subprocess.Popen([sys.executable, "-m", "pinscope.tui.cli", "exporter", "--listen", "127.0.0.1:0", "--root", root,
+    p = subprocess.Popen([sys.executable, "-m", "pinscope.cli", "exporter", "--listen", "127.0.0.1:0", "--root", root,
                           "--node-name", "bench-96", "--interval", str(interval), "local"],
                          cwd=HERE.parent, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                          start_new_session=True)

@@ -76,7 +76,7 @@ def main() -> int:
           f"backfilled in {time.monotonic() - t0:.0f} s\n")
     prom = Prometheus(storage=os.path.join(tmp, "data"), lookback="1h").start()
     try:
-        cmd = f"exec {sys.executable} -m pinscope.tui.cli --prometheus {prom.url}"
+        cmd = f"exec {sys.executable} -m pinscope.cli --prometheus {prom.url}"
         tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "50", "-c", str(HERE.parent), cmd)
         pid = int(tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
         end = time.monotonic() + 120

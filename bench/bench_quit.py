@@ -29,7 +29,7 @@ def tmux(*args: str) -> str:
 
 
 DISK = ("import sys; from pinscope.collectors.sim import demo; demo.SHM = '/nonexistent'; "
-        "from pinscope.tui.cli import main; sys.argv = ['pinscope', 'demo']; sys.exit(main())")
+        "from pinscope.cli import main; sys.argv = ['pinscope', 'demo']; sys.exit(main())")
 
 
 def one(env: str, settle: float = 3.0, timeout: float = 60.0) -> float:
@@ -38,7 +38,7 @@ def one(env: str, settle: float = 3.0, timeout: float = 60.0) -> float:
     fd, done = tempfile.mkstemp(prefix="pinscope-bench-quit-")
     os.close(fd)
     os.unlink(done)
-    how = f"-c {shlex.quote(DISK)}" if "TMPDIR=/var/tmp" in env else "-m pinscope.tui.cli demo"
+    how = f"-c {shlex.quote(DISK)}" if "TMPDIR=/var/tmp" in env else "-m pinscope.cli demo"
     cmd = (f"cd {shlex.quote(str(REPO))} && {env} PYTHONPATH=. {shlex.quote(sys.executable)} {how}; "
            f"touch {shlex.quote(done)}; sleep 60")
     tmux("new-window", "-d", "-n", "q", cmd)

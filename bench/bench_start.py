@@ -42,7 +42,7 @@ QUICK = "--quick" in sys.argv
 RUNS = 5 if QUICK else 15
 SOCK = f"pinscope-bench-start-{os.getpid()}"
 PINSCOPE = 3  # the index of `pinscope --root TREE local` in main()'s sides
-NAIVE = "import kubernetes, runpy, sys; sys.argv[0] = 'pinscope'; runpy.run_module('pinscope.tui.cli', run_name='__main__')"
+NAIVE = "import kubernetes, runpy, sys; sys.argv[0] = 'pinscope'; runpy.run_module('pinscope.cli', run_name='__main__')"
 
 
 def tmux(*args: str) -> str:
@@ -107,9 +107,9 @@ def main() -> None:
          root_markers),
         ("  bare app + import collectors + one probe frame", [py, str(HERE / "bare_app.py"), "probe", root,
                                                                *root_markers], root_markers),
-        ("pinscope --root TREE local (96 CPUs)", [py, "-m", "pinscope.tui.cli", "--root", root, "local"], root_markers),
+        ("pinscope --root TREE local (96 CPUs)", [py, "-m", "pinscope.cli", "--root", root, "local"], root_markers),
         ("  naive: the Kubernetes client imported at start", [py, "-c", NAIVE, "--root", root, "local"], root_markers),
-        ("pinscope demo", [py, "-m", "pinscope.tui.cli", "demo"], demo_markers),
+        ("pinscope demo", [py, "-m", "pinscope.cli", "demo"], demo_markers),
         ("  naive: the Kubernetes client imported at start", [py, "-c", NAIVE, "demo"], demo_markers),
     ]
     tmux("-f", "/dev/null", "new-session", "-d", "-s", "bench", "-x", "200", "-y", "60")

@@ -351,7 +351,7 @@ def _main(argv: list[str] | None = None) -> int:
             return 128 + sig if sig else rc or 0
         if cmd == "fit":
             from pinscope.collectors.exitsignals import until_exit_signal
-            from pinscope.tui.fitcmd import fit_cmd
+            from pinscope.cli.fit import fit_cmd
 
             rc, sig = asyncio.run(until_exit_signal(fit_cmd(a)))
             sys.stdout.flush()

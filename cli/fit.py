@@ -30,7 +30,7 @@ def parse_size(text: str) -> int:
 
 async def _answer(target, a) -> tuple[str, FitAnswer | None, str | None]:
     from pinscope.collectors.collect import snapshot
-    from pinscope.tui.cli import _name, _opts
+    from pinscope.cli import _name, _opts
 
     opts = _opts(a)
     address = target
@@ -107,7 +107,7 @@ def render(ans: FitAnswer, n: int) -> str:
 
 
 async def fit_cmd(a) -> int:
-    from pinscope.tui.cli import _err, _targets
+    from pinscope.cli import _err, _targets
 
     if a.memory is not None:
         try:

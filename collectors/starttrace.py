@@ -1,6 +1,6 @@
 """Start-up phases, for bench/bench_start.py: with PINSCOPE_TRACE_START=PATH, each `mark(phase)` appends
 `phase <epoch seconds>` to PATH (the bench subtracts the time it started the process). Unset: nothing.
-tui/cli.py imports this module first: its import notes "interpreter up"."""
+cli/__init__.py (the command line) imports this module first: its import notes "interpreter up"."""
 from __future__ import annotations
 
 import os

@@ -1,5 +1,5 @@
-"""`python3 -m pinscope`: the `pinscope` command (pinscope.tui.cli), for a checkout or an install without
+"""`python3 -m pinscope`: the `pinscope` command (pinscope.cli), for a checkout or an install without
 the script on PATH."""
-from pinscope.tui.cli import main
+from pinscope.cli import main
 
 raise SystemExit(main())

@@ -137,7 +137,7 @@ def browser() -> None:
     # through the environment as a user would (out of `ps`)
     token = secrets.token_urlsafe(32)
     url = f"http://127.0.0.1:{port}/?token={token}"
-    srv = subprocess.Popen([sys.executable, "-m", "pinscope.tui.cli", "serve", "--port", str(port), "--", "demo"],
+    srv = subprocess.Popen([sys.executable, "-m", "pinscope.cli", "serve", "--port", str(port), "--", "demo"],
                            cwd=HERE.parent, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
                            env={**os.environ, "PINSCOPE_SERVE_TOKEN": token})
     try:

@@ -73,7 +73,7 @@ def stop(proc: subprocess.Popen, timeout: float = 10.0, sig: int = signal.SIGKIL
 
 
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pinscope.tui.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "pinscope.cli", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=Path(__file__).resolve().parent.parent)
 
 

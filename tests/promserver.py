@@ -143,7 +143,7 @@ class Prometheus:
 
 
 class Exporter:
-    """`python -m pinscope.tui.cli exporter --listen 127.0.0.1:0 ...`; the bound port comes from its first line."""
+    """`python -m pinscope.cli exporter --listen 127.0.0.1:0 ...`; the bound port comes from its first line."""
 
     def __init__(self, *args: str, env: dict | None = None) -> None:
         self.args = args
@@ -154,7 +154,7 @@ class Exporter:
         self._part = ""  # a line not yet ended
 
     def start(self, deadline: float = 60) -> "Exporter":
-        self.proc = subprocess.Popen([sys.executable, "-m", "pinscope.tui.cli", "exporter", "--listen", "127.0.0.1:0", *self.args],
+        self.proc = subprocess.Popen([sys.executable, "-m", "pinscope.cli", "exporter", "--listen", "127.0.0.1:0", *self.args],
                                      cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                      stdin=subprocess.DEVNULL, start_new_session=True, env=self.env)
         return self._read_start(deadline)

@@ -75,7 +75,7 @@ def test_exporter_interval_default_is_what_it_runs_with():
     out = " ".join(run_cli("exporter", "--help").stdout.split())
     m = re.search(r"--interval INTERVAL seconds between samples \(default (\d+(?:\.\d+)?)\)", out)
     assert m, out[:1500]
-    p = subprocess.Popen([sys.executable, "-m", "pinscope.tui.cli", "exporter", "--listen", f"127.0.0.1:{_free_port()}",
+    p = subprocess.Popen([sys.executable, "-m", "pinscope.cli", "exporter", "--listen", f"127.0.0.1:{_free_port()}",
                           "demo"], cwd=REPO, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
     try:
         said = ""

@@ -75,7 +75,7 @@ def run_watched(log: Path, *args: str) -> subprocess.CompletedProcess:
             f"        with open({str(log)!r}, 'a') as f: f.write(event + ' ' + repr(args)[:200] + '\\n')\n"
             "sys.addaudithook(hook)\n"
             "sys.argv[0] = 'pinscope'\n"
-            "runpy.run_module('pinscope.tui.cli', run_name='__main__', alter_sys=True)\n")
+            "runpy.run_module('pinscope.cli', run_name='__main__', alter_sys=True)\n")
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60,
                           cwd=REPO)
 
@@ -106,7 +106,7 @@ def test_a_closed_pipe_ends_quietly(tmp_path):
     # without PYTHONUNBUFFERED (as on a fresh machine) the output waited in Python's buffer and the pipe's
     # end was found at exit: "Exception ignored ... BrokenPipeError" and status 120 (a loaded CI series)
     env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
-    p = subprocess.Popen([sys.executable, "-m", "pinscope.tui.cli", "snapshot", "--root", str(tmp_path), "local"],
+    p = subprocess.Popen([sys.executable, "-m", "pinscope.cli", "snapshot", "--root", str(tmp_path), "local"],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO, env=env)
     p.stdout.close()  # `| head -0`: gone before the first line (a short output would fit the pipe's buffer)
     err = p.stderr.read().decode()
@@ -245,7 +245,7 @@ def test_a_slow_connect_is_said_when_its_state_changes_and_every_ten_seconds_esc
     """`snapshot`/`check` on a terminal: what a slow connect waits for, nothing in the first 2 s (a pod that
     starts at once), then a line when the pod's state changes (not its seconds), again every 10 s while it
     holds; the API's words escaped (they are remote data)."""
-    from pinscope.tui import cli
+    from pinscope import cli
 
     now = [100.0]
     monkeypatch.setattr(cli.time, "monotonic", lambda: now[0])
@@ -269,7 +269,7 @@ def test_a_terminal_gone_while_a_connect_waits_ends_the_saying_not_the_run(monke
     """The terminal closed while a debug pod was Pending (a run under setsid, or with stdout redirected):
     writing the next wait line failed with EIO and the run ended with no report (exit 1: "warnings" for
     check). The saying stops; the run goes on."""
-    from pinscope.tui import cli
+    from pinscope import cli
 
     now = [100.0]
     monkeypatch.setattr(cli.time, "monotonic", lambda: now[0])
@@ -293,7 +293,7 @@ def test_a_closed_stderr_still_gives_the_report(tmp_path):
 
     root = tmp_path / "node"
     SimNode(dual_socket_intel(), root).write()
-    r = subprocess.run(["sh", "-c", f'exec "$0" -m pinscope.tui.cli snapshot --root {root} local --json 2>&-',
+    r = subprocess.run(["sh", "-c", f'exec "$0" -m pinscope.cli snapshot --root {root} local --json 2>&-',
                         sys.executable], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert r.returncode == 0, r.stdout[-2000:]
     assert json.loads(r.stdout)["cpus"], r.stdout[-2000:]

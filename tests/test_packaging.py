@@ -14,13 +14,13 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_the_links_name_the_three_folders():
-    for name in ("collectors", "tui", "themes"):
+def test_the_links_name_the_four_folders():
+    for name in ("cli", "collectors", "tui", "themes"):
         link = ROOT / "pinscope" / name
         assert link.is_symlink() and os.readlink(link) == f"../{name}", link
     # and `python3 -m pinscope` (the command without its script on PATH)
     assert sorted(p.name for p in (ROOT / "pinscope").iterdir() if p.name != "__pycache__") == [
-        "__main__.py", "collectors", "themes", "tui"]
+        "__main__.py", "cli", "collectors", "themes", "tui"]
 
 
 @pytest.fixture(scope="module")
@@ -43,12 +43,12 @@ def test_the_wheel_holds_one_top_level_name(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/", 1)[0] for n in names if not n.startswith("pinscope-")}
     assert tops == {"pinscope"}, tops
-    for must in ("pinscope/__main__.py", "pinscope/collectors/probe.sh", "pinscope/collectors/__init__.py", "pinscope/tui/cli.py",
+    for must in ("pinscope/__main__.py", "pinscope/collectors/probe.sh", "pinscope/collectors/__init__.py", "pinscope/cli/__init__.py",
                  "pinscope/themes/pinscope.tcss", "pinscope/collectors/sim/node.py", "pinscope/tui/widgets/coregrid.py"):
         assert must in names, must
     assert not [n for n in names if n.startswith(("pinscope/tests", "pinscope/bench"))]
     entry = next(n for n in names if n.endswith("entry_points.txt"))
-    assert "pinscope = pinscope.tui.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
+    assert "pinscope = pinscope.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
 
 
 def test_the_wheel_passes_twine_check(wheel):
@@ -75,11 +75,11 @@ def test_the_wheel_installs_and_runs_outside_the_checkout(wheel, tmp_path):
     assert r.returncode == 0, r.stderr
     assert not any((Path(site) / n).exists() for n in ("collectors", "tui", "themes"))
     assert (Path(site) / "pinscope" / "collectors" / "probe.sh").is_file()
-    r = subprocess.run([str(py), "-c", "import pinscope.tui.cli, pinscope.collectors.sim.demo, sys; "
-                        "print(pinscope.tui.cli.__file__); print('tui' in sys.modules, 'collectors' in sys.modules)"],
+    r = subprocess.run([str(py), "-c", "import pinscope.cli, pinscope.collectors.sim.demo, sys; "
+                        "print(pinscope.cli.__file__); print('tui' in sys.modules, 'collectors' in sys.modules)"],
                        capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert r.returncode == 0 and r.stdout.splitlines() == [f"{site}/pinscope/tui/cli.py", "False False"], r.stdout + r.stderr
-    for module in ("pinscope.tui.cli", "pinscope"):  # python3 -m pinscope: the command, installed
+    assert r.returncode == 0 and r.stdout.splitlines() == [f"{site}/pinscope/cli/__init__.py", "False False"], r.stdout + r.stderr
+    for module in ("pinscope.cli", "pinscope"):  # python3 -m pinscope: the command, installed
         r = subprocess.run([str(py), "-m", module, "check", "--help"], capture_output=True, text=True,
                            timeout=120, cwd=tmp_path)
         assert r.returncode == 0 and "usage: pinscope check" in r.stdout, (module, r.stdout + r.stderr)

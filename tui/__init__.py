@@ -1,1 +1,1 @@
-"""pinscope's terminal UI (Textual) and command line."""
+"""pinscope's terminal UI (Textual); the command line is pinscope.cli (cli/)."""

@@ -57,7 +57,7 @@ pinscope serve: listening on {host}:{port} without TLS: the token and every scre
 
 def app_command(args: list[str]) -> str:
     """The shell command textual-serve runs for each browser session: this Python, this pinscope."""
-    return shlex.join([sys.executable, "-m", "pinscope.tui.cli", *args])
+    return shlex.join([sys.executable, "-m", "pinscope.cli", *args])
 
 
 def offline_templates(into: Path) -> Path:
@@ -254,7 +254,7 @@ def serve(args: list[str], opts: ServeOptions = ServeOptions()) -> int:
     read_only = opts.read_only if opts.read_only is not None else not is_loopback(opts.host)
     if not is_loopback(opts.host) and not opts.certfile:
         print(NO_TLS.format(host=opts.host, port=opts.port), file=sys.stderr)
-    # the sessions run `python -m pinscope.tui.cli`: make this checkout importable for them (installed or not)
+    # the sessions run `python -m pinscope.cli`: make this checkout importable for them (installed or not)
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
     os.environ[READ_ONLY_ENV] = "1" if read_only else "0"
     os.environ.pop(TOKEN_ENV, None)  # the sessions need not know it

@@ -1,6 +1,6 @@
 """The probe as a local subprocess (`pinscope snapshot local`, fixture trees with --root).
 
-`prestart()` starts the probe and asks for the first frame before the TUI imports Textual (tui/cli.py), so
+`prestart()` starts the probe and asks for the first frame before the TUI imports Textual (cli/__init__.py), so
 the probe reads the node while the interpreter loads the UI (issue 25: first grid); the first transport that
 connects with the same root and sudo takes that process over, its frame already on the way."""
 from __future__ import annotations

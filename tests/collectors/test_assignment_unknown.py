@@ -12,7 +12,7 @@ import pytest
 
 from pinscope.collectors.collect import Options, snapshot
 from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
-from pinscope.tui.cli import render_table
+from pinscope.cli import render_table
 
 STATES = {"not JSON": '{"policyName":"static","defaultCpuSet":"0-3","entries":{"abc', "missing": None}
 

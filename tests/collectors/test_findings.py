@@ -433,7 +433,7 @@ def test_a_moving_busy_task_is_no_intruder(tmp_path):
 def test_the_intruder_share_threshold_is_configurable(tmp_path):
     """--intruder-pct: half a CPU is an intruder at the default 10 %, not above 80 %; the CLI knows the flag."""
     from pinscope.collectors.findings.jitter import Thresholds, set_thresholds, thresholds
-    from pinscope.tui.cli import build_parser
+    from pinscope.cli import build_parser
 
     spec = base(other_tasks=[("backup.sh", 1, False, "/system.slice/backup.service", 0.5)])
     old = thresholds()
@@ -546,7 +546,7 @@ def test_check_exits_4_when_a_check_failed(tmp_path, monkeypatch, capsys):
 
     from pinscope.collectors.findings import base as fbase
     from pinscope.collectors.sim.node import SimNode
-    from pinscope.tui.cli import main
+    from pinscope.cli import main
 
     SimNode(base(init_affinity="0,2-4,6-7"), tmp_path / "n").write()
     assert main(["check", "--root", str(tmp_path / "n"), "local"]) == 0  # a healthy node: ok

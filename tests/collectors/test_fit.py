@@ -16,7 +16,7 @@ from pinscope.collectors.collect import Options, snapshot
 from pinscope.collectors.fit.kubelet import cpuset_parse, decide
 from pinscope.collectors.fit.predict import case_from_snapshot, how_many_fit, predict, release_of
 from pinscope.collectors.sim.demo import DemoCluster
-from pinscope.tui.cli import main
+from pinscope.cli import main
 
 @pytest.fixture(scope="module")
 def demo():

@@ -61,7 +61,7 @@ def test_fit_cpus_sets_the_request_judged(tmp_path):
     import json
 
     from pinscope.collectors.findings.fit import set_fit_cpus
-    from pinscope.tui.cli import main
+    from pinscope.cli import main
 
     spec = NodeSpec(hostname="frag", sockets=2, cores=8, threads=2, topology_policy="single-numa-node",
                     reserved="0,16", pods=_pods())

@@ -183,7 +183,7 @@ def test_the_exporter_removes_the_demo_trees_when_its_targets_are_refused(tmp_pa
     import sys
     from pathlib import Path
 
-    r = subprocess.run([sys.executable, "-m", "pinscope.tui.cli", "exporter", "demo", "demo", "--listen", "127.0.0.1:0"],
+    r = subprocess.run([sys.executable, "-m", "pinscope.cli", "exporter", "demo", "demo", "--listen", "127.0.0.1:0"],
                        capture_output=True, text=True, timeout=60, env={**os.environ, "TMPDIR": str(tmp_path)},
                        cwd=Path(__file__).resolve().parents[2])
     assert r.returncode == 1 and "two targets would be labelled" in r.stderr, r.stderr

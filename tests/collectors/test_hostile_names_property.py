@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pinscope.collectors.collect import Options, snapshot
 from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec, SimNode
 from pinscope.collectors.text import CONTROL
-from pinscope.tui.cli import render_check, render_table
+from pinscope.cli import render_check, render_table
 
 # a file name: any character but '/' and NUL; '_' separates namespace, pod and uid in kubelet's log layout
 # (Kubernetes names cannot hold it), so it is left out of those three

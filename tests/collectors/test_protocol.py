@@ -70,7 +70,7 @@ def test_the_probe_refuses_a_client_of_another_version_and_reads_nothing(tmp_pat
 
 
 def test_snapshot_says_the_mismatch_in_one_line(tmp_path, monkeypatch, capsys):
-    from pinscope.tui.cli import main
+    from pinscope.cli import main
 
     SimNode(SHAPES["dual_socket_intel"](), tmp_path).write()
     _probe_of_version(monkeypatch, OTHER)

@@ -73,7 +73,7 @@ def test_the_local_nodes_api_name_is_the_one_kubelet_registered():
 
     from pinscope.collectors.errors import Problem
     from pinscope.collectors.parse.kubelet import parse_kubelet_config
-    from pinscope.tui.cli import local_api_name
+    from pinscope.cli import local_api_name
 
     probs: list[Problem] = []
     cfg = parse_kubelet_config(None, None, [], ["kubelet", "--hostname-override", " Pinscope-Node "], probs)

@@ -21,7 +21,7 @@ from nodes import amd_multi_numa_v1, dual_socket_intel
 from pinscope.collectors.collect import Options, snapshot
 from pinscope.collectors.sim.node import SimNode
 from pinscope.collectors.transport import base, local
-from pinscope.tui.cli import render_table
+from pinscope.cli import render_table
 
 
 @pytest.fixture

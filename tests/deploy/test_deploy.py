@@ -164,7 +164,7 @@ def test_daemonset_is_read_only_least_privilege_and_everywhere():
 
 def test_daemonset_args_are_what_pinscope_accepts_and_ports_agree():
     from pinscope.collectors.exporter.serve import parse_listen
-    from pinscope.tui.cli import build_parser
+    from pinscope.cli import build_parser
 
     ds = _kind(CORE, "DaemonSet")
     (c,) = ds["spec"]["template"]["spec"]["containers"]

@@ -83,7 +83,7 @@ DOC = instructions(DOCKERFILE.read_text())
 def test_the_build_context_holds_the_package_and_nothing_else():
     files = context_files()
     tops = {f.split("/")[0] for f in files}
-    assert tops == {"pyproject.toml", "README.md", "collectors", "tui", "themes", "pinscope"}, tops
+    assert tops == {"pyproject.toml", "README.md", "cli", "collectors", "tui", "themes", "pinscope"}, tops
     assert "collectors/probe.sh" in files and any(f.endswith(".tcss") for f in files)
     assert not any("__pycache__" in f or f.endswith(".pyc") or ".egg-info" in f for f in files)
     for secret in (".git/config", ".venv/bin/python", "tests/conftest.py", "bench", "screenshots"):

@@ -43,7 +43,7 @@ def test_an_intruder_named_with_escapes_is_reported_and_shown_escaped(tmp_path):
         assert "\x1b" not in r.stdout and "\x07" not in r.stdout
 
         session = f"pinscope-hostile-{uuid.uuid4().hex[:8]}"
-        cmd = f"cd {REPO} && TERM=xterm-256color {sys.executable} -m pinscope.tui.cli --interval 0.5 local; sleep 30"
+        cmd = f"cd {REPO} && TERM=xterm-256color {sys.executable} -m pinscope.cli --interval 0.5 local; sleep 30"
         tmux("new-session", "-d", "-s", session, "-x", "220", "-y", "60", cmd)
         try:
             wait_for(session, "live", 30)

@@ -277,7 +277,7 @@ def test_v4_only_api_server(sim, tmp_path):
 def test_refusals_are_one_plain_line(sim, tmp_path, capsys):
     """Each refusal is one line on stderr and exit 1. The first case runs the real CLI process; the rest
     call its main() in this process (the same code, without paying the kubernetes import each time)."""
-    from pinscope.tui.cli import main
+    from pinscope.cli import main
 
     no_create = [(("get", "list"), ("nodes",), None), (("get", "list"), ("pods",), "pinscope")]
     no_exec = no_create + [(("create", "delete"), ("pods",), "pinscope")]
@@ -494,7 +494,7 @@ def test_a_snapshot_on_a_terminal_says_what_its_pod_waits_for_and_a_script_gets_
     srv, kc = standin(sim, tmp_path, start_delay=4.0)
     try:
         leader, follower = pty.openpty()
-        p = subprocess.Popen([sys.executable, "-m", "pinscope.tui.cli", "snapshot", f"node/{NODE}", "--kubeconfig",
+        p = subprocess.Popen([sys.executable, "-m", "pinscope.cli", "snapshot", f"node/{NODE}", "--kubeconfig",
                               kc, "--json"], cwd=ROOT, stdout=subprocess.PIPE, stderr=follower, text=True)
         os.close(follower)
         said = b""
@@ -559,7 +559,7 @@ def test_the_live_view_shows_what_a_slow_debug_pod_waits_for(sim, tmp_path, size
 
 
 def _pinscope(kc: str, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "pinscope.tui.cli", "snapshot", f"node/{NODE}", "--kubeconfig", kc,
+    return subprocess.Popen([sys.executable, "-m", "pinscope.cli", "snapshot", f"node/{NODE}", "--kubeconfig", kc,
                              *args], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
@@ -798,7 +798,7 @@ def test_a_killed_pinscope_leaves_no_copy_of_the_kubeconfigs_keys(api, tmp_path)
     kc.write_text(json.dumps(doc))
     tmpdir = tmp_path / "tmpdir"
     tmpdir.mkdir()
-    p = subprocess.Popen([sys.executable, "-m", "pinscope.tui.cli", "snapshot", f"node/{NODE}", "--kubeconfig",
+    p = subprocess.Popen([sys.executable, "-m", "pinscope.cli", "snapshot", f"node/{NODE}", "--kubeconfig",
                           str(kc), "--samples", "600", "--interval", "0.5", "--pod-idle", "4"], cwd=ROOT,
                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                          env={**os.environ, "TMPDIR": str(tmpdir)})
@@ -1143,7 +1143,7 @@ def test_the_tui_under_tmux_deletes_its_pod_on_sigterm_and_when_its_terminal_clo
 
     need(shutil.which("tmux") is not None, "tmux not installed (apt-get install tmux)")
     session = f"pinscope-kube-{uuid.uuid4().hex[:8]}"
-    cmd = f"cd {ROOT} && TERM=xterm-256color exec {sys.executable} -m pinscope.tui.cli node/{NODE} --kubeconfig {api.kc}"
+    cmd = f"cd {ROOT} && TERM=xterm-256color exec {sys.executable} -m pinscope.cli node/{NODE} --kubeconfig {api.kc}"
     tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "48", cmd)
     try:
         pid = int(tmux("display-message", "-p", "-t", session, "#{pane_pid}").stdout)

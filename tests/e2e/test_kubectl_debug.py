@@ -23,7 +23,7 @@ def at_host(tree: Path, *args: str, timeout: float = 60) -> subprocess.Completed
     """`pinscope ARGS` with `tree` mounted read-only at /host, in a mount namespace of its own."""
     script = ('mount --make-rprivate / && mount --bind "$1" /host && mount -o remount,bind,ro /host && '
               'shift && exec "$@"')
-    return subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", str(tree), sys.executable, "-m", "pinscope.tui.cli", *args],
+    return subprocess.run(["unshare", "-m", "sh", "-c", script, "sh", str(tree), sys.executable, "-m", "pinscope.cli", *args],
                           capture_output=True, text=True, timeout=timeout, cwd=ROOT)
 
 

@@ -69,7 +69,7 @@ def _session(tmp_path):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     shim = bindir / "pinscope"
-    shim.write_text(f"#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m pinscope.tui.cli \"$@\"\n")
+    shim.write_text(f"#!/bin/sh\nPYTHONPATH={REPO} exec {sys.executable} -m pinscope.cli \"$@\"\n")
     shim.chmod(0o755)
     (tmp_path / "recipe.sh").write_text(script + "\n")
     sock = f"pinscope-readme-{uuid.uuid4().hex[:8]}"
@@ -102,6 +102,6 @@ def _ours(*ports):
     out = []
     for p in psutil.process_iter(["cmdline"]):
         cmd = " ".join(p.info["cmdline"] or ())
-        if any(m in cmd for m in marks) and ("pinscope.tui.cli" in cmd or "prometheus" in cmd):
+        if any(m in cmd for m in marks) and ("pinscope.cli" in cmd or "prometheus" in cmd):
             out.append(p)
     return out

@@ -183,7 +183,7 @@ def _asleep_after_cpu_1(pod: RootedPod) -> subprocess.Popen:
 def _check_watching_its_processes(root: Path) -> tuple[int, dict, set[int]]:
     """`pinscope check --json --samples 2` under --root, confined to CPU 0; -> (exit code, JSON, the pids
     of it and every process it started while it ran: the probe's sh and awk)."""
-    p = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-m", "pinscope.tui.cli", "check", "--json", "--samples", "2",
+    p = subprocess.Popen(["taskset", "-c", "0", sys.executable, "-m", "pinscope.cli", "check", "--json", "--samples", "2",
                           "--interval", "1", "--root", str(root), "local"], cwd=REPO, stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     ours = {p.pid}

@@ -54,7 +54,7 @@ class Served:
 
     def __enter__(self) -> "Served":
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "pinscope.tui.cli", "serve", "--port", str(self.port), *self.args], cwd=REPO,
+            [sys.executable, "-m", "pinscope.cli", "serve", "--port", str(self.port), *self.args], cwd=REPO,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True,
             env={**os.environ, **(self.env or {})})
         self.reader = threading.Thread(target=self._read, daemon=True)

@@ -79,7 +79,7 @@ def test_filter_enter_enter_shows_the_containers_cgroup_files(tmp_path):
     SimNode(dual_socket_intel(), root).write()
     done = tmp_path / "exit"
     session = f"pinscope-{uuid.uuid4().hex[:8]}"
-    cmd = (f"cd {REPO} && TERM=xterm-256color {sys.executable} -m pinscope.tui.cli --root {root} local; "
+    cmd = (f"cd {REPO} && TERM=xterm-256color {sys.executable} -m pinscope.cli --root {root} local; "
            f"echo $? > {done}; sleep 60")
     tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "60", cmd)
     try:
@@ -124,7 +124,7 @@ def test_80x24_the_critical_count_on_the_first_line_and_enter_opens_the_pane_bef
     root = tmp_path / "node"
     SimNode(trouble_16(), root).write()
     session = f"pinscope-{uuid.uuid4().hex[:8]}"
-    cmd = f"cd {REPO} && TERM=xterm-256color {sys.executable} -m pinscope.tui.cli --interval 60 --root {root} local; sleep 60"
+    cmd = f"cd {REPO} && TERM=xterm-256color {sys.executable} -m pinscope.cli --interval 60 --root {root} local; sleep 60"
     tmux("new-session", "-d", "-s", session, "-x", "80", "-y", "24", cmd)
     try:
         text = wait_for(session, "STATE_CGROUP_DRIFT")
@@ -146,7 +146,7 @@ def test_ctrl_c_quits_in_a_real_terminal(tmp_path):
     SimNode(dual_socket_intel(), root).write()
     done = tmp_path / "exit"
     session = f"pinscope-{uuid.uuid4().hex[:8]}"
-    cmd = (f"cd {REPO} && TERM=xterm-256color {sys.executable} -m pinscope.tui.cli --root {root} local; "
+    cmd = (f"cd {REPO} && TERM=xterm-256color {sys.executable} -m pinscope.cli --root {root} local; "
            f"echo $? > {done}; sleep 60")
     tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "50", cmd)
     try:
@@ -169,7 +169,7 @@ def test_the_demo_records_and_the_recording_replays(tmp_path):
     rec = tmp_path / "demo.rec"
     done = tmp_path / "exit"
     session = f"pinscope-{uuid.uuid4().hex[:8]}"
-    cmd = (f"cd {REPO} && TERM=xterm-256color {sys.executable} -m pinscope.tui.cli demo --interval 0.5 "
+    cmd = (f"cd {REPO} && TERM=xterm-256color {sys.executable} -m pinscope.cli demo --interval 0.5 "
            f"--record {rec}; echo $? > {done}; sleep 60")
     tmux("new-session", "-d", "-s", session, "-x", "160", "-y", "50", cmd)
     try:
@@ -184,7 +184,7 @@ def test_the_demo_records_and_the_recording_replays(tmp_path):
         assert done.exists() and done.read_text().strip() == "0", screen(session)
     finally:
         tmux("kill-session", "-t", session, check=False)
-    r = subprocess.run([sys.executable, "-m", "pinscope.tui.cli", "snapshot", "--replay", str(rec), "--json"],
+    r = subprocess.run([sys.executable, "-m", "pinscope.cli", "snapshot", "--replay", str(rec), "--json"],
                        capture_output=True, text=True, cwd=REPO, timeout=120)
     assert r.returncode in (0, 1), r.stderr
     import json
@@ -221,7 +221,7 @@ def test_closing_the_terminal_while_it_starts_leaves_nothing_running(tmp_path):
         # the window of the hang (seen here at 0.4 s, 3 closes of 16) moves with the machine's load: many moments
         for delay in (0.05, 0.15, *[0.25 + 0.05 * i for i in range(10)] * 2, 0.8, 1.2, 2.0):
             subprocess.run(["tmux", "-L", sock, "new-window", "-d", "-n", "b",
-                            f"cd {REPO} && TERM=xterm-256color exec {sys.executable} -m pinscope.tui.cli --root {root} local"],
+                            f"cd {REPO} && TERM=xterm-256color exec {sys.executable} -m pinscope.cli --root {root} local"],
                            check=True)
             time.sleep(delay)
             subprocess.run(["tmux", "-L", sock, "kill-window", "-t", ":b"], check=False)
@@ -253,7 +253,7 @@ def test_quitting_then_closing_the_terminal_leaves_nothing_running():
             session = f"pinscope-qhup-{uuid.uuid4().hex[:8]}"
             sessions.append(session)
             tmux("new-session", "-d", "-s", session, "-x", "200", "-y", "50",
-                 f"cd {REPO} && TERM=xterm-256color {sys.executable} -m pinscope.tui.cli demo; sleep 60")
+                 f"cd {REPO} && TERM=xterm-256color {sys.executable} -m pinscope.cli demo; sleep 60")
             wait_for(session, "live")
             shell = int(tmux("display-message", "-p", "-t", session, "#{pane_pid}").stdout)
             pids += [c.pid for c in psutil.Process(shell).children(recursive=True)]
@@ -285,7 +285,7 @@ def test_a_terminal_gone_without_a_sighup_ends_pinscope_and_its_probes(tmp_path)
     root = tmp_path / "node"
     SimNode(dual_socket_intel(), root).write()
     sock = f"pinscope-nohup-{uuid.uuid4().hex[:8]}"
-    cmd = (f"trap '' HUP; cd {REPO} && TERM=xterm-256color {sys.executable} -m pinscope.tui.cli --root {root} local; "
+    cmd = (f"trap '' HUP; cd {REPO} && TERM=xterm-256color {sys.executable} -m pinscope.cli --root {root} local; "
            "sleep 60")
     subprocess.run(["tmux", "-L", sock, "-f", "/dev/null", "new-session", "-d", "-x", "200", "-y", "60", cmd],
                    check=True)
@@ -299,7 +299,7 @@ def test_a_terminal_gone_without_a_sighup_ends_pinscope_and_its_probes(tmp_path)
         shell = int(subprocess.run(["tmux", "-L", sock, "display-message", "-p", "#{pane_pid}"],
                                    capture_output=True, text=True, check=True).stdout)
         pids = [c.pid for c in psutil.Process(shell).children(recursive=True)]
-        assert any("pinscope.tui.cli" in " ".join(psutil.Process(p).cmdline()) for p in pids)
+        assert any("pinscope.cli" in " ".join(psutil.Process(p).cmdline()) for p in pids)
         subprocess.run(["tmux", "-L", sock, "kill-server"], check=False)
 
         end = time.time() + EXIT_GRACE + 15

@@ -9,7 +9,7 @@ from nodes import dual_socket_intel
 from pinscope.collectors.findings.base import Finding
 from pinscope.collectors.model import Severity
 from pinscope.collectors.text import CONTROL
-from pinscope.tui.cli import render_check
+from pinscope.cli import render_check
 from pinscope.tui.screens.nodelayout import finding_rows
 
 HOSTILE = "/sys/fs/cgroup/kubepods.slice/x\x1b]0;pwned\x07\u202e.scope/hugetlb.2MB.numa_stat: N0=0, N1=2097152 (bytes)"
