@@ -43,8 +43,10 @@ def placed(t, owners, owner_pids) -> bool | None:
     if any(t.pid in pids for pids in owner_pids.values()):
         # another pod's (its pid is in that pod's cgroup.procs, so the probe did not read its /proc/<pid>/cgroup):
         # on a real node every pod's sandbox (pause) runs on all CPUs, exclusive ones too: kubelet's CPU manager
-        # sets the containers' cpusets only (seen on kubelet 1.35 and 1.37, cgroup v1). Placed, not unknown.
-        return False
+        # sets the containers' cpusets only (seen on kubelet 1.35 and 1.37, cgroup v1). Placed, not unknown;
+        # unless an owner's pod is unknown (a v1 entry keyed by a container id no pod matched): the task's pod
+        # may be that owner's own, so unknown.
+        return None if any(not o.pod_uid for o in owners) else False
     if t.cgroup is None:
         return None
     tuid = pod_uid_in_path(t.cgroup)

@@ -12,8 +12,9 @@ import pytest
 
 from helpers import read_sim
 from nodes import trouble_512
-from pinscope.collectors.findings.tasks import outsiders
+from pinscope.collectors.findings.tasks import outsiders, placed
 from pinscope.collectors.findings.base import Context
+from pinscope.collectors.model import Owner, Task
 from pinscope.collectors.sim import layout
 from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
 
@@ -120,3 +121,17 @@ def test_a_busy_drifted_container_on_another_pods_cpus_is_critical_and_named(tmp
                 "not a kernel thread") in i.evidence, i.evidence
         assert f"/proc/{t.pid}/task/{t.tid}/status: Cpus_allowed_list = 128-135, exclusive CPUs only: pinned there" in i.evidence
         assert not any("None" in e or "widened" in e for e in i.evidence), i.evidence
+
+
+def test_a_pod_task_on_a_cpu_whose_owners_pod_is_unknown_is_unknown_not_an_outsider():
+    """A v1 checkpoint entry keyed by a container id no pod was matched to (Owner with pod_uid ""): a task in some
+    pod's cgroup.procs may be the owner's own (its pod is unknown), so placed() says None (unknown), never False
+    (a65e6e3: False, and pinned to its own exclusive CPUs it became a critical INTRUDER_TASK)."""
+    t = Task(tid=101, pid=101, comm="x", last_cpu=1)
+    unmatched = Owner("", None, None, "abc123")
+    assert placed(t, [unmatched], {"uid-a": frozenset({101})}) is None
+    # one known owner beside it: still unknown (the unmatched one may be the task's pod's container)
+    assert placed(t, [Owner("uid-b", "ns", "p", "c"), unmatched], {"uid-a": frozenset({101}), "uid-b": frozenset()}) is None
+    # every owner's pod known and the pid in another pod's cgroup.procs: an outsider, as before
+    assert placed(t, [Owner("uid-b", "ns", "p", "c")], {"uid-a": frozenset({101}), "uid-b": frozenset()}) is False
+    assert placed(t, [Owner("uid-a", "ns", "p", "c")], {"uid-a": frozenset({101})}) is True
