@@ -70,10 +70,20 @@ class ContainerReadiness:
     hugetlb_via_mems: frozenset[str] = frozenset()  # v1 sizes placed by usage_in_bytes on its one mems node
     hugetlb_unplaced: dict = field(default_factory=dict)  # v1 size -> bytes in use, NUMA node unknown (mems > 1)
     memory_manager_blocks: tuple = ()  # its MemoryAssignments (type "memory" or "hugepages-<size>")
+    cpus_unplaced: frozenset[int] = frozenset()  # its CPUs whose NUMA node is unknown (no node*/cpulist names it)
+
+    @property
+    def cpu_nodes_known(self) -> bool:
+        """Is every CPU's NUMA node known? Not where /sys/devices/system/node is missing (CONFIG_NUMA=n, or a
+        --root tree without node*/cpulist): "far" is then a guess, never judged."""
+        return bool(self.cpu_nodes) and not self.cpus_unplaced
 
     @property
     def remote_hugepages(self) -> dict:
-        """size -> {node: bytes} of hugepages in use on nodes none of its CPUs sit on."""
+        """size -> {node: bytes} of hugepages in use on nodes none of its CPUs sit on (none when the CPUs'
+        nodes are not all known)."""
+        if not self.cpu_nodes_known:
+            return {}
         out = {}
         for size, per in self.hugetlb_nodes.items():
             far = {n: b for n, b in per.items() if b and n not in self.cpu_nodes}
@@ -83,8 +93,9 @@ class ContainerReadiness:
 
     @property
     def remote_assignments(self) -> tuple:
-        """The memory manager's blocks (memory or hugepages) on a NUMA node none of its CPUs sit on."""
-        if not self.cpu_nodes:
+        """The memory manager's blocks (memory or hugepages) on a NUMA node none of its CPUs sit on (none when
+        the CPUs' nodes are not all known)."""
+        if not self.cpu_nodes_known:
             return ()
         return tuple(b for b in self.memory_manager_blocks if not set(b.numa_nodes) <= self.cpu_nodes)
 
@@ -370,11 +381,12 @@ def _numa_check(ctrs: list[ContainerReadiness]) -> ReadinessCheck:
     if bad:
         return ReadinessCheck("numa_memory", title, NO, ", ".join(_who(c) for c in bad[:4]),
                               "topologyManagerPolicy single-numa-node with memoryManagerPolicy Static")
-    unplaced = [c for c in numa if c.hugetlb_unplaced]
-    if unplaced:
-        return ReadinessCheck("numa_memory", title, UNKNOWN, "; ".join(
-            f"{_who(c)}: hugetlb.{s}.usage_in_bytes = {b}, cpuset mems {fmt(c.mems) if c.mems is not None else '?'}: "
-            "NUMA node unknown" for c in unplaced[:4] for s, b in sorted(c.hugetlb_unplaced.items())))
+    why = [f"{_who(c)}: CPUs {fmt(c.cpus_unplaced or c.cpus)}: NUMA node unknown (no "
+           "/sys/devices/system/node/node*/cpulist names them)" for c in numa if not c.cpu_nodes_known][:4]
+    why += [f"{_who(c)}: hugetlb.{s}.usage_in_bytes = {b}, cpuset mems {fmt(c.mems) if c.mems is not None else '?'}: "
+            "NUMA node unknown" for c in numa if c.hugetlb_unplaced for s, b in sorted(c.hugetlb_unplaced.items())][:4]
+    if why:
+        return ReadinessCheck("numa_memory", title, UNKNOWN, "; ".join(why))
     return ReadinessCheck("numa_memory", title, OK, "hugepages and memory on the CPUs' nodes")
 
 
@@ -448,7 +460,8 @@ def _containers(raw: Readiness, parts: dict, topo) -> list[ContainerReadiness]:
                 cg.quota_us if cg is not None else None,
                 cg is not None and ("cpu.max" in cg.raw or "cpu.cfs_quota_us" in cg.raw),
                 mems, huge, frozenset(n for a in blocks for n in a.numa_nodes) if blocks else None,
-                t.hugetlb_dir if t else None, via, unplaced, tuple(blocks or ())))
+                t.hugetlb_dir if t else None, via, unplaced, tuple(blocks or ()),
+                frozenset(x for x in c.assigned if node_of.get(x) is None)))
     return out
 
 

@@ -16,11 +16,13 @@ Shapes:
   this machine, 2026-12-06; REAL_V1: kubelet v1.35.4's, the v1 shape signed over the legacy name).
 """
 import json
+import shutil
 
 from test_checkpoints import ENT, MS, mem
 from test_readiness_findings import codes, read, spec, write
 
-from pinscope.collectors.model import MemoryTable
+from pinscope.collectors.assemble.readiness import ContainerReadiness
+from pinscope.collectors.model import MemoryAssignment, MemoryTable
 from pinscope.collectors.parse.memstate import _struct, spew  # spew: checked against kubelet's sums (test_checkpoints)
 from pinscope.collectors.parse.readiness import parse_hugetlb_numa
 from pinscope.collectors.sim.node import CtrSpec, PodSpec, SimNode
@@ -242,3 +244,39 @@ def test_memory_manager_hugepages_beside_the_cpus_is_silent(tmp_path):
         write(root, {"var/lib/kubelet/memory_manager_state": _mm(uid, [0], version)})
         o = read(root)
         assert "PINNED_MEMORY_REMOTE" not in codes(o) and status(o) == "ok", version
+
+
+# ----------------------------------------------------------------------------- the CPUs' NUMA node unknown
+
+
+def test_no_remote_memory_when_the_cpus_numa_nodes_are_not_all_known():
+    """CPUs whose numa_node is None (no /sys/devices/system/node: CONFIG_NUMA=n, or a --root tree without
+    node*/cpulist) say nothing of "far": every node in use counted as remote before ("hugepages 2MB on NUMA
+    node 0, its CPUs on " blank). All known: judged as before."""
+    huge = {"2MB": {0: MIB2}}
+    block = MemoryAssignment("hugepages-1Gi", (1,), GIB)
+    c = ContainerReadiness("uid", "rt", "engine-0", "engine", frozenset({1, 5}), frozenset(), None,
+                           hugetlb_nodes=huge, memory_manager_blocks=(block,))
+    assert (c.remote_hugepages, c.remote_assignments) == ({}, ())  # before: {"2MB": {0: 2097152}}
+    for nodes, unplaced in ((frozenset(), frozenset()), (frozenset(), frozenset({1, 5})), (frozenset({0}), frozenset({5}))):
+        c = ContainerReadiness("uid", "rt", "engine-0", "engine", frozenset({1, 5}), nodes, None,
+                               hugetlb_nodes=huge, memory_manager_blocks=(block,), cpus_unplaced=unplaced)
+        assert (c.cpu_nodes_known, c.remote_hugepages, c.remote_assignments) == (False, {}, ()), (nodes, unplaced)
+    c = ContainerReadiness("uid", "rt", "engine-0", "engine", frozenset({1, 5}), frozenset({1}), None,
+                           hugetlb_nodes=huge, memory_manager_blocks=(block,))
+    assert (c.cpu_nodes_known, c.remote_hugepages, c.remote_assignments) == (True, huge, ())
+
+
+def test_a_tree_without_numa_nodes_is_silent_and_the_check_unknown(tmp_path):
+    """The two-socket tree with /sys/devices/system/node removed: 2 MiB pages in use on N0 (numa_stat) and the
+    memory manager's 1 GiB page on N1. Where its CPUs sit is unknown: no finding, numa_memory unknown, saying why
+    (before: PINNED_MEMORY_REMOTE "... on NUMA node 0-1, its CPUs on " and the check no)."""
+    root, uid, leaf = two_numa(tmp_path)
+    shutil.rmtree(root / NODE)
+    write(root, {f"{leaf}/hugetlb.2MB.numa_stat": f"total={MIB2} N0={MIB2} N1=0\n",
+                 "var/lib/kubelet/memory_manager_state": _mm(uid, [1], 3)})
+    o = read(root)
+    assert "PINNED_MEMORY_REMOTE" not in codes(o), codes(o).get("PINNED_MEMORY_REMOTE")
+    assert status(o) == "unknown"
+    detail = next(c["detail"] for c in o["readiness"]["checks"] if c["check"] == "numa_memory")
+    assert detail == "engine-0/engine: CPUs 1,5: NUMA node unknown (no /sys/devices/system/node/node*/cpulist names them)"

@@ -9,6 +9,7 @@ on N1. By hand: "2MB N0 4.0 MiB", "1GB N1 1.0 GiB (not its CPUs' NUMA node)"; "m
 """
 import asyncio
 import json
+import shutil
 from pathlib import Path
 
 from pinscope.collectors.collect import Options, snapshot
@@ -23,7 +24,7 @@ def _read(root: Path):
     return asyncio.run(asyncio.wait_for(snapshot("local", Options(root=str(root), frame_timeout=10)), 30))
 
 
-def _pane(tmp_path, extra: bool) -> str:
+def _pane(tmp_path, extra: bool, numa: bool = True) -> str:
     spec = NodeSpec(hostname="rt-node", sockets=2, cores=2, threads=2, numbering="intel", cgroup=2, driver="systemd",
                     policy="static", reserved="0",
                     pods=[PodSpec("engine-0", "rt", containers=[CtrSpec("engine", cpus="1,5")])])
@@ -40,6 +41,8 @@ def _pane(tmp_path, extra: bool) -> str:
               "entries": {p.uid: {"engine": [{"numaAffinity": [0], "type": "memory", "size": GIB},
                                              {"numaAffinity": [1], "type": "hugepages-1Gi", "size": GIB}]}}}
         (root / "var/lib/kubelet/memory_manager_state").write_text(json.dumps(mm))
+    if not numa:  # CONFIG_NUMA=n, or a --root tree without node*/cpulist: where its CPUs sit is unknown
+        shutil.rmtree(root / "sys/devices/system/node")
     v = NodeView("rt-node")
     v.apply(_read(root))
     p = next(p for p in v.snap.pods if p.name == "engine-0")
@@ -55,3 +58,12 @@ def test_the_container_pane_shows_hugepages_per_numa_node(tmp_path):
 def test_nothing_said_without_hugepages_or_memory_manager(tmp_path):
     info = _pane(tmp_path, False)
     assert "hugepages" not in info and "memory manager" not in info
+
+
+def test_no_node_marked_far_when_its_cpus_numa_node_is_unknown(tmp_path):
+    """/sys/devices/system/node missing: the same usage and blocks shown, none marked as another node than its
+    CPUs' (before: every node was, its CPUs' node set being empty)."""
+    info = _pane(tmp_path, True, numa=False)
+    assert "\nhugepages in use: 1GB N1 1.0 GiB   2MB N0 4.0 MiB" in info, info
+    assert "\nmemory manager: memory 1.0 GiB on N0   hugepages-1Gi 1.0 GiB on N1" in info, info
+    assert "not its CPUs' NUMA node" not in info

@@ -196,14 +196,15 @@ def _hugepages_text(v: NodeView, p, c) -> Text:
     if cr is None:
         return t
     far = " (not its CPUs' NUMA node)"
-    used = [f"{s} N{n} {_size(b)}" + (far if n not in cr.cpu_nodes else "")
+    known = cr.cpu_nodes_known  # its CPUs' NUMA nodes all known: else "far" is a guess, never marked
+    used = [f"{s} N{n} {_size(b)}" + (far if known and n not in cr.cpu_nodes else "")
             for s, per in sorted(cr.hugetlb_nodes.items()) for n, b in sorted(per.items()) if b]
     used += [f"{s} {_size(b)} on NUMA node unknown (mems {format_cpuset(cr.mems or frozenset()) or '?'})"
              for s, b in sorted(cr.hugetlb_unplaced.items())]
     if used:
         t.append("\nhugepages in use: " + "   ".join(used))
     blocks = [f"{b.type} {_size(b.size)} on N{format_cpuset(frozenset(b.numa_nodes))}"
-              + (far if not set(b.numa_nodes) <= cr.cpu_nodes else "") for b in cr.memory_manager_blocks]
+              + (far if known and not set(b.numa_nodes) <= cr.cpu_nodes else "") for b in cr.memory_manager_blocks]
     if blocks:
         t.append("\nmemory manager: " + "   ".join(blocks))
     return t
