@@ -79,7 +79,8 @@ HOST_PATHS = ("/proc", "/sys", "/var/lib/kubelet", "/var/log/pods", "/var/log/co
 # (bootstrap, rotation, a self-signed serving certificate; 1.35.4 and 1.37.2 given their certificates made
 # none), and a mount over a directory the read-only root-dir lacks fails the pod (runc: mkdir ... read-only
 # file system): node/NAME could not read such a node at all. Where pki/ exists, whoever may exec into the debug
-# pod may read it: pinscope-prober is root on every node anyway (README).
+# pod may read it: pinscope-prober is root on every node anyway (README). The exporter DaemonSet, long-running
+# and listening, does hide pki/ (deploy/daemonset.yaml says why and how to drop it).
 HIDDEN_PATHS = ("/var/lib/kubelet/pods", "/var/lib/kubelet/plugins")
 
 

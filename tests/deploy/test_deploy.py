@@ -262,27 +262,73 @@ def _host_mounts(pod: dict) -> tuple[list[tuple[str, str]], list[str]]:
     return host, shadows
 
 
-def test_only_what_pinscope_reads_is_mounted_and_the_same_in_the_debug_pod():
+PKI = "/host/var/lib/kubelet/pki"  # kubelet's keys: the one mount the DaemonSet and the debug pod differ by
+
+
+def test_only_what_pinscope_reads_is_mounted_and_the_same_in_the_debug_pod_but_pki():
     """The DaemonSet mounted the host's whole / (kubelet's keys, every pod's secrets, the container runtime's
     socket); now each directory the probe reads, at its own path under /host, read-only and recursively so
     (the cgroupfs under /sys was writable under a plain read-only bind), and kubelet's directories holding
     every pod's volumes, the CSI-staged volumes and kubelet's keys hidden under empty read-only mounts.
-    node/NAME's debug pod mounts the very same."""
+    node/NAME's debug pod mounts the very same but for kubelet's keys (pki/), which it does not hide: a mount
+    over a pki/ the node lacks failed it (collectors/transport/kube.py HIDDEN_PATHS), and it is short-lived
+    and only for holders of pinscope-prober."""
     from pinscope.collectors.transport.kube import HOST_PATHS, HIDDEN_PATHS, debug_pod
 
     ds = _kind(CORE, "DaemonSet")["spec"]["template"]["spec"]
     host, shadows = _host_mounts(ds)
     assert "/" not in [p for p, _ in host]
     assert host == [(p, "/host" + p) for p in HOST_PATHS]
-    assert sorted(shadows) == sorted("/host" + p for p in HIDDEN_PATHS)
+    assert sorted(shadows) == sorted(["/host" + p for p in HIDDEN_PATHS] + [PKI])
     assert set(HOST_PATHS) == {"/proc", "/sys", "/var/lib/kubelet", "/var/log/pods", "/var/log/containers"}
     assert set(HIDDEN_PATHS) == {"/var/lib/kubelet/pods", "/var/lib/kubelet/plugins"}  # no pki/: kube.py says why
     pod = debug_pod("worker-1")["spec"]
-    assert _host_mounts(pod) == (host, shadows)
+    assert _host_mounts(pod) == (host, [s for s in shadows if s != PKI])
     for p in (ds, pod):  # a shadow comes after the mount it hides (runtimes sort by depth; kept in order anyway)
         paths = [m["mountPath"] for m in p["containers"][0]["volumeMounts"]]
-        for s in shadows:
+        for s in _host_mounts(p)[1]:
             assert paths.index(s) > paths.index("/host/var/lib/kubelet")
+
+
+def test_the_daemonset_hides_kubelets_keys():
+    """f3fb3f6 dropped the empty mount over /var/lib/kubelet/pki from the DaemonSet along with the debug pod's.
+    Where kubelet manages its certificates (kubeadm, EKS, GKE, AKS), pki/kubelet-client-current.pem is the
+    node's credential to the API server, and the exporter is a long-running uid-0 process listening on :9847:
+    it hides pki/ by default, under the same empty read-only mount as pods/ and plugins/."""
+    ds = _kind(CORE, "DaemonSet")["spec"]["template"]["spec"]
+    (c,) = ds["containers"]
+    (m,) = [m for m in c["volumeMounts"] if m["mountPath"] == PKI]
+    assert m["readOnly"] is True and "subPath" not in m, m
+    (v,) = [v for v in ds["volumes"] if v["name"] == m["name"]]
+    assert "emptyDir" in v and "hostPath" not in v, v
+    assert PKI in _host_mounts(ds)[1]
+
+
+def test_the_patch_the_daemonset_gives_drops_the_pki_mount_and_nothing_else(tmp_path):
+    """A kubelet given its certificates never makes pki/, and runc cannot make the mount point inside the
+    read-only root-dir ("mkdir .../host/var/lib/kubelet/pki: read-only file system"): the exporter does not
+    start there. deploy/daemonset.yaml's comment gives the kustomize patch for such nodes; in an overlay of
+    deploy/, as a user would put it, it renders the DaemonSet without that one mount."""
+    import os
+
+    text = (DEPLOY / "daemonset.yaml").read_text()
+    (line,) = [x for x in text.splitlines() if "$patch: delete" in x]
+    patch = line.strip().removeprefix("#").strip()
+    assert patch.startswith("- patch: '") and PKI in patch, patch
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    base_dir = os.path.relpath(DEPLOY, overlay)  # kustomize takes no absolute path to a base
+    (overlay / "kustomization.yaml").write_text(f"resources:\n  - {base_dir}\npatches:\n  {patch}\n")
+    base, patched = _render(DEPLOY), _render(overlay)
+
+    def mounts(docs):
+        (ds,) = [d for d in docs if d["kind"] == "DaemonSet"]
+        return ds["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
+
+    assert PKI in [m["mountPath"] for m in mounts(base)]
+    assert mounts(patched) == [m for m in mounts(base) if m["mountPath"] != PKI]
+    strip = [d for d in base if d["kind"] != "DaemonSet"], [d for d in patched if d["kind"] != "DaemonSet"]
+    assert strip[0] == strip[1]
 
 
 @pytest.mark.parametrize("version", ["1.25.0", "1.29.0"])
@@ -303,7 +349,8 @@ def test_before_1_30_only_recursive_read_only_is_unknown(version):
 
 def test_a_tree_of_only_the_mounted_paths_reads_the_same_node(tmp_path):
     """pinscope --root over a tree that holds only what the DaemonSet mounts (and empty directories where it
-    hides kubelet's) reads the node as it reads the whole tree: every CPU, pod, container and finding."""
+    hides kubelet's: pods/, plugins/, pki/) reads the node as it reads the whole tree: every CPU, pod,
+    container and finding."""
     import json
     import sys
 
@@ -311,7 +358,6 @@ def test_a_tree_of_only_the_mounted_paths_reads_the_same_node(tmp_path):
     from helpers import run_cli
     from nodes import dual_socket_intel
     from pinscope.collectors.sim.node import SimNode
-    from pinscope.collectors.transport.kube import HIDDEN_PATHS, HOST_PATHS
 
     whole = SimNode(dual_socket_intel(), tmp_path / "whole").write().root
     # what a real node also has beside them: the runtime's socket, kubelet's keys, a pod's secret, /etc
@@ -327,16 +373,15 @@ def test_a_tree_of_only_the_mounted_paths_reads_the_same_node(tmp_path):
     (whole / "etc").mkdir()
     (whole / "etc/shadow").write_text("root:x")
     mounted = tmp_path / "mounted"
-    for p in HOST_PATHS:
+    host, shadows = _host_mounts(_kind(CORE, "DaemonSet")["spec"]["template"]["spec"])  # what the manifest mounts
+    for p, at in host:
         if (whole / p.lstrip("/")).exists():
-            shutil.copytree(whole / p.lstrip("/"), mounted / p.lstrip("/"), symlinks=True)
-    for p in HIDDEN_PATHS:
-        shutil.rmtree(mounted / p.lstrip("/"), ignore_errors=True)
-        (mounted / p.lstrip("/")).mkdir(parents=True)
+            shutil.copytree(whole / p.lstrip("/"), mounted / at.removeprefix("/host/"), symlinks=True)
+    for at in shadows:
+        shutil.rmtree(mounted / at.removeprefix("/host/"), ignore_errors=True)
+        (mounted / at.removeprefix("/host/")).mkdir(parents=True)
     seen = {str(f.relative_to(mounted)) for f in mounted.rglob("*")}
-    # kubelet's keys stay visible where pki/ exists: no empty mount can hide a directory a real kubelet may not
-    # make (collectors/transport/kube.py HIDDEN_PATHS says why)
-    assert not [f for f in seen if "secret" in f or f.startswith(("run", "etc"))]
+    assert not [f for f in seen if "secret" in f or "pki/" in f or f.startswith(("run", "etc"))]
 
     def snap(root):
         r = run_cli("snapshot", "--json", "--root", str(root), "local", timeout=120)
