@@ -33,10 +33,18 @@ def identity_unresolved(ctx):
             and placed(t, ctx.roles[t.last_cpu].owners, owner_pids) is None]
     if lost:
         yield finding("IDENTITY_UNRESOLVED", f"{len(lost)} task(s) on exclusive CPUs could not be placed: their cgroup is unknown",
-                      [f"{t.comm} (pid {t.pid}, tid {t.tid}) on CPU {t.last_cpu}: "
-                       + (f"/proc/{t.pid}/cgroup not read (the process may have exited)" if t.cgroup is None
-                          else f"in {t.cgroup}; the owning pod is unknown") for t in lost[:5]],
+                      [f"{t.comm} (pid {t.pid}, tid {t.tid}) on CPU {t.last_cpu}: " + _why_lost(ctx, t) for t in lost[:5]],
                       sorted({t.last_cpu for t in lost}))
+
+
+def _why_lost(ctx, t) -> str:
+    """Why task `t` could not be placed: its cgroup not read, or (its pod known) the CPU's owner's pod unknown."""
+    home = ctx.pid_home.get(t.pid)
+    if home is not None:  # in a pod's cgroup.procs: the owner is a checkpoint entry no pod was matched to
+        return f"in {who(home[0], home[1])}'s cgroup.procs; the owning pod is unknown"
+    if t.cgroup is None:
+        return f"/proc/{t.pid}/cgroup not read (the process may have exited)"
+    return f"in {t.cgroup}; the owning pod is unknown"
 
 
 @check({"CPUSET_NOT_ENABLED": ("critical", "the cpuset controller does not reach kubepods (cgroup v2 subtree_control, or no v1 cpuset mount): pins are not applied (warning when the policy is none)",

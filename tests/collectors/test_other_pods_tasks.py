@@ -12,9 +12,10 @@ import pytest
 
 from helpers import read_sim
 from nodes import trouble_512
+from pinscope.collectors.findings.identity import identity_unresolved
 from pinscope.collectors.findings.tasks import outsiders, placed
 from pinscope.collectors.findings.base import Context
-from pinscope.collectors.model import Owner, Task
+from pinscope.collectors.model import CpuRole, Owner, Task
 from pinscope.collectors.sim import layout
 from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
 
@@ -135,3 +136,16 @@ def test_a_pod_task_on_a_cpu_whose_owners_pod_is_unknown_is_unknown_not_an_outsi
     # every owner's pod known and the pid in another pod's cgroup.procs: an outsider, as before
     assert placed(t, [Owner("uid-b", "ns", "p", "c")], {"uid-a": frozenset({101}), "uid-b": frozenset()}) is False
     assert placed(t, [Owner("uid-a", "ns", "p", "c")], {"uid-a": frozenset({101})}) is True
+
+
+def test_a_pod_task_on_a_cpu_an_unmatched_entry_owns_is_named_unplaced_not_an_intruder(tmp_path):
+    """prod/web's pause last on CPU 1, which a v1 entry no pod was matched to owns (CPU 1's owner swapped for
+    Owner("", None, None, "abc123") in the snapshot): no outsider, and IDENTITY_UNRESOLVED says where the task
+    is and what is unknown (not "/proc/<pid>/cgroup not read (the process may have exited)")."""
+    r = read_sim(node(None, sandbox_cpu=1), tmp_path, 1)
+    (pause,) = [t for t in r.snapshot.all_tasks if t.comm == "pause" and t.last_cpu == 1]
+    roles = tuple(CpuRole(x.id, x.role, (Owner("", None, None, "abc123"),)) if x.id == 1 else x for x in r.snapshot.roles)
+    ctx = Context(dataclasses.replace(r.snapshot, roles=roles), r.rates)
+    assert [t.pid for t, _ in outsiders(ctx) if t.pid == pause.pid] == []
+    (f,) = [f for f in identity_unresolved(ctx) if "could not be placed" in f.message]
+    assert f"pause (pid {pause.pid}, tid {pause.tid}) on CPU 1: in prod/web's cgroup.procs; the owning pod is unknown" in f.evidence, f.evidence
