@@ -97,10 +97,12 @@ class StandIn:
                  tls: bool = True, start_delay: float = 0.2, images=("busybox", "pinscope")) -> None:
         self.nodes = {k: Path(v) for k, v in nodes.items()}
         for root in self.nodes.values():  # what a kubelet makes at its start (setupDataDirs; the log dirs:
-            # kuberuntime's ContainerLogsDir and podLogsDir). Not pki/: a real kubelet given its certificates makes
-            # none (tests/cluster: 1.35.4, 1.37.2)
+            # kuberuntime's ContainerLogsDir and podLogsDir; pki/: its --cert-dir, made where kubelet manages its
+            # certificates, as on kubeadm, EKS, GKE and AKS nodes, the common node, whose pki/ the exporter DaemonSet
+            # shadows by default). A kubelet given its certificates makes no pki/: tests/cluster's real node is that
+            # kind (1.35.4, 1.37.2), and node/NAME's debug pod does not shadow pki/ so that it reads both kinds.
             for d in ("var/lib/kubelet/pods", "var/lib/kubelet/plugins", "var/lib/kubelet/plugins_registry",
-                      "var/lib/kubelet/pod-resources", "var/log/pods", "var/log/containers"):
+                      "var/lib/kubelet/pod-resources", "var/lib/kubelet/pki", "var/log/pods", "var/log/containers"):
                 (root / d).mkdir(parents=True, exist_ok=True)
         self.protocols = tuple(protocols)
         self.exec_verb = exec_verb  # "create" (servers with AuthorizePodWebsocketUpgradeCreatePermission) or "get"
