@@ -627,24 +627,29 @@ def _from_recording(a) -> tuple[list, list]:
     return names, results
 
 
+async def each_target(targets: list, one, a) -> tuple[list, list]:
+    """(the targets, `one(target, a)` of each, run together). The word demo stands for the simulated cluster's
+    nodes: their trees are written once, each read with --root as a node, and removed at the end."""
+    demo = None
+    if "demo" in targets:
+        from pinscope.collectors.inventory import Target
+        from pinscope.collectors.sim.demo import DemoCluster
+
+        demo = DemoCluster()
+        i = targets.index("demo")
+        targets[i:i + 1] = [Target(s.spec.hostname, "local", root=str(s.root)) for s in demo.sims]
+    try:
+        return targets, await asyncio.gather(*(one(t, a) for t in targets))
+    finally:
+        if demo is not None:
+            demo.close()
+
+
 async def _snapshot_cmd(a, check: bool) -> int:
     if a.replay:
         targets, results = _from_recording(a)
     else:
-        targets = _targets(a) or ["local"]
-        demo = None
-        if "demo" in targets:  # the simulated cluster: its trees written once, each read with --root as a node
-            from pinscope.collectors.inventory import Target
-            from pinscope.collectors.sim.demo import DemoCluster
-
-            demo = DemoCluster()
-            i = targets.index("demo")
-            targets[i:i + 1] = [Target(s.spec.hostname, "local", root=str(s.root)) for s in demo.sims]
-        try:
-            results = await asyncio.gather(*(_one(t, a) for t in targets))
-        finally:
-            if demo is not None:
-                demo.close()
+        targets, results = await each_target(_targets(a) or ["local"], _one, a)
     targets = [_name(t) for t in targets]
     failed = [(t, e) for t, (_, e) in zip(targets, results) if e]
     if a.json:

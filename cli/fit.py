@@ -107,7 +107,7 @@ def render(ans: FitAnswer, n: int) -> str:
 
 
 async def fit_cmd(a) -> int:
-    from pinscope.cli import _err, _targets
+    from pinscope.cli import _err, _targets, each_target
 
     if a.memory is not None:
         try:
@@ -115,20 +115,7 @@ async def fit_cmd(a) -> int:
         except ValueError as bad:
             _err(f"pinscope fit: --memory: {bad}")
             return 2
-    targets = _targets(a) or ["local"]
-    demo = None
-    if "demo" in targets:
-        from pinscope.collectors.inventory import Target
-        from pinscope.collectors.sim.demo import DemoCluster
-
-        demo = DemoCluster()
-        i = targets.index("demo")
-        targets[i:i + 1] = [Target(s.spec.hostname, "local", root=str(s.root)) for s in demo.sims]
-    try:
-        results = await asyncio.gather(*(_answer(t, a) for t in targets))
-    finally:
-        if demo is not None:
-            demo.close()
+    _, results = await each_target(_targets(a) or ["local"], _answer, a)
     rc = 0
     objs = []
     for name, ans, err in results:
