@@ -104,6 +104,21 @@ class ReportScreen(Screen):
     def refresh_view(self) -> None:
         raise NotImplementedError
 
+    def show_status(self, title: str) -> None:
+        """A one-node screen's status line (#status): the node, its state (or the replay's time) and `title`."""
+        from rich.text import Text
+        from textual.widgets import Static
+
+        from pinscope.collectors.text import display
+
+        v = self.view
+        st = self.query_one("#status", Static)
+        st.set_class(v.state == "stale", "stale")
+        st.set_class(v.state == "down", "down")
+        state = self.nav.replay_status if v.state == "up" else None
+        st.update(Text(display(f" {v.name}  {state or v.state}{': ' + v.message if v.message else ''}")
+                       + f"  —  {title}"))
+
 
 class FleetBase(ReportScreen):
     """The many-node overview (screens.fleet.FleetScreen). The app tells it by this class, so the overview's

@@ -1,14 +1,12 @@
 """The base of every drill-down pane: Esc goes back; it re-renders on each update of its node."""
 from __future__ import annotations
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Footer, Static
 from pinscope.tui.screens.base import ReportScreen
 
-from pinscope.collectors.text import display
 from pinscope.tui.widgets.sparkbar import sparkbar  # noqa: F401  (re-exported for the panes)
 
 
@@ -28,13 +26,7 @@ class DrillScreen(ReportScreen):
         self.refresh_view()
 
     def refresh_view(self) -> None:
-        v = self.view
-        st = self.query_one("#status", Static)
-        st.set_class(v.state == "stale", "stale")
-        st.set_class(v.state == "down", "down")
-        state = self.nav.replay_status if v.state == "up" else None
-        st.update(Text(display(f" {v.name}  {state or v.state}{': ' + v.message if v.message else ''}")
-                       + f"  —  {self.title_text()}"))
+        self.show_status(self.title_text())
         self.render_body()
 
     def title_text(self) -> str:

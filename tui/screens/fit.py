@@ -124,11 +124,7 @@ class FitScreen(ReportScreen):
 
     def refresh_view(self) -> None:
         v = self.view
-        st = self.query_one("#status", Static)
-        st.set_class(v.state == "stale", "stale")
-        st.set_class(v.state == "down", "down")
-        state = self.nav.replay_status if v.state == "up" else None
-        st.update(Text(display(f" {v.name}  {state or v.state}{': ' + v.message if v.message else ''}") + "  —  what fits"))
+        self.show_status("what fits")
         grid = self.query_one(CoreGrid)
         grid.set_glyphs(self.nav.big_glyphs)
         lit: frozenset[int] = frozenset()
