@@ -258,9 +258,9 @@ def podmonitor_scrape_config(targets: list[str], job_name: str = "podMonitor/pin
 
 
 def readme_scrape_config(targets: list[str]) -> dict:
-    """The scrape job of the README's plain Prometheus ("Try it on one machine"), as written there, for
+    """The scrape job of docs/prometheus.md's plain Prometheus ("Try it on one machine"), as written there, for
     these targets."""
-    text = (REPO / "README.md").read_text()
+    text = (REPO / "docs" / "prometheus.md").read_text()
     part = text[text.index("**Try it on one machine**"):]
     (line,) = re.findall(r"\"\s*- (\{job_name: .*\})\"", part[:part.index("\n```\n", part.index("```sh"))])
     job = yaml.safe_load(line)

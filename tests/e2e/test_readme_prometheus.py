@@ -1,4 +1,4 @@
-"""The README's "Try it on one machine" for Prometheus, run as written in a real terminal (tmux, bash):
+"""docs/prometheus.md's "Try it on one machine", run as written in a real terminal (tmux, bash):
 the exporter over this machine and the demo, a local Prometheus scraping it, and `pinscope --prometheus`
 showing the nodes; q quits; `kill %1 %2` stops both. Only the two ports and the temporary directory are
 replaced (this machine is shared: fixed ports could be taken), and `pinscope` is this checkout's.
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.timeout(240)
 
 
 def recipe() -> str:
-    text = (REPO / "README.md").read_text()
+    text = (REPO / "docs" / "prometheus.md").read_text()
     part = text[text.index("**Try it on one machine**"):]
     return re.search(r"```sh\n(.*?)\n```", part, re.S).group(1)
 
