@@ -58,8 +58,18 @@ def broken(md: Path, root: Path = ROOT) -> list[str]:
 
 
 def test_the_markdown_files_are_found():
+    """README.md, tests/README.md and every docs/*.md are checked (the manual is docs/, by topic)."""
     names = {p.relative_to(ROOT).as_posix() for p in markdown_files()}
-    assert {"README.md", "tests/README.md"} <= names
+    docs = {p.relative_to(ROOT).as_posix() for p in (ROOT / "docs").glob("*.md")}
+    assert len(docs) >= 10, docs
+    assert {"README.md", "tests/README.md"} | docs <= names
+
+
+def test_the_readme_leads_to_every_docs_file():
+    """The front page's "Where to read more" links each page of the manual: none is left unreachable."""
+    readme = FENCE.sub("", (ROOT / "README.md").read_text())
+    linked = {(ROOT / t.partition("#")[0]).resolve() for t in LINK.findall(readme)}
+    assert sorted(p.name for p in (ROOT / "docs").glob("*.md") if p.resolve() not in linked) == []
 
 
 @pytest.mark.parametrize("md", markdown_files(), ids=lambda p: p.relative_to(ROOT).as_posix())
