@@ -50,7 +50,7 @@ TARGET: 'local', [user@]host[:port], node/NAME (through the Kubernetes API), or 
 CHECK_ABOUT = """Read each node (twice with --samples 2, for the rates) and lint its CPU pinning: kubelet's CPU
 manager state and policy against the cgroup cpusets the kernel enforces, SMT siblings, NUMA alignment,
 IRQs, isolcpus, devices, and tasks on exclusive CPUs. One line per finding (severity, code, what, where)
-and a hint; the codes (the README's "Findings" says each):"""
+and a hint; the codes (docs/findings.md says each):"""
 CHECK_EXIT = """exit status:
   0  no warning or critical finding (info only)
   1  warnings found
@@ -149,7 +149,7 @@ def _common(p: argparse.ArgumentParser, no_target: str | None = None) -> None:
 
 def _sampling(p: argparse.ArgumentParser) -> None:
     """The shared options that mean something wherever nodes are sampled and rated, the demo's simulated
-    ones included (README: "options shared by every command"); the connection options do not (no SSH)."""
+    ones included (docs/use.md: "options shared by every command"); the connection options do not (no SSH)."""
     p.add_argument("--interval", type=_positive(), default=1.0, help="seconds between samples (default %(default)g)")
     p.add_argument("--runq-wait-ms", type=_non_negative, default=Thresholds().runq_wait_ms, metavar="MS",
                    help="RUNQUEUE_WAIT_EXCLUSIVE above this many ms waited per second (default %(default)g)")

@@ -21,7 +21,7 @@ Succeeded, or Failed if one exited non-zero, as under restartPolicy Never), and 
 for real in the pod's container (tests/kube_kubelet.py: a chroot whose
 hostPath volumes are bind mounts of the node's SIMULATED tree). The exec'd command is never rewritten.
 
-Run by hand (README recipe): `python3 tests/kube_standin.py --sim worker-3 --kubeconfig /tmp/kc`.
+Run by hand (docs/kubernetes.md's recipe): `python3 tests/kube_standin.py --sim worker-3 --kubeconfig /tmp/kc`.
 """
 from __future__ import annotations
 

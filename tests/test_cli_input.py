@@ -150,7 +150,7 @@ def test_inventory_names_are_used_everywhere(tmp_path):
 
 
 def test_options_before_the_command_word(tmp_path):
-    """The README's `pinscope --root /host local` (or snapshot/check), written as users write it with the
+    """docs/node-layouts.md's `pinscope --root /host local` (or snapshot/check), written as users write it with the
     command after the shared options, was refused: "'check' is not a command or a target; did you mean the
     command 'check'?"."""
     from pinscope.collectors.sim.node import SimNode
@@ -188,7 +188,7 @@ def test_snapshot_text_lists_offline_cpus_and_an_unknown_policy(tmp_path):
 
 def test_check_that_reads_nothing_exits_3_not_the_warnings_code(tmp_path):
     """`check` exits 1 for "warnings found"; an inventory it cannot open (or a kubeconfig it cannot use)
-    reads no target: 3, as the README says, not 1 (a script would take it for warnings)."""
+    reads no target: 3, as docs/use.md says, not 1 (a script would take it for warnings)."""
     r = run_cli("check", "--inventory", str(tmp_path / "missing.yaml"), timeout=30)
     assert (r.returncode, last_line(r)) == (3, f"pinscope: --inventory {tmp_path / 'missing.yaml'}: No such file or directory")
     r = run_cli("snapshot", "--inventory", str(tmp_path / "missing.yaml"), timeout=30)

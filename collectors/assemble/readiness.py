@@ -466,7 +466,7 @@ def _containers(raw: Readiness, parts: dict, topo) -> list[ContainerReadiness]:
 
 
 def to_json(r: NodeReadiness | None) -> dict | None:
-    """The `readiness` object of `snapshot --json` (README: "Latency readiness"). null: not assembled."""
+    """The `readiness` object of `snapshot --json` (docs/readiness.md). null: not assembled."""
     if r is None:
         return None
     raw = r.raw

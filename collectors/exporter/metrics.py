@@ -1,6 +1,6 @@
 """The metrics contract: one NodeReport -> samples, and the custom collector that serves the latest ones.
 
-Names and labels are an interface (dashboards and alerts are written against them): the README's table
+Names and labels are an interface (dashboards and alerts are written against them): docs/prometheus.md's table
 is generated from CONTRACT and checked by tests/test_readme.py. Cardinality is bounded by the node's
 CPUs, containers and finding codes: no task ids, no CPU lists, no free text in labels.
 

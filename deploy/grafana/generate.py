@@ -4,7 +4,7 @@ and written to deploy/grafana/pinscope.json. Regenerate after a change, and comm
     .venv/bin/python deploy/grafana/generate.py          # writes deploy/grafana/pinscope.json
     .venv/bin/python deploy/grafana/generate.py --check  # exit 1 if the committed JSON differs
 
-Every panel is per node ($node, from pinscope_node_info) and reads only the metrics of the README's
+Every panel is per node ($node, from pinscope_node_info) and reads only the metrics of docs/prometheus.md's
 contract; a panel per CPU has one series per node and CPU (CPU ids repeat across nodes), a panel of pinned
 containers only those holding exclusive CPUs. tests/deploy/test_grafana.py checks that regenerating gives
 the committed file, and runs every query through a real Prometheus scraping pinscope's exporter over two

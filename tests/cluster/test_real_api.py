@@ -1,8 +1,8 @@
 """pinscope through the real API server and kubelet (issue 33, part two), for each kubelet release: a pod the real
 kubelet refused at admission is ADMISSION_REJECTED; `node/NAME` end to end (the debug pod created with least
 privilege, scheduled, exec'd into through the API server and kubelet, its report equal to `local`'s, deleted
-on SIGTERM, SIGHUP, SIGINT and the live view's q); RBAC: a service-account token bound to exactly the roles the
-README asks users to bind works, and `kubectl auth can-i --list` shows that account nothing more.
+on SIGTERM, SIGHUP, SIGINT and the live view's q); RBAC: a service-account token bound to exactly the roles
+docs/kubernetes.md asks users to bind works, and `kubectl auth can-i --list` shows that account nothing more.
 
 Every expected fact is read from the API (kubectl) or the kernel, never from pinscope.
 """
@@ -176,7 +176,7 @@ def test_q_in_the_live_view_deletes_the_debug_pod(api: Cluster) -> None:
 
 
 # ---------------------------------------------------------------------------------------------------------- RBAC
-README_RULES = {  # what README and deploy/rbac.yaml say pinscope needs: (namespace or "", resource, verb)
+README_RULES = {  # what docs/kubernetes.md and deploy/rbac.yaml say pinscope needs: (namespace or "", resource, verb)
     ("", "nodes", "get"), ("", "nodes", "list"), ("", "pods", "list"),
     *((NS, "pods", v) for v in ("create", "get", "list", "delete", "patch")),
     (NS, "pods/exec", "create"), (NS, "pods/exec", "get"),
@@ -229,7 +229,7 @@ def test_a_token_bound_to_the_readme_roles_works_and_grants_no_more(api: Cluster
         assert p.returncode == 0, p.stderr[-3000:]
         assert _cpus(json.loads(p.stdout)) == _cpus(rn.snapshot())
 
-        # beyond what every authenticated account may (the unbound account's list): only the README's rules,
+        # beyond what every authenticated account may (the unbound account's list): only the documented rules,
         # the namespaced ones in pinscope's namespace only
         allowed = {"default": {(r, v) for n, r, v in README_RULES if not n}, NS: {(r, v) for _, r, v in README_RULES}}
         for ns, ok in allowed.items():

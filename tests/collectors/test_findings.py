@@ -541,7 +541,7 @@ def test_a_check_that_raises_is_said_and_the_rest_stands(tmp_path, monkeypatch):
 
 def test_check_exits_4_when_a_check_failed(tmp_path, monkeypatch, capsys):
     """`pinscope check` on a node one of whose checks failed is not "ok" (0) nor "warnings" (1): what that
-    check judges is unknown, as for a node read only in part: 4 (README, exit codes)."""
+    check judges is unknown, as for a node read only in part: 4 (docs/use.md, exit codes)."""
     import dataclasses
 
     from pinscope.collectors.findings import base as fbase

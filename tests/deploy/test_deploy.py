@@ -1,4 +1,4 @@
-"""deploy/: the manifests validate against the Kubernetes schemas, say what the README promises
+"""deploy/: the manifests validate against the Kubernetes schemas, say what docs/ promises
 (read-only host at /host, hostPID, read-only root fs, no capabilities, small resources, every taint
 tolerated), and the alert rules pass `promtool check rules` and their `promtool test rules` unit tests.
 

@@ -1,4 +1,4 @@
-"""The README's `kubectl debug node/x` recipe, end to end: the host's root at /host (read-only, in a
+"""docs/node-layouts.md's `kubectl debug node/x` recipe, end to end: the host's root at /host (read-only, in a
 private mount namespace), built like a real node: /var/log/containers holds kubelet's *absolute* symlinks
 (they dangle from inside the debug container), and /proc/<pid>/cgroup reads the way a container in its
 own cgroup namespace sees the host's processes ("/../../../kubepods.slice/…"). `pinscope --root /host`

@@ -119,7 +119,7 @@ def test_alert_rules_go_pending_on_a_critical_finding_and_an_unreadable_node(sta
 
 
 def test_exporter_down_fires_for_either_way_the_readme_deploys(tmp_path):
-    """Issue 34 item 9: an exporter nothing answers at, scraped as the README's plain Prometheus does (its
+    """Issue 34 item 9: an exporter nothing answers at, scraped as docs/prometheus.md's plain Prometheus does (its
     own scrape job, as written) and as the operator does from deploy/operator/podmonitor.yaml: the alert
     goes pending for both. The labels each `up` has are the ones tests/deploy/alerts_test.yaml gives
     promtool, so the unit test's two shapes are the real ones."""
@@ -173,7 +173,7 @@ def test_port_in_use_is_one_plain_line_exit_1():
 
 @pytest.mark.timeout(300)  # a hang guard: the wait below ends as soon as every node was read
 def test_exporter_serves_the_demo_cluster_as_a_target():
-    """`demo` is a target of the exporter (the README's session uses it), not a mistyped command: every node
+    """`demo` is a target of the exporter (docs/prometheus.md's session uses it), not a mistyped command: every node
     of the demo cluster is read and served.
 
     Each node is read in its own loop: on a loaded machine batch-16's first read was served while the

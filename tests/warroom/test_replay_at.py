@@ -1,4 +1,4 @@
-"""Every `--at` form the README advertises, and recordings with a corrupt member, through the library and
+"""Every `--at` form docs/war-room.md advertises, and recordings with a corrupt member, through the library and
 the CLI. The recording is made of real probe frames stamped with chosen times (local time of day)."""
 import asyncio
 import datetime as dt
@@ -74,7 +74,7 @@ def test_a_bad_at_is_one_plain_error(recording, bad):
 
 
 @pytest.mark.parametrize("args, want", [
-    (["--at=-5m"], TIMES[-1] - 300),  # as the README writes it
+    (["--at=-5m"], TIMES[-1] - 300),  # as docs/war-room.md writes it
     (["--at", "03:04"], T0 + 240),
     (["--at", "2026-12-02T03:05:00"], T0 + 300),
     ([], TIMES[-1]),
