@@ -1,5 +1,5 @@
 """The findings registry: one small registered check per code (or family), the way node_exporter registers
-one collector per subject. A check declares its codes (severity, meaning, fix: the README's table and
+one collector per subject. A check declares its codes (severity, meaning, fix: docs/findings.md's table and
 `pinscope check`'s hints come from here) and the probe depth its data needs; `evaluate` runs them all.
 
 Pure functions of a NodeSnapshot (and the Rates over a window, for the checks that need two samples).

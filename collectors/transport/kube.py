@@ -70,7 +70,7 @@ HOST_MOUNT = "/host"
 # cgroupfs under /sys/fs/cgroup is a submount: a plain read-only bind leaves it writable), kubelet's root-dir
 # (its checkpoint files are replaced by rename, so the directory is mounted, not the files: a file's bind
 # would keep the first inode), the pod log names. Not the host's / (the runtime's socket, /etc, every
-# mount). A kubelet with another --root-dir or podLogsDir needs these paths changed (README).
+# mount). A kubelet with another --root-dir or podLogsDir needs these paths changed (docs/kubernetes.md).
 HOST_PATHS = ("/proc", "/sys", "/var/lib/kubelet", "/var/log/pods", "/var/log/containers")
 # ... and under kubelet's root-dir, what it must not show, covered by an empty read-only mount: every pod's
 # volumes (secrets, service account tokens, emptyDirs) and the CSI-staged volumes, which kubelet makes at its
@@ -79,8 +79,8 @@ HOST_PATHS = ("/proc", "/sys", "/var/lib/kubelet", "/var/log/pods", "/var/log/co
 # (bootstrap, rotation, a self-signed serving certificate; 1.35.4 and 1.37.2 given their certificates made
 # none), and a mount over a directory the read-only root-dir lacks fails the pod (runc: mkdir ... read-only
 # file system): node/NAME could not read such a node at all. Where pki/ exists, whoever may exec into the debug
-# pod may read it: pinscope-prober is root on every node anyway (README). The exporter DaemonSet, long-running
-# and listening, does hide pki/ (deploy/daemonset.yaml says why and how to drop it).
+# pod may read it: pinscope-prober is root on every node anyway (docs/kubernetes.md). The exporter DaemonSet,
+# long-running and listening, does hide pki/ (deploy/daemonset.yaml says why and how to drop it).
 HIDDEN_PATHS = ("/var/lib/kubelet/pods", "/var/lib/kubelet/plugins")
 
 
