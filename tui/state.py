@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
+from itertools import count
 
 from pinscope.collectors.findings import Finding, worst
 from pinscope.collectors.findings.readiness import NOT_READY_CODES
@@ -18,6 +19,7 @@ from pinscope.collectors.rates import ContainerRates, Rates
 HISTORY = 60
 NODE_WIDE = frozenset({"NUMA_MISS_HIGH", "SAMPLES_NEEDED", "KUBELET_NOT_FOUND"})
 LETTERS = "ABCDEFGHJKLMNPQRSTUVWXYZ"  # no I or O: they read as 1 and 0 beside CPU ids
+_SERIALS = count(1)  # every NodeView's own number (NodeView.serial)
 
 
 def pod_tag(i: int) -> str:
@@ -40,7 +42,7 @@ class NodeView:
     state: str = "connecting"  # connecting | up | stale | down
     message: str | None = None
     last_update: float | None = None  # monotonic
-    generation: int = 0  # bumps on every new snapshot: widgets key their caches on it
+    generation: int = 0  # bumps on every new snapshot and state: widgets key their caches on it (data_key)
     util_hist: dict = field(default_factory=dict)  # cpu -> deque of util
     mig_hist: dict = field(default_factory=dict)  # tid -> deque of migrations/s
     crates: dict = field(default_factory=dict)  # (pod uid, container id) -> last known ContainerRates
@@ -53,7 +55,16 @@ class NodeView:
     label: str | None = None  # the inventory's (or the API's) name for the node, when it has one
     api_pods: dict = field(default_factory=dict)  # pod uid -> collectors.kube.ApiPod (with --kube)
     api_error: str | None = None
-    _marks: tuple = field(default=(None, {}), repr=False, compare=False)  # (what it was for, cpu_marks())
+    # this view's own number, never another's (an id() is reused once its object is gone: a cache keyed by it
+    # could serve a new view what an old one showed)
+    serial: int = field(default_factory=lambda: next(_SERIALS), repr=False, compare=False)
+    _marks: tuple = field(default=(None, {}), repr=False, compare=False)  # (its generation, cpu_marks())
+
+    @property
+    def data_key(self) -> tuple[int, int]:
+        """What a cache of anything worked out from this view's data is keyed by: which view (serial) and which
+        of its data (generation). Equal keys, equal data: snap, rates, findings and tags change only in apply()."""
+        return (self.serial, self.generation)
 
     @property
     def name(self) -> str:
@@ -158,7 +169,7 @@ class NodeView:
         ("~": pinned but not latency-ready, collectors/assemble/readiness.py's reasons). The readiness findings
         that name those CPUs mark them "~", not "!": on a half-tuned node every pinned CPU has one, and an
         intruder's "!" would be lost among them. Worked out once per generation."""
-        key = (self.generation, id(self.snap), id(self.findings))
+        key = self.generation
         if self._marks[0] == key:
             return self._marks[1]
         ready = self.snap.readiness if self.snap is not None else None
