@@ -23,8 +23,9 @@ from pinscope.tui.cells import cells
 from pinscope.tui.elide import elide_middle
 from pinscope.tui.screens import nodelayout as lay
 from pinscope.tui.screens.nodequery import busiest_softirqs, filter_cpus, matches, matches_one, pod_cpus
+from pinscope.tui.presenter import NOISE_FULL
 from pinscope.tui.state import NodeView
-from pinscope.tui.widgets.coregrid import NOISE_FULL, CoreGrid, wrap_cells
+from pinscope.tui.widgets.coregrid import CoreGrid, wrap_cells
 
 
 # measures how a text wraps (cell widths, words) as Rich will draw it; it writes nowhere

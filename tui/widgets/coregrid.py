@@ -9,19 +9,23 @@ densities, chosen to fit, and shown in the title: "wall" (a big screen: id + gly
 "full" (id + glyph + shade + tag), "compact" (glyph + shade + tag, ids at the row start), "cores" (one cell
 per physical core: its busiest thread); beyond that it scrolls, and says so (tui/widgets/gridlayout.py).
 
-Like Textual's DataTable: render_line(y) returns a cached Strip; the cache key holds everything that
-changes a painted line (data generation, cursor, highlight, width, density, shade); notify_style_update()
-clears it, so a theme switch repaints.
+What each CPU is (role, load or noise share, pod tag, mark) comes from the presenter (tui/presenter.py,
+pure): the grid lays the cells out and paints them. Like Textual's DataTable: render_line(y) returns a Strip
+from an LRUCache whose key holds everything that changes a painted line (what each cell shows, cursor,
+highlight, width, density, style generation), never an id(); notify_style_update() clears it, so a theme
+switch repaints.
 """
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Mapping
 from typing import Callable
 
 from rich.cells import cell_len, chop_cells
 from rich.segment import Segment
 from rich.style import Style
 from textual.binding import Binding
+from textual.cache import LRUCache
 from textual.events import Click
 from textual.geometry import Size
 from textual.message import Message
@@ -30,7 +34,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from pinscope.collectors.model import Role
-from pinscope.collectors.text import display
+from pinscope.tui.presenter import EMPTY, CpuState, GridState, merge, present, waiting_note
 from pinscope.tui.state import NodeView
 from pinscope.tui.widgets.gridlayout import Cell, Row, choose, id_width, tag_width
 
@@ -40,9 +44,6 @@ _PLAIN = Style()
 SHADES = " ▁▂▃▄▅▆▇█"
 GLYPHS = {str(r): r.glyph for r in Role}
 BIG_GLYPHS = {str(r): r.big_glyph for r in Role}
-
-
-NOISE_FULL = 0.10  # the noise shade is full at 10 % of a CPU's time in irq + softirq + steal
 
 
 def shade(u: float | None) -> str:
@@ -63,10 +64,6 @@ def bar(u: float | None, width: int) -> str:
     return ("█" * full + (EIGHTHS[part] if part else "")).ljust(width)[:width]
 
 
-_ORDER = {"exclusive": 0, "isolated": 1, "reserved": 2, "unassigned": 3, "shared": 4, "offline": 5}
-_UNASSIGNED = ("unassigned", None, None, None)  # a CPU no role names: (role, share, tag, mark)
-# a cell's mark, the worst of its CPUs': a finding's "!" (critical, warning), then "~" (pinned, not latency-ready)
-MARK_RANK = {"critical": 0, "warning": 1, "notready": 2}
 MARK_GLYPH = {"critical": "!", "warning": "!", "notready": "~"}
 
 
@@ -125,14 +122,16 @@ class CoreGrid(ScrollView, can_focus=True):
         self.shade_mode = "load"  # or "noise": see set_shade
         self.forced: str | None = None  # a density chosen by use_density(), else the best that fits
         self.idw = 4  # width of a CPU id column (set by the layout)
-        self._layout_for: tuple | None = None  # the (view shape, size, density) the rows were laid out for
+        self._layout_for: tuple | None = None  # the (topology, size, tag width) the rows were laid out for
+        self._layout_gen = 0  # bumps on every new layout (self.rows): in every row's key
         self._laid_out_at: Size | None = None  # the size the rows were laid out at (None: not yet)
         self._sticky: tuple[int, int] | None = None  # (cursor, column x) of the last move up or down
         self.rows: list[Row] = []
         self.pos: dict[int, tuple[int, int]] = {}  # cpu -> (row index, cell index)
-        self._cache: dict = {}  # row key (what the row shows) -> its Strip
+        self._cache: LRUCache[tuple, Strip] = LRUCache(4096)  # row key (what the row shows) -> its Strip
         self._shown: dict = {}  # row -> the key of what the terminal shows there
-        self._frame_for: tuple = (None, {})  # (view token, per-CPU state), see _frame
+        # (the view's data_key, shade) -> the presenter's GridState: a shade toggled back finds its own again
+        self._presented: LRUCache[tuple, GridState] = LRUCache(4)
         self._keys_for: tuple = (None, [])  # (state token, every row's key), see _keys
         self._base_for: tuple = (None, ([], {}))  # (token, _base_keys()): the keys but the cursor's flags
         # called with each CursorMoved as the cursor moves, instead of posting it (the node screen's detail line)
@@ -146,8 +145,9 @@ class CoreGrid(ScrollView, can_focus=True):
     def set_view(self, view, highlight=frozenset()) -> None:
         self.view = view
         self.highlight = frozenset(highlight)
-        # the layout depends on the topology (parsed once per static frame), the size and the tag width only
-        key = (id(view.snap.topology) if view and view.snap else None, self.size,
+        # the layout depends on the topology (parsed once per static frame), the size and the tag width only:
+        # the topology itself in the key (compared, never hashed: the same object is equal at once)
+        key = (view.snap.topology if view and view.snap else None, self.size,
                tag_width(view.tags) if view else 1,
                (view.state, view.message) if view and not view.snap else None)  # the note before a first frame
         if key != self._layout_for:
@@ -184,20 +184,10 @@ class CoreGrid(ScrollView, can_focus=True):
             self.refresh()
 
     def set_shade(self, mode: str) -> None:
-        """What the shade of a cell shows: "load" (busy share) or "noise" (irq + softirq + steal share,
-        full at NOISE_FULL: a few per cent of kernel time is already the jitter an exclusive CPU is for)."""
+        """What the shade of a cell shows: "load" (busy share) or "noise" (tui/presenter.py shares)."""
         if mode != self.shade_mode:
             self.shade_mode = mode
             self.refresh()
-
-    def _shade_values(self) -> dict:
-        """cpu -> the share its shade shows (called once per view and shade, by _frame)."""
-        rates = self.view.rates if self.view else None
-        if rates is None:
-            return {}
-        if self.shade_mode == "noise":
-            return {c: min(1.0, n.total / NOISE_FULL) for c, n in rates.noise.items()}
-        return rates.util
 
     def notify_style_update(self) -> None:
         super().notify_style_update()
@@ -226,14 +216,10 @@ class CoreGrid(ScrollView, can_focus=True):
     # ------------------------------------------------------------------ layout
     def _relayout(self) -> None:
         self._laid_out_at = self.size
+        self._layout_gen += 1
         if self.view is None or self.view.snap is None:
-            v = self.view
-            if v is not None and v.state in ("down", "connecting") and v.message:
-                note = display(f"{v.target}: {v.message}")  # down: why; connecting: what it waits for
-            else:
-                note = "waiting for the first frame from " + (display(v.target) if v else "the node") + " ..."
             # wrapped at the grid's width: a debug pod's state and its seconds come last in a long line
-            self.rows = [Row("note", text=line) for line in wrap_cells(note, self.size.width - 1)]
+            self.rows = [Row("note", text=line) for line in wrap_cells(waiting_note(self.view), self.size.width - 1)]
             self.pos = {}
             self.virtual_size = Size(self.size.width, len(self.rows))
             self._cache.clear()
@@ -293,31 +279,21 @@ class CoreGrid(ScrollView, can_focus=True):
             return hit.crop(scroll_x, scroll_x + width)
         self.cache_misses += 1
         strip = self._paint(ry, width, key)
-        if len(self._cache) > 4096:
-            self._cache.clear()
         self._cache[key] = strip
         return strip.crop(scroll_x, scroll_x + width)
 
-    def _frame(self) -> dict:
-        """What every cell of this view needs, worked out once per view and shade (not per painted row):
-        cpu -> (role, load or noise share, pod tag or None when no pod owns it, its mark: NodeView.cpu_marks)."""
+    def _state(self) -> GridState:
+        """What every cell of this view shows (tui/presenter.py), worked out once per view data and shade (not
+        per painted row)."""
         v = self.view
         if v is None or v.snap is None:
-            return {}
-        token = (v.generation, id(v), self.shade_mode)
-        if self._frame_for[0] != token:
-            snap = v.snap
-            util = self._shade_values()
-            marks = v.cpu_marks()
-            tags = v.tags
-            per: dict = {}
-            for r in snap.roles:
-                tag = tags.get(r.owners[0].pod_uid, "") if r.owners else None
-                if tag and r.owners[0].pod_level:  # held by the pod as a whole: its tag in lower case
-                    tag = tag.lower()
-                per[r.id] = (r.role, util.get(r.id), tag, marks.get(r.id))
-            self._frame_for = (token, per)
-        return self._frame_for[1]
+            return EMPTY
+        key = (v.data_key, self.shade_mode)
+        state = self._presented.get(key)
+        if state is None:
+            state = present(v, self.shade_mode)
+            self._presented[key] = state
+        return state
 
     _CTX = 6  # a row key: (row, width, density, focus, stale, style generation, then what the row shows)
 
@@ -325,17 +301,17 @@ class CoreGrid(ScrollView, can_focus=True):
         """Every row's key, what the row shows (equal keys paint equal lines): worked out once per view,
         cursor, highlight, size and style, not per painted line."""
         v = self.view
-        stale = v is not None and v.state != "up" and v.snap is not None
+        state = self._state()
         width = self.size.width
-        base = (v.generation if v else None, id(v), self.shade_mode, width, self.density, self.has_focus,
-                self.glyphs is GLYPHS, self._style_gen, id(self.rows), self.idw, stale)
+        base = (v.data_key if v else None, self.shade_mode, width, self.density, self.has_focus,
+                self.glyphs is GLYPHS, self._style_gen, self._layout_gen, self.idw, state.stale)
         cursor, highlight = self.cursor, self.highlight
         token = (base, cursor, highlight)
         last_token, last = self._keys_for
         if last_token == token:
             return last
         if self._base_for[0] != base:
-            self._base_for = (base, self._base_keys(stale))
+            self._base_for = (base, self._base_keys(state))
             redo = None  # every row
         else:  # the cursor or the highlight moved: only the rows holding a cell whose flag may change
             _, old_cursor, old_high = last_token
@@ -355,15 +331,13 @@ class CoreGrid(ScrollView, can_focus=True):
         self._keys_for = (token, keys)
         return keys
 
-    def _base_keys(self, stale: bool) -> tuple[list, dict]:
+    def _base_keys(self, state: GridState) -> tuple[list, dict]:
         """What each row shows but the cursor and highlight flags: (row key head, None) for a row without
         cells, else (head, [((before the mark, after it, role, mark), cpu, members) per cell]); and each CPU's row. A cursor move
         then works out only the flags of the rows it left and entered (every cell's text was worked out
         again on every key: a third of a keypress's CPU at 256 CPUs)."""
-        v = self.view
-        ctx = (self.size.width, self.density, self.has_focus, stale, self._style_gen)
-        per = self._frame() if v is not None and v.snap is not None else {}
-        held = self._numa_devices() if v is not None and v.snap is not None else {}
+        ctx = (self.size.width, self.density, self.has_focus, state.stale, self._style_gen)
+        per, held = state.cpus, state.devices
         rows: list = []
         rows_of: dict = {}
         for ry, row in enumerate(self.rows):
@@ -382,36 +356,10 @@ class CoreGrid(ScrollView, can_focus=True):
                 rows.append(((ry, *ctx), cells))
         return rows, rows_of
 
-    def _numa_devices(self) -> dict:
-        """NUMA node -> what its subheader adds: the devices kubelet handed out there and the pod tag holding
-        each (ids come from the node: made safe for the terminal, long ones cut)."""
-        v = self.view
-        out: dict = {}
-        if v is None or v.snap is None:
-            return out
-        for p, c in v.snap.containers():
-            for d in c.devices:
-                if d.numa_node is not None:
-                    who = v.tags.get(p.uid) or display(p.name or p.uid[:8])
-                    dev = display(d.device if len(d.device) <= 16 else d.device[:15] + "\u2026")
-                    out.setdefault(d.numa_node, []).append(f"{display(d.resource.rsplit('/', 1)[-1])} {dev}\u2192{who}")
-        return {n: "  devices: " + ", ".join(sorted(items)) for n, items in out.items()}
-
-    def _cell_key(self, cell: Cell, per: dict) -> tuple:
-        """(text before the mark, text after it, role, mark: MARK_RANK's or None) of one cell (its flag: _keys)."""
-        members = cell.members
-        role, u, tag, sev = None, None, None, None
-        for m in members:  # a core cell shows its most telling role: exclusive > isolated > reserved > ...
-            st = per.get(m, _UNASSIGNED)
-            if role is None or _ORDER.get(st[0], 99) < _ORDER.get(role, 99):
-                role = st[0]
-            if st[1] is not None and (u is None or st[1] > u):
-                u = st[1]
-            if tag is None:  # the first member owned by a pod names the cell
-                tag = st[2]
-            if st[3] in MARK_RANK and (sev is None or MARK_RANK[st[3]] < MARK_RANK[sev]):
-                sev = st[3]
-        role = role or "unassigned"
+    def _cell_key(self, cell: Cell, per: Mapping[int, CpuState]) -> tuple:
+        """(text before the mark, text after it, role, mark: MARK_GLYPH's or None) of one cell (its flag: _keys);
+        a cell standing for several CPUs shows their merged state (tui/presenter.py merge)."""
+        role, u, tag, sev = merge(cell.members, per)
         glyph = self.glyphs.get(role, "?")
         # the mark sits right after the CPU's id where the cell shows one (wall, full): at the cell's end it
         # stood right before the next cell's id (CPU 3's mark beside CPU 51, its sibling); the last column
@@ -432,7 +380,7 @@ class CoreGrid(ScrollView, can_focus=True):
         if ry >= len(self.rows):
             return Strip.blank(width, _PLAIN)
         row = self.rows[ry]
-        stale = self.view is not None and self.view.state != "up" and self.view.snap is not None
+        stale = self._state().stale
         if row.kind not in ("cells", "l3", "titles"):
             st = self._style("stale") if stale else self._style("header" if row.kind == "header" else "subheader")
             if key is None:
