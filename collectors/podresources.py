@@ -126,8 +126,9 @@ def _msgs(fs, num: int) -> list[list]:
 
 
 def _device(fs) -> Device:
-    # ContainerDevices: resource_name = 1, device_ids = 2, topology = 3 (TopologyInfo: nodes = 1; NUMANode: ID = 1)
-    numa = [i for topo in _msgs(fs, 3) for node in _msgs(topo, 1) for i in _ints(node, 1)]
+    # ContainerDevices: resource_name = 1, device_ids = 2, topology = 3 (TopologyInfo: nodes = 1; NUMANode: ID = 1).
+    # proto3 leaves a zero out: NUMA node 0 is a NUMANode with no field (Go's encoder sends it empty)
+    numa = [(_ints(node, 1) or [0])[-1] for topo in _msgs(fs, 3) for node in _msgs(topo, 1)]
     return Device((_strs(fs, 1) or [""])[0], tuple(_strs(fs, 2)), tuple(sorted(set(numa))))
 
 

@@ -69,6 +69,14 @@ def test_pods_containers_cpus_and_devices_with_their_numa_nodes(ints):
     assert pr.decode_list(b"") == ()  # no pod: kubelet sends an empty message
 
 
+def test_numa_node_zero_as_go_sends_it():
+    """proto3 leaves the zero out: a device on NUMA node 0 is an empty NUMANode (kubelet's encoder sends
+    `topology { nodes {} }`). It was read as a device with no NUMA node."""
+    dev = s(1, "nvidia.com/gpu") + s(2, "GPU-0") + ld(3, ld(1, b""))
+    (got,) = pr.decode_list(ld(1, ld(3, s(1, "c") + ld(2, dev))))
+    assert got.containers[0].devices[0].numa_nodes == (0,)
+
+
 @pytest.mark.parametrize("bad", [b"\x0a\x05ab", b"\x0a", b"\x0b\x00", b"\xff" * 11])
 def test_a_cut_or_foreign_answer_is_a_wire_error(bad):
     with pytest.raises(pr.WireError):
