@@ -220,15 +220,24 @@ def test_closing_the_terminal_while_it_starts_leaves_nothing_running(tmp_path):
     try:
         # the window of the hang (seen here at 0.4 s, 3 closes of 16) moves with the machine's load: many moments
         for delay in (0.05, 0.15, *[0.25 + 0.05 * i for i in range(10)] * 2, 0.8, 1.2, 2.0):
-            subprocess.run(["tmux", "-L", sock, "new-window", "-d", "-n", "b",
-                            f"cd {REPO} && TERM=xterm-256color exec {sys.executable} -m pinscope.cli --root {root} local"],
-                           check=True)
+            # the window by its id: were pinscope already gone, "-t :b" would match the first window ("bash")
+            # by prefix and end the tmux server with it
+            window = subprocess.run(
+                ["tmux", "-L", sock, "new-window", "-d", "-P", "-F", "#{window_id}",
+                 f"cd {REPO} && TERM=xterm-256color exec {sys.executable} -m pinscope.cli --root {root} local"],
+                check=True, capture_output=True, text=True).stdout.strip()
             time.sleep(delay)
-            subprocess.run(["tmux", "-L", sock, "kill-window", "-t", ":b"], check=False)
+            subprocess.run(["tmux", "-L", sock, "kill-window", "-t", window], check=False)
         end = time.time() + EXIT_GRACE + 15
         while ours() and time.time() < end:
             time.sleep(0.2)
-        assert ours() == [], "left running after their terminal closed: " + ", ".join(ours())
+        left = ours()
+        assert left == [], "left running after their terminal closed:\n" + subprocess.run(
+            ["ps", "-o", "pid,ppid,pgid,sid,stat,etime,wchan:20,args", "-p", ",".join(left)],
+            capture_output=True, text=True).stdout + "".join(
+            f"{pid} threads: " + " ".join(f"{t.name}:{(t / 'comm').read_text().strip()}:{(t / 'wchan').read_text()}"
+                                          for t in Path(f"/proc/{pid}/task").iterdir()) + "\n"
+            for pid in left if Path(f"/proc/{pid}/task").exists())
     finally:
         subprocess.run(["tmux", "-L", sock, "kill-server"], check=False)
         for pid in ours():
