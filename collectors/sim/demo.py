@@ -1,7 +1,7 @@
 """`pinscope demo`: an embedded simulated cluster that needs nothing installed.
 
 Each demo node is a tree written by collectors.sim.node under a temporary directory, and is read through
-the REAL probe and parsers (collectors.transport.demo, a LocalTransport with --root): no second code path.
+the REAL probe and parsers (sim/transport.py, a LocalTransport with --root): no second code path.
 """
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 from .. import piddirs
 from ..fleet import NodeTarget
-from ..transport.demo import DemoTransport
 from .node import CtrSpec, NodeSpec, PodSpec, SimNode
+from .transport import DemoTransport
 from .tuning import half_tuned, tuned
 
 

@@ -1,13 +1,15 @@
-"""The demo transport: a LocalTransport over a simulated node (collectors.sim) that advances the simulation
-before every frame, so the load changes live."""
+"""The demo transport: a LocalTransport over a simulated node (sim/node.py) that advances the simulation
+before every frame, so the load changes live. It lives with the simulator, not in transport/: the simulator
+is a leaf no core module imports (pyproject.toml's import contracts), and this arrow runs down, sim ->
+transport.local."""
 from __future__ import annotations
 
 import asyncio
 import math
 import time
 
-from ..sim.node import SimNode
-from .local import LocalTransport
+from ..transport.local import LocalTransport
+from .node import SimNode
 
 
 class DemoTransport(LocalTransport):
