@@ -12,8 +12,6 @@ def known_binding_ids() -> set[str]:
     """Every `id=` of a Binding in pinscope's own classes (app, screens, widgets, replay, Prometheus view)."""
     import pinscope.tui
     for mod in pkgutil.walk_packages(pinscope.tui.__path__, "pinscope.tui."):
-        if mod.name in ("pinscope.tui.cli",):
-            continue
         try:
             importlib.import_module(mod.name)
         except Exception:  # noqa: BLE001 -- an optional part that cannot load has no bindings to offer

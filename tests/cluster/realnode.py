@@ -162,7 +162,7 @@ AS_USER = """import sys
 from pinscope.collectors.transport import base, local
 user = sys.argv[1]
 local.probe_command = lambda root=None, sudo=False: f"exec runuser -u {user} -- " + base.probe_command(root, sudo)[5:]
-from pinscope.tui.cli import main
+from pinscope.cli import main
 sys.exit(main(sys.argv[2:]))
 """
 
@@ -170,7 +170,7 @@ sys.exit(main(sys.argv[2:]))
 def pinscope(*args: str, timeout: float = 120, user: str | None = None, env: dict | None = None
              ) -> subprocess.CompletedProcess:
     """pinscope as a user runs it (the venv's interpreter; `user`: its probe runs as that user)."""
-    cmd = [sys.executable, "-m", "pinscope.tui.cli", *args]
+    cmd = [sys.executable, "-m", "pinscope.cli", *args]
     if user:
         cmd = [sys.executable, "-c", AS_USER, user, *args]
     e = {**os.environ, **(env or {})}

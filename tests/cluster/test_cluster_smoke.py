@@ -96,7 +96,7 @@ def test_guaranteed_pod_gets_an_exclusive_cpu(cluster: Cluster) -> None:
         assert cpuset.read_text().strip() == "1"
 
         # pinscope, on this machine, finds the kubelet and its root-dir by itself
-        p = subprocess.run([sys.executable, "-m", "pinscope.tui.cli", "snapshot", "--json", "--root", "/", "local"],
+        p = subprocess.run([sys.executable, "-m", "pinscope.cli", "snapshot", "--json", "--root", "/", "local"],
                            capture_output=True, text=True, timeout=60, cwd=REPO)
         assert p.returncode in (0, 2), p.stderr  # 2: findings (a 2-CPU node may have some); never a crash
         snap = json.loads(p.stdout)

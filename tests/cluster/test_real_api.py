@@ -107,7 +107,7 @@ def _running_debug_pod(c: Cluster) -> dict:
 
 def test_the_debug_pod_has_least_privilege_as_the_api_stored_it(api: Cluster) -> None:
     c = api
-    p = subprocess.Popen([sys.executable, "-m", "pinscope.tui.cli", "snapshot", *_node_args(c), "--samples", "600",
+    p = subprocess.Popen([sys.executable, "-m", "pinscope.cli", "snapshot", *_node_args(c), "--samples", "600",
                           "--interval", "0.5"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         pod = _running_debug_pod(c)
@@ -131,7 +131,7 @@ def test_the_debug_pod_has_least_privilege_as_the_api_stored_it(api: Cluster) ->
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=["TERM", "HUP", "INT"])
 def test_a_signal_ends_pinscope_and_its_debug_pod_is_deleted(api: Cluster, sig) -> None:
     c = api
-    p = subprocess.Popen([sys.executable, "-m", "pinscope.tui.cli", "snapshot", *_node_args(c), "--samples", "600",
+    p = subprocess.Popen([sys.executable, "-m", "pinscope.cli", "snapshot", *_node_args(c), "--samples", "600",
                           "--interval", "0.5"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         pod = _running_debug_pod(c)
