@@ -51,6 +51,40 @@ def test_the_wheel_holds_one_top_level_name(wheel):
     assert "pinscope = pinscope.cli:main" in zipfile.ZipFile(wheel).read(entry).decode()
 
 
+# the command's entry points: `pinscope` (pinscope.cli:main), `python3 -m pinscope`, `python3 -m pinscope.cli`
+ENTRY_POINTS = ("pinscope.cli", "pinscope.__main__", "pinscope.cli.__main__")
+
+
+def imported_by_the_command() -> set[str]:
+    """Every pinscope module the command can import, from its entry points on: at the top of a module or inside
+    a function (the app, the exporter and the demo are imported where they start), each package with its
+    modules. Read from the source by grimp (import-linter's graph), nothing imported."""
+    import grimp
+
+    graph = grimp.build_graph("pinscope", exclude_type_checking_imports=True, cache_dir=None)
+    seen: set[str] = set()
+    todo = list(ENTRY_POINTS)
+    while todo:
+        m = todo.pop()
+        if m in seen or m not in graph.modules:
+            continue
+        seen.add(m)
+        todo += graph.find_modules_directly_imported_by(m)
+        todo.append(m.rpartition(".")[0])  # a module's package runs first
+    return seen
+
+
+def test_the_wheel_holds_nothing_only_tests_use(wheel):
+    """What only tests, benchmarks or screenshots import lives under tests/ (or bench/): the simulated
+    Prometheus fleet (tests/promfleet.py, once collectors/sim/promfleet.py) is not installed with the command,
+    and neither is any module the command never imports (issue 35)."""
+    names = zipfile.ZipFile(wheel).namelist()
+    modules = {n[:-3].removesuffix("/__init__").replace("/", ".") for n in names if n.endswith(".py")}
+    assert "pinscope.collectors.sim.promfleet" not in modules and (ROOT / "tests" / "promfleet.py").is_file()
+    assert "pinscope.collectors.sim.demo" in modules  # `pinscope demo` is the command's: it ships
+    assert sorted(modules - imported_by_the_command()) == []
+
+
 def test_the_wheel_passes_twine_check(wheel):
     r = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", str(wheel)],
                        capture_output=True, text=True, timeout=120)
