@@ -11,12 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from .errors import Problem
-
-if TYPE_CHECKING:
-    from .assemble.readiness import NodeReadiness
+from .readinessmodel import NodeReadiness
 
 
 class Role(StrEnum):
@@ -448,7 +446,7 @@ class NodeSnapshot:
     device_state: DeviceCheckpoint | None = None  # kubelet's device-manager checkpoint (None: absent/unread)
     device_orphans: tuple[DeviceAllocation, ...] = ()  # allocations for pods no other source knows
     dra_state: DraCheckpoint | None = None  # kubelet's DRA manager checkpoint (None: absent/unread)
-    readiness: NodeReadiness | None = None  # latency readiness (assemble/readiness.py); None: not assembled
+    readiness: NodeReadiness | None = None  # latency readiness (assemble/readiness.py fills it); None: not assembled
 
     @property
     def assignment_known(self) -> bool:

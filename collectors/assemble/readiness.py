@@ -12,118 +12,15 @@ exclusive CPUs exist (pinning them is the intent) and the mechanism is there.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..model import Role
 from ..parse.cpuset import format_cpuset as fmt
-from ..parse.readiness import IdleState, Readiness, deepest_allowed, irqbalance_banned
+from ..parse.readiness import deepest_allowed, irqbalance_banned
+from ..readinessmodel import (NA, NO, OK, UNKNOWN, ContainerReadiness, CpuReadiness, IdleState, NodeReadiness,
+                              Readiness, ReadinessCheck)
 
 DEEP_CSTATE_US = 10  # exit latency above this (µs) is a deep C-state (C1E is ~10 µs, C6 ~100 µs on Xeons)
-OK, NO, NA, UNKNOWN = "ok", "no", "n/a", "unknown"
-
-
-@dataclass(frozen=True, slots=True)
-class CpuReadiness:
-    """One CPU: each None where the node does not say."""
-
-    cpu: int
-    isolated: bool | None
-    nohz_full: bool | None
-    rcu_nocb: bool | None
-    irqs_allowed: bool | None  # may IRQs be steered here (default_smp_affinity, and irqbalance when it runs)
-    governor: str | None = None
-    min_khz: int | None = None
-    max_khz: int | None = None
-    hw_max_khz: int | None = None
-    deepest: IdleState | None = None  # the deepest idle state allowed (enabled, within the PM QoS limit)
-    qos_us: int | None = None  # PM QoS resume latency limit (None: no limit, or not read)
-
-
-@dataclass(frozen=True, slots=True)
-class ReadinessCheck:
-    key: str
-    title: str
-    status: str  # ok | no | n/a | unknown
-    detail: str  # the file and value it was judged by
-    fix: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class ContainerReadiness:
-    """A pinned container's tuning: CRI-O's switches and where its memory sits."""
-
-    pod_uid: str
-    namespace: str | None
-    pod: str | None
-    container: str | None
-    cpus: frozenset[int]
-    cpu_nodes: frozenset[int]
-    cgroup: str | None
-    partition: str | None = None
-    load_balance: bool | None = None
-    quota_us: int | None = None
-    quota_known: bool = False
-    mems: frozenset[int] | None = None
-    hugetlb_nodes: dict = field(default_factory=dict)  # size -> {node: bytes}: numa_stat, or v1 through mems
-    memory_manager_nodes: frozenset[int] | None = None  # kubelet memory manager's assignment
-    hugetlb_dir: str | None = None  # where its hugetlb files were read
-    hugetlb_via_mems: frozenset[str] = frozenset()  # v1 sizes placed by usage_in_bytes on its one mems node
-    hugetlb_unplaced: dict = field(default_factory=dict)  # v1 size -> bytes in use, NUMA node unknown (mems > 1)
-    memory_manager_blocks: tuple = ()  # its MemoryAssignments (type "memory" or "hugepages-<size>")
-    cpus_unplaced: frozenset[int] = frozenset()  # its CPUs whose NUMA node is unknown (no node*/cpulist names it)
-
-    @property
-    def cpu_nodes_known(self) -> bool:
-        """Is every CPU's NUMA node known? Not where /sys/devices/system/node is missing (CONFIG_NUMA=n, or a
-        --root tree without node*/cpulist): "far" is then a guess, never judged."""
-        return bool(self.cpu_nodes) and not self.cpus_unplaced
-
-    @property
-    def remote_hugepages(self) -> dict:
-        """size -> {node: bytes} of hugepages in use on nodes none of its CPUs sit on (none when the CPUs'
-        nodes are not all known)."""
-        if not self.cpu_nodes_known:
-            return {}
-        out = {}
-        for size, per in self.hugetlb_nodes.items():
-            far = {n: b for n, b in per.items() if b and n not in self.cpu_nodes}
-            if far:
-                out[size] = far
-        return out
-
-    @property
-    def remote_assignments(self) -> tuple:
-        """The memory manager's blocks (memory or hugepages) on a NUMA node none of its CPUs sit on (none when
-        the CPUs' nodes are not all known)."""
-        if not self.cpu_nodes_known:
-            return ()
-        return tuple(b for b in self.memory_manager_blocks if not set(b.numa_nodes) <= self.cpu_nodes)
-
-
-@dataclass(frozen=True, slots=True)
-class NodeReadiness:
-    raw: Readiness
-    target: frozenset[int]
-    target_from: str  # "exclusive" | "isolated" | ""
-    intent: frozenset[int]  # the isolated set the node names (tuned, isolcpus, nohz_full)
-    cpus: dict  # cpu -> CpuReadiness
-    checks: tuple[ReadinessCheck, ...]
-    irqbalance_running: bool | None
-    irq_banned: frozenset[int] | None
-    irq_banned_from: str
-    containers: tuple[ContainerReadiness, ...] = ()
-    reasons: dict = field(default_factory=dict)  # cpu -> tuple of short reasons (the findings' defects)
-    memory_manager: dict = field(default_factory=dict)  # NUMA node -> resource -> MemoryTable (machineState)
-
-    @property
-    def score(self) -> tuple[int, int]:
-        """(checks ok, checks applicable)."""
-        ok = sum(c.status == OK for c in self.checks)
-        return ok, ok + sum(c.status == NO for c in self.checks)
-
-    @property
-    def not_ready(self) -> frozenset[int]:
-        return frozenset(self.reasons)
 
 
 def _isolated(raw: Readiness) -> frozenset[int]:

@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass, field
 
 from ..errors import Problem
+from ..readinessmodel import CgroupTuning, CpuPower, IdleState, IrqbalanceConf, KernelParams, Readiness
 from .cpuset import CpusetError, parse_cpuset, parse_hexmask
 
 CPU = "/sys/devices/system/cpu"
@@ -31,86 +31,6 @@ IRQBALANCE_FILES = ("/etc/default/irqbalance", "/etc/sysconfig/irqbalance")
 TUNED_PROFILE = "/etc/tuned/active_profile"
 TUNED_CPU_PARTITIONING = "/etc/tuned/cpu-partitioning-variables.conf"
 ISOLCPUS_FLAGS = ("domain", "managed_irq", "nohz")
-
-
-@dataclass(frozen=True, slots=True)
-class KernelParams:
-    """The isolation parameters of /proc/cmdline. None: not given."""
-
-    isolcpus: frozenset[int] | None = None
-    isolcpus_flags: tuple[str, ...] = ()  # as the kernel takes them: ("domain",) when none is given
-    nohz_full: frozenset[int] | None = None
-    rcu_nocbs: frozenset[int] | None = None  # "rcu_nocbs" alone (5.17+): offloading possible, none offloaded
-    irqaffinity: frozenset[int] | None = None
-    raw: dict = field(default_factory=dict)  # name -> the value as written, for the evidence
-    read: bool = False  # /proc/cmdline was read: a parameter not given is known not given
-
-
-@dataclass(frozen=True, slots=True)
-class IrqbalanceConf:
-    """One irqbalance environment file. None: the variable is not set (or empty)."""
-
-    path: str
-    banned_list: frozenset[int] | None = None
-    banned_hex: frozenset[int] | None = None
-    raw: dict = field(default_factory=dict)  # variable -> value as written
-
-
-@dataclass(frozen=True, slots=True)
-class CpuPower:
-    """One CPU's cpufreq (kHz); None where the file is not there."""
-
-    driver: str | None = None
-    governor: str | None = None
-    min_khz: int | None = None
-    max_khz: int | None = None
-    hw_min_khz: int | None = None
-    hw_max_khz: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class IdleState:
-    index: int
-    name: str
-    latency_us: int | None
-    disabled: bool | None
-
-
-@dataclass(frozen=True, slots=True)
-class CgroupTuning:
-    """A Guaranteed pod's container cgroup: CRI-O's load-balancing switch and hugetlb per NUMA node."""
-
-    partition: str | None = None  # v2 cpuset.cpus.partition: member, root, isolated (+ " invalid (...)")
-    load_balance: bool | None = None  # v1 cpuset.sched_load_balance
-    hugetlb_numa: dict = field(default_factory=dict)  # hugetlb.<size>.numa_stat: size ("2MB") -> {node: bytes}
-    hugetlb_bytes: dict = field(default_factory=dict)  # v1 hugetlb.<size>.usage_in_bytes: size -> bytes (no NUMA split)
-    hugetlb_dir: str | None = None  # where the hugetlb files were read (v1: the hugetlb hierarchy's twin)
-
-
-@dataclass(frozen=True, slots=True)
-class Readiness:
-    """Everything the static frame says of the node's latency tuning (raw units)."""
-
-    kernel: KernelParams = KernelParams()
-    isolated: frozenset[int] | None = None  # /sys/devices/system/cpu/isolated
-    nohz_full: frozenset[int] | None = None  # /sys/devices/system/cpu/nohz_full
-    default_irq_affinity: frozenset[int] | None = None
-    irqbalance: tuple[IrqbalanceConf, ...] = ()
-    power: dict = field(default_factory=dict)  # cpu -> CpuPower (only CPUs with cpufreq)
-    idle: dict = field(default_factory=dict)  # cpu -> tuple[IdleState, ...]
-    pm_qos_us: dict = field(default_factory=dict)  # cpu -> the limit in µs, None for "0" (no limit)
-    intel_pstate: str | None = None
-    no_turbo: bool | None = None
-    rt_runtime_us: int | None = None
-    rt_period_us: int | None = None
-    timer_migration: bool | None = None
-    workqueue_cpumask: frozenset[int] | None = None
-    thp: str | None = None
-    tuned_profile: str | None = None
-    tuned_isolated: frozenset[int] | None = None
-    tuned_isolated_raw: str | None = None
-    hugepages: tuple[tuple[int, int, int, int], ...] = ()  # (node, size kB, nr, free)
-    cgroups: dict = field(default_factory=dict)  # container cgroup dir -> CgroupTuning
 
 
 def _words(cmdline: str) -> list[str]:
