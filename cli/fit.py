@@ -5,7 +5,6 @@ Guaranteed container of N CPUs on each node (collectors/fit). Exit 0: it fits on
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 
@@ -44,7 +43,7 @@ async def _answer(target, a) -> tuple[str, FitAnswer | None, str | None]:
     except PinscopeError as err:
         return _name(target), None, str(err)
     ans = predict(report.snapshot, a.cpus)
-    ans.live = await _live(address, opts, report.snapshot, a.timeout)
+    ans.live = live_summary(report)
     if not isinstance(target, str):
         ans.node = target.name
     if a.memory is not None:
@@ -53,29 +52,28 @@ async def _answer(target, a) -> tuple[str, FitAnswer | None, str | None]:
     return _name(target), ans, None
 
 
-async def _live(address: str, opts, snap, timeout: float) -> dict:
-    """kubelet's PodResources view where pinscope runs on the node (local, --root: its socket in the tree)."""
-    from pinscope.collectors import podresources as pr
-
-    if address != "local":
-        return {"socket": None, "error": "kubelet's PodResources socket is asked only where pinscope runs on the "
-                                         "node (local, --root); over SSH or the API it is not forwarded yet"}
-    path = pr.socket_path(snap.kubelet.root_dir, opts.root or "/")
-    view = await asyncio.to_thread(pr.read_live, path, max(0.5, min(3.0, timeout)))
-    return pr.summary(view, snap)
+def live_summary(report) -> dict:
+    """kubelet's live view as `fit --json` gives it (the report's `podresources`, asked with the snapshot)."""
+    if report.live is None:
+        return {"socket": None, "asked": False, "note": "kubelet's PodResources API was not asked"}
+    return report.live.to_json()
 
 
 def _live_lines(live: dict | None) -> list[str]:
     if not live:
         return []
-    if live.get("error"):
-        return [f"  kubelet's live view (PodResources): not asked: {live['error']}"]
+    if not live.get("asked"):
+        return [f"  kubelet's live view (PodResources): not asked: {live.get('note')}"]
+    ctrs = [c for c in live.get("containers") or [] if c.get("cpus") not in (None, "none")]
     out = [f"  kubelet's live view ({live['socket']}): allocatable CPUs {live['allocatable_cpus']}; "
-           f"{len(live['exclusive'])} container(s) with exclusive CPUs"]
+           f"{len(ctrs)} container(s) with exclusive CPUs"]
     disagree = live.get("disagreements") or []
-    out += [f"  kubelet's memory and its checkpoint disagree: {d}" for d in disagree]
+    for d in disagree:
+        out.append(f"  kubelet's memory disagrees{'' if d['held'] else ' (seen once)'}: "
+                   f"{d['namespace']}/{d['pod']}/{d['container']} {d['what']}: PodResources {d['podresources']}, "
+                   f"checkpoint {d['checkpoint']}, kernel {d['kernel']}")
     if not disagree:
-        out.append("  kubelet's memory agrees with its checkpoint on every container both name")
+        out.append("  kubelet's memory agrees with its checkpoint and the kernel on every container both name")
     return out + [f"  note: {x}" for x in live.get("notes") or []]
 
 

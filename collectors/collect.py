@@ -33,6 +33,7 @@ from .frames import Frame
 from .model import Role
 from .parse.cpuset import format_cpuset
 from .pacing import ConnectGate
+from .assemble.live import LiveWindow
 from .pipeline import NodeReport, Pipeline
 from .transport.base import FrameStream
 from .starttrace import mark
@@ -148,6 +149,8 @@ class NodeCollector:
         # the last report's exclusive CPUs (exclusive_of); "*" before the first: the first every-task scan
         # reads the allowed CPUs of every task outside the pods (a one-sample check finds a pinned intruder)
         self.exclusive = "*"
+        # the last LiveWindow (kubelet's PodResources), shown on the ticks that do not ask
+        self.live: LiveWindow | None = None
 
     @property
     def ticks(self) -> int:
@@ -158,6 +161,7 @@ class NodeCollector:
         self.pipeline.reset()
         self.confine = None  # a new probe: asked again once the first report is in
         self.exclusive = "*"  # and the CPUs exclusive then are not known yet
+        self.live = None
 
     def _request(self, depth: str) -> str:
         pl = self.pipeline
@@ -199,11 +203,32 @@ class NodeCollector:
         mark("first frame")
         report = self.pipeline.feed(frame, read=took, window_from=window_from)
         mark("first report")
+        report = await self._kubelet_live(report, depth)
         if self.confine is None:
             self.confine = confine_to(report.snapshot)
         self.exclusive = exclusive_of(report.snapshot)
         if self.pipeline.topology_changed:
             self.pipeline.ticks = 0  # CPUs went on/offline: the next tick re-reads the topology
+        return report
+
+    async def _kubelet_live(self, report: NodeReport, depth: str) -> NodeReport:
+        """kubelet's PodResources view with the ticks that read the cgroups in detail ("c": every one of
+        `snapshot`, every 5th of the live view): the report of a tick that does not ask shows the last."""
+        ask = getattr(self.transport, "podresources", None)
+        if ask is None:  # a transport of a test's own, with no node behind it
+            return report
+        if "c" not in depth.partition(" ")[0] and self.live is not None:
+            return report.with_live(self.live)
+        from .podresources import LiveView, node_socket
+
+        root_dir = report.snapshot.kubelet.root_dir
+        path = node_socket(root_dir)
+        if path is None:
+            view = LiveView(root_dir, error=f"--root-dir {root_dir!r} climbs (not absolute, or '..'): its socket is not asked")
+        else:
+            view = await ask(path, max(0.5, min(3.0, self.opts.frame_timeout)))
+        report = self.pipeline.add_live(report, view)
+        self.live = report.live
         return report
 
     async def close(self) -> None:

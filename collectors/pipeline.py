@@ -12,11 +12,12 @@ import time
 from dataclasses import dataclass
 
 from .errors import ProbeFailed, Problem
-from .findings import Finding, evaluate, evaluate_api, ordered, worst
-from .findings.base import API_CODES
+from .findings import Finding, evaluate, evaluate_api, evaluate_live, ordered, worst
+from .findings.base import API_CODES, LIVE_CODES
 from .frames import Frame, FrameStore
 from .model import NodeSnapshot, Severity
 from .assemble import Assembler
+from .assemble.live import LiveRound, LiveWindow, compare
 from .kube import ApiWindow
 from .rates import Rates, compute
 
@@ -49,6 +50,7 @@ class NodeReport:
     findings: tuple[Finding, ...]
     timings: Timings = Timings()
     api: ApiWindow | None = None  # what the Kubernetes API said of the node (--kube, node/NAME), else None
+    live: LiveWindow | None = None  # kubelet's PodResources API, this tick's round and the one before; None: not asked
 
     def with_api(self, api: ApiWindow | None) -> NodeReport:
         """This report with what the API said of the node: its findings are the node's own and those of the
@@ -58,6 +60,13 @@ class NodeReport:
         own = [f for f in self.findings if f.code not in API_CODES]
         found = own + evaluate_api(self.snapshot, self.rates, api)
         return dataclasses.replace(self, findings=tuple(ordered(found)), api=api)
+
+    def with_live(self, live: LiveWindow | None) -> NodeReport:
+        """This report with kubelet's live view: its findings are the node's own, the API checks' and those of
+        the checks over `live` (none when kubelet was not asked)."""
+        own = [f for f in self.findings if f.code not in LIVE_CODES]
+        return dataclasses.replace(self, findings=tuple(ordered(own + evaluate_live(self.snapshot, self.rates, live))),
+                                   live=live)
 
     @property
     def node(self) -> str:
@@ -79,6 +88,8 @@ class NodeReport:
         from .jsonout import api_json, enrich, to_json
 
         o = to_json(self.snapshot, self.rates, self.findings)
+        if self.live is not None:
+            o["podresources"] = self.live.to_json()
         if api_pods is None and self.api is not None:
             api_pods = self.api.now.pods
         if api_pods:
@@ -123,6 +134,7 @@ class Pipeline:
         self.prev_t: float | None = None
         self.prev_rates: Rates | None = None  # counters read at a slower cadence keep their last rate
         self.probe_cpu: float | None = None  # the probe's CPU total at the previous frame (this connection)
+        self.live_prev: LiveRound | None = None  # kubelet's live view at the previous asking (this connection)
 
     def reset(self) -> None:
         """A new connection: everything is read again, and no rate spans the gap."""
@@ -131,6 +143,7 @@ class Pipeline:
         self.want_names = True
         self.want_static = False
         self.prev = self.prev_t = self.prev_rates = self.probe_cpu = None
+        self.live_prev = None
 
     @property
     def static(self) -> Frame | None:
@@ -169,6 +182,15 @@ class Pipeline:
         findings = tuple(evaluate(snap, rates))
         return NodeReport(self.target, self.name, time.time() if t is None else t, snap, rates, findings,
                           self._timings(frame, read, time.perf_counter() - t0))
+
+    def add_live(self, report: NodeReport, view, t: float | None = None) -> NodeReport:
+        """The tick's report with kubelet's answer (a podresources.LiveView) compared with its snapshot, over
+        this round and the one before. An answer that could not be had breaks the window: a disagreement
+        must hold over two rounds in a row."""
+        now = LiveRound(view, time.monotonic() if t is None else t, compare(view, report.snapshot))
+        before = self.live_prev if self.live_prev is not None and not self.live_prev.view.error else None
+        self.live_prev = now
+        return report.with_live(LiveWindow(now, before))
 
     def _timings(self, frame: Frame, read: float | None, build: float) -> Timings:
         """The tick's timings, with the probe's own CPU when the frame says it ("I probe_cpu <s> <source>")."""

@@ -7,9 +7,16 @@ gRPC comes from grpcio; the few messages are decoded here from the protobuf wire
 of kubelet's api.proto, quoted below): no generated stubs, no protobuf runtime. What cannot be reached
 (no socket, not root, grpcio absent, kubelet not answering within the deadline) is said in `error`,
 never raised: the live view is a second opinion, the node's files stay the first.
+
+Under --root the socket is found inside the root only: the path is walked one component at a time from a
+descriptor of the root, each symlink resolved as the node would resolve it (an absolute target from the
+root), and one that climbs out of the root is refused. gRPC then connects through /proc/self/fd/N of the
+socket found, so nothing can swap the path between the walk and the connect (and a deep --root never
+overflows a unix socket address's 108 bytes). Over SSH the socket is forwarded (transport/ssh.py).
 """
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from dataclasses import dataclass, field
@@ -43,7 +50,8 @@ class LivePod:
 
 @dataclass(frozen=True, slots=True)
 class LiveView:
-    """What kubelet says in memory now; `error` set: it could not be asked (the rest is empty)."""
+    """What kubelet says in memory now; `error` set: it could not be asked (the rest is empty). `socket`: the
+    socket's path on the node (under --root: without the prefix)."""
 
     socket: str
     pods: tuple[LivePod, ...] = ()
@@ -155,39 +163,120 @@ def decode_allocatable(buf: bytes) -> tuple[frozenset[int], tuple[Device, ...]]:
 
 
 def socket_path(root_dir: str, fs_root: str = "/") -> str:
-    """kubelet's socket under its root-dir, as seen from a tree mounted at fs_root (--root)."""
+    """kubelet's socket under its root-dir, as seen from a tree mounted at fs_root (--root). Only for a
+    path one trusts: open_in_root() is the confined way to reach it under a root."""
     return os.path.join(fs_root, root_dir.lstrip("/"), SOCKET)
 
 
-def _unreachable(path: str) -> str | None:
-    """Why the socket cannot be asked, or None."""
+def node_socket(root_dir: str) -> str | None:
+    """The socket's path on the node for kubelet's --root-dir; None when that climbs (not absolute, or '..')."""
+    if not root_dir.startswith("/") or ".." in root_dir.split("/"):
+        return None
+    return os.path.join(root_dir, SOCKET)
+
+
+class Refused(ValueError):
+    """The path leads out of the root (or loops): not followed."""
+
+
+_MAX_LINKS = 40  # as the kernel's path walk (ELOOP)
+
+
+def open_in_root(root: str, path: str) -> int:
+    """An O_PATH descriptor of `path` (a node path) found inside the tree at `root`, every symlink on the
+    way resolved inside it: an absolute target from the root, '..' never above it (Refused). OSError as
+    the kernel says it (FileNotFoundError, PermissionError)."""
+    fd = os.open(root, os.O_PATH | os.O_DIRECTORY)
     try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return f"{path}: no such socket (kubelet not running here, or its root-dir not mounted)"
-    except PermissionError:
-        return f"{path}: not readable by this user (kubelet's socket is root's: run pinscope as root)"
-    except OSError as err:
-        return f"{path}: {err.strerror}"
+        return _walk(fd, path)
+    finally:
+        os.close(fd)
+
+
+def _walk(root_fd: int, path: str) -> int:
+    """open_in_root's walk: a stack of descriptors from the root (dirs[0]); returns the last one opened."""
+    dirs = [root_fd]
+    todo = [p for p in path.split("/") if p not in ("", ".")]
+    links = 0
+    try:
+        while todo:
+            name = todo.pop(0)
+            if name == "..":
+                if len(dirs) == 1:
+                    raise Refused(f"{path}: climbs out of the root through '..'")
+                os.close(dirs.pop())
+                continue
+            st = os.stat(name, dir_fd=dirs[-1], follow_symlinks=False)
+            if stat.S_ISLNK(st.st_mode):
+                links += 1
+                if links > _MAX_LINKS:
+                    raise Refused(f"{path}: more than {_MAX_LINKS} symlinks (a loop)")
+                target = os.readlink(name, dir_fd=dirs[-1])
+                if target.startswith("/"):  # the node's absolute path: from the root again
+                    while len(dirs) > 1:
+                        os.close(dirs.pop())
+                todo[:0] = [p for p in target.split("/") if p not in ("", ".")]
+                continue
+            if todo and not stat.S_ISDIR(st.st_mode):
+                raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), name)
+            dirs.append(os.open(name, os.O_PATH | os.O_NOFOLLOW | (os.O_DIRECTORY if todo else 0), dir_fd=dirs[-1]))
+        if len(dirs) == 1:
+            raise Refused(f"{path}: the root itself")
+        return dirs.pop()
+    finally:
+        for d in dirs[1:]:
+            os.close(d)
+
+
+_AS_ROOT = "kubelet's socket is root's: run pinscope as root"
+
+
+def _why_not(fd: int, shown: str) -> str | None:
+    """Why the socket behind `fd` cannot be asked, or None."""
+    st = os.fstat(fd)
     if not stat.S_ISSOCK(st.st_mode):
-        return f"{path}: not a socket"
-    if not os.access(path, os.R_OK | os.W_OK):
-        return f"{path}: not writable by this user (kubelet's socket is root's: run pinscope as root)"
+        return f"{shown}: not a socket"
+    if not os.access(f"/proc/self/fd/{fd}", os.R_OK | os.W_OK):
+        return f"{shown}: not writable by this user ({_AS_ROOT})"
     return None
 
 
+def read_live_in_root(root: str, path: str, timeout: float = 3.0) -> LiveView:
+    """Ask kubelet on its socket at node path `path` inside the tree at `root` ("/": this machine)."""
+    try:
+        fd = open_in_root(root, path)
+    except Refused as err:
+        return LiveView(path, error=f"{err}: refused (under --root only paths inside the root are followed)")
+    except FileNotFoundError:
+        return LiveView(path, error=f"{path}: no such socket (kubelet not running here, or its root-dir not mounted)")
+    except PermissionError:
+        return LiveView(path, error=f"{path}: not reachable by this user ({_AS_ROOT})")
+    except OSError as err:
+        return LiveView(path, error=f"{path}: {err.strerror}")
+    try:
+        why = _why_not(fd, path)
+        if why:
+            return LiveView(path, error=why)
+        return ask(f"unix:/proc/self/fd/{fd}", path, timeout)
+    finally:
+        os.close(fd)
+
+
 def read_live(path: str, timeout: float = 3.0) -> LiveView:
-    """Ask kubelet (List, then GetAllocatableResources) on the socket at `path`, each call within `timeout`."""
-    why = _unreachable(path)
-    if why:
-        return LiveView(path, error=why)
+    """Ask kubelet on the socket at `path` on this machine (every symlink followed)."""
+    return read_live_in_root("/", os.path.abspath(path), timeout)
+
+
+def ask(address: str, shown: str, timeout: float = 3.0) -> LiveView:
+    """List, then GetAllocatableResources, on a gRPC `address` (unix:PATH), each within `timeout`; `shown`:
+    the socket's path on the node, as the view says it."""
     try:
         import grpc  # type: ignore[import-untyped]
     except ImportError:
-        return LiveView(path, error="grpcio is not installed: kubelet's PodResources API was not asked")
+        return LiveView(shown, error="grpcio is not installed: kubelet's PodResources API was not asked")
     opts = [("grpc.max_receive_message_length", MAX_MESSAGE), ("grpc.enable_http_proxy", 0)]
     try:
-        with grpc.insecure_channel(f"unix://{os.path.abspath(path)}", options=opts) as ch:
+        with grpc.insecure_channel(address, options=opts) as ch:
             def call(method: str) -> bytes:
                 rpc = ch.unary_unary(SERVICE + method, request_serializer=lambda _: b"", response_deserializer=bytes)
                 return rpc(None, timeout=timeout)
@@ -196,50 +285,15 @@ def read_live(path: str, timeout: float = 3.0) -> LiveView:
             try:
                 cpus, devices = decode_allocatable(call("GetAllocatableResources"))
             except grpc.RpcError as err:  # GA in 1.28; an older kubelet answers List only
-                return LiveView(path, pods, notes=[f"GetAllocatableResources: {err.code().name}: {err.details()}"])
+                return LiveView(shown, pods, notes=[f"GetAllocatableResources: {err.code().name}: {err.details()}"])
     except grpc.RpcError as err:
-        return LiveView(path, error=f"kubelet's PodResources API: {err.code().name}: {err.details()}")
+        return LiveView(shown, error=f"kubelet's PodResources API: {err.code().name}: {err.details()}")
     except WireError as err:
-        return LiveView(path, error=f"kubelet's PodResources answer not understood: {err}")
-    return LiveView(path, pods, cpus, devices)
+        return LiveView(shown, error=f"kubelet's PodResources answer not understood: {err}")
+    return LiveView(shown, pods, cpus, devices)
 
 
 def fmt(cpus) -> str:
     from .parse.cpuset import format_cpuset
 
     return format_cpuset(cpus) or "none"
-
-
-def disagreements(view: LiveView, snap) -> list[str]:
-    """Where kubelet's memory (PodResources) and its checkpoint (cpu_manager_state) name different exclusive
-    CPUs for a container, each with the kernel's cpuset of it: the three values, one line per container.
-    Only pods both name (a pod pinscope could not name is not compared), and only running containers on the
-    checkpoint's side: kubelet keeps an exited init container's entry there (its CPUs are reused), while
-    List has the pod's app containers only."""
-    if view.error or snap.state is None:
-        return []
-    live = view.exclusive()
-    live_pods = {(p.namespace, p.name) for p in view.pods}
-    out = []
-    for p in snap.pods:
-        if not p.namespace or not p.name or (p.namespace, p.name) not in live_pods:
-            continue
-        for c in p.containers:
-            key = (p.namespace, p.name, c.name or "")
-            running = c.cgroup is not None
-            a, b = live.get(key, frozenset()), c.assigned or frozenset()
-            if a == b or (not a and not running):
-                continue
-            k = c.cgroup.cpus_effective if c.cgroup is not None else None
-            out.append(f"{'/'.join(key)}: kubelet's memory (PodResources) {fmt(a)}, its checkpoint {fmt(b)}, "
-                       f"the kernel's cpuset {'not read' if k is None else fmt(k)}")
-    return out
-
-
-def summary(view: LiveView, snap) -> dict:
-    """The live view as `pinscope fit --json` gives it."""
-    if view.error:
-        return {"socket": view.socket, "error": view.error}
-    return {"socket": view.socket, "error": None, "allocatable_cpus": fmt(view.allocatable_cpus),
-            "pods": len(view.pods), "exclusive": {"/".join(k): fmt(v) for k, v in sorted(view.exclusive().items())},
-            "disagreements": disagreements(view, snap), "notes": list(view.notes)}

@@ -49,7 +49,8 @@ class Check:
     name: str
     codes: tuple[str, ...]
     needs: str  # probe depth letters the check's data comes from ("g" grid, "a" every task, "i" IRQs, "r" rates);
-    # "k": the Kubernetes API's answer (ctx.api), run only when there is one (evaluate_api)
+    # "k": the Kubernetes API's answer (ctx.api), run only when there is one (evaluate_api); "l": kubelet's live
+    # view (ctx.live, its PodResources API over two rounds), run only when it was asked (evaluate_live)
     fn: Callable[["Context"], Iterable[Finding]]
     reads: tuple[str, ...] = ()  # node inputs (INPUTS) it judges by: not run when one was not read
 
@@ -64,6 +65,7 @@ INPUTS = {"assignment": "kubelet's CPU assignment (cpu_manager_state)",
 
 CODES: dict[str, tuple[str, str, str]] = {}  # code -> (severity, meaning, fix), in registration order
 API_CODES: set[str] = set()  # the codes of the checks on the Kubernetes API's answer (needs "k")
+LIVE_CODES: set[str] = set()  # the codes of the checks on kubelet's live view (needs "l")
 _CODE: dict[str, Code] = {}
 REGISTRY: list[Check] = []
 
@@ -80,6 +82,8 @@ def check(codes: dict[str, tuple[str, str, str]], needs: str = "g", reads: tuple
         REGISTRY.append(Check(fn.__name__, tuple(codes), needs, fn, tuple(reads)))
         if "k" in needs:
             API_CODES.update(codes)
+        if "l" in needs:
+            LIVE_CODES.update(codes)
         return fn
 
     return deco
@@ -110,10 +114,11 @@ def who(pod, cname) -> str:
 class Context:
     """What several checks derive from one snapshot, computed once per evaluation (lazily)."""
 
-    def __init__(self, snap: NodeSnapshot, rates=None, api=None) -> None:
+    def __init__(self, snap: NodeSnapshot, rates=None, api=None, live=None) -> None:
         self.snap = snap
         self.rates = rates
         self.api = api  # collectors.kube.ApiWindow: the API's last two rounds for this node, or None
+        self.live = live  # collectors.assemble.live.LiveWindow: kubelet's PodResources, last two rounds, or None
         self.k = snap.kubelet
         self.st = snap.state
         self.topo = snap.topology
@@ -210,8 +215,9 @@ class Context:
 
 def evaluate(snap: NodeSnapshot, rates=None) -> list[Finding]:
     """Every registered check on the node's own files over one snapshot, worst first (a stable order: code,
-    CPUs, pod, container). The checks on the Kubernetes API's answer are evaluate_api's."""
-    return _run(Context(snap, rates), [c for c in REGISTRY if "k" not in c.needs])
+    CPUs, pod, container). The checks on the Kubernetes API's answer are evaluate_api's, those on kubelet's
+    live view evaluate_live's."""
+    return _run(Context(snap, rates), [c for c in REGISTRY if "k" not in c.needs and "l" not in c.needs])
 
 
 def evaluate_api(snap: NodeSnapshot, rates, api) -> list[Finding]:
@@ -220,6 +226,13 @@ def evaluate_api(snap: NodeSnapshot, rates, api) -> list[Finding]:
     if api is None:
         return []
     return _run(Context(snap, rates, api), [c for c in REGISTRY if "k" in c.needs])
+
+
+def evaluate_live(snap: NodeSnapshot, rates, live) -> list[Finding]:
+    """The checks on kubelet's live view (a LiveWindow). Not asked: none is run."""
+    if live is None:
+        return []
+    return _run(Context(snap, rates, live=live), [c for c in REGISTRY if "l" in c.needs])
 
 
 def _run(ctx: Context, checks: list[Check]) -> list[Finding]:

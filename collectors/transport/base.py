@@ -145,6 +145,15 @@ class FrameStream:
             raise ProbeFailed(refused)
         return frame
 
+    async def podresources(self, path: str, timeout: float):
+        """kubelet's PodResources API on its socket at node path `path` (a podresources.LiveView); a transport
+        that cannot reach a unix socket on the node says so in the view's `error`."""
+        from ..podresources import LiveView
+
+        return LiveView(path, error=f"{path}: kubelet's socket is not reached {self.podresources_not}")
+
+    podresources_not = "through this transport"
+
     def stuck_on(self) -> str | None:
         """The file the probe was at when a frame did not come: the last path that arrived of it (awk
         writes in blocks, so the probe may be a few files further), None when nothing arrived."""

@@ -262,6 +262,10 @@ def _running(pod: dict) -> bool:
 class KubeTransport(FrameStream):
     """One node through the API: a pod (the exporter's, or our debug pod) and one exec session in it."""
 
+    # an exec stream carries the probe's bytes, not a connection to a unix socket
+    podresources_not = ("through the Kubernetes API (node/NAME): an exec stream carries no socket connection; "
+                        "pinscope run on the node as root (local, the exporter DaemonSet) or over SSH as root asks it")
+
     def __init__(self, target: str, *, context: str | None = None, kubeconfig: str | None = None,
                  namespace: str = DEFAULT_NAMESPACE, image: str = DEFAULT_IMAGE,
                  lifetime: int = DEFAULT_LIFETIME, start_timeout: float = 120.0,

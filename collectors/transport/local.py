@@ -149,6 +149,12 @@ class LocalTransport(FrameStream):
             await self._read_frame()  # another first request than foreseen: that frame is dropped
         return await super()._request(req)
 
+    async def podresources(self, path: str, timeout: float):
+        """kubelet's socket at node path `path`, found inside --root (podresources.read_live_in_root)."""
+        from ..podresources import read_live_in_root
+
+        return await asyncio.to_thread(read_live_in_root, self.root or "/", path, timeout)
+
     async def close(self) -> None:
         """An idle probe is asked to quit; one in the middle of a frame (a deadline passed) only loses its
         stdin, and its forwarder kills its process group. Then the group is killed here whatever is left

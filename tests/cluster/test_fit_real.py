@@ -26,6 +26,7 @@ from pathlib import Path
 from cluster.pytest_cluster import Cluster
 
 from pinscope.collectors import podresources as pr
+from pinscope.collectors.assemble.live import compare
 from pinscope.collectors.collect import Options, snapshot
 from pinscope.collectors.fit.predict import FitAnswer, predict
 
@@ -116,7 +117,9 @@ def _live_agrees(c: Cluster, name: str, given: set[int]) -> None:
     online = _cpus(Path("/sys/devices/system/cpu/online").read_text())
     assert view.allocatable_cpus == online - _cpus(m.group(1)), view.allocatable_cpus
     rep = asyncio.run(snapshot("local", Options(), samples=1, interval=1.0, timeout=60))
-    assert pr.disagreements(view, rep.snapshot) == []
+    assert compare(view, rep.snapshot) == ()
+    live = rep.to_json()["podresources"]  # asked by the snapshot itself, as every tick that reads cgroups does
+    assert live["asked"] and live["disagreements"] == [], live
     print(f"kubelet {c.version}: PodResources List {sorted(view.exclusive().get(('default', name, 'app'), ()))}, "
           f"allocatable {sorted(view.allocatable_cpus)}")
 

@@ -100,13 +100,15 @@ NOT_AS_ROOT = {"READ_PARTIAL"}  # root reads every file: test_read_partial_is_no
 
 def test_every_code_has_a_case():
     from pinscope.collectors.findings.base import API_CODES  # the API's: tests/collectors/test_findings_api.py
+    from pinscope.collectors.findings.base import LIVE_CODES  # kubelet's socket's: collectors/test_podresources_live.py
 
     # CHECK_FAILED: no node makes it (a check's own defect): test_a_check_that_raises_is_said_and_the_rest_stands
     # the latency-readiness codes need node files NodeSpec does not write: each is tested both ways in
     # tests/collectors/test_readiness_findings.py
     from test_readiness_findings import READINESS
 
-    assert set(CASES) | ALWAYS_INFO | NOT_AS_ROOT | API_CODES | READINESS | {"CHECK_FAILED"} == set(CODES)
+    assert set(CASES) | ALWAYS_INFO | NOT_AS_ROOT | API_CODES | LIVE_CODES | READINESS | {"CHECK_FAILED"} == set(CODES)
+    assert LIVE_CODES == {"PODRESOURCES_DISAGREES"}
     assert API_CODES == {"ADMISSION_REJECTED", "ALLOCATABLE_FRACTIONAL", "KUBELET_PINNING_ERRORS"}
 
 

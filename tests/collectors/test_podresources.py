@@ -15,6 +15,7 @@ import pytest
 from helpers import need, read_sim
 
 from pinscope.collectors import podresources as pr
+from pinscope.collectors.assemble.live import compare
 from pinscope.collectors.sim.demo import demo_specs
 
 # GetAllocatableResources as kubelet v1.37.2 answered it on tests/cluster's node (2 CPUs, reservedSystemCPUs
@@ -159,10 +160,12 @@ def _live_from(snap) -> pr.LiveView:
     return pr.LiveView("/x", pods)
 
 
-def test_memory_and_checkpoint_agreeing_say_nothing(trading):
+def test_memory_and_checkpoint_agreeing_say_nothing_but_the_kernels_drift(trading):
     # matcher-7d9f's init-tune has an entry in the checkpoint (4-5,52-53) and no cgroup: spared
     assert any(c.name == "init-tune" and c.assigned and c.cgroup is None for p in trading.pods for c in p.containers)
-    assert pr.disagreements(_live_from(trading), trading) == []
+    # the demo's gateway-5f/fix-gw runs on CPUs another writer gave it (STATE_CGROUP_DRIFT): the one entry
+    (d,) = compare(_live_from(trading), trading)
+    assert (d.pod, d.container, d.values()) == ("gateway-5f", "fix-gw", ("28,76", "28,76", "28-29,76-77"))
 
 
 def test_a_disagreement_gives_memory_checkpoint_and_kernel(trading):
@@ -170,8 +173,16 @@ def test_a_disagreement_gives_memory_checkpoint_and_kernel(trading):
     pods = tuple(dataclasses.replace(p, containers=tuple(
         dataclasses.replace(c, cpus=frozenset({2, 3})) if c.name == "feed" else c for c in p.containers))
         for p in live.pods)
-    (line,) = pr.disagreements(dataclasses.replace(live, pods=pods), trading)
-    assert line == ("trading/md-feed-0/feed: kubelet's memory (PodResources) 2-3, its checkpoint 2-3,50-51, "
-                    "the kernel's cpuset 2-3,50-51")
-    assert pr.summary(dataclasses.replace(live, pods=pods), trading)["disagreements"] == [line]
-    assert pr.summary(pr.LiveView("/x", error="gone"), trading) == {"socket": "/x", "error": "gone"}
+    (d,) = [d for d in compare(dataclasses.replace(live, pods=pods), trading) if d.container != "fix-gw"]
+    assert (d.namespace, d.pod, d.container, d.what) == ("trading", "md-feed-0", "feed", "cpus")
+    assert d.values() == ("2-3", "2-3,50-51", "2-3,50-51")
+
+
+def test_a_pod_level_container_is_not_compared_with_its_checkpoint_entry(trading):
+    """kubelet lists a container of a pod with pod-level CPUs that has none of its own with no CPUs (it is said
+    at the pod level: cm/container_manager_linux.go GetCPUs), while its checkpoint names the pod's CPUs."""
+    live = _live_from(trading)
+    pods = tuple(dataclasses.replace(p, cpus=frozenset({2, 3, 50, 51}), containers=tuple(
+        dataclasses.replace(c, cpus=frozenset()) if c.name == "feed" else c for c in p.containers))
+        if p.name == "md-feed-0" else p for p in live.pods)
+    assert [d.container for d in compare(dataclasses.replace(live, pods=pods), trading)] == ["fix-gw"]
