@@ -204,68 +204,98 @@ def build_parser(cmd: str) -> argparse.ArgumentParser:
     if not cmd:  # `pinscope --help`: what pinscope is, its commands, then the live view's usage and options
         p.lead = f"{ABOUT}\n\n{COMMAND_HELP}"
     p.add_argument("--version", action="version", version=f"pinscope {_version()}")
-    if cmd in ("snapshot", "check"):
-        if cmd == "check":
-            p.description = f"{CHECK_ABOUT}\n{_codes_text()}"
-            p.epilog = CHECK_EXIT
-        else:
-            p.description = "What each node's CPUs are doing: topology, roles, owners, load, pods; as text or --json."
-        _common(p, NO_TARGET)
-        p.add_argument("--json", action="store_true", help="one JSON object (a list with several targets)")
-        p.add_argument("--samples", type=_positive(int), default=1, help="samples to take; rates need 2 (default 1)")
-        p.add_argument("--timeout", type=_positive(), default=30.0,
-                       help="seconds for the whole run of one target, connecting and every sample (default 30); "
-                            "a target not done by then is said, with the file its probe was at, as unread")
-        p.add_argument("--replay", metavar="FILE", help="read the nodes from a recording instead")
-        p.add_argument("--at", metavar="TIME", help="with --replay: ISO time, HH:MM[:SS], epoch or -5m (default: the end)")
-    elif cmd == "fit":
-        _common(p)
-        p.add_argument("--cpus", type=_positive(int), required=True, metavar="N", help="the container's CPUs (a whole number)")
-        p.add_argument("--memory", metavar="SIZE", help="its memory (512Mi, 4Gi): said as not predicted yet")
-        p.add_argument("--json", action="store_true", help="one JSON object (a list with several targets)")
-        p.add_argument("--timeout", type=_positive(), default=30.0, help="seconds to read one target (default 30)")
-    elif cmd == "exporter":
-        _common(p)
-        p.set_defaults(interval=15.0)
-        p.add_argument("--listen", required=True, metavar="ADDR:PORT", help="serve /metrics here (:9847 for every address)")
-        p.add_argument("--node-name", metavar="NAME", help="the node label of a 'local' target (a DaemonSet passes spec.nodeName)")
-    elif cmd == "gc":
-        p.description = ("Delete pinscope's debug pods that no live session holds (ended, or whose heartbeat stopped), "
-                         "and say of each what was done and why.")
-        _kube_api(p)
-        p.add_argument("--dry-run", action="store_true", help="say what would be done, delete nothing")
-    elif cmd == "demo":
-        _sampling(p)
-        _theme(p)
-        p.add_argument("--record", metavar="FILE", help="append every frame of every node to FILE, compressed")
-    elif cmd == "serve":
-        p.usage = "pinscope serve [--host HOST] [--port PORT] [--public-url URL] [options] -- ARGS..."
-        p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
-        p.add_argument("--port", type=_port, default=8000, help="default 8000")
-        p.add_argument("--public-url", metavar="URL", help="the URL browsers use, when behind a reverse proxy")
-        p.add_argument("--token", help="the token the URL must carry (default: $PINSCOPE_SERVE_TOKEN, else a "
-                       "random one per run, printed); the environment variable keeps it out of `ps`")
-        p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
-                       help="also answer to this Host name (default: the listen address and the loopback names)")
-        p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
-                       help="also accept websockets from pages of this origin (https://wall.example:443)")
-        p.add_argument("--read-only", action=argparse.BooleanOptionalAction, default=None,
-                       help="sessions write no files here (s/e refused); the default unless --host is loopback")
-        p.add_argument("--certfile", metavar="PEM", help="serve https with this certificate chain (with --keyfile)")
-        p.add_argument("--keyfile", metavar="PEM", help="the certificate's private key")
-        p.add_argument("args", nargs="*", metavar="ARGS", help="pinscope's own arguments: demo, --inventory F, TARGET...")
-    elif cmd == "replay":
-        p.add_argument("file", metavar="FILE")
-        p.add_argument("--speed", type=_positive(), default=1.0)
-        p.add_argument("--at", metavar="TIME", help="start at this time (ISO, HH:MM[:SS], epoch, -5m)")
-        _theme(p)
-    else:
-        _common(p, "none: refused (a live view of this machine is 'pinscope local'; try 'pinscope demo')")
-        _theme(p)
-        p.add_argument("--record", metavar="FILE", help="append every frame of every node to FILE, compressed")
-        p.add_argument("--prometheus", metavar="URL", help="the fleet overview from this Prometheus (pinscope exporter's metrics); "
-                       "--selector then takes label matchers, --host-template/--kube-user say how Enter reaches a node")
+    _OPTIONS.get(cmd, _live_options)(p)
     return p
+
+
+def _snapshot_options(p: argparse.ArgumentParser) -> None:
+    p.description = "What each node's CPUs are doing: topology, roles, owners, load, pods; as text or --json."
+    _report_options(p)
+
+
+def _check_options(p: argparse.ArgumentParser) -> None:
+    p.description = f"{CHECK_ABOUT}\n{_codes_text()}"
+    p.epilog = CHECK_EXIT
+    _report_options(p)
+
+
+def _report_options(p: argparse.ArgumentParser) -> None:
+    """snapshot's and check's: a report of each node, read once or sampled, or read from a recording."""
+    _common(p, NO_TARGET)
+    p.add_argument("--json", action="store_true", help="one JSON object (a list with several targets)")
+    p.add_argument("--samples", type=_positive(int), default=1, help="samples to take; rates need 2 (default 1)")
+    p.add_argument("--timeout", type=_positive(), default=30.0,
+                   help="seconds for the whole run of one target, connecting and every sample (default 30); "
+                        "a target not done by then is said, with the file its probe was at, as unread")
+    p.add_argument("--replay", metavar="FILE", help="read the nodes from a recording instead")
+    p.add_argument("--at", metavar="TIME", help="with --replay: ISO time, HH:MM[:SS], epoch or -5m (default: the end)")
+
+
+def _fit_options(p: argparse.ArgumentParser) -> None:
+    _common(p)
+    p.add_argument("--cpus", type=_positive(int), required=True, metavar="N", help="the container's CPUs (a whole number)")
+    p.add_argument("--memory", metavar="SIZE", help="its memory (512Mi, 4Gi): said as not predicted yet")
+    p.add_argument("--json", action="store_true", help="one JSON object (a list with several targets)")
+    p.add_argument("--timeout", type=_positive(), default=30.0, help="seconds to read one target (default 30)")
+
+
+def _exporter_options(p: argparse.ArgumentParser) -> None:
+    _common(p)
+    p.set_defaults(interval=15.0)
+    p.add_argument("--listen", required=True, metavar="ADDR:PORT", help="serve /metrics here (:9847 for every address)")
+    p.add_argument("--node-name", metavar="NAME", help="the node label of a 'local' target (a DaemonSet passes spec.nodeName)")
+
+
+def _gc_options(p: argparse.ArgumentParser) -> None:
+    p.description = ("Delete pinscope's debug pods that no live session holds (ended, or whose heartbeat stopped), "
+                     "and say of each what was done and why.")
+    _kube_api(p)
+    p.add_argument("--dry-run", action="store_true", help="say what would be done, delete nothing")
+
+
+def _demo_options(p: argparse.ArgumentParser) -> None:
+    _sampling(p)
+    _theme(p)
+    p.add_argument("--record", metavar="FILE", help="append every frame of every node to FILE, compressed")
+
+
+def _serve_options(p: argparse.ArgumentParser) -> None:
+    p.usage = "pinscope serve [--host HOST] [--port PORT] [--public-url URL] [options] -- ARGS..."
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=_port, default=8000, help="default 8000")
+    p.add_argument("--public-url", metavar="URL", help="the URL browsers use, when behind a reverse proxy")
+    p.add_argument("--token", help="the token the URL must carry (default: $PINSCOPE_SERVE_TOKEN, else a "
+                   "random one per run, printed); the environment variable keeps it out of `ps`")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME",
+                   help="also answer to this Host name (default: the listen address and the loopback names)")
+    p.add_argument("--allow-origin", action="append", default=[], metavar="ORIGIN",
+                   help="also accept websockets from pages of this origin (https://wall.example:443)")
+    p.add_argument("--read-only", action=argparse.BooleanOptionalAction, default=None,
+                   help="sessions write no files here (s/e refused); the default unless --host is loopback")
+    p.add_argument("--certfile", metavar="PEM", help="serve https with this certificate chain (with --keyfile)")
+    p.add_argument("--keyfile", metavar="PEM", help="the certificate's private key")
+    p.add_argument("args", nargs="*", metavar="ARGS", help="pinscope's own arguments: demo, --inventory F, TARGET...")
+
+
+def _replay_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--speed", type=_positive(), default=1.0)
+    p.add_argument("--at", metavar="TIME", help="start at this time (ISO, HH:MM[:SS], epoch, -5m)")
+    _theme(p)
+
+
+def _live_options(p: argparse.ArgumentParser) -> None:
+    """The live view's (`pinscope TARGET...`, no command word)."""
+    _common(p, "none: refused (a live view of this machine is 'pinscope local'; try 'pinscope demo')")
+    _theme(p)
+    p.add_argument("--record", metavar="FILE", help="append every frame of every node to FILE, compressed")
+    p.add_argument("--prometheus", metavar="URL", help="the fleet overview from this Prometheus (pinscope exporter's metrics); "
+                   "--selector then takes label matchers, --host-template/--kube-user say how Enter reaches a node")
+
+
+# each command's options (build_parser); the live view's where no command word is given
+_OPTIONS = {"snapshot": _snapshot_options, "check": _check_options, "fit": _fit_options, "exporter": _exporter_options,
+            "gc": _gc_options, "demo": _demo_options, "serve": _serve_options, "replay": _replay_options}
 
 
 def _opts(a) -> Options:
@@ -311,22 +341,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None = None) -> int:
-    argv = _command_first(list(sys.argv[1:] if argv is None else argv))
-    cmd = argv[0] if argv and argv[0] in COMMANDS else ""
-    if cmd:
-        argv = argv[1:]
-    served: list[str] = []
-    if cmd == "serve" and "--" in argv:  # everything after -- is pinscope's own command line, untouched
-        i = argv.index("--")
-        argv, served = argv[:i], argv[i + 1:]
-    parser = build_parser(cmd)
-    a = parser.parse_args(argv)
-    if getattr(a, "runq_wait_ms", None) is not None:
-        set_thresholds(Thresholds(a.runq_wait_ms, a.noise_pct, a.intruder_pct))
-    if getattr(a, "fit_cpus", None) is not None:
-        from pinscope.collectors.findings.fit import set_fit_cpus
-
-        set_fit_cpus(a.fit_cpus)
+    cmd, a, served = _parse(list(sys.argv[1:] if argv is None else argv))
     # before anything connects: words that are no target, a theme that does not exist, a TUI without a terminal
     if why := _refusal(cmd, a):
         _err(why)  # one plain line, as every refusal
@@ -336,66 +351,7 @@ def _main(argv: list[str] | None = None) -> int:
             _err(f"pinscope serve: {why.removeprefix('pinscope: ')}")
             return 2
     try:
-        if cmd == "serve":
-            from pinscope.tui.serve import ServeOptions, serve
-
-            return serve(served or a.args, ServeOptions(
-                a.host, a.port, a.public_url, a.token, tuple(a.allow_host), tuple(a.allow_origin), a.read_only,
-                a.certfile, a.keyfile))
-        if cmd in ("snapshot", "check"):
-            from pinscope.collectors.exitsignals import until_exit_signal
-
-            # SIGTERM/SIGHUP/SIGINT cancel the work: each node closes (a node/NAME debug pod is deleted)
-            rc, sig = asyncio.run(until_exit_signal(_snapshot_cmd(a, check=cmd == "check")))
-            sys.stdout.flush()  # here, where a reader gone (`| head`) is caught below, not at exit (status 120)
-            return 128 + sig if sig else rc or 0
-        if cmd == "fit":
-            from pinscope.collectors.exitsignals import until_exit_signal
-            from pinscope.cli.fit import fit_cmd
-
-            rc, sig = asyncio.run(until_exit_signal(fit_cmd(a)))
-            sys.stdout.flush()
-            return 128 + sig if sig else rc or 0
-        if cmd == "exporter":
-            from pinscope.collectors.exporter.serve import run as run_exporter
-
-            return run_exporter(_targets(a), _opts(a), a.listen, a.interval, a.node_name)
-        if cmd == "gc":
-            from pinscope.collectors.transport.kube import gc
-
-            return gc(a.context, a.kubeconfig, a.namespace, dry_run=a.dry_run)
-        if cmd == "demo":
-            from pinscope.tui.app import run_demo
-
-            return run_demo(theme=a.theme, interval=a.interval, record=a.record)
-        if cmd == "replay":
-            from pinscope.collectors.record import at_time, open_recording
-            from pinscope.tui.replay import ReplayApp
-
-            rec = open_recording(a.file)
-            if not rec.index:
-                _err(f"pinscope: {a.file}: no whole record" + (f" ({rec.problem})" if rec.problem else ""))
-                return 1
-            app = ReplayApp(rec, theme=a.theme, speed=a.speed, at=at_time(rec, a.at) if a.at else None)
-            app.run()
-            return app.return_code or 0
-        if getattr(a, "prometheus", None):
-            from pinscope.tui.promapp import run_prometheus
-
-            return run_prometheus(a.prometheus, a.selector, _opts(a), a.interval, max(5.0, a.interval), a.theme,
-                                  a.host_template, a.kube_user)
-        targets = _targets(a)
-        if not targets:
-            build_parser("").print_usage(sys.stderr)
-            _err("pinscope: give a TARGET ('local', [user@]host[:port] or node/NAME), --inventory or --kube, or try 'pinscope demo'")
-            return 2
-        if targets == ["local"]:  # the probe reads the node while Textual loads (issue 25: first grid)
-            from pinscope.collectors.collect import prestart_local
-
-            prestart_local(_opts(a))
-        from pinscope.tui.app import run_live
-
-        return run_live(targets, _opts(a), interval=a.interval, theme=a.theme, record=a.record, kube=_kube(a))
+        return _run(cmd, a, served)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
@@ -411,6 +367,103 @@ def _main(argv: list[str] | None = None) -> int:
             raise
         _err(f"pinscope: internal error: {type(err).__name__}: {err}")
         return 3
+
+
+def _parse(argv: list[str]) -> tuple[str, argparse.Namespace, list[str]]:
+    """(the command word or "", its parsed options, serve's own command line after `--`); the thresholds and
+    the fit size the options give are set."""
+    argv = _command_first(argv)
+    cmd = argv[0] if argv and argv[0] in COMMANDS else ""
+    if cmd:
+        argv = argv[1:]
+    served: list[str] = []
+    if cmd == "serve" and "--" in argv:  # everything after -- is pinscope's own command line, untouched
+        i = argv.index("--")
+        argv, served = argv[:i], argv[i + 1:]
+    parser = build_parser(cmd)
+    a = parser.parse_args(argv)
+    if getattr(a, "runq_wait_ms", None) is not None:
+        set_thresholds(Thresholds(a.runq_wait_ms, a.noise_pct, a.intruder_pct))
+    if getattr(a, "fit_cpus", None) is not None:
+        from pinscope.collectors.findings.fit import set_fit_cpus
+
+        set_fit_cpus(a.fit_cpus)
+    return cmd, a, served
+
+
+def _run(cmd: str, a, served: list[str]) -> int:
+    """The command, its command line accepted: its exit status."""
+    if cmd == "serve":
+        from pinscope.tui.serve import ServeOptions, serve
+
+        return serve(served or a.args, ServeOptions(
+            a.host, a.port, a.public_url, a.token, tuple(a.allow_host), tuple(a.allow_origin), a.read_only,
+            a.certfile, a.keyfile))
+    if cmd in ("snapshot", "check"):
+        return _until_signal(_snapshot_cmd(a, check=cmd == "check"))
+    if cmd == "fit":
+        from pinscope.cli.fit import fit_cmd
+
+        return _until_signal(fit_cmd(a))
+    if cmd == "exporter":
+        from pinscope.collectors.exporter.serve import run as run_exporter
+
+        return run_exporter(_targets(a), _opts(a), a.listen, a.interval, a.node_name)
+    if cmd == "gc":
+        from pinscope.collectors.transport.kube import gc
+
+        return gc(a.context, a.kubeconfig, a.namespace, dry_run=a.dry_run)
+    if cmd == "demo":
+        from pinscope.tui.app import run_demo
+
+        return run_demo(theme=a.theme, interval=a.interval, record=a.record)
+    if cmd == "replay":
+        return _replay(a)
+    return _live(a)
+
+
+def _until_signal(work) -> int:
+    """A headless command's coroutine, run to its end or to a signal: SIGTERM/SIGHUP/SIGINT cancel the work, and
+    each node closes (a node/NAME debug pod is deleted); 128 + the signal, else the command's status."""
+    from pinscope.collectors.exitsignals import until_exit_signal
+
+    rc, sig = asyncio.run(until_exit_signal(work))
+    sys.stdout.flush()  # here, where a reader gone (`| head`) is caught (_main), not at exit (status 120)
+    return 128 + sig if sig else rc or 0
+
+
+def _replay(a) -> int:
+    from pinscope.collectors.record import at_time, open_recording
+    from pinscope.tui.replay import ReplayApp
+
+    rec = open_recording(a.file)
+    if not rec.index:
+        _err(f"pinscope: {a.file}: no whole record" + (f" ({rec.problem})" if rec.problem else ""))
+        return 1
+    app = ReplayApp(rec, theme=a.theme, speed=a.speed, at=at_time(rec, a.at) if a.at else None)
+    app.run()
+    return app.return_code or 0
+
+
+def _live(a) -> int:
+    """The live view (`pinscope TARGET...`), or with --prometheus the fleet overview from Prometheus."""
+    if getattr(a, "prometheus", None):
+        from pinscope.tui.promapp import run_prometheus
+
+        return run_prometheus(a.prometheus, a.selector, _opts(a), a.interval, max(5.0, a.interval), a.theme,
+                              a.host_template, a.kube_user)
+    targets = _targets(a)
+    if not targets:
+        build_parser("").print_usage(sys.stderr)
+        _err("pinscope: give a TARGET ('local', [user@]host[:port] or node/NAME), --inventory or --kube, or try 'pinscope demo'")
+        return 2
+    if targets == ["local"]:  # the probe reads the node while Textual loads (issue 25: first grid)
+        from pinscope.collectors.collect import prestart_local
+
+        prestart_local(_opts(a))
+    from pinscope.tui.app import run_live
+
+    return run_live(targets, _opts(a), interval=a.interval, theme=a.theme, record=a.record, kube=_kube(a))
 
 
 def _refusal(cmd: str, a, terminal: bool = True) -> str | None:
