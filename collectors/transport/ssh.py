@@ -82,6 +82,7 @@ class SSHTransport(FrameStream):
         self.conn: asyncssh.SSHClientConnection | None = None
         self.proc: asyncssh.SSHClientProcess[bytes] | None = None
         self.slow_factor = 1.0  # see _open
+        self.forward: _SocketForward | None = None  # kubelet's PodResources socket, forwarded (podresources)
 
     def _options(self) -> dict:
         kw: dict = dict(
@@ -209,6 +210,29 @@ class SSHTransport(FrameStream):
         except (asyncssh.Error, OSError, BrokenPipeError, ConnectionError) as err:
             raise ProbeFailed(f"{self.target}: connection lost ({err})") from err
 
+    async def podresources(self, path: str, timeout: float):
+        """kubelet's PodResources API at node path `path`, through an SSH stream forwarding of its socket
+        (OpenSSH's direct-streamlocal channel: sshd opens the socket as the login user) to a socket of ours in
+        a private directory; gRPC to that. Kept while the connection lives; the first use checks that sshd
+        may open the socket for this user and says why not."""
+        from ..podresources import LiveView, ask
+
+        if self.conn is None:
+            return LiveView(path, error=f"{path}: not connected")
+        if self.root:
+            return LiveView(path, error=f"{path}: not forwarded with --root over SSH (sshd would follow its links "
+                                        "on the node: the path could not be kept inside the root)")
+        if self.forward is None or self.forward.path != path:
+            if self.forward is not None:
+                self.forward.close()
+            self.forward = _SocketForward(self.conn, path)
+        why = await self.forward.open(timeout)
+        if why:
+            self.forward.close()
+            self.forward = None
+            return LiveView(path, error=why)
+        return await asyncio.to_thread(ask, f"unix:{self.forward.local}", path, timeout)
+
     async def close(self) -> None:
         """"q" to an idle probe; else only the end of its stdin: the probe's forwarder then kills its whole
         process group on the node (sshd makes each session one; signals are not forwarded reliably)."""
@@ -217,8 +241,60 @@ class SSHTransport(FrameStream):
                 if self.idle:
                     self.proc.stdin.write(b"q\n")
                 self.proc.stdin.write_eof()
+        if self.forward is not None:
+            self.forward.close()
+            self.forward = None
         with contextlib.suppress(Exception):
             if self.conn is not None:
                 self.conn.close()
                 await within(self.conn.wait_closed(), 2)
         self.conn = self.proc = None
+
+
+class _SocketForward:
+    """One unix socket of the node forwarded to a socket of ours: `local`, in a directory only this user may
+    enter (mkdtemp: 0700), removed with it on close()."""
+
+    def __init__(self, conn: asyncssh.SSHClientConnection, path: str) -> None:
+        self.conn, self.path = conn, path
+        self.dir: str | None = None
+        self.local = ""
+        self.listener: asyncssh.SSHListener | None = None
+
+    async def open(self, timeout: float) -> str | None:
+        """Forward (once); None, or why the socket cannot be asked through this connection."""
+        if self.listener is not None:
+            return None
+        user = self.conn.get_extra_info("username") or "?"
+        try:  # may sshd open it for this user? (the forwarding opens a channel only when gRPC connects)
+            _r, w = await within(self.conn.open_unix_connection(self.path), timeout)
+            w.close()
+        except asyncssh.ChannelOpenError as err:  # OpenSSH says "open failed" for absent and forbidden alike
+            return f"{self.path}: sshd could not open it for {user} ({err.reason}: " + (
+                "no such socket on the node, or sshd forwards no unix socket)" if user == "root" else
+                "kubelet's socket is root's: connect as root, sudo cannot forward it)")
+        except (asyncio.TimeoutError, TimeoutError):
+            return f"{self.path}: sshd did not open it within {timeout:g} s"
+        except (asyncssh.Error, OSError) as err:
+            return f"{self.path}: not forwarded ({err})"
+        import tempfile
+
+        self.dir = tempfile.mkdtemp(prefix="pinscope-pr-")
+        self.local = os.path.join(self.dir, "kubelet.sock")
+        try:
+            self.listener = await within(self.conn.forward_local_path(self.local, self.path), timeout)
+        except (asyncssh.Error, OSError, asyncio.TimeoutError, TimeoutError) as err:
+            self.close()
+            return f"{self.path}: not forwarded ({err or type(err).__name__})"
+        return None
+
+    def close(self) -> None:
+        import shutil
+
+        with contextlib.suppress(Exception):
+            if self.listener is not None:
+                self.listener.close()
+        self.listener = None
+        if self.dir is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
