@@ -1,4 +1,4 @@
-"""Latency readiness: how a node says it is tuned for pinned work (issue 37; node-files.md section 13).
+"""Latency readiness: how a node says it is tuned for pinned work (issue 37; docs/readiness.md).
 
 Pure functions, text -> frozen dataclasses. What a node does not have (no cpufreq in a VM, no irqbalance, no
 tuned) is None or empty: unknown or not applicable, never a wrong value. A value that cannot be parsed is

@@ -5,7 +5,7 @@ nothing behind (processes, mounts, cgroups, network namespaces, links), and `up`
 
 Every fact is read from the kubelet (its checkpoint, the API) or the kernel (cgroupfs), never from pinscope.
 The checkpoint's shape each release writes is pinned here (CHECKPOINT_KEYS), from what the real releases
-wrote: reference/node-files.md §1.2 had it as unverified.
+wrote.
 """
 from __future__ import annotations
 
@@ -38,8 +38,8 @@ def fnv1a32(s: str) -> int:
 
 def v2_checksum(state: dict) -> int:
     """kubelet's checksum of a v2 checkpoint: FNV-1a-32 of go-spew's rendering of the struct with Checksum 0,
-    under the legacy type name CPUManagerCheckpoint (reference/node-files.md §1.2), written out here from
-    the algorithm, not from pinscope."""
+    under the legacy type name CPUManagerCheckpoint (as collectors/parse/checkpoint.py verifies it), written out
+    here from the algorithm, not from pinscope."""
     entries = " ".join(f"{pod}:map[{' '.join(f'{c}:{v}' for c, v in sorted(cs.items()))}]"
                        for pod, cs in sorted(state["entries"].items()))
     return fnv1a32(f"(*state.CPUManagerCheckpoint){{PolicyName:(string){state['policyName']} "

@@ -6,7 +6,7 @@ Shapes: a kernel built with NO_HZ_FULL but booted without nohz_full= prints "(nu
 /etc/sysconfig/irqbalance is all comments but IRQBALANCE_ARGS; a KVM guest with cpuidle-haltpoll has the
 states POLL (0 µs) and "haltpoll idle" (1 µs); acpi_idle on a Xeon names C1 (1 µs), C2 (41 µs) and C3 (1000 µs);
 tuned's shipped cpu-partitioning-variables.conf has isolated_cores=${f:calc_isolated_cores:1} until an admin
-writes a list; kubelet's memory_manager_state v1 with checksum 0 (accepted as is, node-files.md §1.3).
+writes a list; kubelet's memory_manager_state v1 with checksum 0 (accepted as is: collectors/parse/memstate.py).
 """
 import json
 
