@@ -5,6 +5,7 @@ Guaranteed container of N CPUs on each node (collectors/fit). Exit 0: it fits on
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 
@@ -42,7 +43,8 @@ async def _answer(target, a) -> tuple[str, FitAnswer | None, str | None]:
         report = await snapshot(address, opts, samples=1, interval=a.interval, timeout=a.timeout)
     except PinscopeError as err:
         return _name(target), None, str(err)
-    ans = predict(report.snapshot, a.cpus)
+    version, unknown = await _release(target, report, a)
+    ans = predict(report.snapshot, a.cpus, version, unknown_why=unknown)
     ans.live = live_summary(report)
     if not isinstance(target, str):
         ans.node = target.name
@@ -50,6 +52,18 @@ async def _answer(target, a) -> tuple[str, FitAnswer | None, str | None]:
         ans.unknown.append("memory: the memory manager's NUMA placement of --memory is not predicted yet "
                            "(only the CPUs are)")
     return _name(target), ans, None
+
+
+async def _release(target, report, a) -> tuple[str | None, str | None]:
+    """(the node's kubelet release, None) as its Node object says it, when the API is asked (--kube, node/NAME);
+    else (None, why it is not known). Nothing is run on the node for it."""
+    from pinscope.cli import _api_name, _kube, local_api_name
+    from pinscope.collectors.kube import node_kubelet_version
+
+    if not _kube(a):
+        return None, "no Kubernetes API asked: --kube or node/NAME reads it from the Node object"
+    name = _api_name(target) or local_api_name(report.snapshot)
+    return await asyncio.to_thread(node_kubelet_version, name, a.context, a.kubeconfig)
 
 
 def live_summary(report) -> dict:

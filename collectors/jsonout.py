@@ -266,6 +266,7 @@ def api_json(window) -> dict:
     return {
         "node": a.node,
         "allocatable_cpu": a.allocatable_cpu,
+        "kubelet_version": a.kubelet_version,
         "rejected_pods": [{"uid": r.uid, "namespace": r.namespace, "name": r.name, "reason": r.reason,
                            "message": r.message} for r in a.rejected],
         "kubelet_metrics": None if m is None else {

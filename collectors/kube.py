@@ -73,6 +73,7 @@ class ApiNode:
     metrics_error: str | None = None
     notes: tuple[str, ...] = ()  # what was read only in part (pod items that are not pods)
     answered: bool = True  # False: the API did not answer at all (no kubeconfig, unreachable)
+    kubelet_version: str | None = None  # status.nodeInfo.kubeletVersion ("v1.37.2"), None when not said
 
     @property
     def problems(self) -> tuple[str, ...]:
@@ -365,18 +366,45 @@ def api_node(node: str, context: str | None = None, kubeconfig: str | None = Non
     else:
         (pods, rejected, bad), pods_error = _pods(doc), None
     notes = (f"Kubernetes API: list pods: {bad} item(s) are not shaped like pods (skipped)",) if bad else ()
-    cpu, node_error = _allocatable(api, node, timeout)
-    metrics, metrics_error = _kubelet_metrics(api, node, timeout, cap)
-    return ApiNode(node, time.monotonic(), pods, rejected, pods_error, cpu, node_error, metrics, metrics_error,
-                   notes)
-
-
-def _allocatable(api, node: str, timeout: float) -> tuple[str | None, str | None]:
-    """The node's status.allocatable.cpu, or why it is not known."""
+    ndoc: dict | None = None
+    cpu: str | None = None
     try:
+        ndoc = call(lambda **kw: api.read_node(node, **kw), "get", "nodes", timeout=timeout)
+    except KubeError as err:
+        node_error: str | None = str(err)
+    else:
+        cpu, node_error = _allocatable(ndoc, node)
+    metrics, metrics_error = _kubelet_metrics(api, node, timeout, cap)
+    return ApiNode(node, time.monotonic(), pods, rejected, pods_error, cpu, node_error, metrics=metrics,
+                   metrics_error=metrics_error, notes=notes, kubelet_version=kubelet_version_of(ndoc))
+
+
+_VERSION = re.compile(r"v?[0-9]+\.[0-9]+(\.[0-9]+)?([-+][0-9A-Za-z.+-]*)?")
+
+
+def kubelet_version_of(doc) -> str | None:
+    """A Node object's status.nodeInfo.kubeletVersion ("v1.37.2", "v1.35.4+k3s1", "v1.36.3-eks-a1b2c3"), kept
+    only when it is shaped like a release (at most 64 characters): anything else is no version."""
+    st = doc.get("status") if isinstance(doc, dict) else None
+    info = st.get("nodeInfo") if isinstance(st, dict) else None
+    v = info.get("kubeletVersion") if isinstance(info, dict) else None
+    return v if isinstance(v, str) and len(v) <= 64 and _VERSION.fullmatch(v) else None
+
+
+def node_kubelet_version(node: str, context: str | None = None, kubeconfig: str | None = None,
+                         timeout: float = 5.0) -> tuple[str | None, str | None]:
+    """(the node's kubelet release as the API says it, None and why it is not known). Never raises."""
+    try:
+        api = _api(context, kubeconfig)
         doc = call(lambda **kw: api.read_node(node, **kw), "get", "nodes", timeout=timeout)
     except KubeError as err:
         return None, str(err)
+    v = kubelet_version_of(doc)
+    return (v, None) if v else (None, f"Kubernetes API: nodes/{node} says no kubelet release (status.nodeInfo.kubeletVersion)")
+
+
+def _allocatable(doc, node: str) -> tuple[str | None, str | None]:
+    """The node's status.allocatable.cpu, or why it is not known."""
     st = doc.get("status") if isinstance(doc, dict) else None
     alloc = st.get("allocatable") if isinstance(st, dict) else None
     cpu = alloc.get("cpu") if isinstance(alloc, dict) else None

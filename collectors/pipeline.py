@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .errors import ProbeFailed, Problem
 from .findings import Finding, evaluate, evaluate_api, evaluate_live, ordered, worst
-from .findings.base import API_CODES, LIVE_CODES
+from .findings.base import API_CODES, LIVE_CODES, RELEASE_CODES
 from .frames import Frame, FrameStore
 from .model import NodeSnapshot, Severity
 from .assemble import Assembler
@@ -54,10 +54,10 @@ class NodeReport:
 
     def with_api(self, api: ApiWindow | None) -> NodeReport:
         """This report with what the API said of the node: its findings are the node's own and those of the
-        API checks over `api` (none without an answer)."""
+        API checks over `api` (none without an answer); those judged by kubelet's release follow the one it says."""
         if api is None and self.api is None:
             return self
-        own = [f for f in self.findings if f.code not in API_CODES]
+        own = [f for f in self.findings if f.code not in API_CODES and f.code not in RELEASE_CODES]
         found = own + evaluate_api(self.snapshot, self.rates, api)
         return dataclasses.replace(self, findings=tuple(ordered(found)), api=api)
 

@@ -2,7 +2,8 @@
 
 What it serves (enough for pinscope and for Debian's real `kubectl` to drive it):
   discovery   GET /version, /api, /apis, /api/v1 (legacy discovery: kubectl falls back to it)
-  nodes       list, get (status.allocatable.cpu: `allocatable`, per node)
+  nodes       list, get (status.allocatable.cpu: `allocatable`, status.nodeInfo.kubeletVersion: `kubelet_version`,
+              per node)
   nodes/proxy GET /api/v1/nodes/NAME/proxy/metrics: kubelet's /metrics text (`kubelet_metrics`, per node; a
               list is served in turn, its last text from then on), authorized as get nodes/proxy like a real
               API server
@@ -117,6 +118,8 @@ class StandIn:
         self.log = False  # print each request (the CLI's --log)
         self.stalled_deletes = 0  # how many pod DELETEs, first come, the server sits on (read, never answered)
         self.allocatable: dict[str, str] = {}  # node -> status.allocatable.cpu (default "8")
+        # node -> status.nodeInfo.kubeletVersion (default v1.37.2: the real node's newest release); None: not said
+        self.kubelet_version: dict[str, str | None] = {}
         self.kubelet_metrics: dict[str, list] = {}  # node -> the /metrics texts (str or bytes) served in turn
         self.metrics_served: dict[str, int] = {}  # node -> how many times its /metrics was served
         self.pods: dict[tuple[str, str], dict] = {}
@@ -281,7 +284,15 @@ class StandIn:
                                          {"type": "Hostname", "address": name}],
                            "conditions": [{"type": "Ready", "status": "True"}],
                            "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
-                           "allocatable": {"cpu": self.allocatable.get(name, "8"), "memory": "31Gi", "pods": "110"}}}
+                           "allocatable": {"cpu": self.allocatable.get(name, "8"), "memory": "31Gi", "pods": "110"},
+                           "nodeInfo": self._node_info(name)}}
+
+    def _node_info(self, name: str) -> dict:
+        info = {"architecture": "amd64", "operatingSystem": "linux", "containerRuntimeVersion": "containerd://2.1.4",
+                "kubeletVersion": self.kubelet_version.get(name, "v1.37.2")}
+        if info["kubeletVersion"] is None:
+            del info["kubeletVersion"]
+        return info
 
     async def _list_nodes(self, request):
         if (r := self._allowed(request, "list", "nodes", None)):

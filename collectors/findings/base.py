@@ -50,7 +50,8 @@ class Check:
     codes: tuple[str, ...]
     needs: str  # probe depth letters the check's data comes from ("g" grid, "a" every task, "i" IRQs, "r" rates);
     # "k": the Kubernetes API's answer (ctx.api), run only when there is one (evaluate_api); "l": kubelet's live
-    # view (ctx.live, its PodResources API over two rounds), run only when it was asked (evaluate_live)
+    # view (ctx.live, its PodResources API over two rounds), run only when it was asked (evaluate_live); "v": judged
+    # by kubelet's release, run again with the API's answer, which says it (ctx.kubelet_version)
     fn: Callable[["Context"], Iterable[Finding]]
     reads: tuple[str, ...] = ()  # node inputs (INPUTS) it judges by: not run when one was not read
 
@@ -66,6 +67,7 @@ INPUTS = {"assignment": "kubelet's CPU assignment (cpu_manager_state)",
 CODES: dict[str, tuple[str, str, str]] = {}  # code -> (severity, meaning, fix), in registration order
 API_CODES: set[str] = set()  # the codes of the checks on the Kubernetes API's answer (needs "k")
 LIVE_CODES: set[str] = set()  # the codes of the checks on kubelet's live view (needs "l")
+RELEASE_CODES: set[str] = set()  # the codes of the checks judged by kubelet's release (needs "v")
 _CODE: dict[str, Code] = {}
 REGISTRY: list[Check] = []
 
@@ -84,6 +86,8 @@ def check(codes: dict[str, tuple[str, str, str]], needs: str = "g", reads: tuple
             API_CODES.update(codes)
         if "l" in needs:
             LIVE_CODES.update(codes)
+        if "v" in needs:
+            RELEASE_CODES.update(codes)
         return fn
 
     return deco
@@ -122,6 +126,11 @@ class Context:
         self.k = snap.kubelet
         self.st = snap.state
         self.topo = snap.topology
+
+    @property
+    def kubelet_version(self) -> str | None:
+        """kubelet's release as the API said it (the Node's status.nodeInfo.kubeletVersion), else None."""
+        return self.api.now.kubelet_version if self.api is not None else None
 
     @cached_property
     def sf(self) -> str:
@@ -221,11 +230,10 @@ def evaluate(snap: NodeSnapshot, rates=None) -> list[Finding]:
 
 
 def evaluate_api(snap: NodeSnapshot, rates, api) -> list[Finding]:
-    """The checks on what the Kubernetes API said of the node (an ApiWindow). No answer: none is run, and
-    none is faked."""
-    if api is None:
-        return []
-    return _run(Context(snap, rates, api), [c for c in REGISTRY if "k" in c.needs])
+    """The checks on what the Kubernetes API said of the node (an ApiWindow), and again those judged by kubelet's
+    release (which the API says). No answer: none of the first is run, and none is faked."""
+    return _run(Context(snap, rates, api), [c for c in REGISTRY if ("k" in c.needs and api is not None)
+                                            or "v" in c.needs])
 
 
 def evaluate_live(snap: NodeSnapshot, rates, live) -> list[Finding]:

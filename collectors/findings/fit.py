@@ -27,11 +27,12 @@ def _request(st) -> int:
     return FIT_CPUS or max(sizes, default=0)
 
 
-def _decide(snap, n: int):
-    """(free CPUs per NUMA node, kubelet's error, assumed) or None; cached per node and state: the
-    finding is evaluated every tick, the state changes when a pod comes or goes."""
+def _decide(snap, n: int, version: str | None = None):
+    """(free CPUs per NUMA node, kubelet's error, assumed) or None, by kubelet's release `version` (None:
+    assumed); cached per node, release and state: the finding is evaluated every tick, the state changes
+    when a pod comes or goes."""
     st, k = snap.state, snap.kubelet
-    key = (snap.node, n, st.default_cpuset, tuple(sorted((u, c, s) for u, cs in st.entries.items() for c, s in cs.items())),
+    key = (snap.node, n, version, st.default_cpuset, tuple(sorted((u, c, s) for u, cs in st.entries.items() for c, s in cs.items())),
            tuple(sorted(k.cpu_manager_policy_options.items())), k.topology_manager_policy, k.topology_manager_scope,
            tuple(sorted(k.topology_manager_policy_options.items())), k.reserved_cpus,
            tuple(sorted(k.kube_reserved.items())), tuple(sorted(k.system_reserved.items())))
@@ -41,7 +42,7 @@ def _decide(snap, n: int):
         _cache.clear()
     out = None
     case, assumed, problems = case_from_snapshot(snap, [n])
-    release, why = release_of(None)
+    release, why = release_of(version)
     if not problems:
         try:
             kub = Kubelet(case, release)
@@ -68,7 +69,7 @@ def _decide(snap, n: int):
     "(N: the largest pinned request on the node, or --fit-cpus): the free CPUs are split over NUMA nodes or cores",
     "Free a NUMA node (or whole cores) by moving pinned pods, or size requests to what one NUMA node holds; "
     "`pinscope fit NODE --cpus N` shows what kubelet would give and the largest container per NUMA node.")},
-    reads=("assignment", "policy"))
+    needs="gv", reads=("assignment", "policy"))
 def exclusive_fragmented(ctx):
     snap, st = ctx.snap, ctx.st
     if ctx.k.cpu_manager_policy != "static" or st is None or st.policy != "static" or snap.state_status != "ok":
@@ -76,7 +77,7 @@ def exclusive_fragmented(ctx):
     n = _request(st)
     if n <= 0:
         return
-    got = _decide(snap, n)
+    got = _decide(snap, n, ctx.kubelet_version)
     if got is None:
         return
     free, per, err, assumed = got
@@ -85,6 +86,8 @@ def exclusive_fragmented(ctx):
     evidence.append(f"kubelet would answer a container of {n} CPUs: {err['kind']}: {err['message']}")
     evidence.append(f"topologyManagerPolicy = {ctx.k.topology_manager_policy}, scope {ctx.k.topology_manager_scope}; "
                     f"cpuManagerPolicyOptions = {dict(sorted(ctx.k.cpu_manager_policy_options.items())) or '{}'}")
+    if ctx.kubelet_version:
+        evidence.append(f"kubelet {ctx.kubelet_version}'s rules (the Kubernetes API: status.nodeInfo.kubeletVersion)")
     evidence += [f"assumed: {a}" for a in assumed]
     yield finding("EXCLUSIVE_FRAGMENTED",
                   f"{len(free)} CPUs are free for exclusive use, yet kubelet would refuse a container of {n} "

@@ -183,12 +183,14 @@ def how_many_fit(k: Kubelet, n: int, limit: int = 4096) -> int:
     return count
 
 
-def predict(snap, cpus: int, kubelet_version: str | None = None, count: bool = True, with_largest: bool = True) -> FitAnswer:
-    """The next Guaranteed container of `cpus` CPUs on this node, as its kubelet would decide."""
+def predict(snap, cpus: int, kubelet_version: str | None = None, count: bool = True, with_largest: bool = True,
+            unknown_why: str | None = None) -> FitAnswer:
+    """The next Guaranteed container of `cpus` CPUs on this node, as its kubelet would decide (its release:
+    `kubelet_version`; None: assumed, `unknown_why` saying why it is not known)."""
     release, why = release_of(kubelet_version)
     ans = FitAnswer(node=snap.node, kubelet_version=kubelet_version, release=release)
     if why:
-        ans.assumed.append(why)
+        ans.assumed.append(why + (f" ({unknown_why})" if unknown_why and not kubelet_version else ""))
     ans.unknown = list(ALWAYS_UNKNOWN)
     cfg = snap.kubelet
     if cfg.cpu_manager_policy is None or not cfg.found:

@@ -21,11 +21,11 @@ _MAX = 64  # nodes x requests kept; the exporter of a fleet asks one per node, t
 computed = 0  # answers computed (not taken from the cache): tests count them
 
 
-def _key(snap, n: int, what: str) -> tuple:
-    """Everything predict() reads of the snapshot, as text."""
+def _key(snap, n: int, what: str, version: str | None = None) -> tuple:
+    """Everything predict() reads of the snapshot, as text, and the kubelet release it follows."""
     cfg, st = snap.kubelet, snap.state
     case, _assumed, problems = case_from_snapshot(snap, [n])
-    return (snap.node, what, n, cfg.found, cfg.cpu_manager_policy, getattr(cfg, "memory_manager_policy", None),
+    return (snap.node, what, n, version, cfg.found, cfg.cpu_manager_policy, getattr(cfg, "memory_manager_policy", None),
             snap.state_status, st.policy if st is not None else None, tuple(problems),
             json.dumps(case, sort_keys=True),
             bool(getattr(snap, "device_state", None) and snap.device_state.allocations))
@@ -46,16 +46,18 @@ def _cached(key: tuple, make) -> FitAnswer:
     return ans
 
 
-def node_fit(snap) -> FitAnswer:
+def node_fit(snap, version: str | None = None) -> FitAnswer:
     """Per NUMA node and socket: the free CPUs and whole cores, and the largest container kubelet could
-    give there (any CPUs; whole cores). `readable` False or a `note`: why nothing is predicted."""
-    return _cached(_key(snap, 1, "places"), lambda: predict(snap, 1, count=False, with_largest=True))
+    give there (any CPUs; whole cores). `readable` False or a `note`: why nothing is predicted. `version`:
+    the node's kubelet release when the API said it (else assumed)."""
+    return _cached(_key(snap, 1, "places", version),
+                   lambda: predict(snap, 1, version, count=False, with_largest=True))
 
 
-def request_fit(snap, n: int) -> FitAnswer:
+def request_fit(snap, n: int, version: str | None = None) -> FitAnswer:
     """The next Guaranteed container of n CPUs: the CPUs kubelet would give or its error, and how many of
     n fit one after another (per NUMA node: the free CPUs, without the largest fits)."""
-    return _cached(_key(snap, n, "request"), lambda: predict(snap, n, count=True, with_largest=False))
+    return _cached(_key(snap, n, "request", version), lambda: predict(snap, n, version, count=True, with_largest=False))
 
 
 def free_count(ans: FitAnswer) -> int | None:

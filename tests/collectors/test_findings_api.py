@@ -96,7 +96,7 @@ def test_json_has_the_kubernetes_object_and_says_what_failed(tmp_path):
     r = node(tmp_path).with_api(ApiWindow(api(cpu="7500m", rejected=[REJ], metrics=None,
                                               metrics_error="kubelet metrics: not allowed (get nodes/proxy)")))
     o = r.to_json()
-    assert o["kubernetes"] == {"node": "t", "allocatable_cpu": "7500m", "rejected_pods": [
+    assert o["kubernetes"] == {"node": "t", "allocatable_cpu": "7500m", "kubelet_version": None, "rejected_pods": [
         {"uid": "3f1c", "namespace": "trading", "name": "matcher-x", "reason": "TopologyAffinityError",
          "message": "Pod was rejected: Resources cannot be allocated with Topology locality"}],
         "kubelet_metrics": None, "window_s": None, "pods_error": None, "node_error": None,

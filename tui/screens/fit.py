@@ -61,11 +61,12 @@ def _request(t: Text, n: int, ans: FitAnswer, numa_of: dict[int, int | None]) ->
         t.append(f"  containers of {n} CPU{'s' if n != 1 else ''} that fit one after another: {ans.how_many}\n")
 
 
-def fit_text(snap, n: int | None, bad: str) -> tuple[Text, frozenset[int]]:
-    """The pane's text and the CPUs to light on the grid, for the request typed (None: none yet)."""
+def fit_text(snap, n: int | None, bad: str, version: str | None = None) -> tuple[Text, frozenset[int]]:
+    """The pane's text and the CPUs to light on the grid, for the request typed (None: none yet); `version`:
+    the node's kubelet release as the API said it (--kube, node/NAME), else the release is assumed."""
     t = Text()
-    base = node_fit(snap)
-    rel = base.release + ("" if base.kubelet_version else ", assumed")
+    base = node_fit(snap, version)
+    rel = display(base.kubelet_version) if base.kubelet_version else base.release + ", assumed"
     t.append(f"what fits on {display(snap.node)} (kubelet {rel})\n", style="bold")
     if not base.readable or base.note:
         t.append(display(f"  {'not known' if not base.readable else 'no exclusive CPUs'}: {base.note}") + "\n")
@@ -80,7 +81,7 @@ def fit_text(snap, n: int | None, bad: str) -> tuple[Text, frozenset[int]]:
     elif n is None:
         t.append("type a number of CPUs below: what kubelet would give it lights up on the grid\n", style="italic")
     else:
-        ans = request_fit(snap, n)
+        ans = request_fit(snap, n, version)
         _request(t, n, ans, {c.id: c.numa_node for c in snap.topology.cpus})
         lit = frozenset(ans.cpus or ())
     t.append("\n")
@@ -130,7 +131,8 @@ class FitScreen(ReportScreen):
         lit: frozenset[int] = frozenset()
         if v.snap is not None:
             n, bad = parse_request(self.query_one("#fit-n", Input).value)
-            text, lit = fit_text(v.snap, n, bad)
+            api = v.report.api if v.report is not None else None
+            text, lit = fit_text(v.snap, n, bad, api.now.kubelet_version if api is not None else None)
             if text != self._shown:
                 self._shown = text
                 self.query_one("#fit-text", Static).update(text)
