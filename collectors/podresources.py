@@ -1,6 +1,7 @@
-"""Kubelet's live view through its PodResources API (k/k pkg/kubelet/apis/podresources, v1; node-files.md §12):
-`List` (every pod's containers with their exclusive CPUs and devices, devices with their NUMA nodes) and
-`GetAllocatableResources` (the CPUs and devices kubelet may hand out), on the unix socket
+"""Kubelet's live view through its PodResources API (k/k pkg/kubelet/apis/podresources, v1; its messages:
+k8s.io/kubelet pkg/apis/podresources/v1/api.proto): `List` (every pod's containers with their exclusive CPUs
+and devices, devices with their NUMA nodes) and `GetAllocatableResources` (the CPUs and devices kubelet may
+hand out), on the unix socket
 `<root-dir>/pod-resources/kubelet.sock`. No authentication: the socket's file mode (root's) is the gate.
 
 gRPC comes from grpcio; the few messages are decoded here from the protobuf wire format (field numbers
