@@ -39,6 +39,7 @@ for _d in ("/usr/local/sbin", "/usr/sbin", "/sbin"):
         os.environ["PATH"] = os.environ.get("PATH", "/usr/bin:/bin") + ":" + _d
 
 LAST_RESORT = 60  # s after the per-test deadline
+_REARM = pytest.StashKey()  # the deadline of a teardown after a failure (pytest_exception_interact)
 
 
 def pytest_configure(config):
@@ -74,18 +75,22 @@ def pytest_timeout_set_timer(item, settings):
     if settings.method != "signal" or signal.getsignal(signal.SIGALRM) not in (signal.SIG_DFL, None):
         return None  # let pytest-timeout do it
 
-    def handler(signum, frame):
-        __tracebackhide__ = True
-        stacks = _stacks()
-        capman = item.config.pluginmanager.getplugin("capturemanager")
-        if capman is not None:
-            with capman.global_and_fixture_disabled():
-                _dump(item, settings.timeout, stacks)
-        else:
-            _dump(item, settings.timeout, stacks)
-        # in the failure report too: under pytest-xdist a worker's terminal is not the run's
-        pytest.fail(f"Timeout: {item.nodeid} ran over {settings.timeout:g} s; where every thread and task was:\n"
-                    + stacks)
+    def arm(seconds: float, what: str) -> None:
+        def handler(signum, frame):
+            __tracebackhide__ = True
+            stacks = _stacks()
+            capman = item.config.pluginmanager.getplugin("capturemanager")
+            if capman is not None:
+                with capman.global_and_fixture_disabled():
+                    _dump(item, seconds, stacks)
+            else:
+                _dump(item, seconds, stacks)
+            # in the failure report too: under pytest-xdist a worker's terminal is not the run's
+            pytest.fail(f"Timeout: {what} ran over {seconds:g} s; where every thread and task was:\n" + stacks)
+
+        signal.signal(signal.SIGALRM, handler)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        faulthandler.dump_traceback_later(seconds + LAST_RESORT, exit=True)
 
     def cancel():
         signal.setitimer(signal.ITIMER_REAL, 0)
@@ -93,10 +98,20 @@ def pytest_timeout_set_timer(item, settings):
         faulthandler.cancel_dump_traceback_later()
 
     item.cancel_timeout = cancel
-    signal.signal(signal.SIGALRM, handler)
-    signal.setitimer(signal.ITIMER_REAL, settings.timeout)
-    faulthandler.dump_traceback_later(settings.timeout + LAST_RESORT, exit=True)
+    item.stash[_REARM] = lambda: arm(settings.timeout, f"the teardown of {item.nodeid}, after it failed,")
+    arm(settings.timeout, item.nodeid)
     return True
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_exception_interact(node, call, report):
+    """A failed set-up or call stops every deadline (pytest-timeout's and pytest's own faulthandler hooks, made
+    for pdb): the teardown after it gets one of its own, as long as a test's. An async test's event loop is
+    closed in teardown (pytest-asyncio's runner fixture), cancelling there the task of a test its deadline cut:
+    a cleanup of it that hangs fails the test (named) and the run goes on to its summary."""
+    rearm = node.stash.get(_REARM, None) if isinstance(node, pytest.Item) else None
+    if rearm is not None and report.when in ("setup", "call") and not node.config.getvalue("usepdb"):
+        rearm()
 
 
 @pytest.fixture

@@ -34,6 +34,26 @@ def test_a_stuck_test_fails_with_where_it_was_and_the_run_finishes(tmp_path, wor
     assert not (tmp_path / "got-past-the-sleep").exists()  # cut, not waited out
 
 
+def test_a_stuck_async_test_whose_cleanup_hangs_fails_twice_named_and_the_run_finishes(tmp_path):
+    """An async test (pytest-asyncio) is cut like any other; its task is cancelled when the plugin closes the
+    test's event loop, in teardown, after pytest-timeout and pytest stopped every deadline for the failure: a
+    cleanup that hangs there fails by a deadline of its own (tests/conftest.py) instead of hanging the run."""
+    (tmp_path / "test_stuck.py").write_text(
+        "import asyncio\n\n\nasync def test_stuck_here():\n    try:\n        await asyncio.sleep(3600)  # the line\n"
+        "    finally:\n        await asyncio.Event().wait()  # the cleanup\n\n\ndef test_after():\n    pass\n")
+    env = dict(os.environ, PYTHONPATH=f"{TESTS}{os.pathsep}{TESTS.parent}")
+    r = subprocess.run([sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cloudcoil", "-o", "timeout=2",
+                        "-o", "timeout_method=signal", "-o", "asyncio_mode=auto", "-p", "no:cacheprovider", "-n", "0",
+                        "test_stuck.py"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=100)
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out[-3000:]
+    assert "1 failed, 1 passed, 1 error" in out, out[-3000:]  # the run went on to its summary
+    assert "Timeout: test_stuck.py::test_stuck_here ran over 2 s" in out, out[-3000:]
+    assert 'test_stuck.py", line 6, in test_stuck_here' in out, out[-3000:]
+    assert "Timeout: the teardown of test_stuck.py::test_stuck_here, after it failed, ran over 2 s" in out, out[-3000:]
+    assert 'test_stuck.py", line 8, in test_stuck_here' in out, out[-3000:]
+
+
 
 def test_the_exporter_helper_keeps_every_line_its_first_read_brought():
     """tests/promserver.py reads the exporter's first line (its address) with select and os.read: whatever
