@@ -285,22 +285,23 @@ def read_sim(spec, root, samples: int = 2):
     counters advanced one node-second in between. -> the last NodeReport (rates over the two samples)."""
     import asyncio
 
+    return asyncio.run(read_sim_async(spec, root, samples))
+
+
+async def read_sim_async(spec, root, samples: int = 2):
+    """read_sim in an async test (its event loop runs: asyncio.run cannot start another)."""
     from pinscope.collectors.collect import NodeCollector, Options
     from pinscope.collectors.sim.node import SimNode
     from pinscope.collectors.transport.local import LocalTransport
 
     sim = SimNode(spec, root).write()
-
-    async def go():
-        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
-        await col.connect()
-        try:
-            a = await col.tick()
-            if samples == 1:
-                return a
-            sim.tick(1.0)
-            return await col.tick()
-        finally:
-            await col.close()
-
-    return asyncio.run(go())
+    col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
+    await col.connect()
+    try:
+        a = await col.tick()
+        if samples == 1:
+            return a
+        sim.tick(1.0)
+        return await col.tick()
+    finally:
+        await col.close()

@@ -6,13 +6,18 @@ and findings are real but identical on every run.
 from __future__ import annotations
 
 from pinscope.collectors.collect import Options
-from helpers import read_sim
+from helpers import read_sim, read_sim_async
 from pinscope.collectors.fleet import NodeTarget
 from pinscope.tui.app import NodeUpdate, PinscopeApp
 
 
 def frozen_samples(spec, root):
     return read_sim(spec, root, samples=2)
+
+
+async def frozen_samples_async(spec, root):
+    """frozen_samples in an async test (its event loop runs: asyncio.run cannot start another)."""
+    return await read_sim_async(spec, root, samples=2)
 
 
 _READ: dict = {}
