@@ -23,16 +23,29 @@ async def frozen_samples_async(spec, root):
 _READ: dict = {}
 
 
-def frozen_node(shape):
-    """`shape()`'s NodeReport over two samples, read once per test run and shared by the test modules. The tree is written
-    in memory (/dev/shm) when there is one and removed once read: a 512-CPU node is ~14,000 files."""
+def _tree_dir():
+    """A directory for a frozen node's tree, in memory (/dev/shm) when there is one, removed once read."""
     import os
     import tempfile
 
+    fast = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    return tempfile.TemporaryDirectory(prefix="pinscope-frozen-", dir=fast)
+
+
+def frozen_node(shape):
+    """`shape()`'s NodeReport over two samples, read once per test run and shared by the test modules. The tree is written
+    in memory (/dev/shm) when there is one and removed once read: a 512-CPU node is ~14,000 files."""
     if shape.__name__ not in _READ:
-        fast = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-        with tempfile.TemporaryDirectory(prefix="pinscope-frozen-", dir=fast) as d:
+        with _tree_dir() as d:
             _READ[shape.__name__] = frozen_samples(shape(), d)
+    return _READ[shape.__name__]
+
+
+async def frozen_node_async(shape):
+    """frozen_node in an async test (its event loop runs: asyncio.run cannot start another); the same cache."""
+    if shape.__name__ not in _READ:
+        with _tree_dir() as d:
+            _READ[shape.__name__] = await frozen_samples_async(shape(), d)
     return _READ[shape.__name__]
 
 

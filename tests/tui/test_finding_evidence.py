@@ -1,9 +1,8 @@
 """A finding's evidence (file and value) and fix where a user looks (issue 37 item 6): `pinscope check`'s text,
 the findings pane once asked for (f), the node pane; short (three evidence lines, the rest counted) and
 escaped (collectors.text.display), never twice."""
-import asyncio
 
-from frozen import FrozenApp, frozen_node
+from frozen import FrozenApp, frozen_node, frozen_node_async
 from nodes import dual_socket_intel
 
 from pinscope.collectors.findings.base import Finding
@@ -53,21 +52,20 @@ def test_findings_pane_rows_gain_evidence_and_fix_only_when_asked_for():
     assert not any(CONTROL.search(ln) for ln in narrow)
 
 
-def test_the_pane_asked_for_shows_the_evidence_on_screen():
+async def test_the_pane_asked_for_shows_the_evidence_on_screen():
     """xeon-2s (tests/nodes.py dual_socket_intel): PID 1's affinity is unset, all 48 CPUs: SYSTEM_NOT_CONFINED's
     evidence is /proc/1/status's Cpus_allowed_list 0-47."""
-    data = {"xeon-2s": frozen_node(dual_socket_intel)}
+    data = {"xeon-2s": await frozen_node_async(dual_socket_intel)}
 
-    async def go():
-        app = FrozenApp(data)
-        async with app.run_test(size=(200, 60)) as pilot:
-            await pilot.pause()
-            before = app.export_screenshot()
-            await pilot.press("f")
-            await pilot.pause()
-            return before, app.export_screenshot()
+    app = FrozenApp(data)
+    async with app.run_test(size=(200, 60)) as pilot:
+        await pilot.pause()
+        before = app.export_screenshot()
+        await pilot.press("f")
+        await pilot.pause()
+        after = app.export_screenshot()
 
-    before, after = (s.replace("&#160;", " ") for s in asyncio.run(go()))
+    before, after = (s.replace("&#160;", " ") for s in (before, after))
     assert "evidence: /proc/1/status: Cpus_allowed_list = 0-47" in after and "fix: Kubelet does not confine" in after
     assert "evidence:" not in before
 

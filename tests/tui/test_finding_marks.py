@@ -2,12 +2,11 @@
 beside CPU 51, its SMT sibling in the next cell). A cell's last column was its mark, right before the next
 cell's CPU id. Read from the grid's painted lines at every density and in the wall layout; frozen data
 read through the real probe (a node in trouble: drifted cpusets, split siblings)."""
-import asyncio
 import re
 
 import pytest
 
-from frozen import FrozenApp, frozen_node
+from frozen import FrozenApp, frozen_node_async
 from nodes import trouble_16, trouble_96
 from pinscope.tui.widgets.coregrid import CoreGrid
 
@@ -36,28 +35,26 @@ def _dist(col: int, span: tuple[int, int]) -> int:
 
 @pytest.mark.parametrize("shape", [trouble_16, trouble_96], ids=["16", "96"])
 @pytest.mark.parametrize("density", ["wall", "full", "compact", "cores"])
-def test_a_mark_sits_on_the_cpu_it_is_about(shape, density):
-    frozen = {"n": frozen_node(shape)}
+async def test_a_mark_sits_on_the_cpu_it_is_about(shape, density):
+    frozen = {"n": await frozen_node_async(shape)}
 
-    async def go():
-        app = FrozenApp(frozen, start="n")
-        async with app.run_test(size=(200, 50)) as pilot:
-            await pilot.pause()
-            g = app.screen.query_one(CoreGrid)
-            g.use_density(density)
-            await pilot.pause()
-            assert g.density.startswith(density), g.density
-            marked = {c for c, sev in app.views["n"].cpu_findings().items() if sev in ("critical", "warning")}
-            assert marked, "the node in trouble has CPUs a finding names"
-            found = marks_and_ids(g)
-            shown = set()
-            for ry, col, ids in found:
-                (cell,) = [c for c in g.rows[ry].cells if c.x <= col < c.x + c.width]
-                assert any(m in marked for m in cell.members), (cell.cpu, marked)
-                shown |= {m for m in cell.members if m in marked}
-                if ids:  # ids in the cells (wall, full): the id nearest the mark is the marked CPU's
-                    nearest = min(ids, key=lambda cpu: _dist(col, ids[cpu]))
-                    assert nearest == cell.cpu and _dist(col, ids[cell.cpu]) == 1, (
-                        f"the mark of CPU {cell.cpu} is nearest CPU {nearest}'s id")
-            assert shown == marked  # every marked CPU's cell shows its mark, and no other cell does
-    asyncio.run(go())
+    app = FrozenApp(frozen, start="n")
+    async with app.run_test(size=(200, 50)) as pilot:
+        await pilot.pause()
+        g = app.screen.query_one(CoreGrid)
+        g.use_density(density)
+        await pilot.pause()
+        assert g.density.startswith(density), g.density
+        marked = {c for c, sev in app.views["n"].cpu_findings().items() if sev in ("critical", "warning")}
+        assert marked, "the node in trouble has CPUs a finding names"
+        found = marks_and_ids(g)
+        shown = set()
+        for ry, col, ids in found:
+            (cell,) = [c for c in g.rows[ry].cells if c.x <= col < c.x + c.width]
+            assert any(m in marked for m in cell.members), (cell.cpu, marked)
+            shown |= {m for m in cell.members if m in marked}
+            if ids:  # ids in the cells (wall, full): the id nearest the mark is the marked CPU's
+                nearest = min(ids, key=lambda cpu: _dist(col, ids[cpu]))
+                assert nearest == cell.cpu and _dist(col, ids[cell.cpu]) == 1, (
+                    f"the mark of CPU {cell.cpu} is nearest CPU {nearest}'s id")
+        assert shown == marked  # every marked CPU's cell shows its mark, and no other cell does

@@ -5,12 +5,11 @@
   request other than the one foreseen drops that frame and asks again; a probe never taken over is killed.
 - The theme is in force before the stylesheet is first read: no re-read of the CSS at start (it restyled
   every widget of the first screen), and the screen looks as it did (the snapshots)."""
-import asyncio
 import os
 import time
 
 from nodes import dual_socket_intel
-from frozen import FrozenApp, frozen_samples
+from frozen import FrozenApp, frozen_samples_async
 from pinscope.collectors.collect import NodeCollector, Options, live_depth, prestart_local
 from pinscope.collectors.sim.node import SimNode
 from pinscope.collectors.transport import local
@@ -33,40 +32,34 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def test_a_prestarted_probe_is_taken_over_with_its_first_frame(tmp_path):
+async def test_a_prestarted_probe_is_taken_over_with_its_first_frame(tmp_path):
     opts = Options(root=_tree(tmp_path))
     assert prestart_local(opts)
     pre = local._prestarted
     assert pre is not None and pre.request == NodeCollector("local", opts)._request(live_depth(0))
     assert not prestart_local(opts)  # one waiting at a time
 
-    async def go():
-        col = NodeCollector("local", opts)
-        await col.connect()
-        assert isinstance(col.transport.proc, local._Adopted) and col.transport.proc.pid == pre.popen.pid
-        first = await col.tick(live_depth(0))
-        second = await col.tick(live_depth(1))
-        await col.close()
-        return first, second
+    col = NodeCollector("local", opts)
+    await col.connect()
+    assert isinstance(col.transport.proc, local._Adopted) and col.transport.proc.pid == pre.popen.pid
+    first = await col.tick(live_depth(0))
+    second = await col.tick(live_depth(1))
+    await col.close()
 
-    first, second = asyncio.run(go())
     assert local._prestarted is None
     assert len(first.snapshot.roles) == 48 and len(second.snapshot.roles) == 48
     assert pre.popen.poll() is not None  # closed: the probe ended
 
 
-def test_another_first_request_drops_the_prestarted_frame(tmp_path):
+async def test_another_first_request_drops_the_prestarted_frame(tmp_path):
     opts = Options(root=_tree(tmp_path))
     assert local.prestart(opts.root, False, "g")  # not what the collector asks first ("s..."): dropped
 
-    async def go():
-        col = NodeCollector("local", opts)
-        await col.connect()
-        r = await col.tick(live_depth(0))
-        await col.close()
-        return r
+    col = NodeCollector("local", opts)
+    await col.connect()
+    r = await col.tick(live_depth(0))
+    await col.close()
 
-    r = asyncio.run(go())
     assert r.snapshot.roles and local._prestarted is None
 
 
@@ -112,7 +105,7 @@ def test_no_prestart_without_the_tree():
     assert local._prestarted is None
 
 
-def test_the_theme_is_in_force_before_the_css_is_read(tmp_path, monkeypatch):
+async def test_the_theme_is_in_force_before_the_css_is_read(tmp_path, monkeypatch):
     calls = {"css": 0}
     refresh_css = App.refresh_css
 
@@ -121,21 +114,19 @@ def test_the_theme_is_in_force_before_the_css_is_read(tmp_path, monkeypatch):
         return refresh_css(self, *a, **k)
 
     monkeypatch.setattr(App, "refresh_css", counted_css)
-    frozen = {"xeon-2s": frozen_samples(dual_socket_intel(), tmp_path / "x")}
+    frozen = {"xeon-2s": await frozen_samples_async(dual_socket_intel(), tmp_path / "x")}
 
-    async def go():
-        app = FrozenApp(frozen, theme="light")
-        async with app.run_test(size=(200, 60)) as pilot:
-            for _ in range(3):
-                await pilot.pause(0.05)
-            assert isinstance(app.screen, NodeScreen)
-            assert app.theme == app.current_theme.name and f"-theme-{app.theme}" in app.classes
-            at_start = dict(calls)
-            await pilot.press("t")  # switching theme still re-reads the CSS
+    app = FrozenApp(frozen, theme="light")
+    async with app.run_test(size=(200, 60)) as pilot:
+        for _ in range(3):
             await pilot.pause(0.05)
-            return at_start, calls["css"]
+        assert isinstance(app.screen, NodeScreen)
+        assert app.theme == app.current_theme.name and f"-theme-{app.theme}" in app.classes
+        at_start = dict(calls)
+        await pilot.press("t")  # switching theme still re-reads the CSS
+        await pilot.pause(0.05)
+        after_t = calls["css"]
 
-    at_start, after_t = asyncio.run(go())
     assert at_start == {"css": 0}, at_start
     assert after_t >= 1
 

@@ -2,7 +2,6 @@
 used to be laid out at the grid's size before the screen arranged its panes for it, and painted once so
 (NUMA 0 alone over the whole width at 200x50, NUMA 1 cut off) before the grid's resize laid it out again.
 Frozen data: a simulated two-socket node read through the real probe."""
-import asyncio
 
 import pytest
 
@@ -25,7 +24,7 @@ class LateApp(FrozenApp):
 
 
 @pytest.mark.parametrize("size", [(200, 50), (160, 45), (120, 40), (80, 24)])
-def test_the_first_grid_is_painted_at_the_size_it_was_laid_out_for(xeon, size, monkeypatch):
+async def test_the_first_grid_is_painted_at_the_size_it_was_laid_out_for(xeon, size, monkeypatch):
     painted: dict[tuple, bool] = {}  # (the grid's size, its rows) -> are they the rows of that size
     real = CoreGrid.render_line
 
@@ -40,19 +39,17 @@ def test_the_first_grid_is_painted_at_the_size_it_was_laid_out_for(xeon, size, m
 
     monkeypatch.setattr(CoreGrid, "render_line", render_line)
 
-    async def go():
-        app = LateApp(xeon, start="xeon-2s")
-        async with app.run_test(size=size) as pilot:
+    app = LateApp(xeon, start="xeon-2s")
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        g = app.screen.query_one(CoreGrid)
+        assert g.view.snap is None and any("waiting for the first frame" in r.text for r in g.rows)
+        app.post_message(NodeUpdate("xeon-2s", xeon["xeon-2s"]))
+        for _ in range(5):
             await pilot.pause()
-            g = app.screen.query_one(CoreGrid)
-            assert g.view.snap is None and any("waiting for the first frame" in r.text for r in g.rows)
-            app.post_message(NodeUpdate("xeon-2s", xeon["xeon-2s"]))
-            for _ in range(5):
-                await pilot.pause()
-            assert g.view.snap is not None and g.pos  # laid out
-            numas = [r.text for r in g.rows if "NUMA" in r.text] + [t for r in g.rows for _, t in r.labels if "NUMA" in t]
-            assert any("NUMA 0" in t for t in numas) and any("NUMA 1" in t for t in numas), numas
-    asyncio.run(go())
+        assert g.view.snap is not None and g.pos  # laid out
+        numas = [r.text for r in g.rows if "NUMA" in r.text] + [t for r in g.rows for _, t in r.labels if "NUMA" in t]
+        assert any("NUMA 0" in t for t in numas) and any("NUMA 1" in t for t in numas), numas
     assert painted, "the grid never painted the node"
     wrong = [size for (size, _), right in painted.items() if not right]
     assert not wrong, f"painted at {wrong} with rows laid out for another size"

@@ -3,7 +3,6 @@ cores, HT, single-numa-node, full-pcpus-only, reserved 0,16; free NUMA 0 = 5-7,2
 its own key, listed in the help; per NUMA node the free whole cores and the largest container; N typed
 lights kubelet's CPUs on the grid, a refusal is kubelet's words plus pinscope's reason; what cannot be read
 is said; a tick with the same files recomputes nothing."""
-import asyncio
 import dataclasses
 import re
 
@@ -40,81 +39,73 @@ async def _open(app, pilot):
     assert isinstance(app.screen, FitScreen)
 
 
-def test_the_pane_answers_what_fits_and_lights_kubelets_cpus(frag):
+async def test_the_pane_answers_what_fits_and_lights_kubelets_cpus(frag):
     want = set(predict(frag.snapshot, 4).cpus)
     assert want and want <= {5, 6, 7, 21, 22, 23}
 
-    async def go():
-        app = FrozenApp({NAME: frag})
-        async with app.run_test(size=(160, 40)) as pilot:
-            await _open(app, pilot)
-            text = _text(app)
-            assert len(re.findall(r"^  [01] +6 +3 +6 +6$", text, re.M)) == 2, text
-            assert "kubelet 1.37, assumed" in text  # the node's release is not in its files
-            await pilot.press("4")
-            await pilot.pause()
-            assert app.screen.query_one(CoreGrid).highlight == want
-            assert "kubelet would give CPUs" in _text(app)
-            await pilot.press("backspace", "1", "0")
-            await pilot.pause()
-            text = _text(app)
-            assert "TopologyAffinityError: Resources cannot be allocated with Topology locality" in text
-            assert "why: the topology manager" in text
-            assert app.screen.query_one(CoreGrid).highlight == frozenset()
-            await pilot.press("escape")
-            assert not isinstance(app.screen, FitScreen)
-
-    asyncio.run(go())
+    app = FrozenApp({NAME: frag})
+    async with app.run_test(size=(160, 40)) as pilot:
+        await _open(app, pilot)
+        text = _text(app)
+        assert len(re.findall(r"^  [01] +6 +3 +6 +6$", text, re.M)) == 2, text
+        assert "kubelet 1.37, assumed" in text  # the node's release is not in its files
+        await pilot.press("4")
+        await pilot.pause()
+        assert app.screen.query_one(CoreGrid).highlight == want
+        assert "kubelet would give CPUs" in _text(app)
+        await pilot.press("backspace", "1", "0")
+        await pilot.pause()
+        text = _text(app)
+        assert "TopologyAffinityError: Resources cannot be allocated with Topology locality" in text
+        assert "why: the topology manager" in text
+        assert app.screen.query_one(CoreGrid).highlight == frozenset()
+        await pilot.press("escape")
+        assert not isinstance(app.screen, FitScreen)
 
 
-def test_the_key_is_in_the_help(frag):
-    async def go():
-        app = FrozenApp({NAME: frag})
-        async with app.run_test(size=(160, 40)) as pilot:
-            for _ in range(50):
-                await pilot.pause(0.05)
-                if app.views[NAME].snap is not None:
-                    break
-            await pilot.press("question_mark")
-            await pilot.pause()
-            assert isinstance(app.screen, HelpScreen)
-            help_text = str(app.screen.query_one("Static").render())
-            assert "What fits" in help_text and "node.fit" in help_text
 
-    asyncio.run(go())
+async def test_the_key_is_in_the_help(frag):
+    app = FrozenApp({NAME: frag})
+    async with app.run_test(size=(160, 40)) as pilot:
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if app.views[NAME].snap is not None:
+                break
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        help_text = str(app.screen.query_one("Static").render())
+        assert "What fits" in help_text and "node.fit" in help_text
 
 
-def test_same_files_recompute_nothing(frag):
-    async def go():
-        app = FrozenApp({NAME: frag})
-        async with app.run_test(size=(160, 40)) as pilot:
-            await _open(app, pilot)
-            await pilot.press("8")
-            await pilot.pause()
-            before = summary.computed
-            for _ in range(5):  # ticks with the same files
-                app.screen.refresh_view()
-            assert summary.computed == before
 
-    asyncio.run(go())
+async def test_same_files_recompute_nothing(frag):
+    app = FrozenApp({NAME: frag})
+    async with app.run_test(size=(160, 40)) as pilot:
+        await _open(app, pilot)
+        await pilot.press("8")
+        await pilot.pause()
+        before = summary.computed
+        for _ in range(5):  # ticks with the same files
+            app.screen.refresh_view()
+        assert summary.computed == before
 
 
-def test_an_unreadable_checkpoint_is_said_not_guessed(frag):
+
+async def test_an_unreadable_checkpoint_is_said_not_guessed(frag):
     """Not root: cpu_manager_state is 0600, so which CPUs are free is unknown: the pane says so."""
     snap = dataclasses.replace(frag.snapshot, state=None, state_status="unreadable")
     unread = dataclasses.replace(frag, snapshot=snap)
 
-    async def go():
-        app = FrozenApp({NAME: unread})
-        async with app.run_test(size=(100, 30)) as pilot:  # narrow: the text under the grid
-            await _open(app, pilot)
-            await pilot.press("4")
-            await pilot.pause()
-            text = _text(app)
-            assert "not known: cpu_manager_state is unreadable" in text and "run pinscope as root" in text
-            assert app.screen.query_one(CoreGrid).highlight == frozenset()
+    app = FrozenApp({NAME: unread})
+    async with app.run_test(size=(100, 30)) as pilot:  # narrow: the text under the grid
+        await _open(app, pilot)
+        await pilot.press("4")
+        await pilot.pause()
+        text = _text(app)
+        assert "not known: cpu_manager_state is unreadable" in text and "run pinscope as root" in text
+        assert app.screen.query_one(CoreGrid).highlight == frozenset()
 
-    asyncio.run(go())
 
 
 @pytest.mark.parametrize("typed, n", [("", None), ("4", 4), (" 12 ", 12), ("0", None), ("x", None), ("٣", None),

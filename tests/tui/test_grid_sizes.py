@@ -1,7 +1,6 @@
 """The grid at any size: L3 tiles on AMD nodes, every pod tag whole in every density (monochrome: the
 text alone must tell pods apart), the roomy layout of a war-room screen, middle-elided cgroup paths and
 the `e` export. Frozen data: simulated nodes read through the real probe."""
-import asyncio
 import csv
 import io
 import json
@@ -25,10 +24,6 @@ def xeon(tmp_path_factory):
     return {"xeon-2s": frozen_samples(dual_socket_intel(), tmp_path_factory.mktemp("x"))}
 
 
-def run(coro):
-    return asyncio.run(coro)
-
-
 def grid_text(g: CoreGrid) -> list[str]:
     return [g._paint(y, max(g.size.width, g.virtual_size.width)).text for y in range(len(g.rows))]
 
@@ -45,88 +40,80 @@ def test_512_cpus_read_whole(big):
 
 @pytest.mark.parametrize("size", [(80, 24), (200, 60)], ids=["80x24", "200x60"])
 @pytest.mark.parametrize("density", ["full", "compact", "cores"])
-def test_every_pod_tag_whole_in_every_density(big, size, density):
-    async def go():
-        app = FrozenApp(big)
-        async with app.run_test(size=size) as pilot:
-            await pilot.pause()
-            g = app.screen.query_one(CoreGrid)
-            g.use_density(density)
-            v = app.views["epyc-512"]
-            assert len(v.tags) == 70 and max(map(len, v.tags.values())) == 2
-            roles = {r.id: r for r in v.snap.roles}
-            lines = grid_text(g)
-            seen = set()
-            for ri, row in enumerate(g.rows):
-                for cell in row.cells or ():
-                    owners = [o for m in cell.members for o in (roles[m].owners if m in roles else ())]
-                    if not owners:
-                        continue
-                    tag = v.tags[owners[0].pod_uid]
-                    text = lines[ri][cell.x:cell.x + cell.width]
-                    # the whole tag, as its own word: "AB" is never shown as "A" (which is another pod)
-                    assert re.search(rf"(^|[^A-Z]){tag}([^A-Z]|$)", text), (density, cell.cpu, tag, text)
-                    seen.add(tag)
-            assert seen == set(v.tags.values())
-            await pilot.press("q")
-    run(go())
+async def test_every_pod_tag_whole_in_every_density(big, size, density):
+    app = FrozenApp(big)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        g = app.screen.query_one(CoreGrid)
+        g.use_density(density)
+        v = app.views["epyc-512"]
+        assert len(v.tags) == 70 and max(map(len, v.tags.values())) == 2
+        roles = {r.id: r for r in v.snap.roles}
+        lines = grid_text(g)
+        seen = set()
+        for ri, row in enumerate(g.rows):
+            for cell in row.cells or ():
+                owners = [o for m in cell.members for o in (roles[m].owners if m in roles else ())]
+                if not owners:
+                    continue
+                tag = v.tags[owners[0].pod_uid]
+                text = lines[ri][cell.x:cell.x + cell.width]
+                # the whole tag, as its own word: "AB" is never shown as "A" (which is another pod)
+                assert re.search(rf"(^|[^A-Z]){tag}([^A-Z]|$)", text), (density, cell.cpu, tag, text)
+                seen.add(tag)
+        assert seen == set(v.tags.values())
+        await pilot.press("q")
 
 
-def test_l3_tiles_hold_exactly_their_cache(big):
+async def test_l3_tiles_hold_exactly_their_cache(big):
     """Several L3s per NUMA node: each tile's title names one L3; the cells under it are that L3's CPUs."""
-    async def go():
-        app = FrozenApp(big)
-        async with app.run_test(size=(200, 60)) as pilot:
-            await pilot.pause()
-            g = app.screen.query_one(CoreGrid)
-            assert "scrolling" not in g.density
-            l3_of = {c.id: c.l3 for c in app.views["epyc-512"].snap.topology.cpus}
-            tiles = {}  # (title row, x) -> l3
-            title = None
-            for ri, row in enumerate(g.rows):
-                if row.kind == "l3":
-                    title = {x: int(text.split()[1]) for x, text in row.labels}
-                elif row.kind == "cells" and title is not None:
-                    xs = sorted(title)
-                    for cell in row.cells:
-                        x0 = max(x for x in xs if x <= cell.x)
-                        assert l3_of[cell.cpu] == title[x0], (cell.cpu, title[x0])
-                        tiles.setdefault(title[x0], set()).add(cell.cpu)
-                else:
-                    title = None
-            assert len(tiles) == 32 and all(len(cpus) == 16 for cpus in tiles.values())
-            await pilot.press("q")
-    run(go())
+    app = FrozenApp(big)
+    async with app.run_test(size=(200, 60)) as pilot:
+        await pilot.pause()
+        g = app.screen.query_one(CoreGrid)
+        assert "scrolling" not in g.density
+        l3_of = {c.id: c.l3 for c in app.views["epyc-512"].snap.topology.cpus}
+        tiles = {}  # (title row, x) -> l3
+        title = None
+        for ri, row in enumerate(g.rows):
+            if row.kind == "l3":
+                title = {x: int(text.split()[1]) for x, text in row.labels}
+            elif row.kind == "cells" and title is not None:
+                xs = sorted(title)
+                for cell in row.cells:
+                    x0 = max(x for x in xs if x <= cell.x)
+                    assert l3_of[cell.cpu] == title[x0], (cell.cpu, title[x0])
+                    tiles.setdefault(title[x0], set()).add(cell.cpu)
+            else:
+                title = None
+        assert len(tiles) == 32 and all(len(cpus) == 16 for cpus in tiles.values())
+        await pilot.press("q")
 
 
-def test_one_l3_per_numa_has_no_tiles(xeon):
-    async def go():
-        app = FrozenApp(xeon)
-        async with app.run_test(size=(120, 40)) as pilot:
-            await pilot.pause()
-            assert not any(r.kind == "l3" for r in app.screen.query_one(CoreGrid).rows)
-    run(go())
+async def test_one_l3_per_numa_has_no_tiles(xeon):
+    app = FrozenApp(xeon)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert not any(r.kind == "l3" for r in app.screen.query_one(CoreGrid).rows)
 
 
-def test_war_room_screen_puts_pods_and_findings_under_the_grid(xeon):
-    async def go():
-        app = FrozenApp(xeon)
-        async with app.run_test(size=(200, 60)) as pilot:
-            await pilot.pause()
-            scr = app.screen
-            main, g = scr.query_one("#main"), scr.query_one(CoreGrid)
-            pods, fs = scr.query_one("#pods"), scr.query_one("#findings")
-            assert main.has_class("roomy") and fs.display
-            assert "scrolling" not in g.density and g.region.height == len(g.rows)
-            assert g.region.width >= 190  # the whole width
-            assert pods.region.y >= g.region.bottom and fs.region.y >= g.region.bottom
-            assert fs.region.x > pods.region.x and fs.row_count >= 1
-            await pilot.resize_terminal(80, 24)
-            await pilot.pause()
-            # 48 CPUs still fit over a laptop's width (issue 24): stacked, the findings on screen at any size
-            assert main.has_class("roomy") and fs.display and "scrolling" not in g.density
-            await pilot.press("q")
-    run(go())
+async def test_war_room_screen_puts_pods_and_findings_under_the_grid(xeon):
+    app = FrozenApp(xeon)
+    async with app.run_test(size=(200, 60)) as pilot:
+        await pilot.pause()
+        scr = app.screen
+        main, g = scr.query_one("#main"), scr.query_one(CoreGrid)
+        pods, fs = scr.query_one("#pods"), scr.query_one("#findings")
+        assert main.has_class("roomy") and fs.display
+        assert "scrolling" not in g.density and g.region.height == len(g.rows)
+        assert g.region.width >= 190  # the whole width
+        assert pods.region.y >= g.region.bottom and fs.region.y >= g.region.bottom
+        assert fs.region.x > pods.region.x and fs.row_count >= 1
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        # 48 CPUs still fit over a laptop's width (issue 24): stacked, the findings on screen at any size
+        assert main.has_class("roomy") and fs.display and "scrolling" not in g.density
+        await pilot.press("q")
 
 
 def test_elide_keeps_the_file_name():
@@ -138,36 +125,32 @@ def test_elide_keeps_the_file_name():
     assert elide_middle("abcdef", 4) == "ab…f" and elide_middle("abc", 1) == "…"
 
 
-def test_container_pane_paths_keep_their_file_names_at_80_columns(xeon):
-    async def go():
-        app = FrozenApp(xeon)
-        async with app.run_test(size=(80, 24)) as pilot:
-            await pilot.pause()
-            await pilot.press("slash", *"matcher", "enter", "enter")
-            files = ""
-            for _ in range(600):  # a loaded machine: give the pane its first render (a 30 s hang guard)
-                await pilot.pause(0.05)
-                if app.screen.query("#ctr-files") and "cpuset" in (files := str(app.screen.query_one("#ctr-files").render())):
-                    break
-            heads = [ln for ln in files.splitlines() if ln.startswith("/")]
-            assert heads and all(len(ln) <= 76 for ln in heads)
-            assert any(ln.endswith("/cpuset.cpus.effective") and "…" in ln for ln in heads)
-            await pilot.press("q")
-    run(go())
+async def test_container_pane_paths_keep_their_file_names_at_80_columns(xeon):
+    app = FrozenApp(xeon)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await pilot.press("slash", *"matcher", "enter", "enter")
+        files = ""
+        for _ in range(600):  # a loaded machine: give the pane its first render (a 30 s hang guard)
+            await pilot.pause(0.05)
+            if app.screen.query("#ctr-files") and "cpuset" in (files := str(app.screen.query_one("#ctr-files").render())):
+                break
+        heads = [ln for ln in files.splitlines() if ln.startswith("/")]
+        assert heads and all(len(ln) <= 76 for ln in heads)
+        assert any(ln.endswith("/cpuset.cpus.effective") and "…" in ln for ln in heads)
+        await pilot.press("q")
 
 
-def test_e_exports_the_view_as_csv_and_json_beside_the_svg(xeon, tmp_path, monkeypatch):
+async def test_e_exports_the_view_as_csv_and_json_beside_the_svg(xeon, tmp_path, monkeypatch):
     monkeypatch.setenv("PINSCOPE_SCREENSHOTS", str(tmp_path))
 
-    async def go():
-        app = FrozenApp(xeon)
-        async with app.run_test(size=(120, 40)) as pilot:
-            await pilot.pause()
-            await pilot.press("slash", *"matcher", "enter")  # a filter: the view lights the matcher's CPUs
-            await pilot.press("e")
-            await pilot.pause()
-            await pilot.press("q")
-    run(go())
+    app = FrozenApp(xeon)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("slash", *"matcher", "enter")  # a filter: the view lights the matcher's CPUs
+        await pilot.press("e")
+        await pilot.pause()
+        await pilot.press("q")
     files = sorted(p.suffix for p in tmp_path.iterdir())
     assert files == [".csv", ".json", ".svg"]
     stem = next(tmp_path.glob("*.csv")).stem

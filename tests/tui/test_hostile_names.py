@@ -1,11 +1,10 @@
 """Names from a node with escape sequences, newlines, C1 and bidi controls (issue 15): every pane shows them
 escaped (as `ls -b` does), nothing raw reaches the terminal, the intruder named by one is still listed."""
-import asyncio
 
 from rich.segment import Segment
 
 from pinscope.collectors.text import CONTROL, display
-from frozen import FrozenApp, frozen_samples
+from frozen import FrozenApp, frozen_samples_async
 from nodes import HOSTILE, hostile
 from pinscope.tui.controlfilter import DropControlCharacters
 
@@ -15,29 +14,26 @@ def screen_text(app) -> str:
     return app.export_screenshot()
 
 
-def test_every_pane_shows_node_names_escaped(tmp_path):
-    report = frozen_samples(hostile(), tmp_path)
+async def test_every_pane_shows_node_names_escaped(tmp_path):
+    report = await frozen_samples_async(hostile(), tmp_path)
 
-    async def go():
-        app = FrozenApp({"h": report}, start="h")
-        seen = {}
-        async with app.run_test(size=(200, 60)) as pilot:
-            await pilot.pause()
-            await pilot.press("f")  # the findings pane
-            await pilot.pause()
-            seen["node"] = screen_text(app)
-            snap = app.views["h"].snap
-            p = snap.pods[0]
-            app.open_container("h", p.uid, p.containers[0].id, p.containers[0].name)
-            await pilot.pause()
-            seen["container"] = screen_text(app)
-            await pilot.press("escape")
-            app.open_cpu_or_container("h", 2)
-            await pilot.pause()
-            seen["cpu/container"] = screen_text(app)
-        return seen
+    app = FrozenApp({"h": report}, start="h")
+    seen = {}
+    async with app.run_test(size=(200, 60)) as pilot:
+        await pilot.pause()
+        await pilot.press("f")  # the findings pane
+        await pilot.pause()
+        seen["node"] = screen_text(app)
+        snap = app.views["h"].snap
+        p = snap.pods[0]
+        app.open_container("h", p.uid, p.containers[0].id, p.containers[0].name)
+        await pilot.pause()
+        seen["container"] = screen_text(app)
+        await pilot.press("escape")
+        app.open_cpu_or_container("h", 2)
+        await pilot.pause()
+        seen["cpu/container"] = screen_text(app)
 
-    seen = asyncio.run(go())
     for pane, svg in seen.items():
         assert not CONTROL.search(svg.replace("\n", "")), pane  # (the SVG's own line breaks aside)
     node = seen["node"].replace("&#160;", " ")

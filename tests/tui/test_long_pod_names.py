@@ -2,7 +2,6 @@
 to 63 characters). The pod list shortens them at every size a screen test uses and never pushes its other
 columns out of sight: the tag, the pod's own hash (what tells two replicas apart), the CPUs, and where the
 list is wide, the container and the NUMA nodes. Real Textual over a simulated node read through the probe."""
-import asyncio
 
 import pytest
 from textual.widgets import DataTable
@@ -39,36 +38,34 @@ def long_names(tmp_path_factory):
 
 
 @pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
-def test_long_pod_names_shortened_and_every_column_shown(long_names, size):
-    async def go():
-        app = FrozenApp(long_names)
-        async with app.run_test(size=size) as pilot:
-            await pilot.pause()
-            await pilot.pause()
-            table = app.screen.query_one("#pods", DataTable)
-            assert table.display, f"the pod list is not shown at {size}"
-            # nothing off to the right: the table never scrolls sideways
-            assert table.virtual_size.width <= table.scrollable_content_region.width, (
-                size, table.virtual_size, table.scrollable_content_region)
-            header = [str(c.label) for c in table.columns.values()]
-            wide = "container" in header
-            if size[0] >= 160:
-                assert wide and "NUMA" in header, (size, header)
-            r = table.region
-            lines = [ln[r.x:r.x + r.width] for ln in screen_lines(app)[r.y:r.y + r.height]]
-            rows = {ln.split()[0]: ln for ln in lines[1:] if ln.split() and ln.split()[0] in ROWS}
-            assert rows, (size, lines)
-            for tag, line in rows.items():
-                pod_hash, cpus, ctr, numa = ROWS[tag]
-                words = [w for w in line.split() if w != "│"]  # the pane's border beside it
-                assert cpus in words, (size, tag, line)
-                if wide:
-                    assert any(w.endswith(pod_hash) for w in words), (size, tag, line)
-                    assert words[-1] == numa, (size, tag, line)
-                    assert ctr in words or any(w.startswith(ctr[:4]) and "…" in w and w.endswith(ctr[-4:])
-                                               for w in words), (size, tag, line)
-                    if ctr == CTR:  # a container name of a usual length is shown whole
-                        assert ctr in words, (size, tag, line)
-                else:
-                    assert any(w.startswith("payments") for w in words), (size, tag, line)
-    asyncio.run(go())
+async def test_long_pod_names_shortened_and_every_column_shown(long_names, size):
+    app = FrozenApp(long_names)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        await pilot.pause()
+        table = app.screen.query_one("#pods", DataTable)
+        assert table.display, f"the pod list is not shown at {size}"
+        # nothing off to the right: the table never scrolls sideways
+        assert table.virtual_size.width <= table.scrollable_content_region.width, (
+            size, table.virtual_size, table.scrollable_content_region)
+        header = [str(c.label) for c in table.columns.values()]
+        wide = "container" in header
+        if size[0] >= 160:
+            assert wide and "NUMA" in header, (size, header)
+        r = table.region
+        lines = [ln[r.x:r.x + r.width] for ln in screen_lines(app)[r.y:r.y + r.height]]
+        rows = {ln.split()[0]: ln for ln in lines[1:] if ln.split() and ln.split()[0] in ROWS}
+        assert rows, (size, lines)
+        for tag, line in rows.items():
+            pod_hash, cpus, ctr, numa = ROWS[tag]
+            words = [w for w in line.split() if w != "│"]  # the pane's border beside it
+            assert cpus in words, (size, tag, line)
+            if wide:
+                assert any(w.endswith(pod_hash) for w in words), (size, tag, line)
+                assert words[-1] == numa, (size, tag, line)
+                assert ctr in words or any(w.startswith(ctr[:4]) and "…" in w and w.endswith(ctr[-4:])
+                                           for w in words), (size, tag, line)
+                if ctr == CTR:  # a container name of a usual length is shown whole
+                    assert ctr in words, (size, tag, line)
+            else:
+                assert any(w.startswith("payments") for w in words), (size, tag, line)

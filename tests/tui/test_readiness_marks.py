@@ -3,7 +3,6 @@ legend entry only where the grid shows one, and the cursor's line saying why. Fr
 real probe: 8 CPUs (4 cores x 2 threads, amd numbering: core k = CPUs 2k, 2k+1), reserved 0-1, rt/engine
 pinned to 2-5, the powersave governor on every CPU (PINNED_CPU_POWERSAVE on 2-5), logrotate last run on
 CPU 3 (INTRUDER_TASK, critical)."""
-import asyncio
 
 import pytest
 
@@ -42,46 +41,45 @@ def painted_marks(g: CoreGrid) -> dict[int, str]:
     return out
 
 
-def run(frozen, node: str, keys=()):
-    async def go():
-        app = FrozenApp(frozen, start=node)
-        async with app.run_test(size=(160, 45)) as pilot:
-            await pilot.pause()
-            g = app.screen.query_one(CoreGrid)
-            g.use_density("full")
-            for k in keys:
-                await pilot.press(k)
-            await pilot.pause()
-            return painted_marks(g), screen_lines(app), app.views[node].cpu_marks()
-    return asyncio.run(go())
+async def shown(frozen, node: str, keys=()):
+    """The node screen of `node` after `keys`: the grid's painted marks, the screen's lines, the view's marks."""
+    app = FrozenApp(frozen, start=node)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await pilot.pause()
+        g = app.screen.query_one(CoreGrid)
+        g.use_density("full")
+        for k in keys:
+            await pilot.press(k)
+        await pilot.pause()
+        return painted_marks(g), screen_lines(app), app.views[node].cpu_marks()
 
 
-def test_pinned_cpus_not_latency_ready_are_marked_and_a_finding_wins(frozen):
+async def test_pinned_cpus_not_latency_ready_are_marked_and_a_finding_wins(frozen):
     report = frozen["tuned-off"]
     assert report.snapshot.readiness.not_ready == {2, 3, 4, 5}
     codes = {f.code: set(f.cpus) for f in report.findings}
     assert codes["PINNED_CPU_POWERSAVE"] == {2, 3, 4, 5} and 3 in codes["INTRUDER_TASK"]
-    marks, lines, by_cpu = run(frozen, "tuned-off")
+    marks, lines, by_cpu = await shown(frozen, "tuned-off")
     assert by_cpu == {2: "notready", 3: "critical", 4: "notready", 5: "notready"}
     assert marks == {0: " ", 1: " ", 2: "~", 3: "!", 4: "~", 5: "~", 6: " ", 7: " "}
     assert any("~ = pinned, not latency-ready" in ln for ln in lines)
 
 
-def test_no_mark_and_no_legend_entry_where_every_pinned_cpu_is_ready(frozen):
+async def test_no_mark_and_no_legend_entry_where_every_pinned_cpu_is_ready(frozen):
     """No cpufreq (a VM): the governor is not applicable, nothing else is judged wrong: only the intruder's "!"."""
     assert not frozen["no-cpufreq"].snapshot.readiness.not_ready
-    marks, lines, _ = run(frozen, "no-cpufreq")
+    marks, lines, _ = await shown(frozen, "no-cpufreq")
     assert set(marks.values()) == {" ", "!"} and marks[3] == "!"
     assert not any("latency-ready" in ln for ln in lines)
 
 
-def test_the_cursor_says_why_its_cpu_is_not_ready(frozen):
-    _, lines, _ = run(frozen, "tuned-off", keys=["right", "right", "right", "right"])  # cpu0 -> cpu4
+async def test_the_cursor_says_why_its_cpu_is_not_ready(frozen):
+    _, lines, _ = await shown(frozen, "tuned-off", keys=["right", "right", "right", "right"])  # cpu0 -> cpu4
     text = "\n".join(lines)
     assert "cpu4: exclusive" in text and "~ not latency-ready: governor powersave" in text
 
 
-def test_the_fleet_overview_shows_each_nodes_score_and_the_marks(frozen):
+async def test_the_fleet_overview_shows_each_nodes_score_and_the_marks(frozen):
     """Checks that apply, by hand from the spec (the rest are n/a or not read): isolated, nohz_full and
     rcu_nocbs no (the node isolates nothing), housekeeping ok (no CPU tickless), cfs_quota ok (cpu.max "max"),
     and with cpufreq the governor no (powersave): 2 of 6; without cpufreq 2 of 5. The mini map (R on 0-1, shared
@@ -89,17 +87,15 @@ def test_the_fleet_overview_shows_each_nodes_score_and_the_marks(frozen):
     from pinscope.tui.screens.fleet import FleetScreen
     from pinscope.tui.widgets.fleetmap import FleetMap
 
-    async def go():
-        app = FrozenApp(frozen)
-        async with app.run_test(size=(160, 30)) as pilot:
-            for _ in range(100):
-                await pilot.pause(0.05)
-                if isinstance(app.screen, FleetScreen) and app.screen.query(FleetMap) and not app._fleet_dirty:
-                    break
-            fm = app.screen.query_one(FleetMap)
-            app._refresh_fleet()
-            await pilot.pause()
-            return {v.target: fm.render_line(y).text for y, v in enumerate(fm.views)}
-    by = asyncio.run(go())
+    app = FrozenApp(frozen)
+    async with app.run_test(size=(160, 30)) as pilot:
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if isinstance(app.screen, FleetScreen) and app.screen.query(FleetMap) and not app._fleet_dirty:
+                break
+        fm = app.screen.query_one(FleetMap)
+        app._refresh_fleet()
+        await pilot.pause()
+        by = {v.target: fm.render_line(y).text for y, v in enumerate(fm.views)}
     assert "ready 2/6" in by["tuned-off"] and "ready 2/5" in by["no-cpufreq"]
     assert by["tuned-off"].rstrip().endswith("RR~!~~..") and by["no-cpufreq"].rstrip().endswith("RR#!##..")

@@ -2,7 +2,6 @@
 directory that takes no file (/proc/self; a path that is a file) is said in a notice naming it, and the app
 goes on (`s` died with a traceback, exit 1); both keys name their files the same way and say where they
 wrote. Real Textual (run_test), frozen data read through the real probe."""
-import asyncio
 import os
 import re
 
@@ -17,17 +16,15 @@ def frozen(tmp_path_factory):
     return {"xeon-2s": frozen_samples(dual_socket_intel(), tmp_path_factory.mktemp("x"))}
 
 
-def press(frozen, *keys) -> bool:
+async def press(frozen, *keys) -> bool:
     """Press the keys on the node's grid; whether the app still runs after them."""
-    async def go():
-        app = FrozenApp(frozen, start="xeon-2s")
-        async with app.run_test(size=(120, 40)) as pilot:
+    app = FrozenApp(frozen, start="xeon-2s")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        for k in keys:
+            await pilot.press(k)
             await pilot.pause()
-            for k in keys:
-                await pilot.press(k)
-                await pilot.pause()
-            return app.is_running and app.return_code is None
-    return asyncio.run(go())
+        return app.is_running and app.return_code is None
 
 
 def unwritable(tmp_path) -> list[str]:
@@ -37,19 +34,19 @@ def unwritable(tmp_path) -> list[str]:
 
 
 @pytest.mark.parametrize("key,what", [("s", "screenshot"), ("e", "export")])
-def test_a_directory_that_takes_no_file_is_said_and_the_app_goes_on(frozen, tmp_path, monkeypatch, notices, key, what):
+async def test_a_directory_that_takes_no_file_is_said_and_the_app_goes_on(frozen, tmp_path, monkeypatch, notices, key, what):
     for where in unwritable(tmp_path):
         monkeypatch.setenv("PINSCOPE_SCREENSHOTS", where)
         notices.clear()
-        assert press(frozen, key, "c", "escape"), f"{key} in {where} ended the app"
+        assert await press(frozen, key, "c", "escape"), f"{key} in {where} ended the app"
         failed = [n for n in notices if n.startswith(f"{what} failed")]
         assert len(failed) == 1 and where in failed[0], notices
 
 
-def test_s_and_e_name_their_files_alike_and_say_where(frozen, tmp_path, monkeypatch, notices):
+async def test_s_and_e_name_their_files_alike_and_say_where(frozen, tmp_path, monkeypatch, notices):
     out = tmp_path / "shots"
     monkeypatch.setenv("PINSCOPE_SCREENSHOTS", str(out))
-    assert press(frozen, "s", "e", "s")
+    assert await press(frozen, "s", "e", "s")
     names = sorted(p.name for p in out.iterdir())
     stems = sorted({n.rsplit(".", 1)[0] for n in names})
     # pinscope-<node>-<YYYYmmdd-HHMMSS>[-N]: two s in the same second keep both
@@ -63,9 +60,9 @@ def test_s_and_e_name_their_files_alike_and_say_where(frozen, tmp_path, monkeypa
             assert (out / f).is_file(), (f, names)
 
 
-def test_s_writes_in_the_working_directory_by_default_and_says_which(frozen, tmp_path, monkeypatch, notices):
+async def test_s_writes_in_the_working_directory_by_default_and_says_which(frozen, tmp_path, monkeypatch, notices):
     monkeypatch.delenv("PINSCOPE_SCREENSHOTS", raising=False)
     monkeypatch.chdir(tmp_path)
-    assert press(frozen, "s")
+    assert await press(frozen, "s")
     (svg,) = tmp_path.glob("*.svg")
     assert notices[-1] == f"saved {svg.name} in {os.getcwd()}", notices

@@ -8,29 +8,26 @@ from pinscope.collectors.fleet import NodeTarget
 from pinscope.tui.app import PinscopeApp
 
 
-def test_a_silent_port_is_down_with_its_reason_after_the_connect_timeout():
+async def test_a_silent_port_is_down_with_its_reason_after_the_connect_timeout():
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen(8)
     target = f"root@127.0.0.1:{srv.getsockname()[1]}"
 
-    async def go():
-        app = PinscopeApp([NodeTarget(target)], Options(connect_timeout=1.0), 1.0)
-        seen = []
-        async with app.run_test(size=(160, 40)) as pilot:
-            after = None  # samples taken once it is down: a retry or two
-            while after is None or len(seen) < after + 8:  # go()'s 60 s only guard against a hang
-                await asyncio.sleep(0.25)
-                await pilot.pause()
-                v = app.views[target]
-                seen.append((v.state, v.message))
-                if after is None and v.state == "down":
-                    after = len(seen)
-            svg = app.export_screenshot().replace("&#160;", " ")
-        return seen, svg
-
     try:
-        seen, svg = asyncio.run(asyncio.wait_for(go(), 60))
+        async with asyncio.timeout(60):
+            app = PinscopeApp([NodeTarget(target)], Options(connect_timeout=1.0), 1.0)
+            seen = []
+            async with app.run_test(size=(160, 40)) as pilot:
+                after = None  # samples taken once it is down: a retry or two
+                while after is None or len(seen) < after + 8:  # the 60 s above only guard against a hang
+                    await asyncio.sleep(0.25)
+                    await pilot.pause()
+                    v = app.views[target]
+                    seen.append((v.state, v.message))
+                    if after is None and v.state == "down":
+                        after = len(seen)
+                svg = app.export_screenshot().replace("&#160;", " ")
     finally:
         srv.close()
     first_down = next(i for i, (state, _) in enumerate(seen) if state == "down")
