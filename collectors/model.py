@@ -318,6 +318,18 @@ class Pod(NamedTuple):
     claims: tuple[DraClaim, ...] = ()  # DRA ResourceClaims kubelet prepared for it (its containers: the API's)
 
 
+class PodAllocation(NamedTuple):
+    """What kubelet's allocation checkpoint says of a pod (parse/allocstate.py)."""
+
+    pod_level: bool  # it has pod-level resources (kubelet records them since 1.36)
+    unlimited: bool  # a container of it has no CPU or memory limit of its own
+
+    def pod_level_in(self, qos: str | None) -> bool:
+        """Has the pod pod-level resources, for a pod of this QoS? A Guaranteed pod with a container without
+        limits of its own is Guaranteed by them (a 1.35 kubelet records no PodLevelResources)."""
+        return self.pod_level or (qos == "Guaranteed" and self.unlimited)
+
+
 class Owner(NamedTuple):
     pod_uid: str
     namespace: str | None
@@ -447,6 +459,9 @@ class NodeSnapshot:
     device_orphans: tuple[DeviceAllocation, ...] = ()  # allocations for pods no other source knows
     dra_state: DraCheckpoint | None = None  # kubelet's DRA manager checkpoint (None: absent/unread)
     readiness: NodeReadiness | None = None  # latency readiness (assemble/readiness.py fills it); None: not assembled
+    # pod uid -> what kubelet's allocation checkpoint (<root-dir>/allocated_pods_state, read on static frames) says
+    # of its resources; None: unknown (absent, unread, refused)
+    pod_level: dict[str, PodAllocation] | None = None
 
     @property
     def assignment_known(self) -> bool:

@@ -71,6 +71,8 @@ CATALOG: tuple[NodeFile, ...] = (
     NodeFile("<kubelet-config-dir>/<name>.conf", "s", "kubelet's config drop-ins (--config-dir, 1.30+), "
              "'.x.conf' and '.conf' too (kubelet's filepath.WalkDir lists dotfiles)"),
     NodeFile("<kubelet-root>/memory_manager_state", "s", "the memory manager's checkpoint (k/k cm/memorymanager/state)"),
+    NodeFile("<kubelet-root>/allocated_pods_state", "s", "the resources kubelet admitted each pod with: which pods "
+             "have pod-level resources (k/k pkg/kubelet/allocation/state)"),
     NodeFile("<kubelet-root>/cpu_manager_state", "g", "the CPU manager's checkpoint: kubelet writes it whole and "
              "renames it (k/k pkg/kubelet/util/store/filestore.go); sent only when it changed (rks)"),
     NodeFile("/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint", "g", "the device manager's checkpoint "

@@ -572,7 +572,7 @@ static() {
     # nothing is no file: not said (the one above says an unlistable directory)
     for f in "$R$KUBELET_DROPINS"/.*.conf "$R$KUBELET_DROPINS"/.conf; do { [ -e "$f" ] || [ -h "$f" ]; } && rk "$f"; done
   fi
-  rk "$R$KUBELET_ROOT/memory_manager_state"
+  rk "$R$KUBELET_ROOT/memory_manager_state" "$R$KUBELET_ROOT/allocated_pods_state"
   devices_static
   readiness_static
   if [ "$CGROUP_V" = 2 ]; then

@@ -18,7 +18,14 @@ from ..parse.cgroup import driver_of
 from ..parse.procfs import parse_numastat, parse_proc_stat, parse_task_status, parse_uptime
 from .devices import attach, attach_claims, device_state, dra_state, placements
 from .irqs import IrqsStage
-from .kubelet import cpu_manager_state, memory_manager_state, static_parts, sudo_was_refused, unlisted_problems
+from .kubelet import (
+    allocated_pods_state,
+    cpu_manager_state,
+    memory_manager_state,
+    static_parts,
+    sudo_was_refused,
+    unlisted_problems,
+)
 from .noise import NoiseStage
 from .readiness import build as build_readiness
 from .pods import CG, PodsStage, pod_dirs, pod_logs
@@ -78,10 +85,12 @@ def _static(static: Frame):
     """Everything that depends on the static frame only."""
     topo, kubelet, sprobs = static_parts(static)
     memory_state, mprobs = memory_manager_state(static.files, kubelet, static.truncated)
+    pod_level, aprobs = allocated_pods_state(static.files, kubelet, static.truncated)
     text = static.files.get("/proc/1/status")
     init_allowed = parse_task_status(text).get("allowed") if text else None
     node = (static.files.get("/proc/sys/kernel/hostname") or "").strip()
-    return topo, kubelet, sprobs, memory_state, mprobs, init_allowed, node, _cpuset_files(static)
+    return (topo, kubelet, sprobs, (memory_state, pod_level), mprobs + aprobs, init_allowed, node,
+            _cpuset_files(static))
 
 
 def _layout(tick: Frame, info: dict, kubelet):
@@ -124,7 +133,7 @@ class Assembler:
         refused = static.refused | tick.refused
         unreadable = static.unreadable | tick.unreadable | refused.keys()
         problems = _frame_problems(static, tick)
-        topo, kubelet, sprobs, memory_state, mprobs, init_allowed, node, cpuset_files = \
+        topo, kubelet, sprobs, (memory_state, pod_level), mprobs, init_allowed, node, cpuset_files = \
             self._static.get((static,), _static, static)
         problems[:0] = sprobs
         info = {**static.info, **tick.info} if tick.info else static.info
@@ -160,7 +169,7 @@ class Assembler:
             all_tasks=all_tasks, roles_from=roles_from, problems=tuple(problems), request=tick.request,
             state_status=state_status, init_allowed=init_allowed, noise=self.noise.run(tick, carry),
             cpuset_files=cpuset_files, device_state=dstate, device_orphans=orphans, dra_state=rstate,
-            readiness=readiness,
+            readiness=readiness, pod_level=pod_level,
         )
 
     def _readiness(self, static: Frame, topo, kubelet, roles, pods, memory_state, all_tasks, problems):

@@ -10,6 +10,7 @@ from functools import lru_cache
 
 from ..errors import UNREAD, Problem
 from ..frames import Frame
+from ..parse.allocstate import parse_allocated_pods_state
 from ..parse.kubelet import climbs_out, parse_cpu_manager_state, parse_kubelet_config, parse_memory_manager_state
 from ..parse.topology import parse_topology
 
@@ -127,3 +128,12 @@ def memory_manager_state(sfiles: dict, kubelet, cut=()):
     mm_text = sfiles.get(mm_file) if mm_file not in cut and not climbs_out(kubelet.root_dir) else None
     state = parse_memory_manager_state(mm_text, mm_file, problems) if mm_text is not None else None
     return state, tuple(problems)
+
+
+def allocated_pods_state(sfiles: dict, kubelet, cut=()):
+    """-> ({pod uid: PodAllocation} or None, problems): kubelet's allocation checkpoint, from the static frame (a
+    file not read whole, or absent: unknown)."""
+    problems: list[Problem] = []
+    path = f"{kubelet.root_dir.rstrip('/')}/allocated_pods_state"
+    text = sfiles.get(path) if path not in cut and not climbs_out(kubelet.root_dir) else None
+    return (parse_allocated_pods_state(text, path, problems) if text is not None else None), tuple(problems)

@@ -84,6 +84,8 @@ def probed(tmp_path_factory) -> list[tuple[str, str, dict[str, str]]]:
     v1 = amd_multi_numa_v1()
     v1.extra_files.update(EXTRA)
     v1.extra_files[f"{v1.kubelet_root}/memory_manager_state"] = "{}\n"
+    # kubelet's allocation checkpoint, empty (the simulated kubelet writes none: InPlacePodVerticalScaling off)
+    v1.extra_files[f"{v1.kubelet_root}/allocated_pods_state"] = '{"data":"{\\"entries\\":{}}","checksum":1057365947}'
     for spec in [*demo.demo_specs(), v1]:
         root = tmp_path_factory.mktemp(spec.hostname)
         SimNode(spec, root).write()

@@ -1,0 +1,104 @@
+"""kubelet's allocation checkpoint (<root-dir>/allocated_pods_state) and what it tells the findings: a pod with
+pod-level resources (spec.resources) is not one kubelet's static policy pins by default, and its containers
+without a CPU limit of their own run under the pod's as their CFS quota. On the real kubelets (v1.35.4,
+v1.37.2; tests/cluster/test_real_podlevel.py) such a pod was called GUARANTEED_NOT_PINNED, a warning, for a
+container of it: kubelet had done exactly what it does with such a pod.
+
+REAL_1_37 is the file kubelet v1.37.2 wrote for tests/cluster/test_real_podlevel.py's pod, byte for byte; the
+others have the shape json.Marshal gives k/k pkg/kubelet/allocation/state's Checkpoint (v1.35.4's records no
+PodLevelResources: InPlacePodLevelResourcesVerticalScaling is alpha, off, there), with the checksum kubelet
+computes (checksum.New(Data): FNV-1a 32 over "(string)" + data), computed here by its own small code.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pinscope.collectors.model import PodAllocation
+from pinscope.collectors.parse.allocstate import parse_allocated_pods_state
+from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
+from helpers import read_sim
+
+POD_LEVEL = "26ef72b2-95f7-439b-bc17-f37fe576d03e"
+CONTAINER_LEVEL = "5b0c4a9e-1f7d-4a51-9a0b-0c2d6e8f9a11"
+ONE = {"limits": {"cpu": "1", "memory": "32Mi"}, "requests": {"cpu": "1", "memory": "32Mi"}}
+POD = {"limits": {"cpu": "1", "memory": "96Mi"}, "requests": {"cpu": "1", "memory": "96Mi"}}
+REAL_1_37 = ('{"data":"{\\"entries\\":{\\"921d9a39-85f1-47d0-9cb5-4df82ec8a014\\":{\\"ContainerResources\\":{\\"app\\":{\\"limits\\":{\\"cpu\\":\\"1\\",\\"memory\\":\\"32Mi\\"},\\"requests\\":{\\"cpu\\":\\"1\\",\\"memory\\":\\"32Mi\\"}},\\"init\\":{},\\"side\\":{}},\\"PodLevelResources\\":{\\"limits\\":{\\"cpu\\":\\"1\\",\\"memory\\":\\"96Mi\\"},\\"requests\\":{\\"cpu\\":\\"1\\",\\"memory\\":\\"96Mi\\"}},\\"EmptyDirVolumeLimits\\":null}}}","checksum":310019740}')
+
+
+def fnv1a32(b: bytes) -> int:
+    h = 0x811C9DC5
+    for x in b:
+        h = ((h ^ x) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+def checkpoint(entries: dict, checksum: int | None = None) -> str:
+    data = json.dumps({"entries": entries}, separators=(",", ":"))
+    return json.dumps({"data": data, "checksum": fnv1a32(b"(string)" + data.encode()) if checksum is None
+                       else checksum})
+
+
+TWO = {"limits": {"cpu": "2", "memory": "1Gi"}, "requests": {"cpu": "2", "memory": "1Gi"}}
+ENTRIES = {
+    POD_LEVEL: {"ContainerResources": {"app": ONE, "init": {}, "side": {}}, "PodLevelResources": POD},
+    CONTAINER_LEVEL: {"ContainerResources": {"java": TWO}, "PodLevelResources": None},
+}
+# what v1.35.4 writes of the same pods: no PodLevelResources
+ENTRIES_1_35 = {POD_LEVEL: {"ContainerResources": {"app": ONE, "init": {}, "side": {}}},
+                CONTAINER_LEVEL: {"ContainerResources": {"java": TWO}}}
+
+
+def test_pod_level_resources_are_read_with_the_checksum_kubelet_verifies():
+    problems: list = []
+    got = parse_allocated_pods_state(REAL_1_37, "s", problems)
+    assert problems == [] and got == {"921d9a39-85f1-47d0-9cb5-4df82ec8a014": PodAllocation(True, True)}
+    assert parse_allocated_pods_state(checkpoint(ENTRIES), "s", problems) == {
+        POD_LEVEL: PodAllocation(True, True), CONTAINER_LEVEL: PodAllocation(False, False)}
+    got = parse_allocated_pods_state(checkpoint(ENTRIES_1_35), "s", problems)
+    assert got == {POD_LEVEL: PodAllocation(False, True), CONTAINER_LEVEL: PodAllocation(False, False)}
+    assert problems == []
+    # v1.35.4's file: a Guaranteed pod with a container without limits is Guaranteed by its pod-level resources;
+    # a Burstable pod's container without limits says nothing of the kind
+    assert got[POD_LEVEL].pod_level_in("Guaranteed") and not got[POD_LEVEL].pod_level_in("Burstable")
+    assert not got[CONTAINER_LEVEL].pod_level_in("Guaranteed")
+
+
+def test_a_file_kubelet_would_refuse_says_nothing_of_any_pod():
+    for text, said in ((checkpoint(ENTRIES, checksum=42), "checksum mismatch"),
+                       (checkpoint({POD_LEVEL: {"PodLevelResources": "1"}}), "cannot be decoded"),
+                       (json.dumps({"data": '{"entries": ', "checksum": fnv1a32(b'(string){"entries": ')}),
+                        "cannot be decoded"),
+                       ("[]", "not a JSON object")):
+        problems: list = []
+        assert parse_allocated_pods_state(text, "s", problems) is None, text
+        assert [p for p in problems if said in p.message], (text, problems)
+
+
+def _node(alloc: str | None) -> NodeSpec:
+    """Static, reserved 0,4; a pod-level pod (two containers, each under the pod's one-CPU limit as its quota, on
+    the shared pool) and a container-level Guaranteed pod kubelet did not pin (a two-CPU quota, shared)."""
+    pods = [PodSpec("pl", "prod", uid=POD_LEVEL, containers=[CtrSpec("app", quota_cores=1), CtrSpec("side", quota_cores=1)]),
+            PodSpec("big", "prod", uid=CONTAINER_LEVEL, containers=[CtrSpec("java", quota_cores=2)])]
+    return NodeSpec(hostname="t", sockets=1, cores=4, threads=2, reserved="0,4", cgroup=2, driver="systemd",
+                    init_affinity="0,4", pods=pods,
+                    extra_files={"/var/lib/kubelet/allocated_pods_state": alloc} if alloc is not None else {})
+
+
+def _not_pinned(r) -> list[tuple[str | None, str | None]]:
+    return sorted((f.pod, f.container) for f in r.findings if f.code == "GUARANTEED_NOT_PINNED")
+
+
+@pytest.mark.parametrize("entries", [ENTRIES, ENTRIES_1_35], ids=["v1.37", "v1.35"])
+def test_a_pod_with_pod_level_resources_is_not_guaranteed_not_pinned(tmp_path, entries):
+    r = read_sim(_node(checkpoint(entries)), tmp_path / "a", samples=1)
+    assert set(r.snapshot.pod_level or {}) == {POD_LEVEL, CONTAINER_LEVEL}
+    assert _not_pinned(r) == [("big", "java")]
+
+
+def test_without_the_checkpoint_nothing_changes(tmp_path):
+    """An older kubelet (or InPlacePodVerticalScaling off) writes no allocation checkpoint: unknown, as before."""
+    r = read_sim(_node(None), tmp_path / "b", samples=1)
+    assert r.snapshot.pod_level is None
+    assert _not_pinned(r) == [("big", "java"), ("pl", "app"), ("pl", "side")]
