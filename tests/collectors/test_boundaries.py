@@ -3,7 +3,6 @@
 Each test here fails on a specific plausible mutation (issue 13): a starved-pool threshold off by one,
 a rate not divided by the interval, an owned CPU that is also reserved treated as reserved.
 """
-import asyncio
 import dataclasses
 
 import pytest
@@ -38,33 +37,31 @@ def test_shared_pool_starved_boundary(tmp_path, pinned, left, starved):
         assert set(hits[0].cpus) == left
 
 
-def _two_samples(tmp_path, node: NodeSpec, dt: float):
+async def _two_samples(tmp_path, node: NodeSpec, dt: float):
     """Two reads through the real probe, the simulated node advanced `dt` node-seconds in between."""
     sim = SimNode(node, tmp_path).write()
 
-    async def go():
-        col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
-        await col.connect()
-        try:
-            a = await col.tick()
-            sim.tick(dt)
-            b = await col.tick()
-            return a.snapshot, b.snapshot
-        finally:
-            await col.close()
+    col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
+    await col.connect()
+    try:
+        a = await col.tick()
+        sim.tick(dt)
+        b = await col.tick()
+        return a.snapshot, b.snapshot
+    finally:
+        await col.close()
 
-    return asyncio.run(go())
 
 
 @pytest.mark.parametrize("dt", [0.5, 2.0, 5.0])
-def test_rates_are_per_second_of_the_interval(tmp_path, dt):
+async def test_rates_are_per_second_of_the_interval(tmp_path, dt):
     """The simulated NUMA counters grow by a fixed amount per tick, whatever its length, the throttling ones
     by a fixed amount per second of it (as a kernel's do: no more throttled periods than periods): a rate is
     the growth divided by the interval the node's uptime says passed (not by 1, not by the client's wall
     clock)."""
     node = spec(numa_miss_per_tick=300,
                 pods=[PodSpec("rt", "prod", containers=[CtrSpec("app", cpus="1,5", quota_cores=2, throttled=8)])])
-    a, b = _two_samples(tmp_path, node, dt)
+    a, b = await _two_samples(tmp_path, node, dt)
     r = compute(a, b, wall_dt=123.0)  # a wrong wall clock must not be used when uptime is there
     assert r.dt == pytest.approx(dt, abs=0.011)
     (cr,) = r.containers.values()
@@ -75,13 +72,13 @@ def test_rates_are_per_second_of_the_interval(tmp_path, dt):
     # CPU use from the tasks' utime is a fraction of a CPU, the same whatever the interval
     assert 0 < cr.cpu_usage < 2.5
     if dt >= 2.0:
-        small = compute(*_two_samples(tmp_path / "short", node, 1.0))
+        small = compute(*await _two_samples(tmp_path / "short", node, 1.0))
         (cs,) = small.containers.values()
         assert cr.cpu_usage == pytest.approx(cs.cpu_usage, rel=0.35)
 
 
-def test_rates_fall_back_to_the_wall_clock_without_uptime(tmp_path):
-    a, b = _two_samples(tmp_path, spec(numa_miss_per_tick=300), 1.0)
+async def test_rates_fall_back_to_the_wall_clock_without_uptime(tmp_path):
+    a, b = await _two_samples(tmp_path, spec(numa_miss_per_tick=300), 1.0)
     r = compute(dataclasses.replace(a, uptime=None), dataclasses.replace(b, uptime=None), wall_dt=4.0)
     assert r.dt == 4.0 and r.numa[0]["numa_miss_per_s"] == pytest.approx(300 / 4.0)
 

@@ -67,35 +67,31 @@ async def _cancel_as_it_answers(call, hops: int) -> tuple[bool, str]:
     return accepted[0], ended
 
 
-def _never_lost(call) -> None:
-    async def go():
-        runs = [await _cancel_as_it_answers(call, hops) for hops in range(5)]
-        assert all(ended == ("cancelled" if accepted else "answered") for accepted, ended in runs), runs
-        assert any(accepted for accepted, _ in runs), runs  # the cancel did land while the task waited
-    asyncio.run(go())
+async def _never_lost(call) -> None:
+    runs = [await _cancel_as_it_answers(call, hops) for hops in range(5)]
+    assert all(ended == ("cancelled" if accepted else "answered") for accepted, ended in runs), runs
+    assert any(accepted for accepted, _ in runs), runs  # the cancel did land while the task waited
 
 
-def test_a_kube_api_call_cancelled_as_its_answer_comes_is_cancelled():
+async def test_a_kube_api_call_cancelled_as_its_answer_comes_is_cancelled():
     """The defect: KubeTransport._call (every API request: the debug pod's polls, its delete) returned the
     answer and the cancel was lost. Fails on wait_for (Python 3.11)."""
     tr = KubeTransport("node/n1")
     tr.api = object()  # type: ignore[assignment]  # "connected"; the call below is all it asks
-    _never_lost(lambda fn: tr._call(fn, "get", "pods", "pinscope", 5.0))
+    await _never_lost(lambda fn: tr._call(fn, "get", "pods", "pinscope", 5.0))
 
 
-def test_within_keeps_the_cancel_and_the_deadline():
-    _never_lost(lambda fn: within(asyncio.to_thread(fn), 5.0))
+async def test_within_keeps_the_cancel_and_the_deadline():
+    await _never_lost(lambda fn: within(asyncio.to_thread(fn), 5.0))
 
-    async def go():
-        # the deadline: TimeoutError (asyncio's is the builtin since 3.11), the awaited work cancelled
-        ev = asyncio.Event()
-        with pytest.raises(asyncio.TimeoutError):
-            await within(ev.wait(), 0.05)
-        assert await within(asyncio.sleep(0, "done"), None) == "done"
-    asyncio.run(go())
+    # the deadline: TimeoutError (asyncio's is the builtin since 3.11), the awaited work cancelled
+    ev = asyncio.Event()
+    with pytest.raises(asyncio.TimeoutError):
+        await within(ev.wait(), 0.05)
+    assert await within(asyncio.sleep(0, "done"), None) == "done"
 
 
-def test_a_deadline_in_the_cleanup_a_cancel_runs_is_a_timeout():
+async def test_a_deadline_in_the_cleanup_a_cancel_runs_is_a_timeout():
     """The cleanup after a cancel (the debug pod's delete, with its own deadline): its expiry is a TimeoutError,
     which the cleanup handles, and the cancel goes on after it. asyncio.timeout before 3.11.3 raised
     CancelledError there and cut the cleanup short."""
@@ -111,17 +107,15 @@ def test_a_deadline_in_the_cleanup_a_cancel_runs_is_a_timeout():
                 said.append("the delete timed out")
             said.append("cleanup ran to its end")
 
-    async def go():
-        task = asyncio.create_task(work())
-        await asyncio.sleep(0.01)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-    asyncio.run(go())
+    task = asyncio.create_task(work())
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
     assert said == ["the delete timed out", "cleanup ran to its end"]
 
 
-def test_a_deadline_stands_down_for_the_cleanup_of_a_cancel_from_outside():
+async def test_a_deadline_stands_down_for_the_cleanup_of_a_cancel_from_outside():
     """The work is cancelled from outside (a signal) well before its deadline; the cleanup that cancel runs
     takes longer than the deadline had left: it runs to its end, as under wait_for (a deadline that kept its
     timer cut it). The cancel comes at 0.1 s, the deadline at 3 s: a loaded machine that stalls the loop past
@@ -135,17 +129,15 @@ def test_a_deadline_stands_down_for_the_cleanup_of_a_cancel_from_outside():
             await asyncio.sleep(3.5)  # the debug pod's delete: past the deadline
             said.append("cleanup ran to its end")
 
-    async def go():
-        task = asyncio.create_task(within(work(), 3.0))
-        await asyncio.sleep(0.1)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-    asyncio.run(go())
+    task = asyncio.create_task(within(work(), 3.0))
+    await asyncio.sleep(0.1)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
     assert said == ["cleanup ran to its end"]
 
 
-def test_a_deadline_that_stood_down_for_a_cancel_taken_back_still_holds():
+async def test_a_deadline_that_stood_down_for_a_cancel_taken_back_still_holds():
     """aiohttp's own timeouts cancel the task and take the cancel back (uncancel). A deadline that stood down
     meanwhile stood down for good: the block ran on without it (a 0.5 s block ran 3.5 s in a review).
     The deadline (3 s) is far from the cancel (0.1 s): with 0.2 s, a loaded machine's stalled loop let the
@@ -159,34 +151,30 @@ def test_a_deadline_that_stood_down_for_a_cancel_taken_back_still_holds():
                 asyncio.current_task().uncancel()
             await asyncio.sleep(30)
 
-    async def go():
-        task = asyncio.create_task(work())
-        await asyncio.sleep(0.1)
-        task.cancel()
-        await asyncio.wait({task}, timeout=10)
-        assert task.done() and isinstance(task.exception(), TimeoutError)
-    asyncio.run(go())
+    task = asyncio.create_task(work())
+    await asyncio.sleep(0.1)
+    task.cancel()
+    await asyncio.wait({task}, timeout=10)
+    assert task.done() and isinstance(task.exception(), TimeoutError)
 
 
-def test_nested_deadlines():
+async def test_nested_deadlines():
     """The inner one expires: TimeoutError inside, the outer block goes on and its own deadline still holds."""
-    async def go():
-        said = []
-        with pytest.raises(TimeoutError):
-            async with deadline(0.3):
-                try:
-                    await within(asyncio.sleep(30), 0.05)
-                except TimeoutError:
-                    said.append("inner")
-                await asyncio.sleep(30)
-        assert said == ["inner"] and asyncio.current_task().cancelling() == 0
-        # both at once: the outer's TimeoutError, nothing left cancelled
-        with pytest.raises(TimeoutError):
-            async with deadline(0.05):
+    said = []
+    with pytest.raises(TimeoutError):
+        async with deadline(0.3):
+            try:
                 await within(asyncio.sleep(30), 0.05)
-        assert asyncio.current_task().cancelling() == 0
-        assert await within(asyncio.sleep(0.01, "after"), 1) == "after"
-    asyncio.run(go())
+            except TimeoutError:
+                said.append("inner")
+            await asyncio.sleep(30)
+    assert said == ["inner"] and asyncio.current_task().cancelling() == 0
+    # both at once: the outer's TimeoutError, nothing left cancelled
+    with pytest.raises(TimeoutError):
+        async with deadline(0.05):
+            await within(asyncio.sleep(30), 0.05)
+    assert asyncio.current_task().cancelling() == 0
+    assert await within(asyncio.sleep(0.01, "after"), 1) == "after"
 
 
 def test_no_wait_for_in_pinscope():

@@ -14,7 +14,6 @@ by the wall clock, so a window is 0.2 s or 3 s as well as 1 s), and every window
 - a container is throttled in at most every period of its quota (nr_throttled <= nr_periods, 10 periods of
   100 ms a second), for at most the time that passed.
 """
-import asyncio
 import re
 
 import pytest
@@ -45,29 +44,27 @@ def _usage(text: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _windows(spec, root):
+async def _windows(spec, root):
     """The snapshots of every tick: the first after the tree is written, then one per phase."""
     sim = SimNode(spec, root).write()
     keys = {t[5] for t in sim.tasks if t[5] is not None}
 
-    async def go():
-        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
-        await col.connect()
-        try:
-            snaps = [(await col.tick()).snapshot]
-            for phase, dt in STEPS:
-                sim.tick(dt, load={k: phase for k in keys})
-                snaps.append((await col.tick()).snapshot)
-            return snaps
-        finally:
-            await col.close()
+    col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
+    await col.connect()
+    try:
+        snaps = [(await col.tick()).snapshot]
+        for phase, dt in STEPS:
+            sim.tick(dt, load={k: phase for k in keys})
+            snaps.append((await col.tick()).snapshot)
+        return snaps
+    finally:
+        await col.close()
 
-    return asyncio.run(go())
 
 
 @pytest.mark.parametrize("spec", demo_specs(), ids=lambda s: s.hostname)
-def test_the_demo_numbers_agree_like_a_kernel(tmp_path, spec):
-    snaps = _windows(spec, tmp_path / spec.hostname)
+async def test_the_demo_numbers_agree_like_a_kernel(tmp_path, spec):
+    snaps = await _windows(spec, tmp_path / spec.hostname)
     shares: dict = {}  # container -> the "some" shares (percent) of every window so far
     # the share of the tick before the first window: its total (µs) over the 1 s the tree's first tick ran
     first = {(p.uid, c.id): _avgs(c.cgroup.raw.get("cpu.pressure"))[3] / 1e4

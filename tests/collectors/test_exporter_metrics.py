@@ -216,7 +216,7 @@ def test_the_exporters_task_scan_reads_schedstat():
     assert "w" in exporter_depth(10) and exporter_depth(1) == "g"
 
 
-def test_container_rates_hold_between_the_exporters_task_scans(tmp_path):
+async def test_container_rates_hold_between_the_exporters_task_scans(tmp_path):
     """The task scan runs every 10th read: the containers' migrations, CPU use and run-queue wait keep the
     rates of their tasks' last window in between (they were in 1 scrape of 10 before), and change when the
     tasks are read again."""
@@ -232,7 +232,7 @@ def test_container_rates_hold_between_the_exporters_task_scans(tmp_path):
     fams = ("pinscope_container_runqueue_wait_seconds_per_second", "pinscope_container_cpu_usage_cpus",
             "pinscope_container_migrations_per_second")
 
-    async def go():
+    async with asyncio.timeout(60):
         col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
         await col.connect()
         try:
@@ -242,11 +242,9 @@ def test_container_rates_hold_between_the_exporters_task_scans(tmp_path):
                 s = node_samples("xeon", rep)
                 seen.append({f: {tuple(x.labels.values()): x.value for x in s[f]} for f in fams})
                 sim.tick(0.5)
-            return seen
         finally:
             await col.close()
 
-    seen = asyncio.run(asyncio.wait_for(go(), 60))
     assert all(not v for v in seen[0].values())  # one read: no rate yet
     for i in range(10, 22):
         for f in fams:
@@ -268,7 +266,7 @@ def test_runqueue_wait_is_the_threads_wait_in_seconds_per_second(tmp_path):
 
 
 @pytest.mark.parametrize("how", ["root removed", "proc and sys gone"])
-def test_a_node_whose_tree_vanished_reads_0_and_says_why(tmp_path, how, capsys):
+async def test_a_node_whose_tree_vanished_reads_0_and_says_why(tmp_path, how, capsys):
     """Issue 22 item 6: the exporter's real loop over a --root tree; the tree goes away (the directory
     removed, or /proc and /sys no longer there). read_success turns 0 with the node's other series gone
     (so the unreadable alert fires, the critical ones do not silently resolve), and stderr says why."""
@@ -285,29 +283,27 @@ def test_a_node_whose_tree_vanished_reads_0_and_says_why(tmp_path, how, capsys):
     store = LatestReports()
     seen: list[tuple[bool, int]] = []
 
-    async def go():
-        stop = asyncio.Event()
-        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
-        task = asyncio.create_task(node_loop(col, "xeon", 0.01, store, stop, 5.0))
-        for _ in range(2000):  # reads, not seconds: each step waits for the loop to publish
-            await asyncio.sleep(0.005)
-            st = store.get("xeon")
-            if st is None:
-                continue
-            if not seen or seen[-1] != (st.success, len(st.samples.get("pinscope_cpu_info", ()))):
-                seen.append((st.success, len(st.samples.get("pinscope_cpu_info", ()))))
-            if len(seen) == 1 and st.success and (root / "sys").exists():
-                if how == "root removed":
-                    shutil.rmtree(root)
-                else:
-                    shutil.rmtree(root / "proc")
-                    shutil.rmtree(root / "sys")
-            if not st.success:
-                break
-        stop.set()
-        await task
+    stop = asyncio.Event()
+    col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
+    task = asyncio.create_task(node_loop(col, "xeon", 0.01, store, stop, 5.0))
+    for _ in range(2000):  # reads, not seconds: each step waits for the loop to publish
+        await asyncio.sleep(0.005)
+        st = store.get("xeon")
+        if st is None:
+            continue
+        if not seen or seen[-1] != (st.success, len(st.samples.get("pinscope_cpu_info", ()))):
+            seen.append((st.success, len(st.samples.get("pinscope_cpu_info", ()))))
+        if len(seen) == 1 and st.success and (root / "sys").exists():
+            if how == "root removed":
+                shutil.rmtree(root)
+            else:
+                shutil.rmtree(root / "proc")
+                shutil.rmtree(root / "sys")
+        if not st.success:
+            break
+    stop.set()
+    await task
 
-    asyncio.run(go())
     assert seen[0] == (True, 48) and seen[-1] == (False, 0), seen
     assert all(n == 48 for ok, n in seen if ok), seen  # never "read" with zero CPUs
     st = store.get("xeon")
@@ -321,7 +317,7 @@ def test_a_node_whose_tree_vanished_reads_0_and_says_why(tmp_path, how, capsys):
     assert f"pinscope exporter: xeon: {st.error}\n" in err
 
 
-def test_a_state_file_that_becomes_a_fifo_is_gone_from_the_next_read_not_carried(tmp_path):
+async def test_a_state_file_that_becomes_a_fifo_is_gone_from_the_next_read_not_carried(tmp_path):
     """Issue 22 item 5: the deeper frames carried between reads kept the old checkpoint after the file
     became a FIFO (exclusive CPUs and no STATE_UNREADABLE for the next 9 reads). The read that finds the
     FIFO drops it: no exclusive CPU from it, the finding fires, the file is named as refused."""
@@ -337,7 +333,7 @@ def test_a_state_file_that_becomes_a_fifo_is_gone_from_the_next_read_not_carried
     SimNode(dual_socket_intel(), root).write()
     state = root / "var/lib/kubelet/cpu_manager_state"
 
-    async def go():
+    async with asyncio.timeout(60):
         col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
         await col.connect()
         try:
@@ -348,11 +344,10 @@ def test_a_state_file_that_becomes_a_fifo_is_gone_from_the_next_read_not_carried
                     os.mkfifo(state)
                 rep = await col.tick(exporter_depth(col.ticks))
                 out.append((rep, node_samples("xeon", rep)))
-            return out
+            seen = out
         finally:
             await col.close()
 
-    seen = asyncio.run(asyncio.wait_for(go(), 60))
     for rep, s in seen[:2]:
         roles = {x.labels["role"]: x.value for x in s["pinscope_cpus"]}
         assert roles["exclusive"] == 8.0

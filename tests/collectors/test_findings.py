@@ -134,11 +134,10 @@ def test_read_partial_is_not_a_fault(tmp_path):
     assert codes(fs) == []
 
 
-def read_as_user(spec: NodeSpec, root, hide: tuple[str, ...], samples: int = 1):
+async def read_as_user(spec: NodeSpec, root, hide: tuple[str, ...], samples: int = 1):
     """`spec` read through the real probe and pipeline (`samples` times, a simulated second apart), the
     files `hide` (node paths) said unreadable by the probe, as they are for a user without --sudo
     (cpu_manager_state is 0600)."""
-    import asyncio
     import dataclasses
 
     from pinscope.collectors.collect import NodeCollector, Options
@@ -147,23 +146,21 @@ def read_as_user(spec: NodeSpec, root, hide: tuple[str, ...], samples: int = 1):
 
     sim = SimNode(spec, root).write()
 
-    async def go():
-        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
-        await col.connect()
-        try:
-            for i in range(samples):
-                if i:
-                    sim.tick(1.0)
-                frame, _ = await col.read()
-                gone = set(hide) & (frame.files.keys() | frame.unreadable)
-                frame = dataclasses.replace(frame, files={k: v for k, v in frame.files.items() if k not in gone},
-                                            unreadable=frame.unreadable | gone)
-                report = col.pipeline.feed(frame)
-            return report
-        finally:
-            await col.close()
+    col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
+    await col.connect()
+    try:
+        for i in range(samples):
+            if i:
+                sim.tick(1.0)
+            frame, _ = await col.read()
+            gone = set(hide) & (frame.files.keys() | frame.unreadable)
+            frame = dataclasses.replace(frame, files={k: v for k, v in frame.files.items() if k not in gone},
+                                        unreadable=frame.unreadable | gone)
+            report = col.pipeline.feed(frame)
+        return report
+    finally:
+        await col.close()
 
-    return asyncio.run(go())
 
 
 NOT_RUN_UNREAD = ["EXCLUSIVE_CROSS_NUMA", "EXCLUSIVE_FRAGMENTED", "EXCLUSIVE_OVERLAP", "GUARANTEED_NOT_PINNED", "MEMS_NOT_LOCAL",
@@ -174,13 +171,13 @@ NOT_RUN_UNREAD = ["EXCLUSIVE_CROSS_NUMA", "EXCLUSIVE_FRAGMENTED", "EXCLUSIVE_OVE
 
 @pytest.mark.parametrize("hide", [("/var/lib/kubelet/cpu_manager_state",),
                                   ("/var/lib/kubelet/cpu_manager_state", "/var/lib/kubelet/config.yaml")])
-def test_unread_state_cries_no_wolf(tmp_path, hide):
+async def test_unread_state_cries_no_wolf(tmp_path, hide):
     """Issue 22 item 1: without --sudo, a pinned Guaranteed container (CFS quota kept: kubelet < 1.33) was
     called GUARANTEED_NOT_PINNED while the same report showed its CPUs exclusive to it. The checks that
     judge by kubelet's assignment are not run; READ_PARTIAL names them; nothing above info is left."""
     spec = base(pods=[PodSpec("rt", "prod", containers=[CtrSpec("app", cpus="1,5", quota_cores=2)]),
                       PodSpec("web", "prod", qos="Burstable", containers=[CtrSpec("a")])], init_affinity="0,4")
-    r = read_as_user(spec, tmp_path, hide)
+    r = await read_as_user(spec, tmp_path, hide)
     snap, fs = r.snapshot, list(r.findings)
     assert snap.roles_from == "cgroups" and snap.state_status == "unreadable"
     reserved = "shared" if len(hide) == 2 else "reserved"  # reservedSystemCPUs is in the config
@@ -200,28 +197,28 @@ def test_unread_state_cries_no_wolf(tmp_path, hide):
         assert snap.kubelet.cpu_manager_policy is None and snap.roles_from == "cgroups"
 
 
-def test_unread_state_still_finds_runqueue_wait_on_the_cpus_the_report_shows(tmp_path):
+async def test_unread_state_still_finds_runqueue_wait_on_the_cpus_the_report_shows(tmp_path):
     """Without kubelet's assignment the roles are inferred from the cgroups; the run-queue wait on the
     container the report shows pinned is still found (it judges by what the report shows)."""
     spec = base(pods=[PodSpec("rt", "prod", containers=[CtrSpec("app", cpus="1,5", runq_wait=0.2, tasks=1)]),
                       PodSpec("web", "prod", qos="Burstable", containers=[CtrSpec("a")])], init_affinity="0,4")
-    r = read_as_user(spec, tmp_path, ("/var/lib/kubelet/cpu_manager_state",), samples=2)
+    r = await read_as_user(spec, tmp_path, ("/var/lib/kubelet/cpu_manager_state",), samples=2)
     assert r.snapshot.roles_from == "cgroups"
     (f,) = [f for f in r.findings if f.code == "RUNQUEUE_WAIT_EXCLUSIVE"]
     assert (f.pod, f.container) == ("rt", "app") and set(f.cpus) <= {1, 5} and "waited 200 ms/s" in f.message
 
 
-def test_unread_state_under_policy_none_still_says_guaranteed_not_pinned(tmp_path):
+async def test_unread_state_under_policy_none_still_says_guaranteed_not_pinned(tmp_path):
     """Under policy none kubelet assigns nothing: the state file is not needed to know it (info)."""
     spec = base(policy="none", reserved=None, pods=[PodSpec("big", containers=[CtrSpec("java", quota_cores=2)])])
-    r = read_as_user(spec, tmp_path, ("/var/lib/kubelet/cpu_manager_state",))
+    r = await read_as_user(spec, tmp_path, ("/var/lib/kubelet/cpu_manager_state",))
     (g,) = [f for f in r.findings if f.code == "GUARANTEED_NOT_PINNED"]
     assert g.severity == "info" and g.message == "default/big/java: Guaranteed with a 2-CPU limit, but on the shared pool (policy none)"
     (f,) = [f for f in r.findings if f.code == "READ_PARTIAL"]
     assert "checks not run" not in f.message
 
 
-def test_guaranteed_not_pinned_agrees_with_the_roles_shown(tmp_path):
+async def test_guaranteed_not_pinned_agrees_with_the_roles_shown(tmp_path):
     """Static, the state file missing (STATE_UNREADABLE, roles inferred from the cgroups): a container the
     report shows on CPUs exclusive to it is not also called unpinned."""
     spec = base(pods=[PodSpec("rt", "prod", containers=[CtrSpec("app", cpus="1,5", quota_cores=2)]),
@@ -230,26 +227,23 @@ def test_guaranteed_not_pinned_agrees_with_the_roles_shown(tmp_path):
     from pinscope.collectors.sim.node import SimNode
     SimNode(spec, tmp_path).write()
     sf.unlink()
-    r = read_sim_written(tmp_path)
+    r = await read_sim_written(tmp_path)
     assert r.snapshot.roles_from == "cgroups" and r.snapshot.state_status == "missing"
     assert codes(r.findings) == ["STATE_UNREADABLE"], [f"{f.code}: {f.message}" for f in r.findings]
 
 
-def read_sim_written(root):
-    import asyncio
+async def read_sim_written(root):
 
     from pinscope.collectors.collect import NodeCollector, Options
     from pinscope.collectors.transport.local import LocalTransport
 
-    async def go():
-        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
-        await col.connect()
-        try:
-            return await col.tick()
-        finally:
-            await col.close()
+    col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
+    await col.connect()
+    try:
+        return await col.tick()
+    finally:
+        await col.close()
 
-    return asyncio.run(go())
 
 
 def test_guaranteed_not_pinned_counts_a_one_cpu_limit(tmp_path):
@@ -332,14 +326,14 @@ def test_legit_is_silent(tmp_path, case):
 
 
 @pytest.mark.parametrize("order", ["pinned first", "shared first"])
-def test_inferred_owners_tie_break_takes_the_largest_set_as_the_pool(tmp_path, order):
+async def test_inferred_owners_tie_break_takes_the_largest_set_as_the_pool(tmp_path, order):
     """Issue 22 item 8 (the owner tie-break in assemble/roles.py). kubelet's assignment unread, every pod
     Guaranteed: the pinned container's cpuset and the pool (a fractional sidecar's) are each seen once.
     On the tie the larger set is the shared pool, whichever is met first; the pinned one owns its CPUs."""
     ctrs = [CtrSpec("app", cpus="1,5", quota_cores=2), CtrSpec("side", quota_cores=0.5)]
     spec = base(pods=[PodSpec("rt", "prod", containers=ctrs if order == "pinned first" else ctrs[::-1])],
                 init_affinity="0,4")
-    r = read_as_user(spec, tmp_path, ("/var/lib/kubelet/cpu_manager_state",))
+    r = await read_as_user(spec, tmp_path, ("/var/lib/kubelet/cpu_manager_state",))
     snap = r.snapshot
     assert snap.roles_from == "cgroups" and snap.shared_pool == frozenset({0, 2, 3, 4, 6, 7})
     got = {c.id: (str(c.role), tuple((o.pod, o.container) for o in c.owners)) for c in snap.roles}
@@ -450,10 +444,9 @@ def test_the_intruder_share_threshold_is_configurable(tmp_path):
     assert build_parser("check").parse_args(["--intruder-pct", "25", "local"]).intruder_pct == 25
 
 
-def test_a_measured_intruder_holds_between_task_scans(tmp_path):
+async def test_a_measured_intruder_holds_between_task_scans(tmp_path):
     """Live, the every-task scan comes every 10th tick: the share measured over the last two scans holds
     on the ticks between (an INTRUDER_TASK does not flicker with the scan cadence)."""
-    import asyncio
 
     from pinscope.collectors.collect import NodeCollector, Options
     from pinscope.collectors.sim.node import SimNode
@@ -461,29 +454,25 @@ def test_a_measured_intruder_holds_between_task_scans(tmp_path):
 
     sim = SimNode(base(other_tasks=[("backup.sh", 1, False, "/system.slice/backup.service", 0.5)]), tmp_path).write()
 
-    async def go():
-        col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
-        await col.connect()
-        try:
-            got = []
-            for depth in ("gcTaiw", "gcTaiw", "g", "g", "gc"):
-                r = await col.tick(depth)
-                got.append([f.code for f in r.findings if f.severity == "critical"])
-                sim.tick(1.0)
-            return got
-        finally:
-            await col.close()
+    col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
+    await col.connect()
+    try:
+        got = []
+        for depth in ("gcTaiw", "gcTaiw", "g", "g", "gc"):
+            r = await col.tick(depth)
+            got.append([f.code for f in r.findings if f.severity == "critical"])
+            sim.tick(1.0)
+    finally:
+        await col.close()
 
-    got = asyncio.run(go())
     assert got == [[], ["INTRUDER_TASK"], ["INTRUDER_TASK"], ["INTRUDER_TASK"], ["INTRUDER_TASK"]], got
 
 
-def test_the_exclusive_cpus_go_with_a_pod_task_scan_only_and_are_unknown_after_a_reconnect(tmp_path):
+async def test_the_exclusive_cpus_go_with_a_pod_task_scan_only_and_are_unknown_after_a_reconnect(tmp_path):
     """The probe tells a pod's task from an outsider by the cgroup.procs a pod task scan (t, T) reads: the
     exclusive CPUs (whose outsiders' allowed CPUs it reads) go only with such a scan, not with the CPU pane's
     every-tick "a" (it would read the status of the pods' own tasks, every tick); "*" before the first
     report of each connection (a node may have changed while it was away)."""
-    import asyncio
 
     from pinscope.collectors.collect import NodeCollector, Options
     from pinscope.collectors.sim.node import SimNode
@@ -491,24 +480,22 @@ def test_the_exclusive_cpus_go_with_a_pod_task_scan_only_and_are_unknown_after_a
 
     SimNode(base(), tmp_path).write()
 
-    async def go():
-        col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
-        assert col._request("gta") == "sgtan - - *"  # the first: static, names, and no report yet
+    col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
+    assert col._request("gta") == "sgtan - - *"  # the first: static, names, and no report yet
+    await col.connect()
+    try:
+        await col.tick("gTa")
+        assert col._request("gta") == "gta - 0,4 1,5"  # the CPUs to keep to, once; the exclusive ones
+        assert col._request("gTai") == "gTai - - 1,5" and col._request("ga") == "ga"
+        col.focus_cpu = 1
+        assert col._request("g") == "ga @1"  # the CPU pane: its scan, no list
+        col.focus_cpu = None
+        await col.close()
         await col.connect()
-        try:
-            await col.tick("gTa")
-            assert col._request("gta") == "gta - 0,4 1,5"  # the CPUs to keep to, once; the exclusive ones
-            assert col._request("gTai") == "gTai - - 1,5" and col._request("ga") == "ga"
-            col.focus_cpu = 1
-            assert col._request("g") == "ga @1"  # the CPU pane: its scan, no list
-            col.focus_cpu = None
-            await col.close()
-            await col.connect()
-            assert col._request("gta") == "sgtan - - *"  # a new probe: static and names again, and "*"
-        finally:
-            await col.close()
+        assert col._request("gta") == "sgtan - - *"  # a new probe: static and names again, and "*"
+    finally:
+        await col.close()
 
-    asyncio.run(go())
 
 
 def test_a_check_that_raises_is_said_and_the_rest_stands(tmp_path, monkeypatch):

@@ -59,29 +59,26 @@ def test_what_a_drill_down_asks_for_reaches_only_its_collector():
     assert f.api_name("node/worker-7") == "worker-7" and f.api_name("a") is None  # no report yet: no hostname
 
 
-def test_two_nodes_collected_through_the_real_probe_then_closed(tmp_path):
+async def test_two_nodes_collected_through_the_real_probe_then_closed(tmp_path):
     roots = {}
     for spec in (dual_socket_intel(), policy_none()):
         roots[spec.hostname] = SimNode(spec, tmp_path / spec.hostname).write()
     transports = {name: LoggingLocal(str(tmp_path / name)) for name in roots}
 
-    async def go():
-        f = Fleet([NodeTarget(f"n/{name}", transport=tr) for name, tr in transports.items()], interval=0.05)
-        f.focus_node = "n/xeon-2s"
-        reports: dict[str, list] = {n: [] for n in f.names}
-        states: list[tuple[str, str]] = []
-        tasks = [asyncio.create_task(f.run_node(n, lambda name, r: reports[name].append(r),
-                                                lambda name, st, msg: states.append((name, st))))
-                 for n in f.names]
-        for _ in range(1200):  # a hang guard (60 s): a loaded machine ticks late
-            if all(len(r) >= 11 for r in reports.values()):
-                break
-            await asyncio.sleep(0.05)
-        await asyncio.wait_for(f.close(), 30)
-        await asyncio.wait_for(asyncio.gather(*tasks), 30)  # close() stops every node's task
-        return f, reports, states
+    f = Fleet([NodeTarget(f"n/{name}", transport=tr) for name, tr in transports.items()], interval=0.05)
+    f.focus_node = "n/xeon-2s"
+    reports: dict[str, list] = {n: [] for n in f.names}
+    states: list[tuple[str, str]] = []
+    tasks = [asyncio.create_task(f.run_node(n, lambda name, r: reports[name].append(r),
+                                            lambda name, st, msg: states.append((name, st))))
+             for n in f.names]
+    for _ in range(1200):  # a hang guard (60 s): a loaded machine ticks late
+        if all(len(r) >= 11 for r in reports.values()):
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.wait_for(f.close(), 30)
+    await asyncio.wait_for(asyncio.gather(*tasks), 30)  # close() stops every node's task
 
-    f, reports, states = asyncio.run(go())
     assert {n: [r.name for r in rs][:1] for n, rs in reports.items()} == {"n/xeon-2s": ["n/xeon-2s"],
                                                                           "n/plain": ["n/plain"]}
     assert {n: [st for name, st in states if name == n] for n in f.names} == {
@@ -94,7 +91,7 @@ def test_two_nodes_collected_through_the_real_probe_then_closed(tmp_path):
     assert all(tr.proc is None for tr in transports.values())  # no probe left running
 
 
-def test_a_tick_cut_short_by_closing_the_fleet_is_not_a_node_down(tmp_path):
+async def test_a_tick_cut_short_by_closing_the_fleet_is_not_a_node_down(tmp_path):
     """Fleet.close() closes every connection while a tick may be in flight: that tick fails, on purpose.
     It was reported "down" (a failed CI run): on exit, and to anything watching states, a node that was up."""
     SimNode(policy_none(), tmp_path / "n").write()
@@ -123,21 +120,18 @@ def test_a_tick_cut_short_by_closing_the_fleet_is_not_a_node_down(tmp_path):
 
     tr = InFlight(str(tmp_path / "n"))
 
-    async def go():
-        f = Fleet([NodeTarget("n", transport=tr)], interval=0.05)
-        states: list[tuple[str, str]] = []
-        task = asyncio.create_task(f.run_node("n", lambda name, r: None, lambda name, st, msg: states.append((st, msg))))
-        await asyncio.wait_for(tr.in_flight.wait(), 60)
-        await asyncio.wait_for(f.close(), 30)
-        await asyncio.wait_for(task, 30)
-        return states
+    f = Fleet([NodeTarget("n", transport=tr)], interval=0.05)
+    states: list[tuple[str, str]] = []
+    task = asyncio.create_task(f.run_node("n", lambda name, r: None, lambda name, st, msg: states.append((st, msg))))
+    await asyncio.wait_for(tr.in_flight.wait(), 60)
+    await asyncio.wait_for(f.close(), 30)
+    await asyncio.wait_for(task, 30)
 
-    states = asyncio.run(go())
     assert [st for st, _ in states] == ["connecting", "up"], states
     assert tr.proc is None
 
 
-def test_closing_a_node_closes_the_connection_it_had_when_asked(tmp_path):
+async def test_closing_a_node_closes_the_connection_it_had_when_asked(tmp_path):
     """Esc in the Prometheus overview closes the node's connection in a worker; a node opened again before
     that worker runs keeps its new connection."""
     class Counting(LocalTransport):
@@ -149,15 +143,12 @@ def test_closing_a_node_closes_the_connection_it_had_when_asked(tmp_path):
 
     first, second = Counting(str(tmp_path)), Counting(str(tmp_path))
 
-    async def go():
-        f = Fleet([NodeTarget("n", transport=first)])
-        pending = f.close("n")  # asked now, run later
-        f.add(NodeTarget("n", transport=second))  # opened again meanwhile
-        await pending
-        await f.close("gone")  # a node not watched: nothing to close
-        return f
+    f = Fleet([NodeTarget("n", transport=first)])
+    pending = f.close("n")  # asked now, run later
+    f.add(NodeTarget("n", transport=second))  # opened again meanwhile
+    await pending
+    await f.close("gone")  # a node not watched: nothing to close
 
-    f = asyncio.run(go())
     assert (first.closed, second.closed) == (1, 0) and f.collectors["n"].transport is second
     assert not f.stop.is_set()  # closing one node stops nothing else
 
@@ -190,7 +181,7 @@ def test_the_exporter_removes_the_demo_trees_when_its_targets_are_refused(tmp_pa
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
-def test_a_defect_on_a_node_s_data_is_a_state_and_the_node_is_read_again(tmp_path):
+async def test_a_defect_on_a_node_s_data_is_a_state_and_the_node_is_read_again(tmp_path):
     """An exception that is not one of pinscope's errors (a defect met on some node's data: RUNQUEUE_WAIT_EXCLUSIVE
     raised AttributeError after a drill-down closed) ended the node's task: the TUI's worker failed silently and
     the node's last report stayed on screen as if live. Now it is the node's state, "down" with the error in
@@ -198,33 +189,30 @@ def test_a_defect_on_a_node_s_data_is_a_state_and_the_node_is_read_again(tmp_pat
     SimNode(dual_socket_intel(), tmp_path / "n").write()
     tr = LocalTransport(str(tmp_path / "n"))
 
-    async def go():
-        f = Fleet([NodeTarget("n", transport=tr)], interval=0.05)
-        col = f.collectors["n"]
-        feeds = {"n": 0}
-        real_feed = col.pipeline.feed
+    f = Fleet([NodeTarget("n", transport=tr)], interval=0.05)
+    col = f.collectors["n"]
+    feeds = {"n": 0}
+    real_feed = col.pipeline.feed
 
-        def feed(*a, **kw):
-            feeds["n"] += 1
-            if feeds["n"] == 3:
-                raise AttributeError("'NoneType' object has no attribute 'source'")
-            return real_feed(*a, **kw)
+    def feed(*a, **kw):
+        feeds["n"] += 1
+        if feeds["n"] == 3:
+            raise AttributeError("'NoneType' object has no attribute 'source'")
+        return real_feed(*a, **kw)
 
-        states: list[tuple[str, str | None]] = []
-        reports: list = []
-        col.pipeline.feed = feed
-        task = asyncio.create_task(f.run_node("n", lambda name, r: reports.append(r),
-                                              lambda name, st, msg: states.append((st, msg))))
-        for _ in range(600):
-            if sum(st == "up" for st, _ in states) >= 2 and len(reports) >= 4:
-                break
-            await asyncio.sleep(0.05)
-            col.pipeline.feed = feed  # a reconnect keeps the Pipeline object: the same stand-in
-        await asyncio.wait_for(f.close(), 30)
-        await asyncio.wait_for(task, 30)
-        return states, reports
+    states: list[tuple[str, str | None]] = []
+    reports: list = []
+    col.pipeline.feed = feed
+    task = asyncio.create_task(f.run_node("n", lambda name, r: reports.append(r),
+                                          lambda name, st, msg: states.append((st, msg))))
+    for _ in range(600):
+        if sum(st == "up" for st, _ in states) >= 2 and len(reports) >= 4:
+            break
+        await asyncio.sleep(0.05)
+        col.pipeline.feed = feed  # a reconnect keeps the Pipeline object: the same stand-in
+    await asyncio.wait_for(f.close(), 30)
+    await asyncio.wait_for(task, 30)
 
-    states, reports = asyncio.run(go())
     kinds = [st for st, _ in states]
     assert kinds[:3] == ["connecting", "up", "down"], states
     msg = states[2][1]
@@ -234,7 +222,7 @@ def test_a_defect_on_a_node_s_data_is_a_state_and_the_node_is_read_again(tmp_pat
     assert len(reports) >= 4 and tr.proc is None
 
 
-def test_a_defect_on_every_connection_s_second_tick_slows_its_reconnects(tmp_path):
+async def test_a_defect_on_every_connection_s_second_tick_slows_its_reconnects(tmp_path):
     """The reconnect after a defect is paced by its own backoff, which a connect that works does not reset:
     reset with the connection's, a defect on every connection's second tick reconnected the node every cycle
     for good, a new session and probe each time (review: 17 reconnects in 20 s at a 1 s interval). Over 4 s
@@ -242,40 +230,37 @@ def test_a_defect_on_every_connection_s_second_tick_slows_its_reconnects(tmp_pat
     SimNode(dual_socket_intel(), tmp_path / "n").write()
     tr = LocalTransport(str(tmp_path / "n"))
 
-    async def go():
-        f = Fleet([NodeTarget("n", transport=tr)], interval=0.05)
-        col = f.collectors["n"]
-        real_feed = col.pipeline.feed
+    f = Fleet([NodeTarget("n", transport=tr)], interval=0.05)
+    col = f.collectors["n"]
+    real_feed = col.pipeline.feed
 
-        def feed(*a, **kw):
-            if col.pipeline.ticks == 1:  # reset() does not renew the counter: count this connection's own
-                raise RuntimeError("defect")
-            return real_feed(*a, **kw)
+    def feed(*a, **kw):
+        if col.pipeline.ticks == 1:  # reset() does not renew the counter: count this connection's own
+            raise RuntimeError("defect")
+        return real_feed(*a, **kw)
 
-        states: list[tuple[str, str | None]] = []
-        col.pipeline.feed = feed
+    states: list[tuple[str, str | None]] = []
+    col.pipeline.feed = feed
+    col.pipeline.ticks = 0
+    real_connect = col.connect
+
+    async def connect():
+        await real_connect()
         col.pipeline.ticks = 0
-        real_connect = col.connect
 
-        async def connect():
-            await real_connect()
-            col.pipeline.ticks = 0
+    col.connect = connect
+    task = asyncio.create_task(f.run_node("n", lambda name, r: None, lambda name, st, msg: states.append((st, msg))))
+    await asyncio.sleep(4.0)
+    await asyncio.wait_for(f.close(), 30)
+    await asyncio.wait_for(task, 30)
 
-        col.connect = connect
-        task = asyncio.create_task(f.run_node("n", lambda name, r: None, lambda name, st, msg: states.append((st, msg))))
-        await asyncio.sleep(4.0)
-        await asyncio.wait_for(f.close(), 30)
-        await asyncio.wait_for(task, 30)
-        return states
-
-    states = asyncio.run(go())
     connects = sum(st == "connecting" for st, _ in states)
     downs = [m for st, m in states if st == "down"]
     assert downs and all(m.startswith("pinscope failed on this node (RuntimeError: defect)") for m in downs), states
     assert 2 <= connects <= 4, states
 
 
-def test_a_node_s_defects_are_forgiven_after_enough_good_reports_in_a_row_only(tmp_path, monkeypatch):
+async def test_a_node_s_defects_are_forgiven_after_enough_good_reports_in_a_row_only(tmp_path, monkeypatch):
     """collect.DEFECT_FORGIVEN: a node's defects stop slowing its reconnects after that many good reports IN A
     ROW, and a defect starts the count again. The defects' backoff is watched (its step at each defect; every
     wait 0 s, so the test runs at the probe's pace): 29 good reports, a defect (step 0), 5 good ones, a defect
@@ -302,31 +287,29 @@ def test_a_node_s_defects_are_forgiven_after_enough_good_reports_in_a_row_only(t
     tr = LocalTransport(str(tmp_path / "n"))
     defect_at = {30, 36, 36 + collect.DEFECT_FORGIVEN + 5}  # the feeds (ticks) that raise, counted over all
 
-    async def go():
-        f = Fleet([NodeTarget("n", transport=tr)], interval=0.001)
-        col = f.collectors["n"]
-        real_feed = col.pipeline.feed
-        feeds = [0]
+    f = Fleet([NodeTarget("n", transport=tr)], interval=0.001)
+    col = f.collectors["n"]
+    real_feed = col.pipeline.feed
+    feeds = [0]
 
-        def feed(*a, **kw):
-            feeds[0] += 1
-            if feeds[0] in defect_at:
-                raise RuntimeError("defect")
-            return real_feed(*a, **kw)
+    def feed(*a, **kw):
+        feeds[0] += 1
+        if feeds[0] in defect_at:
+            raise RuntimeError("defect")
+        return real_feed(*a, **kw)
 
-        states: list[str] = []
+    states: list[str] = []
+    col.pipeline.feed = feed
+    task = asyncio.create_task(f.run_node("n", lambda name, r: None, lambda name, st, msg: states.append(st)))
+    for _ in range(1200):
+        if feeds[0] > max(defect_at) + 1:
+            break
+        await asyncio.sleep(0.05)
         col.pipeline.feed = feed
-        task = asyncio.create_task(f.run_node("n", lambda name, r: None, lambda name, st, msg: states.append(st)))
-        for _ in range(1200):
-            if feeds[0] > max(defect_at) + 1:
-                break
-            await asyncio.sleep(0.05)
-            col.pipeline.feed = feed
-        await asyncio.wait_for(f.close(), 30)
-        await asyncio.wait_for(task, 30)
-        return feeds[0], states
+    await asyncio.wait_for(f.close(), 30)
+    await asyncio.wait_for(task, 30)
+    n = feeds[0]
 
-    n, states = asyncio.run(go())
     assert n > max(defect_at), (n, states)
     connection, defects = made  # live() makes the connection's backoff first, then the defects'
     assert defects.steps == [0, 1, 0], (defects.steps, states)

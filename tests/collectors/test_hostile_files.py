@@ -191,7 +191,7 @@ def test_names_with_any_byte_arrive_exactly(tmp_path, shell):
     assert f["container"] == names["ctr"]
 
 
-def test_a_cgroup_leaf_with_a_newline_and_backslash_reaches_the_client(tmp_path):
+async def test_a_cgroup_leaf_with_a_newline_and_backslash_reaches_the_client(tmp_path):
     """A directory name the probe's line protocol could not carry raw: its files are read all the same."""
     spec, _ = hostile_node()
     root = tmp_path / "node"
@@ -203,16 +203,14 @@ def test_a_cgroup_leaf_with_a_newline_and_backslash_reaches_the_client(tmp_path)
     (odd / "cpuset.cpus.effective").write_text("1\n")
     (odd / "cpu.stat").write_text("usage_usec 1\n")
 
-    async def go():
-        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
-        await col.connect()
-        try:
-            first, _ = await col.read("g")  # the first frame (static too): every file whole
-            return first, await col.transport.request("g")
-        finally:
-            await col.close()
+    col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
+    await col.connect()
+    try:
+        first, _ = await col.read("g")  # the first frame (static too): every file whole
+        fr = await col.transport.request("g")
+    finally:
+        await col.close()
 
-    first, fr = asyncio.run(go())
     leaf = sim.cg_dir(p, None) + "/x\ny\\n.scope"
     assert first.files[leaf + "/cpuset.cpus.effective"] == "1\n"
     # sent whole once, then said unchanged under the very same (unescaped) name
@@ -300,7 +298,7 @@ def test_a_pod_whose_log_directory_cannot_be_matched_is_not_drift(tmp_path):
 
 
 @pytest.mark.parametrize("shell", SHELLS)
-def test_a_fifo_and_a_1gb_line_in_cgroup_files_are_refused_unread_and_nothing_is_left(tmp_path, shell):
+async def test_a_fifo_and_a_1gb_line_in_cgroup_files_are_refused_unread_and_nothing_is_left(tmp_path, shell):
     """Issue 22 item 4: a FIFO where a container's cpuset.cpus.effective should be hung snapshot forever; a
     1 GB cpu.stat without a newline made awk read it whole. Both are said and never opened: the probe
     reads far less than the one file's size (rchar of its processes), and it ends whole on close."""
@@ -310,18 +308,15 @@ def test_a_fifo_and_a_1gb_line_in_cgroup_files_are_refused_unread_and_nothing_is
     old = os.environ["PATH"]
     os.environ["PATH"] = f"{bindir}:{old}"
 
-    async def go():
-        col = NodeCollector("local", Options(root=str(root), frame_timeout=20), LocalTransport(str(root)))
-        await col.connect()
-        try:
-            reports = [await col.tick("gcTai"), await col.tick("g")]
-            read = sum(rchar(p) for p in probe_procs(root))
-            return reports, read
-        finally:
-            await col.close()
-
     try:
-        reports, read = asyncio.run(asyncio.wait_for(go(), 60))
+        async with asyncio.timeout(60):
+            col = NodeCollector("local", Options(root=str(root), frame_timeout=20), LocalTransport(str(root)))
+            await col.connect()
+            try:
+                reports = [await col.tick("gcTai"), await col.tick("g")]
+                read = sum(rchar(p) for p in probe_procs(root))
+            finally:
+                await col.close()
     finally:
         os.environ["PATH"] = old
     assert read < 8 << 20, f"the probe read {read} bytes"
@@ -415,7 +410,7 @@ def test_a_long_run_elsewhere_never_leaves_kubelets_config_out(tmp_path):
     assert [f["code"] for f in o["findings"] if f["severity"] == "critical"] == []
 
 
-def test_a_file_left_out_for_a_long_number_stays_out_when_said_unchanged(tmp_path):
+async def test_a_file_left_out_for_a_long_number_stays_out_when_said_unchanged(tmp_path):
     """The probe says "unchanged" of a cgroup file it sent whole; the client had left that one out, held no
     copy, called it lost and asked for a static frame every other tick (review). Now it stays out, said."""
     root = tmp_path / "node"
@@ -425,21 +420,19 @@ def test_a_file_left_out_for_a_long_number_stays_out_when_said_unchanged(tmp_pat
     eff.write_text("7" * 700 + "\n")
     where = str(eff)[len(str(root)):]
 
-    async def go():
-        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
-        await col.connect()
-        try:
-            out = []
-            for depth in ("g", "g", "g", "g"):
-                rep = await col.tick(depth)
-                out.append((rep.snapshot.request, col.pipeline.want_static,
-                            [p.message for p in rep.snapshot.problems if p.source == where],
-                            [p.message for p in rep.snapshot.problems if "said unchanged" in p.message]))
-            return out
-        finally:
-            await col.close()
+    col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
+    await col.connect()
+    try:
+        out = []
+        for depth in ("g", "g", "g", "g"):
+            rep = await col.tick(depth)
+            out.append((rep.snapshot.request, col.pipeline.want_static,
+                        [p.message for p in rep.snapshot.problems if p.source == where],
+                        [p.message for p in rep.snapshot.problems if "said unchanged" in p.message]))
+        ticks = out
+    finally:
+        await col.close()
 
-    ticks = asyncio.run(go())
     assert [t[0][0] for t in ticks] == ["s", "g", "g", "g"], ticks  # one static frame, at the start only
     for request, want_static, said, lost in ticks:
         assert not want_static and lost == [], (request, lost)

@@ -5,7 +5,6 @@ ticks) while its counters move, a container's cpuset is changed by hand and a co
 tick's View is assembled twice: by the long-lived Assembler (stages keep what they built and re-run on
 change) and by a fresh one (everything from scratch). The two snapshots must be equal.
 """
-import asyncio
 import shutil
 from pathlib import Path
 
@@ -32,24 +31,22 @@ def _edit(root: Path, step: int) -> None:
 
 
 @pytest.mark.parametrize("shape", ["dual_socket_intel", "amd_multi_numa_v1", "broken"])
-def test_incremental_equals_one_shot(tmp_path, shape):
+async def test_incremental_equals_one_shot(tmp_path, shape):
     sim = SimNode(SHAPES[shape](), tmp_path).write()
 
-    async def go():
-        tr = LocalTransport(str(tmp_path))
-        await tr.connect(10)
-        store, kept = FrameStore(), Assembler("n")
-        try:
-            for i in range(24):
-                sim.tick(1.0)
-                _edit(tmp_path, i)
-                req = ("sn" if i == 0 else "") + live_depth(i) + ("n" if i % 6 == 0 and i else "")
-                view = store.add(await tr.request(req, 15))
-                assert kept.build(view) == Assembler("n").build(view), f"tick {i} ({req})"
-        finally:
-            await tr.close()
+    tr = LocalTransport(str(tmp_path))
+    await tr.connect(10)
+    store, kept = FrameStore(), Assembler("n")
+    try:
+        for i in range(24):
+            sim.tick(1.0)
+            _edit(tmp_path, i)
+            req = ("sn" if i == 0 else "") + live_depth(i) + ("n" if i % 6 == 0 and i else "")
+            view = store.add(await tr.request(req, 15))
+            assert kept.build(view) == Assembler("n").build(view), f"tick {i} ({req})"
+    finally:
+        await tr.close()
 
-    asyncio.run(go())
 
 
 def test_a_grid_file_the_tick_no_longer_gives_is_not_served_from_a_carried_frame():
@@ -71,7 +68,7 @@ def test_a_grid_file_the_tick_no_longer_gives_is_not_served_from_a_carried_frame
     assert view.files["/proc/stat"] == "cpu0 2 3 4\n"
 
 
-def test_an_unchanged_cgroup_file_is_not_parsed_again_and_a_changed_one_is(tmp_path, monkeypatch):
+async def test_an_unchanged_cgroup_file_is_not_parsed_again_and_a_changed_one_is(tmp_path, monkeypatch):
     """Issue 25: derived objects are keyed by the raw bytes they came from. Through the real probe and
     the Pipeline: a tick whose cgroup files are byte-identical parses none of them again and reuses the
     pods and the containers' CgroupFiles; a container whose cpuset was rewritten is re-parsed (that one
@@ -92,47 +89,45 @@ def test_an_unchanged_cgroup_file_is_not_parsed_again_and_a_changed_one_is(tmp_p
     def cgroups(report):
         return {c.cgroup_path: c.cgroup for _, c in report.snapshot.containers() if c.cgroup is not None}
 
-    async def go():
-        tr = LocalTransport(str(tmp_path))
-        await tr.connect(10)
-        pl = Pipeline("n")
-        try:
-            stage = pl.assembler.pods
-            first = pl.feed(await tr.request("sng", 15))
-            assert len(full) == len(cgroups(first)) > 1 and not counters
-            n_pods = stage.pods_built
-            assert n_pods == len([p for p in first.snapshot.pods if p.cgroup_path]) > 1
-            full.clear()
-            again = pl.feed(await tr.request("g", 15))  # nothing moved on the node
-            assert full == [] and counters == []
-            assert all(again_cg is cgroups(first)[p] for p, again_cg in cgroups(again).items())
-            assert stage.pods_built == n_pods  # none assembled again: the same pods
-            assert all(a is b for a, b in zip(again.snapshot.pods, first.snapshot.pods))
-            target = sorted(cgroups(again))[0]
-            (tmp_path / target.lstrip("/") / "cpuset.cpus.effective").write_text("0-1\n")
-            built = stage.pods_built
-            edited = pl.feed(await tr.request("g", 15))
-            assert full == [target] and counters == []
-            assert cgroups(edited)[target].cpus_effective != cgroups(again)[target].cpus_effective
-            assert stage.pods_built == built + 1  # that container's pod only
-            full.clear()
-            sim.tick(1.0)  # every container's cpu.stat moves
-            moved = pl.feed(await tr.request("g", 15))
-            assert full == [] and len(counters) == len(cgroups(edited))
-            assert stage.pods_built == built + 1  # pods kept, their counters re-read
-            assert all(moved_cg is not cgroups(edited)[p] for p, moved_cg in cgroups(moved).items())
-            # the live cadence: a cgroup-detail tick reads the pods' own cgroups, the tick after does not; a
-            # task scan's tick, and the tick after (its frame then carried): the same pods, the same tasks.
-            # main assembled every pod anew on each of these four ticks
-            for req in ("gc", "gt"):  # their files read for the first time: the containers' shape is new
-                pl.feed(await tr.request(req, 15))
-            built = stage.pods_built
-            for req in ("gc", "g", "gt", "g"):
-                r = pl.feed(await tr.request(req, 15))
-                assert stage.pods_built == built, req
-                pod_level = [p.cgroup for p in r.snapshot.pods if p.cgroup_path]
-                assert all(cg is not None for cg in pod_level) if req == "gc" else all(cg is None for cg in pod_level)
-        finally:
-            await tr.close()
+    tr = LocalTransport(str(tmp_path))
+    await tr.connect(10)
+    pl = Pipeline("n")
+    try:
+        stage = pl.assembler.pods
+        first = pl.feed(await tr.request("sng", 15))
+        assert len(full) == len(cgroups(first)) > 1 and not counters
+        n_pods = stage.pods_built
+        assert n_pods == len([p for p in first.snapshot.pods if p.cgroup_path]) > 1
+        full.clear()
+        again = pl.feed(await tr.request("g", 15))  # nothing moved on the node
+        assert full == [] and counters == []
+        assert all(again_cg is cgroups(first)[p] for p, again_cg in cgroups(again).items())
+        assert stage.pods_built == n_pods  # none assembled again: the same pods
+        assert all(a is b for a, b in zip(again.snapshot.pods, first.snapshot.pods))
+        target = sorted(cgroups(again))[0]
+        (tmp_path / target.lstrip("/") / "cpuset.cpus.effective").write_text("0-1\n")
+        built = stage.pods_built
+        edited = pl.feed(await tr.request("g", 15))
+        assert full == [target] and counters == []
+        assert cgroups(edited)[target].cpus_effective != cgroups(again)[target].cpus_effective
+        assert stage.pods_built == built + 1  # that container's pod only
+        full.clear()
+        sim.tick(1.0)  # every container's cpu.stat moves
+        moved = pl.feed(await tr.request("g", 15))
+        assert full == [] and len(counters) == len(cgroups(edited))
+        assert stage.pods_built == built + 1  # pods kept, their counters re-read
+        assert all(moved_cg is not cgroups(edited)[p] for p, moved_cg in cgroups(moved).items())
+        # the live cadence: a cgroup-detail tick reads the pods' own cgroups, the tick after does not; a
+        # task scan's tick, and the tick after (its frame then carried): the same pods, the same tasks.
+        # main assembled every pod anew on each of these four ticks
+        for req in ("gc", "gt"):  # their files read for the first time: the containers' shape is new
+            pl.feed(await tr.request(req, 15))
+        built = stage.pods_built
+        for req in ("gc", "g", "gt", "g"):
+            r = pl.feed(await tr.request(req, 15))
+            assert stage.pods_built == built, req
+            pod_level = [p.cgroup for p in r.snapshot.pods if p.cgroup_path]
+            assert all(cg is not None for cg in pod_level) if req == "gc" else all(cg is None for cg in pod_level)
+    finally:
+        await tr.close()
 
-    asyncio.run(go())

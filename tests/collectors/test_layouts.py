@@ -1,7 +1,6 @@
 """The corpus of real node layouts (tests/layouts.py), read through the real probe under --root: the
 values written by hand are found, the healthy node has no critical finding, and a planted drift or
 intruder is still found. (Over SSH, the same snapshot: tests/e2e/test_layouts_ssh.py.)"""
-import asyncio
 
 import pytest
 
@@ -13,20 +12,18 @@ from helpers import run_cli
 from layouts import AGENT_ID, API_ID, FEED_ID, LAYOUTS, SHARED
 
 
-def read(root, layout, focus=None) -> dict:
+async def read(root, layout, focus=None) -> dict:
     SimNode(layout.spec, root).write()
 
-    async def go():
-        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
-        await col.connect()
-        try:
-            col.focus = focus
-            r = await col.tick("gcTain")
-            return to_json(r.snapshot, None, r.findings)
-        finally:
-            await col.close()
+    col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
+    await col.connect()
+    try:
+        col.focus = focus
+        r = await col.tick("gcTain")
+        return to_json(r.snapshot, None, r.findings)
+    finally:
+        await col.close()
 
-    return asyncio.run(go())
 
 
 def findings(o) -> list[tuple]:
@@ -46,9 +43,9 @@ def containers(o) -> dict:
 
 
 @pytest.mark.parametrize("name", sorted(LAYOUTS))
-def test_healthy_layout_reads_right(tmp_path, name):
+async def test_healthy_layout_reads_right(tmp_path, name):
     lay = LAYOUTS[name]()
-    o = read(tmp_path, lay)
+    o = await read(tmp_path, lay)
     assert o["cgroup"] == lay.cgroup and o["kubelet"]["cgroup_root"] == lay.cgroup_root
     cs = containers(o)
     # every pod and container named, the sandbox (and CRI-O's conmon) not listed as containers
@@ -75,9 +72,9 @@ def test_healthy_layout_reads_right(tmp_path, name):
 
 
 @pytest.mark.parametrize("name", sorted(LAYOUTS))
-def test_planted_drift_is_found(tmp_path, name):
+async def test_planted_drift_is_found(tmp_path, name):
     lay = LAYOUTS[name]("drift")
-    o = read(tmp_path, lay)
+    o = await read(tmp_path, lay)
     assert findings(o) == [ONE_TICK, ("STATE_CGROUP_DRIFT", "critical", f"trading/{lay.feed_pod}/feed", (2, 6))]
     (d,) = [f for f in o["findings"] if f["code"] == "STATE_CGROUP_DRIFT"]
     assert d["severity"] == "critical" and (d["pod"], d["container"]) == (lay.feed_pod, "feed")
@@ -86,9 +83,9 @@ def test_planted_drift_is_found(tmp_path, name):
 
 
 @pytest.mark.parametrize("name", sorted(LAYOUTS))
-def test_planted_intruder_is_found(tmp_path, name):
+async def test_planted_intruder_is_found(tmp_path, name):
     lay = LAYOUTS[name]("intruder")
-    o = read(tmp_path, lay)
+    o = await read(tmp_path, lay)
     hits = [f for f in o["findings"] if f["code"] == "INTRUDER_TASK"]
     assert [(f["message"].split()[0], f["cpus"], f["pod"], f["container"]) for f in hits] == \
         [("stress-ng", [5], lay.feed_pod, "feed")]
@@ -103,25 +100,25 @@ def test_check_exits_0_or_1_on_the_healthy_layout(tmp_path, name):
     assert r.returncode in (0, 1), r.stdout + r.stderr
 
 
-def test_kernel_nothing_values_read_as_nothing(tmp_path):
-    o = read(tmp_path, LAYOUTS["kernel_nothing_values"]())
+async def test_kernel_nothing_values_read_as_nothing(tmp_path):
+    o = await read(tmp_path, LAYOUTS["kernel_nothing_values"]())
     assert o["nohz_full"] == [] and {c["socket"] for c in o["cpus"]} == {None} and {c["die"] for c in o["cpus"]} == {None}
     assert [(n["id"], n["cpus"]) for n in o["numa_nodes"]] == [(0, list(range(8))), (1, [])]
     assert not [e for e in o["errors"] if "nohz_full" in e["source"] or "topology" in e["source"]]
 
 
-def test_memory_per_numa_node_for_the_container_in_focus(tmp_path):
+async def test_memory_per_numa_node_for_the_container_in_focus(tmp_path):
     lay = LAYOUTS["containerd_systemd_v2"]()
     lay.spec.cpuless_numa = 1  # node 1: memory only; feed's 64 MiB is all on node 0
-    o = read(tmp_path, lay, focus=FEED_ID[:12])
+    o = await read(tmp_path, lay, focus=FEED_ID[:12])
     cs = containers(o)
     assert cs[("trading", "md-feed", "feed")]["memory_numa"] == {
         "unit": "bytes", "nodes": {"0": {"anon": 64 << 20, "file": 0}, "1": {"anon": 0, "file": 0}}}
     assert cs[("web", "api", "api")]["memory_numa"] is None  # not in focus: not read
 
 
-def test_memory_per_numa_node_v1_in_pages(tmp_path):
-    o = read(tmp_path, LAYOUTS["containerd_cgroupfs_v1"](), focus=FEED_ID)
+async def test_memory_per_numa_node_v1_in_pages(tmp_path):
+    o = await read(tmp_path, LAYOUTS["containerd_cgroupfs_v1"](), focus=FEED_ID)
     assert containers(o)[("trading", "md-feed", "feed")]["memory_numa"] == {
         "unit": "pages", "nodes": {"0": {"anon": 16384, "file": 0}}}
 
@@ -146,7 +143,7 @@ def test_task_scan_reads_the_cgroup_only_of_processes_not_placed_yet(tmp_path):
     assert fr.files[f"/proc/{read[0]}/cgroup"] == "0::/system.slice/stress-ng.service\n"
 
 
-def test_v1_without_a_cpuset_hierarchy_is_named_not_orphaned(tmp_path):
+async def test_v1_without_a_cpuset_hierarchy_is_named_not_orphaned(tmp_path):
     """cgroup v1 with no cpuset mount: the readiness finding, and the pods kubelet's state names are known
     to the logs and kubelet's pods dir, so no ORPHAN_STATE_ENTRY (their cgroups are what is missing)."""
     import shutil
@@ -154,23 +151,21 @@ def test_v1_without_a_cpuset_hierarchy_is_named_not_orphaned(tmp_path):
     SimNode(LAYOUTS["containerd_cgroupfs_v1"]().spec, tmp_path).write()
     shutil.rmtree(tmp_path / "sys/fs/cgroup/cpuset")
 
-    async def go():
-        col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
-        await col.connect()
-        try:
-            r = await col.tick("gcTain")
-            return to_json(r.snapshot, None, r.findings)
-        finally:
-            await col.close()
+    col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
+    await col.connect()
+    try:
+        r = await col.tick("gcTain")
+        o = to_json(r.snapshot, None, r.findings)
+    finally:
+        await col.close()
 
-    o = asyncio.run(go())
     by = {f["code"]: f for f in o["findings"]}
     assert by["CPUSET_NOT_ENABLED"]["severity"] == "critical"
     assert "ORPHAN_STATE_ENTRY" not in by
     assert by["IDENTITY_UNRESOLVED"]["severity"] == "info" and "no pod cgroup was found" in by["IDENTITY_UNRESOLVED"]["message"]
 
 
-def test_a_leaf_no_node_source_names_is_unresolved_then_named_by_the_api(tmp_path):
+async def test_a_leaf_no_node_source_names_is_unresolved_then_named_by_the_api(tmp_path):
     """No /var/log/containers link, no log dir, no kubelet pods dir: the feed leaf is kept, unresolved (an
     info note, no critical guess), kubelet's entry for "feed" listed apart; --kube's containerStatuses
     (containerd://<id>) names it and joins the entry."""
@@ -181,7 +176,7 @@ def test_a_leaf_no_node_source_names_is_unresolved_then_named_by_the_api(tmp_pat
     lay = LAYOUTS["containerd_systemd_v2"]()
     lay.spec.kubelet_pods_dir = False
     lay.spec.pods[0].logs = False
-    o = read(tmp_path, lay)
+    o = await read(tmp_path, lay)
     (pod,) = [p for p in o["pods"] if p["uid"] == FEED_UID]
     leaf = next(c for c in pod["containers"] if c["id"] == FEED_ID)
     assert leaf["name"] is None and "no /var/log/containers link names container f1f1f1f1f1f1" in leaf["unresolved"]

@@ -58,7 +58,7 @@ def test_the_sim_counts_descendants_as_the_kernel_does(tmp_path):
     assert _count(tmp_path) == len(dirs) > 10
 
 
-def test_a_leaf_that_came_is_seen_on_the_next_grid_tick(tmp_path):
+async def test_a_leaf_that_came_is_seen_on_the_next_grid_tick(tmp_path):
     sim = SimNode(dual_socket_intel(), tmp_path).write()
     before = None
     added = {}
@@ -69,7 +69,7 @@ def test_a_leaf_that_came_is_seen_on_the_next_grid_tick(tmp_path):
             old = sorted(_kubepods(tmp_path).rglob("*.scope"))[0]
             added["p"] = _new_leaf(old, "cri-containerd-" + "ab" * 32 + ".scope")
             sim.tick(1.0)  # the kernel's count: one more
-    frames = _frames(tmp_path, ["sgn", "g", "g", "g"], edit)
+    frames = await _frames(tmp_path, ["sgn", "g", "g", "g"], edit)
     before = _leaves(frames[1])
     assert before and _leaves(frames[0]) == before
     new = "/" + str(added["p"].relative_to(tmp_path))
@@ -78,7 +78,7 @@ def test_a_leaf_that_came_is_seen_on_the_next_grid_tick(tmp_path):
     assert _leaves(frames[3]) == before | {new}
 
 
-def test_a_restarted_container_is_seen_though_the_count_held(tmp_path):
+async def test_a_restarted_container_is_seen_though_the_count_held(tmp_path):
     """kubelet removes the old container's cgroup and the runtime makes the new one within a tick: the
     count holds; the leaf gone fails its test and the globs are redone."""
     SimNode(dual_socket_intel(), tmp_path).write()
@@ -92,14 +92,14 @@ def test_a_restarted_container_is_seen_though_the_count_held(tmp_path):
             swap["old"] = old
             shutil.rmtree(old)
             _stat(tmp_path, n)  # one gone, one come: the same count
-    frames = _frames(tmp_path, ["sgn", "g", "g", "g"], edit)
+    frames = await _frames(tmp_path, ["sgn", "g", "g", "g"], edit)
     old, new = ("/" + str(swap[k].relative_to(tmp_path)) for k in ("old", "new"))
     assert old in _leaves(frames[1]) and new not in _leaves(frames[1])
     assert new in _leaves(frames[2]) and old not in _leaves(frames[2])
     assert _leaves(frames[3]) == _leaves(frames[2])
 
 
-def test_the_globs_are_kept_while_the_count_holds_and_redone_on_a_detail_tick(tmp_path):
+async def test_the_globs_are_kept_while_the_count_holds_and_redone_on_a_detail_tick(tmp_path):
     """The rule's one blind spot, shown so it stays bounded: a leaf that came while a cgroup the globs do
     not list went (here: the count held by hand) is not seen on grid ticks, and is on the next
     cgroup-detail tick (every 5th at the live cadence) and static one, which glob anew."""
@@ -112,13 +112,13 @@ def test_the_globs_are_kept_while_the_count_holds_and_redone_on_a_detail_tick(tm
             old = sorted(_kubepods(tmp_path).rglob("*.scope"))[0]
             added["p"] = _new_leaf(old, "cri-containerd-" + "ef" * 32 + ".scope")
             _stat(tmp_path, n)
-    frames = _frames(tmp_path, ["sgn", "g", "g", "gc", "g"], edit)
+    frames = await _frames(tmp_path, ["sgn", "g", "g", "gc", "g"], edit)
     new = "/" + str(added["p"].relative_to(tmp_path))
     assert new not in _leaves(frames[2])  # kept: the globs were not redone
     assert new in _leaves(frames[3]) and new in _leaves(frames[4])
 
 
-def test_without_a_usable_cgroup_stat_every_tick_globs(tmp_path):
+async def test_without_a_usable_cgroup_stat_every_tick_globs(tmp_path):
     """No cgroup.stat (a kernel before 4.14, a fixture), one that is not a regular file (a FIFO: never
     opened), one in another format: the globs run every tick, as before."""
     for case in ("missing", "fifo", "garbage"):
@@ -137,12 +137,12 @@ def test_without_a_usable_cgroup_stat_every_tick_globs(tmp_path):
             if i == 2:
                 old = sorted(_kubepods(root).rglob("*.scope"))[0]
                 added["p"] = _new_leaf(old, "cri-containerd-" + "12" * 32 + ".scope")
-        frames = _frames(root, ["sgn", "g", "g"], edit)
+        frames = await _frames(root, ["sgn", "g", "g"], edit)
         new = "/" + str(added["p"].relative_to(root))
         assert new in _leaves(frames[2]), case
 
 
-def test_cgroup_v1_globs_every_tick(tmp_path):
+async def test_cgroup_v1_globs_every_tick(tmp_path):
     SimNode(amd_multi_numa_v1(), tmp_path).write()
     kp = tmp_path / "sys/fs/cgroup/cpuset/kubepods"
     assert not (kp / "cgroup.stat").exists()
@@ -153,13 +153,13 @@ def test_cgroup_v1_globs_every_tick(tmp_path):
             pod = sorted(p for p in kp.rglob("pod*") if p.is_dir())[0]
             old = sorted(p for p in pod.iterdir() if p.is_dir())[0]
             added["p"] = _new_leaf(old, "34" * 32)
-    frames = _frames(tmp_path, ["sgn", "g", "g"], edit)
+    frames = await _frames(tmp_path, ["sgn", "g", "g"], edit)
     leaves = {k.rsplit("/", 1)[0] for k in (*frames[2].files, *frames[2].unchanged)
               if k.endswith("/cpuset.effective_cpus")}
     assert "/" + str(added["p"].relative_to(tmp_path)) in leaves
 
 
-def test_a_cgroup_file_the_static_frame_found_missing_is_not_opened_again(tmp_path):
+async def test_a_cgroup_file_the_static_frame_found_missing_is_not_opened_again(tmp_path):
     """A cgroup v2 leaf whose parent does not delegate cpuset has no cpuset.cpus.effective: the static frame
     finds it missing and the grid ticks after it say so from memory, never opening it (the file made
     meanwhile, which no kernel would do, shows that it was not opened); the next static frame reads it."""
@@ -170,14 +170,14 @@ def test_a_cgroup_file_the_static_frame_found_missing_is_not_opened_again(tmp_pa
             eff.unlink()
         if i == 2:
             eff.write_text(text)
-    frames = _frames(tmp_path, ["sgn", "g", "g", "gc", "sg", "g"], edit)
+    frames = await _frames(tmp_path, ["sgn", "g", "g", "gc", "sg", "g"], edit)
     for fr in frames[:4]:
         assert key in fr.unreadable and key not in fr.files, fr.request
     assert frames[4].files[key] == text
     assert key not in frames[5].unreadable
 
 
-def test_what_the_static_frame_found_missing_is_looked_at_again_every_64th_frame(tmp_path):
+async def test_what_the_static_frame_found_missing_is_looked_at_again_every_64th_frame(tmp_path):
     eff, text, key = _a_leaf_file(tmp_path)
 
     def edit(i):
@@ -185,13 +185,13 @@ def test_what_the_static_frame_found_missing_is_looked_at_again_every_64th_frame
             eff.unlink()
         if i == 1:
             eff.write_text(text)
-    frames = _frames(tmp_path, ["sgn"] + ["g"] * 63, edit)
+    frames = await _frames(tmp_path, ["sgn"] + ["g"] * 63, edit)
     assert [fr.seq for fr in frames[-2:]] == [63, 64]
     assert all(key in fr.unreadable for fr in frames[:63])
     assert frames[63].files[key] == text
 
 
-def test_a_pod_gone_while_another_container_started_is_seen(tmp_path):
+async def test_a_pod_gone_while_another_container_started_is_seen(tmp_path):
     """A rollout: a pod's containers went on earlier ticks, then its directory goes while a container of
     another pod starts. The count holds and every kept leaf is still there: the kept pod directory that is
     gone is what shows it (found by review: missed until the next cgroup-detail tick)."""
@@ -212,13 +212,13 @@ def test_a_pod_gone_while_another_container_started_is_seen(tmp_path):
             shutil.rmtree(empty)  # the pod goes ...
             added["p"] = _new_leaf(other_leaf, "cri-containerd-" + "5e" * 32 + ".scope")  # ... one comes
             _stat(tmp_path, n)
-    frames = _frames(tmp_path, ["sgn", "g", "g", "g", "g"], edit)
+    frames = await _frames(tmp_path, ["sgn", "g", "g", "g", "g"], edit)
     new = "/" + str(added["p"].relative_to(tmp_path))
     assert new not in _leaves(frames[2])
     assert new in _leaves(frames[3]) and new in _leaves(frames[4])
 
 
-def test_a_file_missing_on_a_64th_frame_is_remembered_after_it(tmp_path):
+async def test_a_file_missing_on_a_64th_frame_is_remembered_after_it(tmp_path):
     """The memory is renewed, not only cleared, every 64th frame (the client asks for a static frame every
     300 ticks: remembered only after static frames, it held for a fifth of the ticks; found by review)."""
     eff, text, key = _a_leaf_file(tmp_path)
@@ -228,12 +228,12 @@ def test_a_file_missing_on_a_64th_frame_is_remembered_after_it(tmp_path):
             eff.unlink()
         if i == 64:
             eff.write_text(text)  # made after the 64th frame found it missing: not opened until the 128th
-    frames = _frames(tmp_path, ["sgn"] + ["g"] * 66, edit)
+    frames = await _frames(tmp_path, ["sgn"] + ["g"] * 66, edit)
     assert [fr.seq for fr in frames[63:65]] == [64, 65]
     assert all(key in fr.unreadable for fr in frames)
 
 
-def test_the_kubepods_and_qos_directories_files_are_not_remembered_missing(tmp_path):
+async def test_the_kubepods_and_qos_directories_files_are_not_remembered_missing(tmp_path):
     """Their paths are reused (a file missing there while kubelet restarts is back at once): opened every
     tick, never said missing from memory."""
     SimNode(dual_socket_intel(), tmp_path).write()
@@ -245,5 +245,5 @@ def test_the_kubepods_and_qos_directories_files_are_not_remembered_missing(tmp_p
     def edit(i):
         if i == 1:
             f.write_text("usage_usec 1\n")
-    frames = _frames(tmp_path, ["sgn", "g"], edit)
+    frames = await _frames(tmp_path, ["sgn", "g"], edit)
     assert key in frames[0].unreadable and frames[1].files.get(key) == "usage_usec 1\n"

@@ -4,7 +4,6 @@ tests hold the two sides to one rule: what the client assembles from a frame wit
 assemble from the same files sent whole, and nothing it holds can stand in for a file the node no longer
 gives, or for a newer copy it did not see.
 """
-import asyncio
 import os
 import time
 
@@ -25,24 +24,22 @@ def _what(snap) -> dict:
     return {"pods": o["pods"], "cpus": o["cpus"], "kubelet": o["kubelet"], "errors": o["errors"]}
 
 
-def _frames(root, reqs, edit=None):
+async def _frames(root, reqs, edit=None):
     """The frames of one long-lived probe on `root` for `reqs` (edit(i) before request i)."""
-    async def go():
-        tr = LocalTransport(str(root))
-        await tr.connect(10)
-        out = []
-        try:
-            for i, req in enumerate(reqs):
-                if edit:
-                    edit(i)
-                out.append(await tr.request(req, 15))
-        finally:
-            await tr.close()
-        return out
-    return asyncio.run(go())
+    tr = LocalTransport(str(root))
+    await tr.connect(10)
+    out = []
+    try:
+        for i, req in enumerate(reqs):
+            if edit:
+                edit(i)
+            out.append(await tr.request(req, 15))
+    finally:
+        await tr.close()
+    return out
 
 
-def test_unchanged_files_are_said_not_sent_and_the_report_is_what_whole_files_give(tmp_path):
+async def test_unchanged_files_are_said_not_sent_and_the_report_is_what_whole_files_give(tmp_path):
     sim = SimNode(dual_socket_intel(), tmp_path).write()
     leaf = sorted((tmp_path / "sys/fs/cgroup").rglob("cpuset.cpus.effective"))[-1]
     key = "/" + str(leaf.relative_to(tmp_path))
@@ -53,7 +50,7 @@ def test_unchanged_files_are_said_not_sent_and_the_report_is_what_whole_files_gi
             leaf.write_text("0-1\n")  # a cpuset rewritten in place
 
     reqs = ["sgn"] + [live_depth(i) for i in range(1, 7)] + ["gcTai"]
-    frames = _frames(tmp_path, reqs, edit)
+    frames = await _frames(tmp_path, reqs, edit)
     assert not frames[0].unchanged  # the first frame: everything whole
     g = frames[1]
     assert STATE in g.unchanged and STATE not in g.files  # the state file: same inode, same bytes
@@ -68,13 +65,13 @@ def test_unchanged_files_are_said_not_sent_and_the_report_is_what_whole_files_gi
     kept = Assembler("n")
     for fr in frames:
         snap = kept.build(store.add(fr))
-    whole = _frames(tmp_path, ["sgcTain"])[0]
+    whole = (await _frames(tmp_path, ["sgcTain"]))[0]
     assert not whole.unchanged
     assert _what(snap) == _what(Assembler("n").build(FrameStore().add(whole)))
     assert snap.state is not None and snap.pods
 
 
-def test_a_file_refused_then_back_with_the_same_bytes_is_sent_whole(tmp_path):
+async def test_a_file_refused_then_back_with_the_same_bytes_is_sent_whole(tmp_path):
     """The probe forgets what it sent of a file it then said refused (N), unreadable (X) or cut (T): the
     next read sends it whole, so the client (which forgot it too) never needs a copy it dropped."""
     SimNode(dual_socket_intel(), tmp_path).write()
@@ -90,7 +87,7 @@ def test_a_file_refused_then_back_with_the_same_bytes_is_sent_whole(tmp_path):
             leaf.unlink()
             leaf.write_text(text)
 
-    frames = _frames(tmp_path, ["sgn", "g", "g", "g", "g"], edit)
+    frames = await _frames(tmp_path, ["sgn", "g", "g", "g", "g"], edit)
     assert key in frames[1].unchanged
     assert frames[2].refused.get(key) == "fifo" and key not in frames[2].unchanged
     assert frames[3].files.get(key) == text and key not in frames[3].unchanged
@@ -100,10 +97,10 @@ def test_a_file_refused_then_back_with_the_same_bytes_is_sent_whole(tmp_path):
     assert key not in views[2].files and views[3].files[key] == text == views[4].files[key]
 
 
-def test_a_static_frame_and_every_64th_frame_send_everything_whole(tmp_path):
+async def test_a_static_frame_and_every_64th_frame_send_everything_whole(tmp_path):
     """So a recording can be replayed from a static frame, or from the 64 frames before any frame."""
     SimNode(dual_socket_intel(), tmp_path).write()
-    frames = _frames(tmp_path, ["sgn"] + ["g"] * (HOLD_FRAMES + 4) + ["sg"])
+    frames = await _frames(tmp_path, ["sgn"] + ["g"] * (HOLD_FRAMES + 4) + ["sg"])
     assert frames[1].unchanged and not frames[-1].unchanged and STATE in frames[-1].files
     # every U points back at most HOLD_FRAMES frames to where its file was last sent whole
     last_sent: dict[str, int] = {}
@@ -142,7 +139,7 @@ def test_a_frame_the_client_did_not_see_leaves_its_unchanged_files_out_and_asks_
     assert Held().take(parse_frame(f"B1 g\nC{cg}\nUcpu.stat\nZ1\n".encode())).lost == (f"{cg}/cpu.stat",)
 
 
-def test_a_recording_restores_from_the_middle_with_every_unchanged_file_resolved(tmp_path):
+async def test_a_recording_restores_from_the_middle_with_every_unchanged_file_resolved(tmp_path):
     """record.restore feeds the static frame and the last 30 frames: the 64 before those are held (not
     assembled), so the cpusets and the state file the probe said unchanged are all there."""
     root = tmp_path / "node"
@@ -150,19 +147,17 @@ def test_a_recording_restores_from_the_middle_with_every_unchanged_file_resolved
     path = str(tmp_path / "rec.gz")
     rec = Recorder(path)
 
-    async def go():
-        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)), name="n1")
-        col.recorder = rec
-        await col.connect()
-        try:
-            for i in range(130):
-                sim.tick(1.0)
-                report = await col.tick(live_depth(i))
-        finally:
-            await col.close()
-        return report
+    col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)), name="n1")
+    col.recorder = rec
+    await col.connect()
+    try:
+        for i in range(130):
+            sim.tick(1.0)
+            report = await col.tick(live_depth(i))
+    finally:
+        await col.close()
+    live = report
 
-    live = asyncio.run(go())
     rec.close()
     recording = open_recording(path)
     _, report, _ = restore(recording, "n1", time.time() + 1)
@@ -171,20 +166,20 @@ def test_a_recording_restores_from_the_middle_with_every_unchanged_file_resolved
     assert report.snapshot.state is not None and live.snapshot.state is not None
 
 
-def test_without_psi_the_detail_tick_asks_for_no_cpu_pressure_file(tmp_path):
+async def test_without_psi_the_detail_tick_asks_for_no_cpu_pressure_file(tmp_path):
     """A node without PSI (CONFIG_PSI unset or psi=0: no cpu.pressure in any cgroup): the cgroup-detail tick
     does not try to open a cpu.pressure per cgroup (120 misses a detail tick on a 120-container node)."""
     SimNode(dual_socket_intel(), tmp_path).write().tick(1.0)
-    with_psi = _frames(tmp_path, ["sgn", "gc"])[1]
+    with_psi = (await _frames(tmp_path, ["sgn", "gc"]))[1]
     assert any(p.endswith("/cpu.pressure") for p in with_psi.files)
     for f in (tmp_path / "sys/fs/cgroup").rglob("cpu.pressure"):
         f.unlink()
-    fr = _frames(tmp_path, ["sgn", "gc", "gc"])[2]
+    fr = (await _frames(tmp_path, ["sgn", "gc", "gc"]))[2]
     asked = [p for p in [*fr.files, *fr.unreadable, *fr.unchanged] if p.endswith("/cpu.pressure")]
     assert asked == [] and any(p.endswith("/cpu.max") for p in [*fr.files, *fr.unchanged])
 
 
-def test_a_file_read_twice_in_a_frame_is_its_new_text_not_the_held_one(tmp_path):
+async def test_a_file_read_twice_in_a_frame_is_its_new_text_not_the_held_one(tmp_path):
     """A focused container's detail tick reads cpuset.cpus, cpu.max (...) twice: for every leaf (H) and for
     the focused one (J). Changed, the first read sends it whole and the second says it unchanged: the frame's
     own text stands, never the copy held from before (review of this change: the old value was shown)."""
@@ -200,7 +195,7 @@ def test_a_file_read_twice_in_a_frame_is_its_new_text_not_the_held_one(tmp_path)
         if i == 1:
             cpu_max.write_text("50000 100000\n")
 
-    frames = _frames(tmp_path, ["sgcn", f"gc {cid}", f"gc {cid}"], edit)
+    frames = await _frames(tmp_path, ["sgcn", f"gc {cid}", f"gc {cid}"], edit)
     assert frames[1].files.get(key) == "50000 100000\n" and key in frames[1].unchanged  # sent, then "unchanged"
     store = FrameStore()
     views = [store.add(f) for f in frames]

@@ -1,6 +1,5 @@
 """Run-queue wait and kernel noise: literal kernel texts for the parsers, rates over stamped counters,
 and the probe's depth (schedstat only for the container or CPU in focus, or with "w")."""
-import asyncio
 
 from pinscope.collectors.collect import NodeCollector, Options
 from pinscope.collectors.model import KernelNoise
@@ -195,27 +194,25 @@ def _spec(wait=0.3):
     ], noise={3: 0.2})
 
 
-def _collect(root, requests, focus=None, focus_cpu=None):
+async def _collect(root, requests, focus=None, focus_cpu=None):
     sim = SimNode(_spec(), root).write()
 
-    async def go():
-        col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
-        col.focus, col.focus_cpu = (focus(sim) if callable(focus) else focus), focus_cpu
-        await col.connect()
-        out = []
-        try:
-            for req in requests:
-                out.append((await col.tick(req)).snapshot)
-                sim.tick(1.0)
-        finally:
-            await col.close()
-        return out
-
-    return asyncio.run(go())
+    col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
+    col.focus, col.focus_cpu = (focus(sim) if callable(focus) else focus), focus_cpu
+    await col.connect()
+    out = []
+    try:
+        for req in requests:
+            out.append((await col.tick(req)).snapshot)
+            sim.tick(1.0)
+    finally:
+        await col.close()
+    return out
 
 
-def test_grid_depth_reads_softirqs_not_schedstat(tmp_path):
-    a, b = _collect(tmp_path, ["g", "g"])
+
+async def test_grid_depth_reads_softirqs_not_schedstat(tmp_path):
+    a, b = await _collect(tmp_path, ["g", "g"])
     assert a.noise.softirqs["NET_RX"][3] > a.noise.softirqs["NET_RX"][0]
     assert all(t.runq is None for _, c in b.containers() for t in c.tasks)
     r = compute(a, b)
@@ -223,8 +220,8 @@ def test_grid_depth_reads_softirqs_not_schedstat(tmp_path):
     assert r.softirqs[3]["NET_RX"] > 1000 > r.softirqs[0]["NET_RX"]
 
 
-def test_w_reads_every_pod_task_schedstat(tmp_path):
-    a, b = _collect(tmp_path, ["gtw", "gtw"])
+async def test_w_reads_every_pod_task_schedstat(tmp_path):
+    a, b = await _collect(tmp_path, ["gtw", "gtw"])
     r = compute(a, b)
     eng = next(c for p, c in b.containers() if c.name == "engine")
     assert all(t.runq is not None for t in eng.tasks)
@@ -234,8 +231,8 @@ def test_w_reads_every_pod_task_schedstat(tmp_path):
     assert cr.pressure_some_ms_per_s is None  # cpu.pressure is read with the cgroup detail ("c")
 
 
-def test_focused_container_gets_schedstat_and_pressure_every_tick(tmp_path):
-    a, b = _collect(tmp_path, ["g", "g"], focus=lambda sim: sim.spec.pods[0].containers[0].id)
+async def test_focused_container_gets_schedstat_and_pressure_every_tick(tmp_path):
+    a, b = await _collect(tmp_path, ["g", "g"], focus=lambda sim: sim.spec.pods[0].containers[0].id)
     eng = [c for _, c in b.containers() if c.name == "engine"][0]
     web = [c for _, c in b.containers() if c.name == "nginx"][0]
     assert eng.tasks and all(t.runq is not None for t in eng.tasks) and not web.tasks
@@ -244,8 +241,8 @@ def test_focused_container_gets_schedstat_and_pressure_every_tick(tmp_path):
     assert round(cr.pressure_some_ms_per_s) == 300 and round(cr.runq_wait_ms_per_s) == 600
 
 
-def test_focused_cpu_reads_schedstat_only_for_its_tasks(tmp_path):
-    a, b = _collect(tmp_path, ["g", "g"], focus_cpu=1)
+async def test_focused_cpu_reads_schedstat_only_for_its_tasks(tmp_path):
+    a, b = await _collect(tmp_path, ["g", "g"], focus_cpu=1)
     assert b.request.endswith("@1") and "a" in b.request.partition(" ")[0]
     with_runq = [t for t in b.all_tasks if t.runq is not None]
     assert with_runq and all(t.last_cpu == 1 for t in with_runq)
@@ -305,24 +302,22 @@ def test_thresholds_are_configurable(tmp_path):
         set_thresholds(old)
 
 
-def test_slow_counters_keep_their_last_rate_between_reads(tmp_path):
+async def test_slow_counters_keep_their_last_rate_between_reads(tmp_path):
     """cpu.pressure comes with the cgroup detail ("c"), tasks with "t": between two reads the report keeps
     the rate of the last window, so a finding on it does not flicker tick to tick."""
     sim = SimNode(_spec(), tmp_path).write()
 
-    async def go():
-        col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
-        await col.connect()
-        out = []
-        try:
-            for req in ("gctw", "gctw", "g", "g"):
-                out.append(await col.tick(req))
-                sim.tick(1.0)
-        finally:
-            await col.close()
-        return out
+    col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
+    await col.connect()
+    out = []
+    try:
+        for req in ("gctw", "gctw", "g", "g"):
+            out.append(await col.tick(req))
+            sim.tick(1.0)
+    finally:
+        await col.close()
+    reports = out
 
-    reports = asyncio.run(go())
     eng = [(p.uid, c.id) for p, c in reports[-1].snapshot.containers() if c.name == "engine"][0]
     for r in reports[1:]:
         cr = r.rates.containers[eng]
@@ -332,7 +327,7 @@ def test_slow_counters_keep_their_last_rate_between_reads(tmp_path):
         assert "RUNQUEUE_WAIT_EXCLUSIVE" in {f.code for f in r.findings}
 
 
-def test_softirqs_are_parsed_and_rated_only_when_read(tmp_path, monkeypatch):
+async def test_softirqs_are_parsed_and_rated_only_when_read(tmp_path, monkeypatch):
     """Issue 25: /proc/softirqs is read every tick (2,560 counters on 256 CPUs), but only the CPU pane, a
     noise finding's evidence, the softirqs query and --json look at them. Through the real probe and the
     Pipeline (findings included): a tick nobody looks at parses none; the first look parses the two reads the
@@ -347,19 +342,17 @@ def test_softirqs_are_parsed_and_rated_only_when_read(tmp_path, monkeypatch):
     spec.noise = {}  # no kernel noise over the threshold: no finding reads the softirqs' rates
     sim = SimNode(spec, tmp_path).write()
 
-    async def go():
-        col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
-        await col.connect()
-        try:
-            out = []
-            for _ in range(3):
-                out.append(await col.tick("g"))
-                sim.tick(1.0)
-            return out
-        finally:
-            await col.close()
+    col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
+    await col.connect()
+    try:
+        out = []
+        for _ in range(3):
+            out.append(await col.tick("g"))
+            sim.tick(1.0)
+        reports = out
+    finally:
+        await col.close()
 
-    reports = asyncio.run(go())
     assert calls == []
     a, b = reports[1].snapshot, reports[2].snapshot
     got = reports[2].rates.softirqs.get(3)
@@ -372,7 +365,7 @@ def test_softirqs_are_parsed_and_rated_only_when_read(tmp_path, monkeypatch):
     assert len(calls) == 2
 
 
-def test_a_wait_rate_kept_after_the_drill_down_closed_is_said_and_does_not_crash(tmp_path):
+async def test_a_wait_rate_kept_after_the_drill_down_closed_is_said_and_does_not_crash(tmp_path):
     """The drill-down reads its container's threads with schedstat every tick; closed, the threads come from
     the last pod task scan again (older, without run-queue counters) and keep the wait rate of their last
     window until read again. RUNQUEUE_WAIT_EXCLUSIVE read the source of that rate from the thread's current
@@ -382,23 +375,21 @@ def test_a_wait_rate_kept_after_the_drill_down_closed_is_said_and_does_not_crash
 
     sim = SimNode(_spec(wait=0.5), tmp_path).write()
 
-    async def go():
-        col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
-        await col.connect()
-        out = []
-        try:
-            for i in range(30):
-                if i == 21:  # the tick after a pod task scan (tick 20, carried until tick 30)
-                    col.focus = next(c.id for _, c in out[-1].snapshot.containers() if c.name == "engine")
-                if i == 24:
-                    col.focus = None
-                out.append(await col.tick(live_depth(i)))
-                sim.tick(1.0)
-        finally:
-            await col.close()
-        return out
+    col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
+    await col.connect()
+    out = []
+    try:
+        for i in range(30):
+            if i == 21:  # the tick after a pod task scan (tick 20, carried until tick 30)
+                col.focus = next(c.id for _, c in out[-1].snapshot.containers() if c.name == "engine")
+            if i == 24:
+                col.focus = None
+            out.append(await col.tick(live_depth(i)))
+            sim.tick(1.0)
+    finally:
+        await col.close()
+    reports = out
 
-    reports = asyncio.run(go())
     after = reports[24:]
     eng = [next(c for _, c in r.snapshot.containers() if c.name == "engine") for r in after]
     kept = [r for r, c in zip(after, eng) if any(t.runq is None and (r.rates.tasks.get(t.tid) or 0) and

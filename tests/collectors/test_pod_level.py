@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from helpers import read_sim, run_cli
+from helpers import read_sim, read_sim_async, run_cli
 
 from pinscope.collectors.exporter.metrics import node_samples
 from pinscope.collectors.findings import evaluate
@@ -121,7 +121,7 @@ def test_oversize_valid_checkpoint_is_not_read_whole_not_corrupt(tmp_path):
     assert "not read whole" in out.stdout
 
 
-def test_root_dir_and_pod_logs_dir_that_climb_out_of_root_are_refused(tmp_path):
+async def test_root_dir_and_pod_logs_dir_that_climb_out_of_root_are_refused(tmp_path):
     """kubelet --root-dir /../outside (and podLogsDir /var/../../outside-logs) under --root: a checkpoint
     waits there, outside the prefix; pinscope reads nothing there and says why (no critical either)."""
     root = tmp_path / "root"
@@ -129,7 +129,7 @@ def test_root_dir_and_pod_logs_dir_that_climb_out_of_root_are_refused(tmp_path):
     sp.kubelet_root = "/../outside"
     sp.config_text = ("apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n"
                       "cpuManagerPolicy: static\nreservedSystemCPUs: \"0,4\"\npodLogsDir: /var/../../outside-logs\n")
-    r = read_sim(sp, root, samples=1)
+    r = await read_sim_async(sp, root, samples=1)
     assert (tmp_path / "outside" / "cpu_manager_state").is_file()  # the sim did plant it there
     snap = r.snapshot
     assert snap.state is None and snap.state_status == "refused"
@@ -145,15 +145,15 @@ def test_root_dir_and_pod_logs_dir_that_climb_out_of_root_are_refused(tmp_path):
 
     from pinscope.collectors.transport.local import LocalTransport
 
-    async def frames():
+    async with asyncio.timeout(60):
         tr = LocalTransport(str(root))
         await tr.connect(10)
         try:
-            return [await tr.request(req, 15) for req in ("sgn", "gc")]
+            frames = [await tr.request(req, 15) for req in ("sgn", "gc")]
         finally:
             await tr.close()
 
-    for fr in asyncio.run(asyncio.wait_for(frames(), 60)):
+    for fr in frames:
         read = set(fr.files) | set(fr.unreadable) | set(fr.dirs) | set(fr.truncated)
         assert not [p for p in read if "outside" in p], read
 

@@ -196,22 +196,20 @@ def test_memory_against_checkpoint_is_a_finding_once_it_holds(node):
     assert f.cpus == (2, 3, 50, 51)
 
 
-def test_a_disagreement_seen_once_is_never_a_finding(node):
+async def test_a_disagreement_seen_once_is_never_a_finding(node):
     n = node()
-    first = asyncio.run(n.ticks(1))[0]
+    first = (await n.ticks(1))[0]
     good = agreeing(first.snapshot)
     srv = n.serve(changed(good, "feed", cpus=frozenset({2, 3})))
 
-    async def go():
-        await n.col.connect()
-        try:
-            a = await n.col.tick(FULL)
-            srv.set(good)  # kubelet's checkpoint caught up (or the pod went): gone by the next round
-            return a, await n.col.tick(FULL), await n.col.tick(FULL)
-        finally:
-            await n.col.close()
+    await n.col.connect()
+    try:
+        a = await n.col.tick(FULL)
+        srv.set(good)  # kubelet's checkpoint caught up (or the pod went): gone by the next round
+        reports = a, await n.col.tick(FULL), await n.col.tick(FULL)
+    finally:
+        await n.col.close()
 
-    reports = asyncio.run(go())
     assert all("PODRESOURCES_DISAGREES" not in codes(r) for r in reports)
 
 

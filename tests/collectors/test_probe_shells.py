@@ -45,9 +45,9 @@ def on_path(path_dir: str):
         os.environ["PATH"] = old
 
 
-def snap_with(path_dir: str, root: str) -> dict:
+async def snap_with(path_dir: str, root: str) -> dict:
     with on_path(path_dir):
-        async def go():
+        async with asyncio.timeout(30):
             col = NodeCollector("local", Options(root=root), LocalTransport(root))
             await col.connect()
             try:
@@ -70,13 +70,12 @@ def snap_with(path_dir: str, root: str) -> dict:
                 return o
             finally:
                 await col.close()
-        return asyncio.run(asyncio.wait_for(go(), 30))
 
 
-def test_same_snapshot_under_dash_busybox_and_bash(tmp_path):
+async def test_same_snapshot_under_dash_busybox_and_bash(tmp_path):
     root = tmp_path / "node"
     SimNode(dual_socket_intel(), root).write()
-    got = {k: snap_with(toolbox(tmp_path, k), str(root)) for k in ("dash", "busybox", "bash")}
+    got = {k: await snap_with(toolbox(tmp_path, k), str(root)) for k in ("dash", "busybox", "bash")}
     assert got["dash"] == got["busybox"] == got["bash"]
     assert len(got["busybox"]["cpus"]) == 48 and got["busybox"]["errors"] == []
     assert any(c["role"] == "exclusive" for c in got["busybox"]["cpus"])
@@ -96,7 +95,7 @@ def _on_cpu(pids) -> float:
 
 
 @pytest.mark.parametrize("kind", ["dash", "busybox", "bash"])
-def test_the_probe_says_its_own_cpu_truthfully(tmp_path, kind):
+async def test_the_probe_says_its_own_cpu_truthfully(tmp_path, kind):
     """Every frame ends with the probe's CPU so far (its shell's and its awk's, from /proc/self/schedstat):
     it only grows, it is what the kernel says of those two processes read from outside, and it is not the
     10 ms granularity of clock ticks (a gauge from utime/stime said 0.0 or 0.01)."""
@@ -107,7 +106,7 @@ def test_the_probe_says_its_own_cpu_truthfully(tmp_path, kind):
     SimNode(dual_socket_intel(), root).write()
     path_dir = toolbox(tmp_path, kind)
     with on_path(path_dir):
-        async def go():
+        async with asyncio.timeout(30):
             col = NodeCollector("local", Options(root=root), LocalTransport(root))
             await col.connect()
             try:
@@ -119,10 +118,9 @@ def test_the_probe_says_its_own_cpu_truthfully(tmp_path, kind):
                     await asyncio.sleep(0.05)  # the probe sleeps on its next request: its counters catch up
                 deltas = [r.timings.probe_cpu]
                 kids = psutil.Process(col.transport.proc.pid).children(recursive=True)  # the loop's shell, awk
-                return totals, deltas, _on_cpu([k.pid for k in kids])
+                outside = _on_cpu([k.pid for k in kids])
             finally:
                 await col.close()
-        totals, deltas, outside = asyncio.run(asyncio.wait_for(go(), 30))
     assert all(b >= a for a, b in zip(totals, totals[1:])) and totals[-1] > totals[0] > 0, totals
     assert deltas[0] is not None and abs(deltas[0] - (totals[-1] - totals[-2])) < 1e-9
     # the last frame's own work may not be counted yet when it is said: at most that much below
@@ -130,7 +128,7 @@ def test_the_probe_says_its_own_cpu_truthfully(tmp_path, kind):
     assert any(round(t * 1000) % 10 for t in totals), totals  # not whole clock ticks
 
 
-def test_the_state_file_goes_through_od_only_when_it_changed(tmp_path):
+async def test_the_state_file_goes_through_od_only_when_it_changed(tmp_path):
     """Under mawk (Debian's awk) kubelet's state file is read through od, a fork. Every grid tick reads the
     file, but od runs only when kubelet replaced it (a rename: a new inode), on a static tick or every 64th
     frame; otherwise the text of the last read is sent again: a cgroup-detail tick forks nothing either
@@ -156,74 +154,73 @@ def test_the_state_file_goes_through_od_only_when_it_changed(tmp_path):
         tmp.write_text(text)
         os.replace(tmp, state)
 
-    async def go():
-        tr = LocalTransport(root)
-        await tr.connect(10)
-        held, raws = Held(), []
-
-        async def ask(req: str):  # the frame as the probe sent it (raws), and as a FrameStore resolves it
-            raws.append(await tr.request(req, 15))
-            return held.take(raws[-1])
-
-        try:
-            fr = await ask("sgn")
-            assert fr.files[key] == state.read_text()
-            start = ods()
-            assert start >= 1
-            for _ in range(3):
-                fr = await ask("g")
-                assert fr.files[key] == state.read_text()
-            assert ods() == start, "od ran on grid ticks while the state file stayed the same"
-            assert key in raws[-1].unchanged and key not in raws[-1].files  # said unchanged, not sent again
-            new = state.read_text().replace('"policyName"', '"policyName" ', 1)
-            replaced(new)
-            fr = await ask("g")
-            assert fr.files[key] == new and ods() == start + 1 and key in raws[-1].files
-            fr = await ask("g")
-            assert fr.files[key] == new and ods() == start + 1 and key in raws[-1].unchanged
-            fr = await ask("gc")
-            assert fr.files[key] == new and ods() == start + 1, "od ran on a cgroup-detail tick"
-            with open(state, "r+") as f:  # edited in place (not kubelet's way): read anew on the 64th frame
-                f.write(" ")
-            edited = state.read_text()
-            while len(raws) % 64 != 63:  # the probe numbers its frames from 1: the 64th is read anew
-                fr = await ask("gc")
-                assert fr.files[key] == new and ods() == start + 1
-            fr = await ask("g")
-            assert len(raws) == 64 and fr.files[key] == edited and ods() == start + 2
-            state.unlink()  # gone: said missing at once, not sent from memory
-            fr = await ask("g")
-            assert key not in fr.files and ods() == start + 2
-            replaced(new)
-            fr = await ask("g")
-            assert fr.files[key] == new and ods() == start + 3
-            replaced("")  # empty: read once like any other text, not again every tick
-            for _ in range(2):
-                fr = await ask("g")
-                assert fr.files[key] == "" and ods() == start + 4
-        finally:
-            await tr.close()
-
     with on_path(str(bin_dir)):
-        asyncio.run(asyncio.wait_for(go(), 60))
+        async with asyncio.timeout(60):
+            tr = LocalTransport(root)
+            await tr.connect(10)
+            held, raws = Held(), []
+
+            async def ask(req: str):  # the frame as the probe sent it (raws), and as a FrameStore resolves it
+                raws.append(await tr.request(req, 15))
+                return held.take(raws[-1])
+
+            try:
+                fr = await ask("sgn")
+                assert fr.files[key] == state.read_text()
+                start = ods()
+                assert start >= 1
+                for _ in range(3):
+                    fr = await ask("g")
+                    assert fr.files[key] == state.read_text()
+                assert ods() == start, "od ran on grid ticks while the state file stayed the same"
+                assert key in raws[-1].unchanged and key not in raws[-1].files  # said unchanged, not sent again
+                new = state.read_text().replace('"policyName"', '"policyName" ', 1)
+                replaced(new)
+                fr = await ask("g")
+                assert fr.files[key] == new and ods() == start + 1 and key in raws[-1].files
+                fr = await ask("g")
+                assert fr.files[key] == new and ods() == start + 1 and key in raws[-1].unchanged
+                fr = await ask("gc")
+                assert fr.files[key] == new and ods() == start + 1, "od ran on a cgroup-detail tick"
+                with open(state, "r+") as f:  # edited in place (not kubelet's way): read anew on the 64th frame
+                    f.write(" ")
+                edited = state.read_text()
+                while len(raws) % 64 != 63:  # the probe numbers its frames from 1: the 64th is read anew
+                    fr = await ask("gc")
+                    assert fr.files[key] == new and ods() == start + 1
+                fr = await ask("g")
+                assert len(raws) == 64 and fr.files[key] == edited and ods() == start + 2
+                state.unlink()  # gone: said missing at once, not sent from memory
+                fr = await ask("g")
+                assert key not in fr.files and ods() == start + 2
+                replaced(new)
+                fr = await ask("g")
+                assert fr.files[key] == new and ods() == start + 3
+                replaced("")  # empty: read once like any other text, not again every tick
+                for _ in range(2):
+                    fr = await ask("g")
+                    assert fr.files[key] == "" and ods() == start + 4
+            finally:
+                await tr.close()
+
 
 
 @pytest.mark.parametrize("kind", ["dash", "busybox", "bash"])
-def test_devices_read_alike_under_every_shell(tmp_path, kind):
+async def test_devices_read_alike_under_every_shell(tmp_path, kind):
     """kubelet's device checkpoint (mawk: od on fd 7; busybox awk: awk itself), sysfs numa_node and NVIDIA's
     procfs, under each shell: the same devices per container."""
     from device_samples import GPU_FAR, gpu_node_spec
 
     root = tmp_path / "node"
     SimNode(gpu_node_spec(), root).write()
-    o = snap_with(toolbox(tmp_path, kind), str(root))
+    o = await snap_with(toolbox(tmp_path, kind), str(root))
     devs = {(p["name"], c["name"]): c["devices"] for p in o["pods"] for c in p["containers"] if c["devices"]}
     assert devs[("infer-far", "triton")] == [{"resource": "nvidia.com/gpu", "id": GPU_FAR, "numa_node": 1,
                                               "numa_from": "nvidia", "pci": "0000:af:00.0"}]
     assert len(devs) == 3 and o["errors"] == []
 
 
-def test_the_device_checkpoint_goes_through_od_only_when_it_changed(tmp_path):
+async def test_the_device_checkpoint_goes_through_od_only_when_it_changed(tmp_path):
     """As the state file: under mawk the device checkpoint costs an od only when kubelet replaced it."""
     from device_samples import gpu_node_spec
 
@@ -242,38 +239,37 @@ def test_the_device_checkpoint_goes_through_od_only_when_it_changed(tmp_path):
     def ods() -> int:
         return len(log.read_text().splitlines()) if log.exists() else 0
 
-    async def go():
-        tr = LocalTransport(root)
-        await tr.connect(10)
-        held, raws = Held(), []
-
-        async def ask(req: str):  # the frame as the probe sent it (raws), and as a FrameStore resolves it
-            raws.append(await tr.request(req, 15))
-            return held.take(raws[-1])
-
-        try:
-            fr = await ask("sgn")
-            assert fr.files[key] == cp.read_text()
-            start = ods()
-            for _ in range(3):
-                fr = await ask("g")
-                assert fr.files[key] == cp.read_text()
-            assert ods() == start, "od ran on grid ticks while nothing changed"
-            assert key in raws[-1].unchanged and key not in raws[-1].files
-            tmp = cp.with_name("ckpt.tmp")
-            tmp.write_text(cp.read_text().replace('"Checksum"', '"Checksum" ', 1))
-            os.replace(tmp, cp)
-            fr = await ask("g")
-            assert fr.files[key] == cp.read_text() and ods() == start + 1
-        finally:
-            await tr.close()
-
     with on_path(str(bin_dir)):
-        asyncio.run(asyncio.wait_for(go(), 60))
+        async with asyncio.timeout(60):
+            tr = LocalTransport(root)
+            await tr.connect(10)
+            held, raws = Held(), []
+
+            async def ask(req: str):  # the frame as the probe sent it (raws), and as a FrameStore resolves it
+                raws.append(await tr.request(req, 15))
+                return held.take(raws[-1])
+
+            try:
+                fr = await ask("sgn")
+                assert fr.files[key] == cp.read_text()
+                start = ods()
+                for _ in range(3):
+                    fr = await ask("g")
+                    assert fr.files[key] == cp.read_text()
+                assert ods() == start, "od ran on grid ticks while nothing changed"
+                assert key in raws[-1].unchanged and key not in raws[-1].files
+                tmp = cp.with_name("ckpt.tmp")
+                tmp.write_text(cp.read_text().replace('"Checksum"', '"Checksum" ', 1))
+                os.replace(tmp, cp)
+                fr = await ask("g")
+                assert fr.files[key] == cp.read_text() and ods() == start + 1
+            finally:
+                await tr.close()
+
 
 
 @pytest.mark.parametrize("kind", ["dash", "busybox", "bash"])
-def test_kept_globs_and_remembered_missing_files_under_every_shell(tmp_path, kind):
+async def test_kept_globs_and_remembered_missing_files_under_every_shell(tmp_path, kind):
     """issue 25's probe memory under each shell and awk: the globs kept while kubepods' cgroup.stat count
     holds (IFS and set -f splitting), a container restarted (the count held) seen on the next grid tick,
     and a cgroup file the static frame found missing said from memory (awk's gone[])."""
@@ -296,7 +292,7 @@ def test_kept_globs_and_remembered_missing_files_under_every_shell(tmp_path, kin
             eff.write_text("0-3\n")  # made meanwhile: not opened until the next static frame
     box = toolbox(tmp_path, kind)
     with on_path(box):
-        frames = _frames(root, ["sgn", "g", "g", "g"], edit)
+        frames = await _frames(root, ["sgn", "g", "g", "g"], edit)
     old, new = "/" + str(first.relative_to(root)), "/" + str(swap["new"].relative_to(root))
     key = "/" + str(eff.relative_to(root))
     assert old in _leaves(frames[1]) and new not in _leaves(frames[1])
@@ -314,7 +310,7 @@ def test_kept_globs_and_remembered_missing_files_under_every_shell(tmp_path, kin
             added["p"] = _new_leaf(other, "cri x*?[a] '\"\t.scope")
             _stat(root, n2)
     with on_path(box):
-        frames = _frames(root, ["sgn", "g", "g", "gc", "g"], edit2)
+        frames = await _frames(root, ["sgn", "g", "g", "gc", "g"], edit2)
     odd = "/" + str(added["p"].relative_to(root))
     assert odd not in _leaves(frames[1]) and odd not in _leaves(frames[2])
     assert odd in _leaves(frames[3]) and odd in _leaves(frames[4])

@@ -50,20 +50,17 @@ def test_a_probe_of_another_version_is_refused(tmp_path, monkeypatch):
     assert f"protocol {PROTOCOL}" in msg and f"speaks {OTHER}" in msg
 
 
-def test_the_probe_refuses_a_client_of_another_version_and_reads_nothing(tmp_path, monkeypatch):
+async def test_the_probe_refuses_a_client_of_another_version_and_reads_nothing(tmp_path, monkeypatch):
     SimNode(SHAPES["dual_socket_intel"](), tmp_path).write()
     monkeypatch.setattr(base, "PROTOCOL", OTHER)  # this client says another version on the command line
     tr = LocalTransport(str(tmp_path))
 
-    async def go():
+    with pytest.raises(ProbeFailed) as err:
         await tr.connect(10)
         try:
             await tr.request("sg", 15)
         finally:
             await tr.close()
-
-    with pytest.raises(ProbeFailed) as err:
-        asyncio.run(go())
     msg = str(err.value)
     assert "\n" not in msg and f"client speaks protocol {OTHER}, this probe speaks {PROTOCOL}" in msg
     assert b"\nF" not in tr.last_raw and b"\nX" not in tr.last_raw  # no file was read for it
@@ -82,7 +79,7 @@ def test_snapshot_says_the_mismatch_in_one_line(tmp_path, monkeypatch, capsys):
     assert PROTOCOL in lines[0] and OTHER in lines[0] and "Traceback" not in errtext
 
 
-def test_a_request_to_a_probe_that_is_gone_is_a_probe_failure_not_a_crash(tmp_path):
+async def test_a_request_to_a_probe_that_is_gone_is_a_probe_failure_not_a_crash(tmp_path):
     """The probe died (killed on the node, its session ended) between two frames: writing the next request
     raised ConnectionResetError / BrokenPipeError out of the transport, past `live`'s handler of
     PinscopeError, and ended the node's task with a traceback instead of a "down" state."""
@@ -91,23 +88,21 @@ def test_a_request_to_a_probe_that_is_gone_is_a_probe_failure_not_a_crash(tmp_pa
 
     SimNode(SHAPES["dual_socket_intel"](), tmp_path).write()
 
-    async def go():
-        tr = LocalTransport(str(tmp_path))
-        await tr.connect(10)
-        try:
-            await tr.request("sg", 15)
-            assert tr.proc is not None
-            os.killpg(tr.proc.pid, signal.SIGKILL)
-            await tr.proc.wait()
-            await asyncio.sleep(0.1)
-            with pytest.raises(ProbeFailed) as err:
-                for _ in range(3):  # the first write may still land in the pipe's buffer
-                    await tr.request("g", 15)
-            return str(err.value)
-        finally:
-            await tr.close()
+    tr = LocalTransport(str(tmp_path))
+    await tr.connect(10)
+    try:
+        await tr.request("sg", 15)
+        assert tr.proc is not None
+        os.killpg(tr.proc.pid, signal.SIGKILL)
+        await tr.proc.wait()
+        await asyncio.sleep(0.1)
+        with pytest.raises(ProbeFailed) as err:
+            for _ in range(3):  # the first write may still land in the pipe's buffer
+                await tr.request("g", 15)
+        msg = str(err.value)
+    finally:
+        await tr.close()
 
-    msg = asyncio.run(go())
     assert "probe" in msg and ("closed" in msg or "ended" in msg), msg
 
 

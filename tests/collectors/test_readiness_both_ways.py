@@ -183,7 +183,7 @@ def test_no_hugepages_and_no_memory_manager_is_not_applicable(tmp_path):
     assert "PINNED_MEMORY_REMOTE" not in codes(o) and status(o)["numa_memory"] == "n/a"
 
 
-def test_a_new_memory_manager_assignment_is_judged_on_the_next_static_frame(tmp_path):
+async def test_a_new_memory_manager_assignment_is_judged_on_the_next_static_frame(tmp_path):
     """One collector, two static frames: only memory_manager_state changed (NUMA 0 -> 1) between them. The
     readiness judged on the first was kept (its cache key held the parsed tuning, roles, containers and
     tasks, not the memory manager's state): the finding never came."""
@@ -192,7 +192,7 @@ def test_a_new_memory_manager_assignment_is_judged_on_the_next_static_frame(tmp_
     from pinscope.collectors.collect import NodeCollector, Options
     from pinscope.collectors.transport.local import LocalTransport
 
-    o = _mm_node(tmp_path, [0])
+    o = await asyncio.to_thread(_mm_node, tmp_path, [0])  # it reads the node in an asyncio.run of its own
     root = tmp_path / "node"
     uid = next(p["uid"] for p in o["pods"] if p["name"] == "engine-0")
 
@@ -200,18 +200,17 @@ def test_a_new_memory_manager_assignment_is_judged_on_the_next_static_frame(tmp_
         return json.dumps({"policyName": "Static", "machineState": {}, "checksum": 0,
                            "entries": {uid: {"engine": [{"numaAffinity": numa, "type": "memory", "size": 1 << 30}]}}})
 
-    async def go():
+    async with asyncio.timeout(60):
         col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
         col.static_every = 1  # every tick reads the static files
         await col.connect()
         try:
             first = await col.tick()
             write(root, {"var/lib/kubelet/memory_manager_state": mm([1])})
-            return first, await col.tick()
+            second = await col.tick()
         finally:
             await col.close()
 
-    first, second = asyncio.run(asyncio.wait_for(go(), 60))
     assert "PINNED_MEMORY_REMOTE" not in {f.code for f in first.findings}
     assert [f.code for f in second.findings if f.code == "PINNED_MEMORY_REMOTE"] == ["PINNED_MEMORY_REMOTE"]
     assert second.snapshot.readiness.containers[0].memory_manager_nodes == {1}

@@ -5,7 +5,6 @@ read since issue 25, would have taken the screen that read it). The parsers now 
 exactly what `int()` takes: "²" is garbage, said as such; a decimal digit of another script ("١٢") is a
 number, as int() reads it.
 """
-import asyncio
 import json
 
 import pytest
@@ -50,7 +49,7 @@ def test_a_frame_whose_seq_or_cut_is_a_superscript_is_read():
     assert f.seq == 0 and f.files["/proc/uptime"] == "1.0 2.0\n" and f.complete
 
 
-def test_a_node_whose_counters_hold_superscripts_gives_its_reports_and_rates(tmp_path):
+async def test_a_node_whose_counters_hold_superscripts_gives_its_reports_and_rates(tmp_path):
     """Through the real probe, two ticks with the counters moving: /proc/softirqs with a `CPU²` column and a
     `²` count, /proc/interrupts and a container's cgroup.procs likewise. Every report comes, its rates (the
     softirqs' too, worked out when read) and its JSON."""
@@ -71,20 +70,18 @@ def test_a_node_whose_counters_hold_superscripts_gives_its_reports_and_rates(tmp
                 procs.write_text(procs.read_text() + f"{SUP}\n")
                 break
 
-    async def go():
-        col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
-        await col.connect()
-        out = []
-        try:
-            for req in ("gcTai", "gcTai", "g"):
-                spoil()
-                out.append(await col.tick(req))
-                sim.tick(1.0)
-        finally:
-            await col.close()
-        return out
+    col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
+    await col.connect()
+    out = []
+    try:
+        for req in ("gcTai", "gcTai", "g"):
+            spoil()
+            out.append(await col.tick(req))
+            sim.tick(1.0)
+    finally:
+        await col.close()
+    reports = out
 
-    reports = asyncio.run(go())
     assert all(r.rates is not None for r in reports[1:])
     for r in reports[1:]:
         dict(r.rates.softirqs), dict(r.rates.ipis)  # worked out here: no exception
