@@ -59,29 +59,27 @@ def _exporter_label(root) -> str:
     return labels.pop()
 
 
-def _tui_status(root) -> str:
+async def _tui_status(root) -> str:
     from pinscope.collectors.collect import Options
     from pinscope.collectors.fleet import NodeTarget
     from pinscope.tui.app import PinscopeApp
     from textual.widgets import Static
 
-    async def go():
-        app = PinscopeApp([NodeTarget("local", options=Options(root=str(root)))], interval=0.2)
-        async with app.run_test(size=(160, 40)) as pilot:
-            for _ in range(600):
-                if app.views["local"].snap is not None:
-                    break
-                await asyncio.sleep(0.05)
-            await pilot.pause()
-            await pilot.pause()
-            return str(app.screen.query_one("#status", Static).render())
+    app = PinscopeApp([NodeTarget("local", options=Options(root=str(root)))], interval=0.2)
+    async with app.run_test(size=(160, 40)) as pilot:
+        for _ in range(600):
+            if app.views["local"].snap is not None:
+                break
+            await asyncio.sleep(0.05)
+        await pilot.pause()
+        await pilot.pause()
+        return str(app.screen.query_one("#status", Static).render())
 
-    return asyncio.run(go())
 
 
 @pytest.mark.parametrize("hostname, want", [("worker-7", "worker-7"), ("", "local"), (None, "local")],
                          ids=["reported", "empty", "absent"])
-def test_exporter_snapshot_check_and_the_tui_name_a_root_tree_alike(tmp_path, hostname, want):
+async def test_exporter_snapshot_check_and_the_tui_name_a_root_tree_alike(tmp_path, hostname, want):
     root = _tree(tmp_path, hostname)
     r = run_cli("snapshot", "--json", "--root", str(root), "local")
     assert r.returncode == 0, r.stderr
@@ -91,10 +89,10 @@ def test_exporter_snapshot_check_and_the_tui_name_a_root_tree_alike(tmp_path, ho
     lines = r.stdout.splitlines()
     assert lines and all(ln.startswith(f"{want}: ") for ln in lines if ln and not ln.startswith(" ")), r.stdout
     assert _exporter_label(root) == want
-    assert _tui_status(root).split()[0] == want
+    assert (await _tui_status(root)).split()[0] == want
 
 
-def test_a_node_unreadable_at_first_takes_its_own_name_when_read_and_leaves_nothing_under_local(tmp_path):
+async def test_a_node_unreadable_at_first_takes_its_own_name_when_read_and_leaves_nothing_under_local(tmp_path):
     """The exporter's loop for `local --root TREE` with the tree not there yet: read_success 0 under the
     reach (`local`, nothing else knows a name); once the tree is there, its series are the node's own name
     and nothing stays under `local`."""
@@ -105,30 +103,28 @@ def test_a_node_unreadable_at_first_takes_its_own_name_when_read_and_leaves_noth
     root = tmp_path / "n"
     store = LatestReports()
 
-    async def go():
-        stop = asyncio.Event()
-        col = NodeCollector("local", Options(root=str(root)))
-        task = asyncio.create_task(node_loop(col, None, 0.05, store, stop, 5.0))
-        try:
-            for _ in range(400):
-                await asyncio.sleep(0.025)
-                if store.get("local") is not None:
-                    break
-            first = store.get("local")
-            assert first is not None and not first.success
-            SimNode(SPEC, root).write()
-            for _ in range(1200):
-                await asyncio.sleep(0.025)
-                st = store.get("worker-7")
-                if st is not None and st.success:
-                    break
-            assert store.get("worker-7") is not None and store.get("worker-7").success
-            assert store.get("local") is None
-        finally:
-            stop.set()
-            await asyncio.wait_for(task, 10)
+    stop = asyncio.Event()
+    col = NodeCollector("local", Options(root=str(root)))
+    task = asyncio.create_task(node_loop(col, None, 0.05, store, stop, 5.0))
+    try:
+        for _ in range(400):
+            await asyncio.sleep(0.025)
+            if store.get("local") is not None:
+                break
+        first = store.get("local")
+        assert first is not None and not first.success
+        SimNode(SPEC, root).write()
+        for _ in range(1200):
+            await asyncio.sleep(0.025)
+            st = store.get("worker-7")
+            if st is not None and st.success:
+                break
+        assert store.get("worker-7") is not None and store.get("worker-7").success
+        assert store.get("local") is None
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)
 
-    asyncio.run(go())
 
 
 def test_a_name_another_target_has_is_not_taken(capsys):

@@ -15,7 +15,7 @@ from pinscope.tui.app import PinscopeApp
 from pinscope.tui.screens.fleet import FleetScreen
 
 
-def test_fleet_of_real_ssh_nodes_loses_and_regains_one(tmp_path):
+async def test_fleet_of_real_ssh_nodes_loses_and_regains_one(tmp_path):
     ok, why = sshd_mod.available()
     need(ok, why)
     servers, entries = [], []
@@ -30,7 +30,7 @@ def test_fleet_of_real_ssh_nodes_loses_and_regains_one(tmp_path):
         entries.append(NodeTarget(s.target, options=o))
     victim = servers[1]
 
-    async def go():
+    try:
         app = PinscopeApp(entries, interval=0.3)
         async with app.run_test(size=(160, 40)) as pilot:
             async def until(cond, t=20):
@@ -79,9 +79,6 @@ def test_fleet_of_real_ssh_nodes_loses_and_regains_one(tmp_path):
             await until(lambda: vv.generation > g + 1, 10)
             assert vv.snap.node == "node-1"
             await pilot.press("q")
-
-    try:
-        asyncio.run(go())
     finally:
         for s in servers:
             s.kill()

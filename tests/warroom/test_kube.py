@@ -140,7 +140,7 @@ def test_snapshot_kube_over_ssh_enriches_pods(api, tmp_path):
         srv.kill()
 
 
-def test_api_going_away_mid_session_degrades_with_a_notice(api, tmp_path, notices):
+async def test_api_going_away_mid_session_degrades_with_a_notice(api, tmp_path, notices):
     from pinscope.collectors.collect import Options
     from pinscope.collectors.inventory import Target
     from pinscope.collectors.fleet import NodeTarget
@@ -150,44 +150,42 @@ def test_api_going_away_mid_session_degrades_with_a_notice(api, tmp_path, notice
     SimNode(NodeSpec(hostname="node-a", cores=4, pods=[PodSpec("md-feed-0", "trading", uid=UID,
                                                                containers=[CtrSpec("feed", cpus="1,5")])]), root).write()
 
-    async def go():
-        app = PinscopeApp([NodeTarget.of(Target("node-a", "local", root=str(root)), Options())],
-                          interval=0.3, kube=(None, api.kubeconfig))
-        app.fleet.kube_period = 0.3
-        async with app.run_test(size=(160, 40)) as pilot:
-            v = app.views["node-a"]
-            for _ in range(600):
-                await asyncio.sleep(0.1)
-                if v.api_pods and v.snap:
-                    break
-            assert v.api_pods[UID].owner == "StatefulSet/md-feed"
-            api.failing = True  # it fails, then answers again: a notice each way, and the error goes
-            for _ in range(600):  # a generous deadline: only a hang fails
-                await asyncio.sleep(0.1)
-                if v.api_error:
-                    break
-            assert v.api_error and any("showing node-local names" in n for n in notices)
-            api.failing = False
-            for _ in range(600):  # a generous deadline: only a hang fails
-                await asyncio.sleep(0.1)
-                if v.api_error is None:
-                    break
-            assert v.api_error is None and v.api_pods[UID].owner == "StatefulSet/md-feed"
-            assert any("Kubernetes API is back" in n for n in notices)
-            said = len(notices)
-            api.stop()
-            for _ in range(600):  # a generous deadline: only a hang fails
-                await asyncio.sleep(0.1)
-                if v.api_error:
-                    break
-            assert v.api_error and "Kubernetes API" in v.api_error
-            assert any("showing node-local names" in n for n in notices[said:]), notices  # a new notice
-            g = v.generation
-            for _ in range(600):
-                await asyncio.sleep(0.1)
-                if v.generation > g + 2:
-                    break
-            assert v.generation > g + 2 and v.state == "up"
-            assert v.snap.pods[0].name == "md-feed-0"  # from /var/log/pods, not the API
-            await pilot.press("q")
-    asyncio.run(go())
+    app = PinscopeApp([NodeTarget.of(Target("node-a", "local", root=str(root)), Options())],
+                      interval=0.3, kube=(None, api.kubeconfig))
+    app.fleet.kube_period = 0.3
+    async with app.run_test(size=(160, 40)) as pilot:
+        v = app.views["node-a"]
+        for _ in range(600):
+            await asyncio.sleep(0.1)
+            if v.api_pods and v.snap:
+                break
+        assert v.api_pods[UID].owner == "StatefulSet/md-feed"
+        api.failing = True  # it fails, then answers again: a notice each way, and the error goes
+        for _ in range(600):  # a generous deadline: only a hang fails
+            await asyncio.sleep(0.1)
+            if v.api_error:
+                break
+        assert v.api_error and any("showing node-local names" in n for n in notices)
+        api.failing = False
+        for _ in range(600):  # a generous deadline: only a hang fails
+            await asyncio.sleep(0.1)
+            if v.api_error is None:
+                break
+        assert v.api_error is None and v.api_pods[UID].owner == "StatefulSet/md-feed"
+        assert any("Kubernetes API is back" in n for n in notices)
+        said = len(notices)
+        api.stop()
+        for _ in range(600):  # a generous deadline: only a hang fails
+            await asyncio.sleep(0.1)
+            if v.api_error:
+                break
+        assert v.api_error and "Kubernetes API" in v.api_error
+        assert any("showing node-local names" in n for n in notices[said:]), notices  # a new notice
+        g = v.generation
+        for _ in range(600):
+            await asyncio.sleep(0.1)
+            if v.generation > g + 2:
+                break
+        assert v.generation > g + 2 and v.state == "up"
+        assert v.snap.pods[0].name == "md-feed-0"  # from /var/log/pods, not the API
+        await pilot.press("q")

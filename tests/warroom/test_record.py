@@ -81,7 +81,7 @@ def test_kill_9_mid_stream_then_replay(tmp_path):
     assert size > 0
 
 
-def test_recording_keys_nodes_by_their_names_not_addresses(tmp_path):
+async def test_recording_keys_nodes_by_their_names_not_addresses(tmp_path):
     """Five inventory nodes may share one address ('local' with different roots, or a jump host)."""
     import asyncio
 
@@ -96,24 +96,22 @@ def test_recording_keys_nodes_by_their_names_not_addresses(tmp_path):
         SimNode(spec, tmp_path / name).write()
         entries.append(NodeTarget.of(Target(name, "local", root=str(tmp_path / name)), Options()))
 
-    async def go():
-        recorder = Recorder(str(rec_path))
-        app = PinscopeApp(entries, interval=0.2, recorder=recorder)
-        async with app.run_test(size=(120, 30)) as pilot:
-            for _ in range(600):  # a hang guard (60 s): a loaded machine ticks late
-                await asyncio.sleep(0.1)
-                if all(v.ticks >= 3 for v in app.views.values()):
-                    break
-            await pilot.press("q")
-        recorder.close()
+    recorder = Recorder(str(rec_path))
+    app = PinscopeApp(entries, interval=0.2, recorder=recorder)
+    async with app.run_test(size=(120, 30)) as pilot:
+        for _ in range(600):  # a hang guard (60 s): a loaded machine ticks late
+            await asyncio.sleep(0.1)
+            if all(v.ticks >= 3 for v in app.views.values()):
+                break
+        await pilot.press("q")
+    recorder.close()
 
-    asyncio.run(go())
     rec = open_recording(str(rec_path))
     assert rec.nodes == ["a", "b"] or rec.nodes == ["b", "a"]
     assert state_at(rec, "a", rec.end).node == "xeon-2s" and state_at(rec, "b", rec.end).node == "plain"
 
 
-def test_replay_tui_steps_seeks_and_plays(tmp_path):
+async def test_replay_tui_steps_seeks_and_plays(tmp_path):
     import asyncio
 
     from pinscope.tui.replay import ReplayApp
@@ -121,50 +119,46 @@ def test_replay_tui_steps_seeks_and_plays(tmp_path):
     rec_path = tmp_path / "r.pinscope"
     sim = SimNode(dual_socket_intel(), tmp_path / "n").write()
 
-    async def record():
-        from pinscope.collectors.collect import NodeCollector, Options, live_depth
-        from pinscope.collectors.transport.local import LocalTransport
+    from pinscope.collectors.collect import NodeCollector, Options, live_depth
+    from pinscope.collectors.transport.local import LocalTransport
 
-        col = NodeCollector("xeon", Options(root=str(tmp_path / "n")), LocalTransport(str(tmp_path / "n")))
-        col.recorder = Recorder(str(rec_path))
-        await col.connect()
-        for i in range(8):
-            sim.tick(1.0)
-            await col.tick(live_depth(i))
-        await col.close()
-        col.recorder.close()
+    col = NodeCollector("xeon", Options(root=str(tmp_path / "n")), LocalTransport(str(tmp_path / "n")))
+    col.recorder = Recorder(str(rec_path))
+    await col.connect()
+    for i in range(8):
+        sim.tick(1.0)
+        await col.tick(live_depth(i))
+    await col.close()
+    col.recorder.close()
 
-    asyncio.run(record())
     rec = open_recording(str(rec_path))
     assert len(rec.index) == 8
 
-    async def go():
-        app = ReplayApp(rec, speed=32)
-        async with app.run_test(size=(160, 50)) as pilot:
-            for _ in range(1200):  # a hang guard (60 s)
-                await asyncio.sleep(0.05)
-                if app.pos == 7:
-                    break
-            assert app.pos == 7  # played to the end
-            # one node screen: the app's on_mount ran twice (ReplayApp's called it, then Textual did)
-            assert [type(s).__name__ for s in app.screen_stack] == ["Screen", "NodeScreen"]
-            v = app.views["xeon"]
-            status = str(app.screen.query_one("#status").render())
-            assert v.snap.node == "xeon-2s" and "replay" in status
-            assert "live" not in status  # a recording is not live
-            await pilot.press("comma")  # step back
-            await pilot.pause()
-            assert app.paused and app.pos == 6
-            v.last_update -= 60  # paused for a minute of wall time: the recorded node is not "stale"
-            app._check_stale()
-            assert v.state == "up" and "STALE" not in str(app.screen.query_one("#status").render())
-            await pilot.press("less_than_sign")  # seek -60 s: the start
-            await pilot.pause()
-            assert app.pos == 0
-            await pilot.press("full_stop", "full_stop")
-            await pilot.pause()
-            assert app.pos == 2 and app.views["xeon"].snap is not None
-            await pilot.press("plus")
-            assert app.speed == 64
-            await pilot.press("q")
-    asyncio.run(go())
+    app = ReplayApp(rec, speed=32)
+    async with app.run_test(size=(160, 50)) as pilot:
+        for _ in range(1200):  # a hang guard (60 s)
+            await asyncio.sleep(0.05)
+            if app.pos == 7:
+                break
+        assert app.pos == 7  # played to the end
+        # one node screen: the app's on_mount ran twice (ReplayApp's called it, then Textual did)
+        assert [type(s).__name__ for s in app.screen_stack] == ["Screen", "NodeScreen"]
+        v = app.views["xeon"]
+        status = str(app.screen.query_one("#status").render())
+        assert v.snap.node == "xeon-2s" and "replay" in status
+        assert "live" not in status  # a recording is not live
+        await pilot.press("comma")  # step back
+        await pilot.pause()
+        assert app.paused and app.pos == 6
+        v.last_update -= 60  # paused for a minute of wall time: the recorded node is not "stale"
+        app._check_stale()
+        assert v.state == "up" and "STALE" not in str(app.screen.query_one("#status").render())
+        await pilot.press("less_than_sign")  # seek -60 s: the start
+        await pilot.pause()
+        assert app.pos == 0
+        await pilot.press("full_stop", "full_stop")
+        await pilot.pause()
+        assert app.pos == 2 and app.views["xeon"].snap is not None
+        await pilot.press("plus")
+        assert app.speed == 64
+        await pilot.press("q")
