@@ -4,10 +4,11 @@ without a CPU limit of their own run under the pod's as their CFS quota. On the 
 v1.37.2; tests/cluster/test_real_podlevel.py) such a pod was called GUARANTEED_NOT_PINNED, a warning, for a
 container of it: kubelet had done exactly what it does with such a pod.
 
-REAL_1_37 is the file kubelet v1.37.2 wrote for tests/cluster/test_real_podlevel.py's pod, byte for byte; the
-others have the shape json.Marshal gives k/k pkg/kubelet/allocation/state's Checkpoint (v1.35.4's records no
-PodLevelResources: InPlacePodLevelResourcesVerticalScaling is alpha, off, there), with the checksum kubelet
-computes (checksum.New(Data): FNV-1a 32 over "(string)" + data), computed here by its own small code.
+REAL_1_37 and REAL_1_35 are the files kubelet v1.37.2 and v1.35.4 wrote for tests/cluster/test_real_podlevel.py's
+pod, byte for byte (v1.35.4 records no PodLevelResources: InPlacePodLevelResourcesVerticalScaling is alpha, off,
+there); the others have the shape json.Marshal gives k/k pkg/kubelet/allocation/state's Checkpoint, with the
+checksum kubelet computes (checksum.New(Data): FNV-1a 32 over "(string)" + data), computed here by its own
+small code.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ POD_LEVEL = "26ef72b2-95f7-439b-bc17-f37fe576d03e"
 CONTAINER_LEVEL = "5b0c4a9e-1f7d-4a51-9a0b-0c2d6e8f9a11"
 ONE = {"limits": {"cpu": "1", "memory": "32Mi"}, "requests": {"cpu": "1", "memory": "32Mi"}}
 POD = {"limits": {"cpu": "1", "memory": "96Mi"}, "requests": {"cpu": "1", "memory": "96Mi"}}
+REAL_1_35 = ('{"data":"{\\"entries\\":{\\"845ec305-9e60-4357-adcc-fe6c0a6e6aaf\\":{\\"ContainerResources\\":{\\"app\\":{\\"limits\\":{\\"cpu\\":\\"1\\",\\"memory\\":\\"32Mi\\"},\\"requests\\":{\\"cpu\\":\\"1\\",\\"memory\\":\\"32Mi\\"}},\\"side\\":{}},\\"PodLevelResources\\":null}}}","checksum":1397373285}')
 REAL_1_37 = ('{"data":"{\\"entries\\":{\\"921d9a39-85f1-47d0-9cb5-4df82ec8a014\\":{\\"ContainerResources\\":{\\"app\\":{\\"limits\\":{\\"cpu\\":\\"1\\",\\"memory\\":\\"32Mi\\"},\\"requests\\":{\\"cpu\\":\\"1\\",\\"memory\\":\\"32Mi\\"}},\\"init\\":{},\\"side\\":{}},\\"PodLevelResources\\":{\\"limits\\":{\\"cpu\\":\\"1\\",\\"memory\\":\\"96Mi\\"},\\"requests\\":{\\"cpu\\":\\"1\\",\\"memory\\":\\"96Mi\\"}},\\"EmptyDirVolumeLimits\\":null}}}","checksum":310019740}')
 
 
@@ -54,6 +56,9 @@ def test_pod_level_resources_are_read_with_the_checksum_kubelet_verifies():
     problems: list = []
     got = parse_allocated_pods_state(REAL_1_37, "s", problems)
     assert problems == [] and got == {"921d9a39-85f1-47d0-9cb5-4df82ec8a014": PodAllocation(True, True)}
+    got = parse_allocated_pods_state(REAL_1_35, "s", problems)
+    assert problems == [] and got == {"845ec305-9e60-4357-adcc-fe6c0a6e6aaf": PodAllocation(False, True)}
+    assert got["845ec305-9e60-4357-adcc-fe6c0a6e6aaf"].pod_level_in("Guaranteed")
     assert parse_allocated_pods_state(checkpoint(ENTRIES), "s", problems) == {
         POD_LEVEL: PodAllocation(True, True), CONTAINER_LEVEL: PodAllocation(False, False)}
     got = parse_allocated_pods_state(checkpoint(ENTRIES_1_35), "s", problems)
