@@ -109,24 +109,21 @@ def _unhidden_json(o: dict) -> dict:
     return o
 
 
-def test_node_over_the_api_gives_the_same_snapshot_and_rates_as_local(api, sim):
+async def test_node_over_the_api_gives_the_same_snapshot_and_rates_as_local(api, sim):
     """The same frames as --root locally: equal snapshots, rates and findings (the simulation ticks between)."""
-    async def go():
-        kube = NodeCollector(f"node/{NODE}", Options(kubeconfig=api.kc))
-        local = NodeCollector(f"node/{NODE}", Options(root=str(sim.root)), LocalTransport(str(sim.root)))
-        await kube.connect()
-        await local.connect()
-        try:
-            assert kube.transport.via.startswith("debug pod pinscope/pinscope-xeon-2s-")
-            a, la = await kube.tick(), await local.tick()
-            sim.tick(1.0)
-            b, lb = await kube.tick(), await local.tick()
-            return a, la, b, lb
-        finally:
-            await kube.close()
-            await local.close()
+    kube = NodeCollector(f"node/{NODE}", Options(kubeconfig=api.kc))
+    local = NodeCollector(f"node/{NODE}", Options(root=str(sim.root)), LocalTransport(str(sim.root)))
+    await kube.connect()
+    await local.connect()
+    try:
+        assert kube.transport.via.startswith("debug pod pinscope/pinscope-xeon-2s-")
+        a, la = await kube.tick(), await local.tick()
+        sim.tick(1.0)
+        b, lb = await kube.tick(), await local.tick()
+    finally:
+        await kube.close()
+        await local.close()
 
-    a, la, b, lb = asyncio.run(go())
     assert a.snapshot == _unhidden(la.snapshot) and b.snapshot == _unhidden(lb.snapshot)
     assert b.rates == lb.rates and b.rates.util  # the simulated busy containers show as load
     assert b.findings == lb.findings
@@ -146,21 +143,19 @@ def test_cli_snapshot_node_name_equals_root_local(api, sim):
     assert made == ["/api/v1/namespaces/pinscope/pods"]
 
 
-def test_the_debug_pod_is_what_the_issue_asks(api):
+async def test_the_debug_pod_is_what_the_issue_asks(api):
     """Host PID, host / read-only at /host, labels, activeDeadlineSeconds, pinned to the node; and the
     manifest validates against the Kubernetes schemas (strict) of 1.30 (recursiveReadOnly), kubectl's 1.32 and the latest."""
     import kubernetes_validate
     from kubernetes_validate.utils import latest_version
 
-    async def go():
-        t = KubeTransport(f"node/{NODE}", kubeconfig=api.kc, lifetime=600)
-        await t.connect()
-        try:
-            return json.loads(json.dumps(api.pods[("pinscope", t.pod)]))
-        finally:
-            await t.close()
+    t = KubeTransport(f"node/{NODE}", kubeconfig=api.kc, lifetime=600)
+    await t.connect()
+    try:
+        pod = json.loads(json.dumps(api.pods[("pinscope", t.pod)]))
+    finally:
+        await t.close()
 
-    pod = asyncio.run(go())
     spec = pod["spec"]
     assert spec["nodeName"] == NODE and spec["hostPID"] is True and spec["activeDeadlineSeconds"] == 600
     assert spec["tolerations"] == [{"operator": "Exists"}] and spec["automountServiceAccountToken"] is False
@@ -176,22 +171,20 @@ def test_the_debug_pod_is_what_the_issue_asks(api):
         kubernetes_validate.validate(debug_pod(NODE), v, strict=True)
 
 
-def test_the_debug_pod_tells_the_cluster_nothing_of_who_ran_it(api):
+async def test_the_debug_pod_tells_the_cluster_nothing_of_who_ran_it(api):
     """Anyone who may list pods reads a pod's labels and annotations: they carry what `gc` needs (a heartbeat
     and how often it moves), never the user, the host or the pid of whoever ran pinscope (main wrote
     `pinscope.io/started-by: root@host pid N`)."""
     import getpass
     import socket
 
-    async def go():
-        t = KubeTransport(f"node/{NODE}", kubeconfig=api.kc)
-        await t.connect()
-        try:
-            return json.loads(json.dumps(api.pods[("pinscope", t.pod)]["metadata"]))
-        finally:
-            await t.close()
+    t = KubeTransport(f"node/{NODE}", kubeconfig=api.kc)
+    await t.connect()
+    try:
+        meta = json.loads(json.dumps(api.pods[("pinscope", t.pod)]["metadata"]))
+    finally:
+        await t.close()
 
-    meta = asyncio.run(go())
     assert meta["labels"] == PROBE_LABELS
     notes = meta.get("annotations") or {}
     assert set(notes) == {"pinscope.io/heartbeat", "pinscope.io/heartbeat-every"}, notes
@@ -202,20 +195,18 @@ def test_the_debug_pod_tells_the_cluster_nothing_of_who_ran_it(api):
     assert f"pid {os.getpid()}" not in text and "started-by" not in text
 
 
-def test_the_debug_pod_has_the_least_the_probe_needs(api):
+async def test_the_debug_pod_has_the_least_the_probe_needs(api):
     """Not privileged, not on the host network (main made it both); uid 0 with every capability dropped,
     no privilege escalation, seccomp RuntimeDefault, a read-only root. The stand-in enforces the read-only
     root and mounts, and the probe still reads the whole node through it (cpu_manager_state included)."""
-    async def go():
-        t = KubeTransport(f"node/{NODE}", kubeconfig=api.kc)
-        await t.connect()
-        try:
-            pod = json.loads(json.dumps(api.pods[("pinscope", t.pod)]))
-            return pod, await t.request("sg")
-        finally:
-            await t.close()
+    t = KubeTransport(f"node/{NODE}", kubeconfig=api.kc)
+    await t.connect()
+    try:
+        pod = json.loads(json.dumps(api.pods[("pinscope", t.pod)]))
+        frame = await t.request("sg")
+    finally:
+        await t.close()
 
-    pod, frame = asyncio.run(go())
     spec = pod["spec"]
     (c,) = spec["containers"]
     text = json.dumps(pod)
@@ -229,46 +220,41 @@ def test_the_debug_pod_has_the_least_the_probe_needs(api):
     assert any(p.endswith("cpu_manager_state") for p in frame.files), sorted(frame.files)[:20]
 
 
-def test_the_exporter_pod_is_used_when_it_runs_on_the_node(api, sim):
+async def test_the_exporter_pod_is_used_when_it_runs_on_the_node(api, sim):
     api.call(lambda: api.add_pod(exporter_pod()))
 
-    async def go():
-        col = NodeCollector(f"node/{NODE}", Options(kubeconfig=api.kc))
-        await col.connect()
-        try:
-            assert col.transport.via == "exporter pod pinscope/pinscope-exporter-xeon-"
-            assert probe_pods(api) == []  # no debug pod made
-            return (await col.tick()).snapshot
-        finally:
-            await col.close()
+    col = NodeCollector(f"node/{NODE}", Options(kubeconfig=api.kc))
+    await col.connect()
+    try:
+        assert col.transport.via == "exporter pod pinscope/pinscope-exporter-xeon-"
+        assert probe_pods(api) == []  # no debug pod made
+        snap = (await col.tick()).snapshot
+    finally:
+        await col.close()
 
-    snap = asyncio.run(go())
     assert any(c.name == "engine" for p in snap.pods for c in p.containers)
     assert ("pinscope", "pinscope-exporter-xeon-") in api.pods  # the exporter's pod is left alone
     end = time.monotonic() + 30  # a hang guard: the probe ends when its stdin closes
     while any(api.execs.values()) and time.monotonic() < end:
-        time.sleep(0.1)
+        await asyncio.sleep(0.1)
     assert not any(api.execs.values())  # and the probe in it has exited (stdin closed)
 
 
-def test_v4_only_api_server(sim, tmp_path):
+async def test_v4_only_api_server(sim, tmp_path):
     """An API server before 1.30 speaks v4 only: it works, and the probe still ends when we close."""
     srv, kc = standin(sim, tmp_path, protocols=(V4,))
     try:
-        async def go():
-            t = KubeTransport(f"node/{NODE}", kubeconfig=kc)
-            await t.connect()
-            proto = t.stream.protocol
-            f = await t.request("sg")
-            await t.close()
-            return proto, f
+        t = KubeTransport(f"node/{NODE}", kubeconfig=kc)
+        await t.connect()
+        proto = t.stream.protocol
+        f = await t.request("sg")
+        await t.close()
 
-        proto, f = asyncio.run(go())
         assert proto == V4 and f.complete and "/proc/stat" in f.files
         assert srv.protocols_seen == [V4]
         end = time.monotonic() + 30  # a hang guard: the probe ends when its stdin closes
         while (any(srv.execs.values()) or probe_pods(srv)) and time.monotonic() < end:
-            time.sleep(0.1)
+            await asyncio.sleep(0.1)
         assert not any(srv.execs.values()) and probe_pods(srv) == []
     finally:
         srv.stop()
@@ -354,29 +340,26 @@ async def _until(cond, seconds: float) -> None:
         await asyncio.sleep(0.1)
 
 
-def test_down_and_reconnect_when_the_pod_goes_away(api):
+async def test_down_and_reconnect_when_the_pod_goes_away(api):
     """Someone deletes our debug pod (kubectl delete; never `pinscope gc`, which keeps the pod of a live
     session): the node goes down, then comes back with a new pod, as an SSH node does after its connection
     drops."""
     states: list[tuple[str, str | None]] = []
     snaps = []
 
-    async def go():
-        col = NodeCollector(f"node/{NODE}", Options(kubeconfig=api.kc, frame_timeout=5))
-        stop = asyncio.Event()
-        task = asyncio.ensure_future(live(col, 0.2, lambda t: "g", lambda rep: snaps.append(rep),
-                                          lambda st, msg: states.append((st, msg)), stop))
-        await _until(lambda: snaps, 30)
-        first = probe_pods(api)
-        assert len(first) == 1
-        await asyncio.to_thread(_delete_pod, api.kc, first[0])
-        await _until(lambda: [s for s, _ in states].count("up") >= 2 and len(snaps) > 3, 60)
-        second = probe_pods(api)
-        stop.set()
-        await asyncio.wait_for(task, 10)
-        return first, second
+    col = NodeCollector(f"node/{NODE}", Options(kubeconfig=api.kc, frame_timeout=5))
+    stop = asyncio.Event()
+    task = asyncio.ensure_future(live(col, 0.2, lambda t: "g", lambda rep: snaps.append(rep),
+                                      lambda st, msg: states.append((st, msg)), stop))
+    await _until(lambda: snaps, 30)
+    first = probe_pods(api)
+    assert len(first) == 1
+    await asyncio.to_thread(_delete_pod, api.kc, first[0])
+    await _until(lambda: [s for s, _ in states].count("up") >= 2 and len(snaps) > 3, 60)
+    second = probe_pods(api)
+    stop.set()
+    await asyncio.wait_for(task, 10)
 
-    first, second = asyncio.run(go())
     # each state once in a row: a connect says what its pod waits for as more "connecting" states
     seen = [s for i, (s, _) in enumerate(states) if i == 0 or states[i - 1][0] != s]
     assert seen[:2] == ["connecting", "up"] and "down" in seen and seen.count("up") >= 2, states
@@ -386,73 +369,64 @@ def test_down_and_reconnect_when_the_pod_goes_away(api):
     assert probe_pods(api) == []  # the live loop's end deleted the second pod
 
 
-def test_a_hung_node_goes_down_and_comes_back_with_a_new_pod(api):
+async def test_a_hung_node_goes_down_and_comes_back_with_a_new_pod(api):
     """The probe stops answering (SIGSTOP in the stand-in): no frame within the deadline -> down; the
     stuck pod is deleted and a new one serves the reconnect."""
     states: list[tuple[str, str | None]] = []
     reports = []
 
-    async def go():
-        col = NodeCollector(f"node/{NODE}", Options(kubeconfig=api.kc, frame_timeout=2))
-        stop = asyncio.Event()
-        task = asyncio.ensure_future(live(col, 0.2, lambda t: "g", reports.append,
-                                          lambda st, msg: states.append((st, msg)), stop))
-        await _until(lambda: reports, 30)
-        (first,) = probe_pods(api)
-        api.call(lambda: api.freeze("pinscope", first))
-        n = len(reports)
-        await _until(lambda: [s for s, _ in states].count("up") >= 2 and len(reports) > n, 60)
-        stop.set()
-        await asyncio.wait_for(task, 10)
-        return first
+    col = NodeCollector(f"node/{NODE}", Options(kubeconfig=api.kc, frame_timeout=2))
+    stop = asyncio.Event()
+    task = asyncio.ensure_future(live(col, 0.2, lambda t: "g", reports.append,
+                                      lambda st, msg: states.append((st, msg)), stop))
+    await _until(lambda: reports, 30)
+    (first,) = probe_pods(api)
+    api.call(lambda: api.freeze("pinscope", first))
+    n = len(reports)
+    await _until(lambda: [s for s, _ in states].count("up") >= 2 and len(reports) > n, 60)
+    stop.set()
+    await asyncio.wait_for(task, 10)
 
-    first = asyncio.run(go())
     down = [m for s, m in states if s == "down"]
     assert down and "no frame within 2 s" in down[0], states
     assert [s for s, _ in states].count("up") >= 2
     assert ("pinscope", first) not in api.pods and probe_pods(api) == []
 
 
-def test_debug_pod_lifetime_rotates(api):
+async def test_debug_pod_lifetime_rotates(api):
     """activeDeadlineSeconds cannot be raised: shortly before it, the transport starts a new pod."""
-    async def go():
-        col = NodeCollector(f"node/{NODE}", Options(kubeconfig=api.kc, kube_pod_lifetime=4))
-        states = []
-        stop = asyncio.Event()
-        task = asyncio.ensure_future(live(col, 0.3, lambda t: "g", lambda rep: None,
-                                          lambda st, msg: states.append((st, msg)), stop))
-        await _until(lambda: [s for s, _ in states].count("up") >= 2, 60)
-        stop.set()
-        await asyncio.wait_for(task, 10)
-        return states
+    col = NodeCollector(f"node/{NODE}", Options(kubeconfig=api.kc, kube_pod_lifetime=4))
+    states = []
+    stop = asyncio.Event()
+    task = asyncio.ensure_future(live(col, 0.3, lambda t: "g", lambda rep: None,
+                                      lambda st, msg: states.append((st, msg)), stop))
+    await _until(lambda: [s for s, _ in states].count("up") >= 2, 60)
+    stop.set()
+    await asyncio.wait_for(task, 10)
 
-    states = asyncio.run(go())
     assert any(s == "down" and "lifetime" in (m or "") for s, m in states), states
     assert [s for s, _ in states].count("up") >= 2
     assert probe_pods(api) == []
 
 
-def test_a_slow_debug_pod_says_what_it_waits_for(sim, tmp_path):
+async def test_a_slow_debug_pod_says_what_it_waits_for(sim, tmp_path):
     """A debug pod that takes its time (an image pulled, a busy kubelet): the live view said 'connecting' and
     'waiting for the first frame' for as long as it took. The connect now says which pod, in what state, for
     how long, as the 'connecting' state's message (the status line and the grid show it)."""
     srv, kc = standin(sim, tmp_path, start_delay=2.0)
     try:
-        async def go():
-            col = NodeCollector(f"node/{NODE}", Options(kubeconfig=kc))
-            states: list[tuple[str, str | None]] = []
-            stop = asyncio.Event()
-            task = asyncio.ensure_future(live(col, 0.3, lambda t: "g", lambda rep: None,
-                                              lambda st, msg: states.append((st, msg)), stop))
-            for _ in range(300):
-                await asyncio.sleep(0.1)
-                if any(st == "up" for st, _ in states):
-                    break
-            stop.set()
-            await within(task, 10)
-            return states
+        col = NodeCollector(f"node/{NODE}", Options(kubeconfig=kc))
+        states: list[tuple[str, str | None]] = []
+        stop = asyncio.Event()
+        task = asyncio.ensure_future(live(col, 0.3, lambda t: "g", lambda rep: None,
+                                          lambda st, msg: states.append((st, msg)), stop))
+        for _ in range(300):
+            await asyncio.sleep(0.1)
+            if any(st == "up" for st, _ in states):
+                break
+        stop.set()
+        await within(task, 10)
 
-        states = asyncio.run(go())
         said = [m for st, m in states if st == "connecting" and m]
         assert said and "created, waiting for it to run" in said[0], states
         waits = [m for m in said if "not running yet (Pending)" in m]
@@ -521,7 +495,7 @@ def test_a_snapshot_on_a_terminal_says_what_its_pod_waits_for_and_a_script_gets_
 
 
 @pytest.mark.parametrize("size", [(180, 40), (80, 24)])
-def test_the_live_view_shows_what_a_slow_debug_pod_waits_for(sim, tmp_path, size):
+async def test_the_live_view_shows_what_a_slow_debug_pod_waits_for(sim, tmp_path, size):
     """The same in the TUI: the status line and the grid say the pod, its state and for how long (it said
     'connecting' and 'waiting for the first frame'); quitting while it waits deletes it. The grid's note
     is wrapped at its width: at 80 columns it was cut before the state and the seconds."""
@@ -532,21 +506,19 @@ def test_the_live_view_shows_what_a_slow_debug_pod_waits_for(sim, tmp_path, size
     srv, kc = standin(sim, tmp_path, start_delay=60.0)
     target = f"node/{NODE}"
     try:
-        async def go():
-            app = PinscopeApp([NodeTarget(target)], Options(kubeconfig=kc), 1.0)
-            async with app.run_test(size=size) as pilot:
-                for _ in range(300):  # hang guard
-                    await asyncio.sleep(0.1)
-                    await pilot.pause()
-                    if "not running yet" in (app.views[target].message or ""):
-                        break
-                await asyncio.sleep(1.2)  # a second poll: the seconds move on
+        app = PinscopeApp([NodeTarget(target)], Options(kubeconfig=kc), 1.0)
+        async with app.run_test(size=size) as pilot:
+            for _ in range(300):  # hang guard
+                await asyncio.sleep(0.1)
                 await pilot.pause()
-                grid = app.screen.query_one(CoreGrid)
-                lines = [grid.render_line(y).text for y in range(grid.size.height)]
-                return app.export_screenshot().replace("&#160;", " "), app.views[target].state, lines, grid.size.width
+                if "not running yet" in (app.views[target].message or ""):
+                    break
+            await asyncio.sleep(1.2)  # a second poll: the seconds move on
+            await pilot.pause()
+            grid = app.screen.query_one(CoreGrid)
+            lines = [grid.render_line(y).text for y in range(grid.size.height)]
+            svg, state, width = app.export_screenshot().replace("&#160;", " "), app.views[target].state, grid.size.width
 
-        svg, state, lines, width = asyncio.run(go())
         assert state == "connecting"
         assert "waiting for the first frame" not in svg
         assert "not running yet (Pending)" in svg or size[0] < 100  # at 80 columns it is on two of the grid's lines
@@ -664,7 +636,7 @@ def test_sigterm_while_the_create_is_answered_deletes_the_pod(sim, tmp_path):
         srv.stop()
 
 
-def test_the_exit_watchdogs_last_resort_deletes_the_debug_pods_left(sim, tmp_path):
+async def test_the_exit_watchdogs_last_resort_deletes_the_debug_pods_left(sim, tmp_path):
     """An orderly end that does not end within the exit grace (the CI run's: a lost cancel kept pinscope
     polling its Pending pod) left the pod to its own watchdog: the exit watchdog killed only local probes.
     Its last resort now deletes every debug pod not known deleted; run here from a thread, as the watchdog
@@ -674,23 +646,20 @@ def test_the_exit_watchdogs_last_resort_deletes_the_debug_pods_left(sim, tmp_pat
     assert kube_transport._delete_undeleted in exitsignals._LAST_RESORT
     srv, kc = standin(sim, tmp_path, start_delay=60.0)
     try:
-        async def go():
-            tr = KubeTransport(f"node/{NODE}", kubeconfig=kc)
-            connecting = asyncio.create_task(tr.connect(10.0))
-            for _ in range(300):
-                if probe_pods(srv):
-                    break
-                await asyncio.sleep(0.05)
-            (pod,) = probe_pods(srv)
-            assert ("pinscope", pod) in kube_transport._UNDELETED
-            await asyncio.to_thread(kube_transport._delete_undeleted)
-            gone = probe_pods(srv) == []
-            connecting.cancel()
-            with contextlib.suppress(asyncio.CancelledError, PinscopeError):
-                await connecting
-            return pod, gone
+        tr = KubeTransport(f"node/{NODE}", kubeconfig=kc)
+        connecting = asyncio.create_task(tr.connect(10.0))
+        for _ in range(300):
+            if probe_pods(srv):
+                break
+            await asyncio.sleep(0.05)
+        (pod,) = probe_pods(srv)
+        assert ("pinscope", pod) in kube_transport._UNDELETED
+        await asyncio.to_thread(kube_transport._delete_undeleted)
+        gone = probe_pods(srv) == []
+        connecting.cancel()
+        with contextlib.suppress(asyncio.CancelledError, PinscopeError):
+            await connecting
 
-        pod, gone = asyncio.run(go())
         assert gone, "the last resort did not delete the pod"
         assert ("DELETE", f"/api/v1/namespaces/pinscope/pods/{pod}") in [
             (m, path.split("?")[0]) for m, path, _ in srv.requests]
@@ -713,35 +682,33 @@ def test_a_delete_the_api_never_answers_is_tried_again_at_the_end(api):
 
 
 @pytest.mark.parametrize("where", ["close_stdin", "delete"])
-def test_a_close_cancelled_midway_still_deletes_the_pod_and_returns_at_once(api, where):
+async def test_a_close_cancelled_midway_still_deletes_the_pod_and_returns_at_once(api, where):
     """A second cancel while the transport closes (the app's 2 s a node, a deadline). In the exec stream's
     close (close_stdin) it skipped the DELETE and the session's close; in a DELETE the API sits on, the close
     waited for it (4 s and urllib3's retry) past the caller's budget. Now the close returns at once, the
     delete and the stream's close go on in their own tasks: the pod is deleted, the session closed."""
-    async def go():
-        tr = KubeTransport(f"node/{NODE}", kubeconfig=api.kc)
-        await tr.connect(10.0)
-        pod, stream = tr.pod, tr.stream
-        assert pod and stream is not None and stream.session is not None
-        session = stream.session
-        if where == "delete":
-            api.stalled_deletes = 1  # the first DELETE is never answered: urllib3 retries it after 4 s
-        closing = asyncio.create_task(tr.close())
-        await asyncio.sleep(0.0 if where == "close_stdin" else 0.6)  # close_stdin waits 0.2 s at most
-        if where == "delete":
-            assert any(m == "DELETE" for m, _, _ in api.requests), "the cancel is meant to land in the delete"
-        t0 = time.monotonic()
-        closing.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await closing
-        returned = time.monotonic() - t0
-        for _ in range(300):  # the delete and the stream's close run on (the stalled DELETE: ~4 s)
-            if ("pinscope", pod) not in kube_transport._UNDELETED and not kube_transport._RUNNING:
-                break
-            await asyncio.sleep(0.05)
-        return pod, returned, session.closed
+    tr = KubeTransport(f"node/{NODE}", kubeconfig=api.kc)
+    await tr.connect(10.0)
+    pod, stream = tr.pod, tr.stream
+    assert pod and stream is not None and stream.session is not None
+    session = stream.session
+    if where == "delete":
+        api.stalled_deletes = 1  # the first DELETE is never answered: urllib3 retries it after 4 s
+    closing = asyncio.create_task(tr.close())
+    await asyncio.sleep(0.0 if where == "close_stdin" else 0.6)  # close_stdin waits 0.2 s at most
+    if where == "delete":
+        assert any(m == "DELETE" for m, _, _ in api.requests), "the cancel is meant to land in the delete"
+    t0 = time.monotonic()
+    closing.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await closing
+    returned = time.monotonic() - t0
+    for _ in range(300):  # the delete and the stream's close run on (the stalled DELETE: ~4 s)
+        if ("pinscope", pod) not in kube_transport._UNDELETED and not kube_transport._RUNNING:
+            break
+        await asyncio.sleep(0.05)
+    closed = session.closed
 
-    pod, returned, closed = asyncio.run(go())
     assert returned < 1.5, returned  # not the delete's 4 s and more
     assert ("pinscope", pod) not in api.pods and ("pinscope", pod) not in kube_transport._UNDELETED
     assert closed
@@ -863,41 +830,35 @@ def test_gc_keeps_the_pod_of_a_live_session_and_deletes_a_dead_ones(api):
     assert probe_pods(api) == []
 
 
-def test_the_deadline_still_bounds_a_pod_in_use(api):
+async def test_the_deadline_still_bounds_a_pod_in_use(api):
     """activeDeadlineSeconds stays the hard bound (the kubelet kills the pod at it, session or not)."""
-    async def go():
-        t = KubeTransport(f"node/{NODE}", kubeconfig=api.kc, lifetime=3, idle=60)
-        await t.connect()
-        try:
-            pod = api.pods[("pinscope", t.pod)]
-            for _ in range(100):
-                await asyncio.sleep(0.1)
-                if pod["status"]["phase"] != "Running":
-                    break
-            return pod
-        finally:
-            await t.close()
+    t = KubeTransport(f"node/{NODE}", kubeconfig=api.kc, lifetime=3, idle=60)
+    await t.connect()
+    try:
+        pod = api.pods[("pinscope", t.pod)]
+        for _ in range(100):
+            await asyncio.sleep(0.1)
+            if pod["status"]["phase"] != "Running":
+                break
+    finally:
+        await t.close()
 
-    pod = asyncio.run(go())
     assert pod["status"]["reason"] == "DeadlineExceeded"
 
 
-def test_the_watchdog_waits_while_a_session_lives(api):
+async def test_the_watchdog_waits_while_a_session_lives(api):
     """The other half of the watchdog: with a session open, the pod outlives --pod-idle many times over."""
-    async def go():
-        t = KubeTransport(f"node/{NODE}", kubeconfig=api.kc, idle=1)
-        await t.connect()
-        try:
-            pod = api.pods[("pinscope", t.pod)]
-            for _ in range(8):  # four idle periods and more (the watchdog looks every 2 s)
-                await asyncio.sleep(1.0)
-                assert pod["status"]["phase"] == "Running"
-                assert (await t.request("g")).complete
-            return pod
-        finally:
-            await t.close()
+    t = KubeTransport(f"node/{NODE}", kubeconfig=api.kc, idle=1)
+    await t.connect()
+    try:
+        pod = api.pods[("pinscope", t.pod)]
+        for _ in range(8):  # four idle periods and more (the watchdog looks every 2 s)
+            await asyncio.sleep(1.0)
+            assert pod["status"]["phase"] == "Running"
+            assert (await t.request("g")).complete
+    finally:
+        await t.close()
 
-    asyncio.run(go())
 
 
 def test_kube_via_api_reaches_every_discovered_node(sim, tmp_path):
@@ -1111,27 +1072,25 @@ def test_the_kubernetes_clients_own_websocket_reads_the_stand_in(sim, tmp_path, 
 
 
 # ---------------------------------------------------------------------------------------------- the TUI
-def test_the_tui_over_node_name_draws_the_grid_and_q_deletes_the_pod(api):
+async def test_the_tui_over_node_name_draws_the_grid_and_q_deletes_the_pod(api):
     """`pinscope node/NAME` as the app runs it: the node's grid arrives through a debug pod, pod names
     come from the API too, and q (the app's exit) deletes the pod."""
     from pinscope.collectors.fleet import NodeTarget
     from pinscope.tui.app import PinscopeApp
 
-    async def go():
-        app = PinscopeApp([NodeTarget(f"node/{NODE}")], Options(kubeconfig=api.kc), interval=0.3,
-                          kube=(None, api.kc))
-        async with app.run_test(size=(160, 48)) as pilot:
-            v = app.views[f"node/{NODE}"]
-            for _ in range(200):
-                await asyncio.sleep(0.1)
-                if v.snap is not None and v.state == "up":
-                    break
-            assert v.snap is not None and len(v.snap.topology.cpus) == 48
-            assert len(probe_pods(api)) == 1
-            await pilot.press("q")
-        assert probe_pods(api) == []
+    app = PinscopeApp([NodeTarget(f"node/{NODE}")], Options(kubeconfig=api.kc), interval=0.3,
+                      kube=(None, api.kc))
+    async with app.run_test(size=(160, 48)) as pilot:
+        v = app.views[f"node/{NODE}"]
+        for _ in range(200):
+            await asyncio.sleep(0.1)
+            if v.snap is not None and v.state == "up":
+                break
+        assert v.snap is not None and len(v.snap.topology.cpus) == 48
+        assert len(probe_pods(api)) == 1
+        await pilot.press("q")
+    assert probe_pods(api) == []
 
-    asyncio.run(go())
 
 
 @pytest.mark.parametrize("how", ["SIGTERM", "terminal closed"])

@@ -198,7 +198,7 @@ def test_a_metrics_answer_longer_than_the_cap_is_cut_and_said(api):
 
 
 # ---------------------------------------------------------------------------------------------- the TUI
-def test_the_tui_shows_kubelets_metrics_in_the_node_pane_and_the_findings(api, sim):
+async def test_the_tui_shows_kubelets_metrics_in_the_node_pane_and_the_findings(api, sim):
     """The app with --kube: the findings pane lists the API's findings, the node pane kubelet's counters (what
     grew over the window) and the rejected pod; hostile text escaped on screen."""
     from textual.widgets import DataTable
@@ -211,37 +211,35 @@ def test_the_tui_shows_kubelets_metrics_in_the_node_pane_and_the_findings(api, s
     troubled(api)
     api.kubelet_metrics[NODE] = [kubelet_metrics_text(12, i, 12, 0) for i in range(100)]
 
-    async def go():
-        app = PinscopeApp([NodeTarget.of(Target(NODE, "local", root=str(sim.root)), Options())], interval=0.3,
-                          kube=(None, api.kc))
-        app.fleet.kube_period = 0.3
-        async with app.run_test(size=(200, 60)) as pilot:
-            v = app.views[NODE]
-            for _ in range(600):  # a hang guard: the API's rounds, then a tick that carries them
-                await asyncio.sleep(0.1)
-                if {f.code for f in v.findings} >= {"ADMISSION_REJECTED", "ALLOCATABLE_FRACTIONAL", "KUBELET_PINNING_ERRORS"}:
-                    break
-            assert {f.code for f in v.findings} >= {"ADMISSION_REJECTED", "ALLOCATABLE_FRACTIONAL", "KUBELET_PINNING_ERRORS"}
-            await pilot.press("n")
-            await pilot.pause()
-            text = str(app.screen.query_one("#node-info").render())
-            assert f"kubelet, through the Kubernetes API (node {NODE})" in text
-            assert "Allocatable cpu 47500m" in text
-            assert "kubelet_cpu_manager_pinning_errors_total" in text and "over " in text
-            assert re.search(r"kubelet_cpu_manager_exclusive_cpu_allocation_count +4\n", text)
-            assert f"trading/matcher-x: TopologyAffinityError: Pod was rejected: {MSG}" in text
-            await pilot.press("escape", "f")
-            await pilot.pause()
-            table = app.screen.query_one("#findings", DataTable)
-            shown = " ".join(str(c) for i in range(table.row_count) for c in table.get_row_at(i))
-            for code in ("ADMISSION_REJECTED", "ALLOCATABLE_FRACTIONAL", "KUBELET_PINNING_ERRORS"):
-                assert code in shown
-            await pilot.press("q")
-
-    asyncio.run(go())
+    app = PinscopeApp([NodeTarget.of(Target(NODE, "local", root=str(sim.root)), Options())], interval=0.3,
+                      kube=(None, api.kc))
+    app.fleet.kube_period = 0.3
+    async with app.run_test(size=(200, 60)) as pilot:
+        v = app.views[NODE]
+        for _ in range(600):  # a hang guard: the API's rounds, then a tick that carries them
+            await asyncio.sleep(0.1)
+            if {f.code for f in v.findings} >= {"ADMISSION_REJECTED", "ALLOCATABLE_FRACTIONAL", "KUBELET_PINNING_ERRORS"}:
+                break
+        assert {f.code for f in v.findings} >= {"ADMISSION_REJECTED", "ALLOCATABLE_FRACTIONAL", "KUBELET_PINNING_ERRORS"}
+        await pilot.press("n")
+        await pilot.pause()
+        text = str(app.screen.query_one("#node-info").render())
+        assert f"kubelet, through the Kubernetes API (node {NODE})" in text
+        assert "Allocatable cpu 47500m" in text
+        assert "kubelet_cpu_manager_pinning_errors_total" in text and "over " in text
+        assert re.search(r"kubelet_cpu_manager_exclusive_cpu_allocation_count +4\n", text)
+        assert f"trading/matcher-x: TopologyAffinityError: Pod was rejected: {MSG}" in text
+        await pilot.press("escape", "f")
+        await pilot.pause()
+        table = app.screen.query_one("#findings", DataTable)
+        shown = " ".join(str(c) for i in range(table.row_count) for c in table.get_row_at(i))
+        for code in ("ADMISSION_REJECTED", "ALLOCATABLE_FRACTIONAL", "KUBELET_PINNING_ERRORS"):
+            assert code in shown
+        await pilot.press("q")
 
 
-def test_the_tui_without_nodes_proxy_says_it_once_and_shows_the_rest(api, sim, tmp_path, notices):
+
+async def test_the_tui_without_nodes_proxy_says_it_once_and_shows_the_rest(api, sim, tmp_path, notices):
     from pinscope.collectors.collect import Options
     from pinscope.collectors.fleet import NodeTarget
     from pinscope.collectors.inventory import Target
@@ -251,23 +249,21 @@ def test_the_tui_without_nodes_proxy_says_it_once_and_shows_the_rest(api, sim, t
     api.users["reader"] = ("reader", [(("get", "list"), ("nodes", "pods"), None)])
     kc = api.kubeconfig(tmp_path / "kc-reader", token="reader")
 
-    async def go():
-        app = PinscopeApp([NodeTarget.of(Target(NODE, "local", root=str(sim.root)), Options())], interval=0.3,
-                          kube=(None, kc))
-        app.fleet.kube_period = 0.3
-        async with app.run_test(size=(200, 60)) as pilot:
-            v = app.views[NODE]
-            for _ in range(600):
-                await asyncio.sleep(0.1)
-                if "ADMISSION_REJECTED" in {f.code for f in v.findings} and api.metrics_served.get(NODE) is None \
-                        and len([m for m, p, u in api.requests if "/proxy/" in p]) >= 3:
-                    break
-            assert {"ADMISSION_REJECTED", "ALLOCATABLE_FRACTIONAL"} <= {f.code for f in v.findings}
-            await pilot.press("n")
-            await pilot.pause()
-            text = str(app.screen.query_one("#node-info").render())
-            assert text.count(NOT_ALLOWED) == 1
-            assert not any("nodes/proxy" in n for n in notices)  # a state on the node pane, not a notice per round
-            await pilot.press("q")
+    app = PinscopeApp([NodeTarget.of(Target(NODE, "local", root=str(sim.root)), Options())], interval=0.3,
+                      kube=(None, kc))
+    app.fleet.kube_period = 0.3
+    async with app.run_test(size=(200, 60)) as pilot:
+        v = app.views[NODE]
+        for _ in range(600):
+            await asyncio.sleep(0.1)
+            if "ADMISSION_REJECTED" in {f.code for f in v.findings} and api.metrics_served.get(NODE) is None \
+                    and len([m for m, p, u in api.requests if "/proxy/" in p]) >= 3:
+                break
+        assert {"ADMISSION_REJECTED", "ALLOCATABLE_FRACTIONAL"} <= {f.code for f in v.findings}
+        await pilot.press("n")
+        await pilot.pause()
+        text = str(app.screen.query_one("#node-info").render())
+        assert text.count(NOT_ALLOWED) == 1
+        assert not any("nodes/proxy" in n for n in notices)  # a state on the node pane, not a notice per round
+        await pilot.press("q")
 
-    asyncio.run(go())

@@ -48,23 +48,21 @@ async def ask(tr: SSHTransport, *paths: str) -> list[pr.LiveView]:
         await tr.close()
 
 
-def test_as_root_the_socket_is_forwarded_and_asked(server):
+async def test_as_root_the_socket_is_forwarded_and_asked(server):
     with StandIn(PODS, {3, 4}).start() as kubelet:
         tr = transport(server)
         seen: list = []
 
-        async def go():
-            await tr.connect(10)
-            try:
-                first = await tr.podresources(kubelet.path, 10)
-                assert tr.forward is not None and tr.forward.dir is not None
-                st = os.stat(tr.forward.dir)
-                seen.append((tr.forward.dir, st.st_mode & 0o777, st.st_uid))
-                return first, await tr.podresources(kubelet.path, 10)
-            finally:
-                await tr.close()
+        await tr.connect(10)
+        try:
+            first = await tr.podresources(kubelet.path, 10)
+            assert tr.forward is not None and tr.forward.dir is not None
+            st = os.stat(tr.forward.dir)
+            seen.append((tr.forward.dir, st.st_mode & 0o777, st.st_uid))
+            again = await tr.podresources(kubelet.path, 10)
+        finally:
+            await tr.close()
 
-        first, again = asyncio.run(go())
     assert first.error is None and first.pods == PODS and first.allocatable_cpus == {3, 4}
     assert first.socket == kubelet.path and again.pods == PODS
     assert kubelet.calls == {"List": 2, "GetAllocatableResources": 2}

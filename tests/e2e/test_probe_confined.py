@@ -39,18 +39,19 @@ async def kubelet_config(root) -> str:
     return info["kubelet-config"]
 
 
-def test_the_probe_keeps_to_the_reserved_cpus_and_never_reports_itself(tmp_path):
+async def test_the_probe_keeps_to_the_reserved_cpus_and_never_reports_itself(tmp_path):
     need(shutil.which("taskset") is not None, "taskset not installed (util-linux)")
     need(os.cpu_count() and os.cpu_count() >= 2, "needs 2 CPUs or more")
     root = tmp_path / "node"
     root.mkdir()
     os.symlink("/proc", root / "proc")
     os.symlink("/sys", root / "sys")
-    config = asyncio.run(asyncio.wait_for(kubelet_config(root), 60))
+    async with asyncio.timeout(60):
+        config = await kubelet_config(root)
     (root / config.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
     (root / config.lstrip("/")).write_text('kind: KubeletConfiguration\ncpuManagerPolicy: static\nreservedSystemCPUs: "0"\n')
 
-    async def go():
+    async with asyncio.timeout(60):
         col = NodeCollector("local", Options(root=str(root)), LocalTransport(str(root)))
         await col.connect()
         try:
@@ -60,11 +61,9 @@ def test_the_probe_keeps_to_the_reserved_cpus_and_never_reports_itself(tmp_path)
                 frames.append(parse_frame(col.transport.last_raw))
             # the probe's processes as the kernel shows them (PSROOT in their environment), not as it says
             allowed = {p: _allowed(p) for p in probe_procs(root)}
-            return reports, frames, allowed
         finally:
             await col.close()
 
-    reports, frames, allowed = asyncio.run(asyncio.wait_for(go(), 60))
     assert [r.role for r in reports[0].snapshot.roles if r.id == 0] == ["reserved"]
     assert frames[1].info.get("probe-confine") == "0"
     pids = set(allowed)

@@ -49,101 +49,95 @@ async def _until(pilot, cond, deadline=60.0, what="condition"):
     raise AssertionError(f"{what}: not within {deadline} s")
 
 
-def test_overview_of_5000_nodes_matches_the_truth_and_maps_only_what_is_on_screen(fleet_prom):
+async def test_overview_of_5000_nodes_matches_the_truth_and_maps_only_what_is_on_screen(fleet_prom):
     fleet, prom = fleet_prom
     truth = {n.name: n for n in fleet}
 
-    async def go():
-        app = _app(prom.url)
-        async with app.run_test(size=(200, 50)) as pilot:
-            scr = app.overview
-            await _until(pilot, lambda: len(scr.rows) == N, what="5,000 nodes")
-            rows = scr.rows
-            assert sum(1 for r in rows.values() if r.node.read_ok is False) == sum(1 for n in fleet if not n.read_ok)
-            crit = {n.name for n in fleet if n.read_ok and any(f[1] == "critical" for f in n.findings)}
-            assert {k for k, r in rows.items() if r.node.findings.get("critical")} == crit
-            for name in ("node-00000", "node-01234", "node-04999"):
-                t = truth[name]
-                if t.read_ok:
-                    assert rows[name].node.ncpus == t.ncpus
-            # the readiness score of every node, as written: (ok, ok + no); none where the node was not read
-            assert {k: r.node.ready for k, r in rows.items()} == {
-                n.name: (n.ready["ok"], n.ready["ok"] + n.ready["no"]) if n.read_ok else None for n in fleet}
-            # worst first: every critical node, by name, then the warnings
-            from pinscope.tui.widgets.promfleetmap import PromFleetMap
+    app = _app(prom.url)
+    async with app.run_test(size=(200, 50)) as pilot:
+        scr = app.overview
+        await _until(pilot, lambda: len(scr.rows) == N, what="5,000 nodes")
+        rows = scr.rows
+        assert sum(1 for r in rows.values() if r.node.read_ok is False) == sum(1 for n in fleet if not n.read_ok)
+        crit = {n.name for n in fleet if n.read_ok and any(f[1] == "critical" for f in n.findings)}
+        assert {k for k, r in rows.items() if r.node.findings.get("critical")} == crit
+        for name in ("node-00000", "node-01234", "node-04999"):
+            t = truth[name]
+            if t.read_ok:
+                assert rows[name].node.ncpus == t.ncpus
+        # the readiness score of every node, as written: (ok, ok + no); none where the node was not read
+        assert {k: r.node.ready for k, r in rows.items()} == {
+            n.name: (n.ready["ok"], n.ready["ok"] + n.ready["no"]) if n.read_ok else None for n in fleet}
+        # worst first: every critical node, by name, then the warnings
+        from pinscope.tui.widgets.promfleetmap import PromFleetMap
 
-            fm = app.screen.query_one(PromFleetMap)
-            top = [v.target for v in fm.views[:len(crit)]]
-            assert top == sorted(crit)
-            # the per-CPU map: fetched for the nodes on screen, and for no other
-            await _until(pilot, lambda: all(rows[n].cpus is not None for n in fm.visible_names()), what="visible maps")
-            shown = set(fm.visible_names())
-            assert 10 <= len(shown) < 60
-            fetched = {k for k, r in rows.items() if r.cpus is not None}
-            assert fetched == shown
-            for name in shown:
-                t = truth[name]
-                cpus = rows[name].cpus
-                assert [c.role for c in cpus] == t.roles
-                drift = [c.id for c in cpus if c.mark == "critical"]
-                assert drift == [i for i, o in enumerate(t.owners) if o == ("trading", "app-0", "main")]
-            # the screen shows it: a critical node's row with its code and its map
-            first = sorted(crit)[0]
-            text = "\n".join(fm.render_line(y).text for y in range(3))
-            assert first in text and "STATE_CGROUP_DRIFT" in text and "!" in text
-            # scrolling to the end fetches the maps of the nodes that come on screen
-            await pilot.press("end")
-            fm.cursor = len(fm.views) - 1
-            await _until(pilot, lambda: all(rows[n].cpus is not None for n in fm.visible_names()), what="maps after scrolling")
-            assert "node-04999" in fm.visible_names() or truth["node-04999"].findings
-            assert len({k for k, r in rows.items() if r.cpus is not None}) < 300  # a few screens, never the 5,000
-            # the filter narrows by name
-            await pilot.press("slash", *"node-0012", "enter")
-            await _until(pilot, lambda: len(fm.views) == 10, what="filter")
-            assert "node-0012" in str(app.screen.query_one("#status").render())
-
-    asyncio.run(go())
+        fm = app.screen.query_one(PromFleetMap)
+        top = [v.target for v in fm.views[:len(crit)]]
+        assert top == sorted(crit)
+        # the per-CPU map: fetched for the nodes on screen, and for no other
+        await _until(pilot, lambda: all(rows[n].cpus is not None for n in fm.visible_names()), what="visible maps")
+        shown = set(fm.visible_names())
+        assert 10 <= len(shown) < 60
+        fetched = {k for k, r in rows.items() if r.cpus is not None}
+        assert fetched == shown
+        for name in shown:
+            t = truth[name]
+            cpus = rows[name].cpus
+            assert [c.role for c in cpus] == t.roles
+            drift = [c.id for c in cpus if c.mark == "critical"]
+            assert drift == [i for i, o in enumerate(t.owners) if o == ("trading", "app-0", "main")]
+        # the screen shows it: a critical node's row with its code and its map
+        first = sorted(crit)[0]
+        text = "\n".join(fm.render_line(y).text for y in range(3))
+        assert first in text and "STATE_CGROUP_DRIFT" in text and "!" in text
+        # scrolling to the end fetches the maps of the nodes that come on screen
+        await pilot.press("end")
+        fm.cursor = len(fm.views) - 1
+        await _until(pilot, lambda: all(rows[n].cpus is not None for n in fm.visible_names()), what="maps after scrolling")
+        assert "node-04999" in fm.visible_names() or truth["node-04999"].findings
+        assert len({k for k, r in rows.items() if r.cpus is not None}) < 300  # a few screens, never the 5,000
+        # the filter narrows by name
+        await pilot.press("slash", *"node-0012", "enter")
+        await _until(pilot, lambda: len(fm.views) == 10, what="filter")
+        assert "node-0012" in str(app.screen.query_one("#status").render())
 
 
-def test_selector_narrows_the_fleet_in_promql(fleet_prom):
+
+async def test_selector_narrows_the_fleet_in_promql(fleet_prom):
     fleet, prom = fleet_prom
 
-    async def go():
-        app = _app(prom.url, selector='node=~"node-000.*"')
-        async with app.run_test(size=(160, 40)) as pilot:
-            await _until(pilot, lambda: len(app.overview.rows) == 100, what="100 nodes")
-            assert set(app.overview.rows) == {f"node-{i:05d}" for i in range(100)}
-
-    asyncio.run(go())
+    app = _app(prom.url, selector='node=~"node-000.*"')
+    async with app.run_test(size=(160, 40)) as pilot:
+        await _until(pilot, lambda: len(app.overview.rows) == 100, what="100 nodes")
+        assert set(app.overview.rows) == {f"node-{i:05d}" for i in range(100)}
 
 
-def test_enter_opens_a_node_live_through_the_usual_transport_and_esc_returns(fleet_prom, tmp_path):
+
+async def test_enter_opens_a_node_live_through_the_usual_transport_and_esc_returns(fleet_prom, tmp_path):
     """The host template names the transport: here 'local' with --root, a simulated node read live by
     the real probe (over SSH it would be {name} or {ip})."""
     _, prom = fleet_prom
     SimNode(NodeSpec(hostname="sim-live", cores=4, reserved="0",
                      pods=[PodSpec("feed", "trading", containers=[CtrSpec("feed", cpus="2-3")])]), tmp_path / "n").write()
 
-    async def go():
-        from pinscope.tui.screens.node import NodeScreen
+    from pinscope.tui.screens.node import NodeScreen
 
-        app = _app(prom.url, opts=Options(root=str(tmp_path / "n")), host_template="local")
-        async with app.run_test(size=(200, 50)) as pilot:
-            await _until(pilot, lambda: len(app.overview.rows) == N, what="5,000 nodes")
-            await pilot.pause(0.3)
-            await pilot.press("enter")
-            assert isinstance(app.screen, NodeScreen)
-            name = app.screen.target
-            assert name == app.overview.query_one("#fleet").views[0].target
-            await _until(pilot, lambda: app.views[name].snap is not None, what="a live frame")
-            assert app.views[name].snap.node == "sim-live"
-            assert app.fleet.collectors[name].target == "local" and name in app.live_workers
-            await pilot.press("escape")
-            assert app.screen is app.overview
-            assert name not in app.live_workers  # that node's task is stopped, its probe closed
-            await _until(pilot, lambda: app.fleet.collectors[name].transport.proc is None, what="probe closed")
+    app = _app(prom.url, opts=Options(root=str(tmp_path / "n")), host_template="local")
+    async with app.run_test(size=(200, 50)) as pilot:
+        await _until(pilot, lambda: len(app.overview.rows) == N, what="5,000 nodes")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        assert isinstance(app.screen, NodeScreen)
+        name = app.screen.target
+        assert name == app.overview.query_one("#fleet").views[0].target
+        await _until(pilot, lambda: app.views[name].snap is not None, what="a live frame")
+        assert app.views[name].snap.node == "sim-live"
+        assert app.fleet.collectors[name].target == "local" and name in app.live_workers
+        await pilot.press("escape")
+        assert app.screen is app.overview
+        assert name not in app.live_workers  # that node's task is stopped, its probe closed
+        await _until(pilot, lambda: app.fleet.collectors[name].transport.proc is None, what="probe closed")
 
-    asyncio.run(go())
 
 
 class _Silent:
@@ -172,24 +166,22 @@ class _Silent:
             c.close()
 
 
-def test_prometheus_down_or_slow_is_a_status_line_state():
-    async def go():
-        app = _app(f"http://127.0.0.1:{free_port()}", timeout=2)  # nothing listens there
+async def test_prometheus_down_or_slow_is_a_status_line_state():
+    app = _app(f"http://127.0.0.1:{free_port()}", timeout=2)  # nothing listens there
+    async with app.run_test(size=(160, 30)) as pilot:
+        await _until(pilot, lambda: app.overview.state == "down", deadline=20, what="down")
+        status = str(app.screen.query_one("#status").render())
+        assert "Prometheus DOWN" in status and "no data yet" in status
+    silent = _Silent()
+    try:
+        app = _app(f"http://127.0.0.1:{silent.port}", timeout=1)
         async with app.run_test(size=(160, 30)) as pilot:
-            await _until(pilot, lambda: app.overview.state == "down", deadline=20, what="down")
-            status = str(app.screen.query_one("#status").render())
-            assert "Prometheus DOWN" in status and "no data yet" in status
-        silent = _Silent()
-        try:
-            app = _app(f"http://127.0.0.1:{silent.port}", timeout=1)
-            async with app.run_test(size=(160, 30)) as pilot:
-                await _until(pilot, lambda: app.overview.state == "slow", deadline=20, what="slow")
-                assert "did not answer within 1 s" in str(app.screen.query_one("#status").render())
-                await pilot.press("q")
-        finally:
-            silent.close()
+            await _until(pilot, lambda: app.overview.state == "slow", deadline=20, what="slow")
+            assert "did not answer within 1 s" in str(app.screen.query_one("#status").render())
+            await pilot.press("q")
+    finally:
+        silent.close()
 
-    asyncio.run(go())
 
 
 def test_prometheus_refusing_a_query_and_bad_arguments_are_plain():

@@ -65,30 +65,28 @@ def test_the_source_reads_each_nodes_score(stack):
         "tuned-off": (2, 6), "no-cpufreq": (2, 5), "idle": (0, 0), "gone": None}
 
 
-def _lines(url: str, size: tuple[int, int]) -> dict[str, str]:
+async def _lines(url: str, size: tuple[int, int]) -> dict[str, str]:
     """Each node's first line on the map, once every node is there and the maps on screen are fetched."""
     from pinscope.tui.promapp import PromApp
     from pinscope.tui.widgets.promfleetmap import PromFleetMap
 
-    async def go():
-        app = PromApp(PromSource(url, timeout=20))
-        async with app.run_test(size=size) as pilot:
-            end = time.monotonic() + 60
-            while time.monotonic() < end and (len(app.overview.rows) < 4 or any(
-                    r.cpus is None for r in app.overview.rows.values() if r.node.read_ok)):
-                await pilot.pause(0.1)
-            await pilot.pause(0.3)
-            fm = app.screen.query_one(PromFleetMap)
-            return {fm.views[cell[0]].target: fm.render_line(y).text
-                    for y, line in enumerate(fm.rows) for cell in line if cell is not None and cell[1] == 0}
+    app = PromApp(PromSource(url, timeout=20))
+    async with app.run_test(size=size) as pilot:
+        end = time.monotonic() + 60
+        while time.monotonic() < end and (len(app.overview.rows) < 4 or any(
+                r.cpus is None for r in app.overview.rows.values() if r.node.read_ok)):
+            await pilot.pause(0.1)
+        await pilot.pause(0.3)
+        fm = app.screen.query_one(PromFleetMap)
+        return {fm.views[cell[0]].target: fm.render_line(y).text
+                for y, line in enumerate(fm.rows) for cell in line if cell is not None and cell[1] == 0}
 
-    return asyncio.run(go())
 
 
 @pytest.mark.parametrize("width", [160, 80])
-def test_the_overview_shows_the_score_column(stack, width):
+async def test_the_overview_shows_the_score_column(stack, width):
     """At 80 columns the worst code's column goes (the map keeps its 8 CPUs on one line); at 160 it stays."""
-    by = _lines(stack.url, (width, 20))
+    by = await _lines(stack.url, (width, 20))
     assert "ready 2/6" in by["tuned-off"] and "ready 2/5" in by["no-cpufreq"] and "ready -" in by["idle"]
     assert "ready ?" in by["gone"] and "cannot be read" in by["gone"]
     for n in ("tuned-off", "no-cpufreq", "idle"):

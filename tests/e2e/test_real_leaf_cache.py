@@ -33,7 +33,7 @@ def _count(d: Path) -> int:
     return int(first[1])
 
 
-def test_real_kernel_counts_descendants_and_the_probe_sees_a_restarted_container(tmp_path):
+async def test_real_kernel_counts_descendants_and_the_probe_sees_a_restarted_container(tmp_path):
     mnt = _cgroup2_mount()
     need(os.geteuid() == 0 and mnt is not None and os.access(mnt, os.W_OK),
          "root and a writable cgroup2 mount (/sys/fs/cgroup or /sys/fs/cgroup/unified)")
@@ -59,38 +59,36 @@ def test_real_kernel_counts_descendants_and_the_probe_sees_a_restarted_container
             return {k.rsplit("/", 1)[0].rsplit("/", 1)[1] for k in (*fr.files, *fr.unchanged, *fr.unreadable)
                     if k.endswith("/cpu.stat") and k.endswith(".scope/cpu.stat")}
 
-        async def go():
-            tr = LocalTransport(str(root))
-            await tr.connect(10)
-            try:
-                async def ask(req):
-                    return await asyncio.wait_for(tr.request(req, 15), 30)
-                first = seen(await ask("sgn"))
-                assert first == {leaves[0].name, leaves[1].name}
-                assert seen(await ask("g")) == first  # kept: nothing changed
-                # a container restarted: kubelet removes its cgroup, the runtime makes the new one
-                leaves[0].rmdir()
-                made.remove(leaves[0])
-                new = mkdir(pods[0] / f"cri-containerd-{uuid.uuid4().hex}{uuid.uuid4().hex}.scope")
-                assert _count(kp) == 4  # the count held
-                assert seen(await ask("g")) == {new.name, leaves[1].name}
-                added = mkdir(pods[1] / f"cri-containerd-{uuid.uuid4().hex}{uuid.uuid4().hex}.scope")
-                assert _count(kp) == 5
-                assert seen(await ask("g")) == {new.name, leaves[1].name, added.name}
-                # the rule's blind spot, on the real kernel (so the globs were indeed kept): a cgroup the
-                # globs do not list (a container's own sub-cgroup) gone while a leaf came
-                sub = mkdir(added / "own-sub-cgroup")
-                assert seen(await ask("g")) == {new.name, leaves[1].name, added.name}
-                sub.rmdir()
-                made.remove(sub)
-                late = mkdir(pods[1] / f"cri-containerd-{uuid.uuid4().hex}{uuid.uuid4().hex}.scope")
-                assert _count(kp) == 6
-                assert late.name not in seen(await ask("g"))  # kept
-                assert late.name in seen(await ask("gc"))  # every cgroup-detail tick globs anew
-            finally:
-                await tr.close()
+        tr = LocalTransport(str(root))
+        await tr.connect(10)
+        try:
+            async def ask(req):
+                return await asyncio.wait_for(tr.request(req, 15), 30)
+            first = seen(await ask("sgn"))
+            assert first == {leaves[0].name, leaves[1].name}
+            assert seen(await ask("g")) == first  # kept: nothing changed
+            # a container restarted: kubelet removes its cgroup, the runtime makes the new one
+            leaves[0].rmdir()
+            made.remove(leaves[0])
+            new = mkdir(pods[0] / f"cri-containerd-{uuid.uuid4().hex}{uuid.uuid4().hex}.scope")
+            assert _count(kp) == 4  # the count held
+            assert seen(await ask("g")) == {new.name, leaves[1].name}
+            added = mkdir(pods[1] / f"cri-containerd-{uuid.uuid4().hex}{uuid.uuid4().hex}.scope")
+            assert _count(kp) == 5
+            assert seen(await ask("g")) == {new.name, leaves[1].name, added.name}
+            # the rule's blind spot, on the real kernel (so the globs were indeed kept): a cgroup the
+            # globs do not list (a container's own sub-cgroup) gone while a leaf came
+            sub = mkdir(added / "own-sub-cgroup")
+            assert seen(await ask("g")) == {new.name, leaves[1].name, added.name}
+            sub.rmdir()
+            made.remove(sub)
+            late = mkdir(pods[1] / f"cri-containerd-{uuid.uuid4().hex}{uuid.uuid4().hex}.scope")
+            assert _count(kp) == 6
+            assert late.name not in seen(await ask("g"))  # kept
+            assert late.name in seen(await ask("gc"))  # every cgroup-detail tick globs anew
+        finally:
+            await tr.close()
 
-        asyncio.run(go())
     finally:
         for p in reversed(made):
             try:

@@ -25,13 +25,13 @@ def _task_wait(report, pid) -> float | None:
     return tr.wait_ms_per_s if tr else None
 
 
-def _live(pod, competitor, sleeper, interval=0.5):
+async def _live(pod, competitor, sleeper, interval=0.5):
     """The live path, at the grid cadence: the container in focus (its threads' schedstat every tick) in
     one collector, CPU 0 in focus (schedstat of the tasks that last ran there) in another.
     -> [(container ms/s, sleeper ms/s)] for 2 ticks with the competitor stopped, then the 2 ticks after
     it was let run."""
 
-    async def go():
+    async with asyncio.timeout(30):
         ctr = NodeCollector("local", Options())
         ctr.focus = pod.cid
         cpu0 = NodeCollector("local", Options())
@@ -52,7 +52,6 @@ def _live(pod, competitor, sleeper, interval=0.5):
             await ctr.close()
             await cpu0.close()
 
-    return asyncio.run(asyncio.wait_for(go(), 30))
 
 
 HEAVY_V1, HEAVY_V2 = "88761", "8668"  # one nice -20 task (sched_prio_to_weight[0]); v2 cpu.weight 100 = 1024
@@ -103,7 +102,7 @@ class Outsiders:
                 time.sleep(0.05)
 
 
-def test_real_competitor_shows_as_runqueue_wait_on_the_pinned_container():
+async def test_real_competitor_shows_as_runqueue_wait_on_the_pinned_container():
     """A busy thread sharing its CPU with one other busy thread of the same weight waits about half of
     every second; a thread that mostly sleeps on the other CPU hardly waits. (Weights: see
     _weigh_like_nice_minus_20.)"""
@@ -119,8 +118,8 @@ def test_real_competitor_shows_as_runqueue_wait_on_the_pinned_container():
             _weigh_like_nice_minus_20(pod)
             out.add(competitor.pid)
             out.add(sleeper.pid)
-            time.sleep(0.2)
-            ticks = _live(pod, competitor, sleeper)
+            await asyncio.sleep(0.2)
+            ticks = await _live(pod, competitor, sleeper)
         finally:
             stop(sleeper)
             stop(competitor)

@@ -104,13 +104,13 @@ class Served:
         self.reader.join(5)
 
 
-def test_serve_demo_in_headless_chromium(tmp_path):
+async def test_serve_demo_in_headless_chromium(tmp_path):
     shots = Path(os.environ.get("PINSCOPE_KEEP_SHOTS", tmp_path))
     need(shutil.which(CHROMIUM) is not None or Path(CHROMIUM).exists(), "chromium not installed (apt-get install chromium)")
     with Served("--", "demo") as srv:
         assert srv.token and f'"ws://127.0.0.1:{srv.port}/ws/{srv.token}"' in srv.index
 
-        async def drive():
+        async with asyncio.timeout(150):
             async with Browser() as b:
                 await b.goto(srv.url)  # the URL as printed, token and all
                 # the app's first screen reaches the page: the status line and the core grid of the first node
@@ -134,7 +134,6 @@ def test_serve_demo_in_headless_chromium(tmp_path):
                 await b.type("qq")
                 await b.wait_js("document.body.classList.contains('-closed')", timeout=30)
 
-        asyncio.run(asyncio.wait_for(drive(), 150))
     assert f"pinscope serve: open http://127.0.0.1:{srv.port}/?token={srv.token}" in srv.output
     assert "without TLS" not in srv.output and "read-only" not in srv.output.split("open")[1].split("\n")[1]
 
@@ -385,14 +384,14 @@ async def foreign_page_opens(b: Browser, url: str, mark: int) -> None:
         await runner.cleanup()
 
 
-def test_read_only_wall_in_the_browser(tmp_path):
+async def test_read_only_wall_in_the_browser(tmp_path):
     """Beyond 127.0.0.1 the sessions are read-only by default: `s` in the page writes no file on the serving
     machine and says so. And the page without the token shows no terminal."""
     need(shutil.which(CHROMIUM) is not None or Path(CHROMIUM).exists(), "chromium not installed (apt-get install chromium)")
     shots = tmp_path / "shots"
     with Served("--host", "0.0.0.0", "--", "demo", env={"PINSCOPE_SCREENSHOTS": str(shots)}) as srv:
 
-        async def drive():
+        async with asyncio.timeout(150):
             async with Browser(width=1200, height=800) as b:
                 await b.goto(srv.base + srv.page("/"))
                 await b.wait_text("live", "Socket 0", timeout=60)
@@ -414,7 +413,6 @@ def test_read_only_wall_in_the_browser(tmp_path):
                 # a page of another site that knows even the token: Chromium sends its Origin, the server refuses
                 await foreign_page_opens(b, ws_url(srv), mark)
 
-        asyncio.run(asyncio.wait_for(drive(), 150))
     assert not shots.exists() or not any(shots.iterdir())
     assert "a websocket from another origin 'http://127.0.0.1:" in srv.output  # refused for that reason
 
@@ -448,7 +446,7 @@ class Recorder:
         await self.runner.cleanup()
 
 
-def test_the_token_reaches_no_other_server_on_the_host():
+async def test_the_token_reaches_no_other_server_on_the_host():
     """Cookies are not kept apart by port: the page's cookie (`pinscope-serve-PORT=<token>`, Path=/) went
     with every request of this browser to any server on 127.0.0.1. Chromium opens the printed URL, the wall
     works (the websocket connects, the app draws, a reload draws again); then the same browser (same
@@ -457,7 +455,7 @@ def test_the_token_reaches_no_other_server_on_the_host():
     need(shutil.which(CHROMIUM) is not None or Path(CHROMIUM).exists(), "chromium not installed (apt-get install chromium)")
     with Served("--", "demo") as srv:
 
-        async def drive() -> list[str]:
+        async with asyncio.timeout(150):
             async with Browser() as b, Recorder() as other:
                 await b.goto(srv.url)
                 await b.wait_text("live", "Socket 0", timeout=60)
@@ -477,9 +475,8 @@ def test_the_token_reaches_no_other_server_on_the_host():
                 end = time.monotonic() + 30
                 while sum("/fetched" in s for s in other.seen) < 5 and time.monotonic() < end:
                     await asyncio.sleep(0.1)
-                return list(other.seen)
+                seen = list(other.seen)
 
-        seen = asyncio.run(asyncio.wait_for(drive(), 150))
     assert len(seen) >= 10, seen
     for request in seen:
         assert srv.token not in request, request
@@ -560,7 +557,7 @@ def test_static_files_want_the_token_and_are_only_the_pages_own():
                 == b"HTTP/1.1 404 Not Found", path
 
 
-def test_the_browser_leaves_nothing_in_tmp(tmp_path, monkeypatch):
+async def test_the_browser_leaves_nothing_in_tmp(tmp_path, monkeypatch):
     """Issue 34, item 22: every Browser left `$TMPDIR/org.chromium.Chromium.XXXXXX` (Chromium's
     SingletonSocket, not removed when it is stopped by a signal) behind, and a Chromium that failed to start
     left its profile. With TMPDIR a directory of the test's own: nothing is left in it, either way."""
@@ -580,11 +577,11 @@ def test_the_browser_leaves_nothing_in_tmp(tmp_path, monkeypatch):
             await b.wait_js("document.body && document.body.innerText === 'hello'")
 
     try:
-        asyncio.run(asyncio.wait_for(open_a_page(), 90))
+        await asyncio.wait_for(open_a_page(), 90)
         assert sorted(p.name for p in tmp.iterdir()) == []
         monkeypatch.setattr(browser_mod, "CHROMIUM", "/bin/false")  # a browser that does not start
         with pytest.raises(RuntimeError, match="chromium exited"):
-            asyncio.run(asyncio.wait_for(open_a_page(), 90))
+            await asyncio.wait_for(open_a_page(), 90)
         assert sorted(p.name for p in tmp.iterdir()) == []
         # a TMPDIR too long for Chromium's socket (pytest's tmp_path): a short directory of its own, removed
         monkeypatch.setattr(browser_mod, "CHROMIUM", CHROMIUM)
@@ -599,7 +596,7 @@ def test_the_browser_leaves_nothing_in_tmp(tmp_path, monkeypatch):
                 used.append(b.own_tmp)
                 assert await b.eval("1 + 1") == 2
 
-        asyncio.run(asyncio.wait_for(with_a_long_tmpdir(), 90))
+        await asyncio.wait_for(with_a_long_tmpdir(), 90)
         assert used[0] and not os.path.lexists(used[0]) and list(long.iterdir()) == []
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -101,7 +101,7 @@ def test_dead_port_fails_at_once_and_silent_port_on_its_connect_timeout(server):
     assert tried == 1  # one attempt, given up on its timeout, not retried
 
 
-def test_sshd_killed_mid_stream_is_reported_and_reconnected(tmp_path, node_root):
+async def test_sshd_killed_mid_stream_is_reported_and_reconnected(tmp_path, node_root):
     ok, why = sshd_mod.available()
     need(ok, why)
     srv = sshd_mod.Sshd(tmp_path / "s").start()
@@ -109,27 +109,25 @@ def test_sshd_killed_mid_stream_is_reported_and_reconnected(tmp_path, node_root)
                    ssh_config=str(srv.ssh_config), connect_timeout=2)
     states, snaps = [], []
 
-    async def scenario():
-        col = NodeCollector(srv.target, opts)
-        stop = asyncio.Event()
-        task = asyncio.create_task(live(col, 0.2, lambda n: "g", lambda r: snaps.append(r.snapshot),
-                                        lambda st, msg: states.append((st, msg)), stop))
-        async def until(cond, t=15):
-            end = time.time() + t
-            while not cond() and time.time() < end:
-                await asyncio.sleep(0.05)
-            assert cond(), states
-        await until(lambda: len(snaps) >= 2)
-        await srv.akill()  # off the loop: the collector must keep running while sshd dies
-        await until(lambda: any(s == "down" for s, _ in states))
-        n = len(snaps)
-        await srv.astart()
-        await until(lambda: len(snaps) > n + 1 and states[-1][0] == "up", 30)
-        stop.set()
-        await asyncio.wait_for(task, 20)  # stop is seen within a tick: 20 s only guards a hang
-
     try:
-        asyncio.run(asyncio.wait_for(scenario(), 90))
+        async with asyncio.timeout(90):
+            col = NodeCollector(srv.target, opts)
+            stop = asyncio.Event()
+            task = asyncio.create_task(live(col, 0.2, lambda n: "g", lambda r: snaps.append(r.snapshot),
+                                            lambda st, msg: states.append((st, msg)), stop))
+            async def until(cond, t=15):
+                end = time.time() + t
+                while not cond() and time.time() < end:
+                    await asyncio.sleep(0.05)
+                assert cond(), states
+            await until(lambda: len(snaps) >= 2)
+            await srv.akill()  # off the loop: the collector must keep running while sshd dies
+            await until(lambda: any(s == "down" for s, _ in states))
+            n = len(snaps)
+            await srv.astart()
+            await until(lambda: len(snaps) > n + 1 and states[-1][0] == "up", 30)
+            stop.set()
+            await asyncio.wait_for(task, 20)  # stop is seen within a tick: 20 s only guards a hang
     finally:
         srv.kill()
     down = [m for s, m in states if s == "down"]
@@ -138,7 +136,7 @@ def test_sshd_killed_mid_stream_is_reported_and_reconnected(tmp_path, node_root)
 
 
 @pytest.mark.parametrize("case", ["auth", "dns", "refused", "unknown-host-key", "changed-host-key", "silent"])
-def test_every_ssh_error_class_is_its_kind_and_one_plain_line(server, node_root, tmp_path, case):
+async def test_every_ssh_error_class_is_its_kind_and_one_plain_line(server, node_root, tmp_path, case):
     """Each way an SSH node can fail: the transport raises its kind (errors.py), the CLI prints one line
     naming the target and the reason, exit 1, no traceback."""
     from pinscope.collectors.errors import AuthFailed, HostKeyRejected, Unreachable
@@ -174,15 +172,13 @@ def test_every_ssh_error_class_is_its_kind_and_one_plain_line(server, node_root,
         target = f"root@127.0.0.1:{listener.getsockname()[1]}"
         kind, words = Unreachable, "no answer within 3 s"
     try:
-        async def attempt():
-            t = SSHTransport(target, root=node_root, **args)
-            try:
-                await t.connect()
-            finally:
-                await t.close()
-
         with pytest.raises(kind, match=words):
-            asyncio.run(asyncio.wait_for(attempt(), 30))
+            async with asyncio.timeout(30):
+                t = SSHTransport(target, root=node_root, **args)
+                try:
+                    await t.connect()
+                finally:
+                    await t.close()
         r = run_cli("snapshot", "--connect-timeout", "3", "-i", args["identity"], "--known-hosts", args["known_hosts"],
                     "--ssh-config", args["ssh_config"], target)
         assert r.returncode == 1 and "Traceback" not in r.stderr
