@@ -40,7 +40,7 @@ def _roles(report) -> dict[int, tuple[str, tuple]]:
     return {r.id: (r.role, tuple((o.pod, o.container) for o in r.owners)) for r in report.snapshot.roles}
 
 
-def test_a_deleted_pods_cpu_is_shared_again_within_two_ticks(guaranteed) -> None:
+async def test_a_deleted_pods_cpu_is_shared_again_within_two_ticks(guaranteed) -> None:
     """The live view's own loop (collectors.collect.live, as the TUI runs it, one tick a second): the tick kubelet's
     checkpoint lets the pod go is noted (read after each report), and within two ticks of it the CPU is shared."""
     from pinscope.collectors.collect import NodeCollector, live, live_depth
@@ -49,30 +49,28 @@ def test_a_deleted_pods_cpu_is_shared_again_within_two_ticks(guaranteed) -> None
     uid, name = pod["metadata"]["uid"], pod["metadata"]["name"]
     seen: list[tuple[bool, str]] = []  # per report: (kubelet's checkpoint still holds the pod, pinscope's role)
 
-    async def go() -> None:
-        stop = asyncio.Event()
+    stop = asyncio.Event()
 
-        def on_report(report) -> None:
-            held = uid in (c.kubelet_root / "cpu_manager_state").read_text()
-            seen.append((held, _roles(report)[cpu][0]))
-            gone = [i for i, (h, _) in enumerate(seen) if not h]
-            if gone and len(seen) - gone[0] > 3:
-                stop.set()
-
-        task = asyncio.create_task(live(NodeCollector("local"), 1.0, live_depth, on_report,
-                                        lambda *_: None, stop))
-        try:
-            end = time.monotonic() + rn.DEADLINE
-            while not any(role == "exclusive" for _, role in seen):
-                assert time.monotonic() < end and not task.done(), f"no report with CPU {cpu} exclusive: {seen}"
-                await asyncio.sleep(0.5)
-            await asyncio.to_thread(c.kubectl, "delete", "pod", "-n", "default", name, "--wait=false")
-            await asyncio.wait_for(stop.wait(), rn.DEADLINE)
-        finally:
+    def on_report(report) -> None:
+        held = uid in (c.kubelet_root / "cpu_manager_state").read_text()
+        seen.append((held, _roles(report)[cpu][0]))
+        gone = [i for i, (h, _) in enumerate(seen) if not h]
+        if gone and len(seen) - gone[0] > 3:
             stop.set()
-            await asyncio.wait_for(task, 60)
 
-    asyncio.run(go())
+    task = asyncio.create_task(live(NodeCollector("local"), 1.0, live_depth, on_report,
+                                    lambda *_: None, stop))
+    try:
+        end = time.monotonic() + rn.DEADLINE
+        while not any(role == "exclusive" for _, role in seen):
+            assert time.monotonic() < end and not task.done(), f"no report with CPU {cpu} exclusive: {seen}"
+            await asyncio.sleep(0.5)
+        await asyncio.to_thread(c.kubectl, "delete", "pod", "-n", "default", name, "--wait=false")
+        await asyncio.wait_for(stop.wait(), rn.DEADLINE)
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 60)
+
     first = next(i for i, (held, _) in enumerate(seen) if not held)
     assert all(role == "exclusive" for held, role in seen[:first] if held), seen
     assert "shared" in [role for _, role in seen[first:first + 3]], (first, seen)
