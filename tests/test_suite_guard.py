@@ -112,3 +112,52 @@ def test_the_tmux_helper_survives_sessions_ending_while_others_start():
     for t in threads:
         t.join(120)
     assert failed == []
+
+
+def _hand_run_coroutines(root: Path) -> list[str]:
+    """Test functions under `root` that run a coroutine of their own by hand: `asyncio.run(go())`, or a `run(go())`
+    helper, on a coroutine function defined inside the test (also under asyncio.wait_for). Async tests are run
+    by pytest-asyncio instead (pyproject.toml). A test that takes `snap_compare` stays sync: pytest-textual-
+    snapshot runs its app in an event loop of its own, which cannot start inside a test's running loop."""
+    import ast
+
+    def runner(f: ast.expr) -> bool:
+        return (isinstance(f, ast.Name) and f.id == "run") or (
+            isinstance(f, ast.Attribute) and f.attr == "run" and isinstance(f.value, ast.Name) and f.value.id == "asyncio")
+
+    def called(arg: ast.expr) -> ast.expr:  # asyncio.wait_for(go(), n) -> go()
+        if isinstance(arg, ast.Call) and isinstance(arg.func, ast.Attribute) and arg.func.attr == "wait_for" and arg.args:
+            return arg.args[0]
+        return arg
+
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for fn in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.name.startswith("test"):
+                continue
+            if "snap_compare" in {a.arg for a in fn.args.args}:
+                continue
+            own = {n.name for n in ast.walk(fn) if isinstance(n, ast.AsyncFunctionDef)}
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Call) and runner(n.func) and n.args:
+                    c = called(n.args[0])
+                    if isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id in own:
+                        found.append(f"{path.relative_to(root)}:{n.lineno}: {fn.name}")
+    return found
+
+
+def test_no_test_runs_its_own_coroutine_by_hand():
+    """Issue 35 item 6: about 130 tests wrapped `async def go()` in `run(go())` or `asyncio.run(go())`; they are
+    `async def` tests now, run by pytest-asyncio, each in a fresh event loop. None comes back. (Scripts given to
+    a fresh interpreter are strings here, and a fixture may build its data with asyncio.run: neither is a test.)"""
+    assert _hand_run_coroutines(TESTS) == []
+
+
+def test_the_hand_run_guard_sees_each_way_of_writing_it(tmp_path):
+    (tmp_path / "test_x.py").write_text(
+        "import asyncio\n\n\ndef run(coro):\n    return asyncio.run(coro)\n\n\n"
+        "def test_a():\n    async def go():\n        pass\n    run(go())\n\n\n"
+        "def test_b():\n    async def check():\n        return 1\n    assert asyncio.run(asyncio.wait_for(check(), 5)) == 1\n\n\n"
+        "def test_fine(snap_compare):\n    async def text():\n        pass\n    asyncio.run(text())\n\n\n"
+        "async def test_awaits():\n    async def go():\n        pass\n    await asyncio.wait_for(go(), 5)\n")
+    assert _hand_run_coroutines(tmp_path) == ["test_x.py:11: test_a", "test_x.py:17: test_b"]
