@@ -45,6 +45,17 @@ _REARM = pytest.StashKey()  # the deadline of a teardown after a failure (pytest
 def pytest_configure(config):
     if os.environ.get("CI") == "true" and not config.pluginmanager.hasplugin("timeout"):
         raise pytest.UsageError("pytest-timeout is required in CI (pip install -e '.[test]')")
+    config.addinivalue_line("markers", "virtual_clock: the async test runs on tests/fakeclock.py's loop")
+
+
+def pytest_asyncio_loop_factories(config, item):
+    """The loop pytest-asyncio runs an async test in: asyncio's own, or with `@pytest.mark.virtual_clock` the
+    fake clock's (tests/fakeclock.py: its timers take exactly their virtual time, whatever the machine's load)."""
+    from fakeclock import VirtualClockLoop
+
+    if item.get_closest_marker("virtual_clock"):
+        return {"virtual-clock": VirtualClockLoop}
+    return {"asyncio": asyncio.new_event_loop}
 
 
 def _stacks() -> str:

@@ -5,16 +5,13 @@ test can assert *when* something happened (`loop.time()`) on a loaded machine: n
 loop's clock, and a timer never fires early or late. Real I/O still works (the selector is polled); only
 the waiting is skipped. Code that reads `time.monotonic()` itself still sees the real clock.
 
-    assert run_virtual(go()) == ...      # go() may call asyncio.get_running_loop().time()
+    @pytest.mark.virtual_clock           # tests/conftest.py: pytest-asyncio runs the test on this loop
+    async def test_x(): ...              # it may call asyncio.get_running_loop().time()
 """
 from __future__ import annotations
 
 import asyncio
 import selectors
-from collections.abc import Coroutine
-from typing import Any, TypeVar
-
-T = TypeVar("T")
 
 
 class _JumpingSelector(selectors.DefaultSelector):
@@ -39,9 +36,3 @@ class VirtualClockLoop(asyncio.SelectorEventLoop):
 
     def time(self) -> float:
         return self.now
-
-
-def run_virtual(coro: Coroutine[Any, Any, T]) -> T:
-    """asyncio.run on a VirtualClockLoop."""
-    with asyncio.Runner(loop_factory=VirtualClockLoop) as runner:
-        return runner.run(coro)

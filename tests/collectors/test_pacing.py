@@ -7,34 +7,32 @@ import socket
 
 import pytest
 
-from fakeclock import run_virtual
-
 from pinscope.collectors.collect import Backoff
 from pinscope.collectors.errors import AuthFailed, HostKeyRejected, ProbeFailed, Unreachable
 from pinscope.collectors.pacing import ConnectGate
 
+pytestmark = pytest.mark.virtual_clock  # every async test here runs on the fake clock (tests/conftest.py)
 
-def test_at_most_slots_at_once_and_the_node_on_screen_first():
-    async def go():
-        focus = {"name": None}
-        gate = ConnectGate(3, first=lambda: focus["name"])
-        running, peak, order = set(), [0], []
 
-        async def node(name):
-            async with gate.slot(name):
-                order.append(name)
-                running.add(name)
-                peak[0] = max(peak[0], len(running))
-                await asyncio.sleep(0.3 if name in ("n00", "n01") else 0.02)
-                running.discard(name)
+async def test_at_most_slots_at_once_and_the_node_on_screen_first():
+    focus = {"name": None}
+    gate = ConnectGate(3, first=lambda: focus["name"])
+    running, peak, order = set(), [0], []
 
-        tasks = [asyncio.create_task(node(f"n{i:02d}")) for i in range(20)]
-        await asyncio.sleep(0)  # all queued behind the first two
-        focus["name"] = "n17"
-        await asyncio.gather(*tasks)
-        return peak[0], order
+    async def node(name):
+        async with gate.slot(name):
+            order.append(name)
+            running.add(name)
+            peak[0] = max(peak[0], len(running))
+            await asyncio.sleep(0.3 if name in ("n00", "n01") else 0.02)
+            running.discard(name)
 
-    peak, order = run_virtual(go())
+    tasks = [asyncio.create_task(node(f"n{i:02d}")) for i in range(20)]
+    await asyncio.sleep(0)  # all queued behind the first two
+    focus["name"] = "n17"
+    await asyncio.gather(*tasks)
+    peak, order = peak[0], order
+
     assert peak == 3  # two for the others, one kept for the node on screen
     assert order[:3] == ["n00", "n01", "n17"]  # the focus does not wait for a slot to free
     assert sorted(order) == [f"n{i:02d}" for i in range(20)]
@@ -47,36 +45,34 @@ def test_at_most_slots_at_once_and_the_node_on_screen_first():
     ([1.0] * 8, 4.0),  # 1 s each: four times the median
     ([], 5.0),  # too few to judge: the default
 ])
-def test_a_stuck_handshake_gives_its_slot_back_but_keeps_running(recent, stuck_after):
-    async def go():
-        loop = asyncio.get_running_loop()
-        gate = ConnectGate(1)
-        gate.recent.extend(recent)
-        stuck_done = asyncio.Event()
-        t0 = loop.time()
+async def test_a_stuck_handshake_gives_its_slot_back_but_keeps_running(recent, stuck_after):
+    loop = asyncio.get_running_loop()
+    gate = ConnectGate(1)
+    gate.recent.extend(recent)
+    stuck_done = asyncio.Event()
+    t0 = loop.time()
 
-        async def stuck():
-            async with gate.slot("dead"):
-                await stuck_done.wait()
+    async def stuck():
+        async with gate.slot("dead"):
+            await stuck_done.wait()
 
-        async def ok():
-            async with gate.slot("ok"):
-                return loop.time() - t0
+    async def ok():
+        async with gate.slot("ok"):
+            return loop.time() - t0
 
-        s = asyncio.create_task(stuck())
-        await asyncio.sleep(0)
-        took = await asyncio.wait_for(ok(), 60)
-        assert gate.stalled == 1 and gate.active == 0
-        stuck_done.set()
-        await s
-        assert gate.stalled == 0 and gate.active == 0
-        return took
+    s = asyncio.create_task(stuck())
+    await asyncio.sleep(0)
+    took = await asyncio.wait_for(ok(), 60)
+    assert gate.stalled == 1 and gate.active == 0
+    stuck_done.set()
+    await s
+    assert gate.stalled == 0 and gate.active == 0
 
-    assert run_virtual(go()) == pytest.approx(stuck_after, abs=0.001)  # the fake clock: exactly then
+    assert took == pytest.approx(stuck_after, abs=0.001)  # the fake clock: exactly then
 
 
-def test_cancelled_waiters_leave_no_slot_behind():
-    async def go():
+async def test_cancelled_waiters_leave_no_slot_behind():
+    async with asyncio.timeout(5):
         gate = ConnectGate(1)
         hold = asyncio.Event()
 
@@ -97,11 +93,10 @@ def test_cancelled_waiters_leave_no_slot_behind():
         async with gate.slot("again"):
             assert gate.active == 1
 
-    run_virtual(asyncio.wait_for(go(), 5))
 
 
-def test_a_late_event_loop_holds_new_handshakes_but_never_all_and_never_the_focus():
-    async def go():
+async def test_a_late_event_loop_holds_new_handshakes_but_never_all_and_never_the_focus():
+    async with asyncio.timeout(10):
         gate = ConnectGate(8, first=lambda: "focus")
         gate.lag = 1.0  # the loop is a second late: the ticks of the connected nodes come first
         inside = []
@@ -120,7 +115,6 @@ def test_a_late_event_loop_holds_new_handshakes_but_never_all_and_never_the_focu
         await asyncio.gather(*tasks, t)  # the heartbeat sees the loop on time again and lets the rest in
         assert len(inside) == 7
 
-    run_virtual(asyncio.wait_for(go(), 10))
 
 
 def _err(cls, cause=None):
@@ -146,8 +140,8 @@ def test_backoff_by_kind_after_many_failures(err, lo, hi):
     assert b.next(err) <= 0.25
 
 
-def test_while_the_node_on_screen_sets_up_the_others_hold_back():
-    async def go():
+async def test_while_the_node_on_screen_sets_up_the_others_hold_back():
+    async with asyncio.timeout(5):
         gate = ConnectGate(8, first=lambda: "focus")
         focus_done = asyncio.Event()
         inside = []
@@ -170,4 +164,3 @@ def test_while_the_node_on_screen_sets_up_the_others_hold_back():
         rest.set()
         await asyncio.gather(*others)
 
-    run_virtual(asyncio.wait_for(go(), 5))
