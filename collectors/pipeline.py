@@ -128,6 +128,7 @@ class Pipeline:
         self.want_names = True
         self.want_static = False  # a file said unchanged could not be resolved: read everything whole
         self.unnamed_at_names: set = set()
+        self.unallocated_at_static: set = set()
         self.ticks = 0
         self.topology_changed = False
         self.prev: NodeSnapshot | None = None
@@ -142,6 +143,7 @@ class Pipeline:
         self.assembler = Assembler(self.target)
         self.want_names = True
         self.want_static = False
+        self.unallocated_at_static = set()
         self.prev = self.prev_t = self.prev_rates = self.probe_cpu = None
         self.live_prev = None
 
@@ -164,6 +166,13 @@ class Pipeline:
         if "n" in letters:
             self.unnamed_at_names = unnamed
         self.want_names = bool(unnamed - self.unnamed_at_names)
+        # a Guaranteed pod that kubelet's allocation checkpoint (read on static frames) did not know when it was
+        # read last: read it again next tick (does the pod have pod-level resources? GUARANTEED_NOT_PINNED asks)
+        if snap.pod_level is not None:
+            unknown = {p.uid for p in snap.pods if p.qos == "Guaranteed" and p.uid not in snap.pod_level}
+            if "s" in letters:
+                self.unallocated_at_static = unknown
+            self.want_static = self.want_static or bool(unknown - self.unallocated_at_static)
         online = "/sys/devices/system/cpu/online"
         self.topology_changed = "s" not in letters and view.static.files.get(online) != frame.files.get(online)
         return snap
