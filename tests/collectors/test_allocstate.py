@@ -109,11 +109,10 @@ def test_without_the_checkpoint_nothing_changes(tmp_path):
     assert _not_pinned(r) == [("big", "java"), ("pl", "app"), ("pl", "side")]
 
 
-def test_live_a_pod_started_after_the_static_read_is_read_again(tmp_path):
+async def test_live_a_pod_started_after_the_static_read_is_read_again(tmp_path):
     """The live view reads the allocation checkpoint on static frames: a Guaranteed pod that starts later is
     unknown to it for one tick, and the next tick reads it anew (one static frame), so the pod-level pod is not
     called GUARANTEED_NOT_PINNED for minutes (the static frame's own cadence, 300 ticks)."""
-    import asyncio
 
     from pinscope.collectors.collect import NodeCollector, Options
     from pinscope.collectors.sim.node import SimNode
@@ -123,22 +122,20 @@ def test_live_a_pod_started_after_the_static_read_is_read_again(tmp_path):
     before = _node(checkpoint(only_big))
     before.pods = [p for p in before.pods if p.uid == CONTAINER_LEVEL]
 
-    async def go():
-        SimNode(before, tmp_path).write()
-        col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
-        await col.connect()
-        try:
-            first = await col.tick()
-            SimNode(_node(checkpoint(ENTRIES)), tmp_path).write()  # the pod-level pod starts
-            second = await col.tick()
-            wants = col.pipeline.want_static
-            third = await col.tick()
-            fourth = await col.tick()
-            return first, second, wants, third, fourth, col.pipeline.want_static
-        finally:
-            await col.close()
+    SimNode(before, tmp_path).write()
+    col = NodeCollector("local", Options(root=str(tmp_path)), LocalTransport(str(tmp_path)))
+    await col.connect()
+    try:
+        first = await col.tick()
+        SimNode(_node(checkpoint(ENTRIES)), tmp_path).write()  # the pod-level pod starts
+        second = await col.tick()
+        wants = col.pipeline.want_static
+        third = await col.tick()
+        fourth = await col.tick()
+        wants_after = col.pipeline.want_static
+    finally:
+        await col.close()
 
-    first, second, wants, third, fourth, wants_after = asyncio.run(go())
     assert _not_pinned(first) == [("big", "java")]
     assert POD_LEVEL not in second.snapshot.pod_level and wants  # unknown at the last static read: asked again
     assert third.snapshot.pod_level[POD_LEVEL].pod_level and _not_pinned(third) == [("big", "java")]
