@@ -8,6 +8,9 @@ KUBE_VERSION=v1.37.2                 # kube-apiserver, kube-controller-manager, 
 KUBELET_VERSIONS="v1.37.2 v1.35.4"   # the newest served, and the newest 1.35 (before checkpoint v3/v4)
 CONTAINERD_VERSION=v2.4.2
 CRICTL_VERSION=v1.37.0              # sigs.k8s.io/cri-tools: down stops pods through CRI even without kubelet
+# the devices of our device plugin (tests/cluster/src/device-plugin), which up runs beside the kubelet
+DEVICE_RESOURCE=example.com/widget
+DEVICE_COUNT=2
 # github.com/prometheus-operator/prometheus-operator: its CRDs (PodMonitor, PrometheusRule) for deploy/operator/.
 # The proxy serves this one release of the repository's root module (newer tags only of its submodules)
 PROM_OPERATOR_VERSION=v0.85.0

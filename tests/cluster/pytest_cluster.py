@@ -50,7 +50,8 @@ def _lib(name: str) -> str:
 KUBELET_VERSIONS = _lib("KUBELET_VERSIONS").split()
 NODE_NAME = _lib("NODE_NAME")
 BRIDGE = _lib("BRIDGE")
-HOST_PATHS = ("/var/lib/kubelet", "/var/log/pods", "/var/log/containers")  # as tests/cluster/up lists them
+# as tests/cluster/up lists them (kubelet's device plugin directory is that path whatever its root-dir)
+HOST_PATHS = ("/var/lib/kubelet", "/var/lib/kubelet/device-plugins", "/var/log/pods", "/var/log/containers")
 
 
 def run_dir() -> Path:
@@ -108,6 +109,7 @@ class Cluster:
     kubectl_bin: str  # kubectl of the cluster's release
     cri_endpoint: str
     run: Path
+    device_resource: str  # the extended resource of up's device plugin (tests/cluster/src/device-plugin)
 
     @classmethod
     def from_up(cls, text: str) -> Cluster:
@@ -115,7 +117,8 @@ class Cluster:
         return cls(version=env["KUBELET_VERSION"], kubeconfig=env["KUBECONFIG"], node_name=env["NODE_NAME"],
                    kubelet_root=Path(env["KUBELET_ROOT"]), busybox_image=env["BUSYBOX_IMAGE"],
                    pinscope_image=env["PINSCOPE_IMAGE"], kubectl_bin=env["KUBECTL"],
-                   cri_endpoint=env["CRI_ENDPOINT"], run=Path(env["CLUSTER_RUN"]))
+                   cri_endpoint=env["CRI_ENDPOINT"], run=Path(env["CLUSTER_RUN"]),
+                   device_resource=env["DEVICE_RESOURCE"])
 
     def kubectl(self, *args: str, input: str | None = None, timeout: float = 60,
                 check: bool = True) -> subprocess.CompletedProcess:
