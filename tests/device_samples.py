@@ -38,7 +38,7 @@ def gpu_node_spec(**kw):
     """A 2-socket GPU node (intel numbering: NUMA 0 = CPUs 0-3,8-11, NUMA 1 = 4-7,12-15): an inference pod pinned
     on NUMA 0 whose GPU sits on NUMA 1 (the plugin keyed it -1: only NVIDIA's procfs + sysfs place it), an aligned
     one, an SR-IOV DPDK pod with a VF on its own node and one the platform cannot place (numa_node -1), and an
-    allocation of a pod no source knows (a pod deleted while kubelet was down)."""
+    allocation of a pod no source knows (a pod deleted since kubelet last wrote its checkpoint)."""
     from pinscope.collectors.sim.node import CtrSpec, NodeSpec, PodSpec
 
     base = dict(

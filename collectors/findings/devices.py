@@ -42,9 +42,13 @@ def device_cross_numa(ctx):
                        f"topologyManagerPolicy = {ctx.k.topology_manager_policy}"], c.assigned, p, c.name)
 
 
-@check({"DEVICE_CHECKPOINT_ORPHAN": ("info", "kubelet's device checkpoint holds devices for a pod no other source on the node knows",
-                                     "Usually a pod deleted while kubelet was down: kubelet frees its devices at its next restart "
-                                     "or admission. If the devices stay held, check the pod with kubectl and restart kubelet.")},
+# kubelet writes its device checkpoint only when it hands out devices or a plugin's devices change
+# (devicemanager/manager.go writeCheckpoint); a deleted pod leaves its memory at the next UpdateAllocatedDevices (an
+# admission's topology hints, a PodResources List, any allocation first), not the file: seen on 1.35.4 and 1.37.2
+@check({"DEVICE_CHECKPOINT_ORPHAN": ("info", "kubelet's device checkpoint still names devices of a pod no other source on the node knows",
+                                     "Usually a pod deleted since kubelet last wrote this file: kubelet rewrites it only when it hands out "
+                                     "devices or a device plugin's devices change, and frees a gone pod's devices before it hands any "
+                                     "out. Nothing to do; kubelet's PodResources API (List) says what it holds now.")},
        reads=("pods",))
 def device_orphan(ctx):
     snap = ctx.snap
@@ -56,8 +60,8 @@ def device_orphan(ctx):
         by_pod.setdefault(a.pod_uid, []).append(a)
     for uid, allocs in sorted(by_pod.items()):
         held = ", ".join(f"{a.container}: {a.resource} {a.device}" for a in allocs)
-        yield finding("DEVICE_CHECKPOINT_ORPHAN", f"pod {uid}: kubelet's device checkpoint holds {held}; no cgroup, log "
-                      "or kubelet pod directory knows this pod",
+        yield finding("DEVICE_CHECKPOINT_ORPHAN", f"pod {uid}: kubelet's device checkpoint still names {held}; no cgroup, "
+                      "log or kubelet pod directory knows this pod",
                       [f"{cp_file}: PodDeviceEntries[PodUID={uid}]",
                        f"pods on the node: {len(snap.pods)} (from {', '.join(sorted({s for p in snap.pods for s in p.sources}))})"])
 

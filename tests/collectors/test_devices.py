@@ -210,6 +210,20 @@ def test_gpu_on_the_far_numa_node_is_found_with_evidence_and_the_fix(tmp_path):
     assert len(orphan) == 1 and ORPHAN_UID in orphan[0].message and str(orphan[0].severity) == "info"
 
 
+def test_an_orphan_is_said_as_kubelet_keeps_it_never_as_devices_held(tmp_path):
+    """The real kubelets (1.35.4, 1.37.2: cluster/test_real_devices.py) keep a deleted pod's entry in their device
+    checkpoint until they next write it (devices handed out, a plugin's devices changed), the devices already free
+    for the next pod: the usual orphan. Said so; not as devices held, nor as a kubelet that was down."""
+    from device_samples import ORPHAN_UID, gpu_node_spec
+    from helpers import read_sim
+
+    rep = read_sim(gpu_node_spec(), tmp_path, samples=1)
+    (f,) = [f for f in rep.findings if f.code == "DEVICE_CHECKPOINT_ORPHAN"]
+    assert ORPHAN_UID in f.message and "still names" in f.message and " holds " not in f.message
+    assert "kubelet was down" not in f.hint and "restart kubelet" not in f.hint
+    assert "rewrites it only when it hands out devices" in f.hint
+
+
 def test_aligned_node_and_unplaceable_devices_say_nothing(tmp_path):
     """Never cry wolf: the far GPU unplaceable (no NVIDIA procfs, the plugin said -1) is unknown, not far."""
     from device_samples import gpu_node_spec
