@@ -3,6 +3,11 @@
 KIND_TEGRA: a kind node on an NVIDIA Jetson (kindest/node v1.37.0), `docker exec ... cat
 /var/lib/kubelet/device-plugins/kubelet_internal_checkpoint` in a public write-up "Appendix A. A local GPU
 cluster with kind": one GPU, no NUMA affinity ("-1"), checksum 3660592824.
+REAL_V1_37_2, REAL_V1_35_4: written by the real kubelets of tests/cluster (k8s.io/kubernetes v1.37.2 and v1.35.4, built
+from their modules), `cat /var/lib/kubelet/device-plugins/kubelet_internal_checkpoint` while a Guaranteed pod held one
+example.com/widget of our device plugin (tests/cluster/src/device-plugin: 2 devices on NUMA node 0); both releases write
+the same shape (checkpoint.go unchanged between them: Data {PodDeviceEntries, RegisteredDevices}, Checksum).
+REAL_V1_35_4_NO_POD: the same node before the pod: kubelet writes PodDeviceEntries null (a nil slice), not [].
 NODE2_*: a public Topology Manager test write-up (a 28-CPU, 2-NUMA node "node2" with three NVIDIA GPUs, device
 plugin nvidia.com/gpu; GPU UUIDs keyed by NUMA node): NODE2_SPLIT is its last case, where a 16-CPU pod
 (9388acc6, CPUs 1-13,17-19 on both NUMA nodes) got GPU-77a7 on NUMA 0 while the other pod's GPU sits on NUMA 1.
@@ -28,6 +33,19 @@ NODE2_SPLIT = (
     'GiAKDC9kZXYvbnZpZGlhMBIML2Rldi9udmlkaWEwGgJydw=="}],'
     '"RegisteredDevices":{"nvidia.com/gpu":["GPU-77a702db-e37f-3a74-d46d-c5713f66058c",'
     '"GPU-9b341c59-f96b-ba85-c137-78c3652fea65","GPU-c1e9f249-b37b-81c2-a8d9-ba5ca0294841"]}},"Checksum":4148283274}')
+
+REAL_V1_37_2 = ('{"Data":{"PodDeviceEntries":[{"PodUID":"da7d0c2f-f625-4009-90c0-0e2df8208c7f","ContainerName":"work",'
+                '"ResourceName":"example.com/widget","DeviceIDs":{"0":["widget-1"]},'
+                '"AllocResp":"ChoKDldJREdFVF9ERVZJQ0VTEgh3aWRnZXQtMQ=="}],'
+                '"RegisteredDevices":{"example.com/widget":["widget-0","widget-1"]}},"Checksum":2733776436}')
+
+REAL_V1_35_4 = ('{"Data":{"PodDeviceEntries":[{"PodUID":"2d84432c-62f5-473c-b4a1-c3c4ca017d30","ContainerName":"work",'
+                '"ResourceName":"example.com/widget","DeviceIDs":{"0":["widget-0"]},'
+                '"AllocResp":"ChoKDldJREdFVF9ERVZJQ0VTEgh3aWRnZXQtMA=="}],'
+                '"RegisteredDevices":{"example.com/widget":["widget-0","widget-1"]}},"Checksum":4103123034}')
+
+REAL_V1_35_4_NO_POD = ('{"Data":{"PodDeviceEntries":null,"RegisteredDevices":{"example.com/widget":["widget-0","widget-1"]}},'
+                       '"Checksum":2246471288}')
 
 GPU_FAR = "GPU-9b341c59-f96b-ba85-c137-78c3652fea65"
 GPU_NEAR = "GPU-77a702db-e37f-3a74-d46d-c5713f66058c"

@@ -14,7 +14,7 @@ from pinscope.collectors.errors import Problem
 from pinscope.collectors.parse.devices import (device_checkpoint_checksum, parse_device_checkpoint, parse_numa_node,
                                       parse_nvidia_information)
 
-from device_samples import KIND_TEGRA, NODE2_SPLIT
+from device_samples import KIND_TEGRA, NODE2_SPLIT, REAL_V1_35_4, REAL_V1_35_4_NO_POD, REAL_V1_37_2
 
 SRC = "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
 
@@ -39,6 +39,21 @@ def test_nvidia_uuids_keyed_by_numa_node_checksum_matches():
     got = {(a.pod_uid[:8], a.device[:8], a.numa_node) for a in cp.allocations}
     assert got == {("f21fe02b", "GPU-c1e9", 1), ("9388acc6", "GPU-77a7", 0)}
     assert len(cp.registered[0][1]) == 3
+
+
+@pytest.mark.parametrize("text, uid, device", [
+    (REAL_V1_37_2, "da7d0c2f-f625-4009-90c0-0e2df8208c7f", "widget-1"),
+    (REAL_V1_35_4, "2d84432c-62f5-473c-b4a1-c3c4ca017d30", "widget-0"),
+    (REAL_V1_35_4_NO_POD, None, None),
+], ids=["kubelet-1.37.2", "kubelet-1.35.4", "kubelet-1.35.4-no-pod"])
+def test_real_kubelets_checkpoints_read_and_verified(text, uid, device):
+    """What the real kubelets of tests/cluster wrote (both releases: the same shape), checksums as they computed
+    them; a node whose plugin's devices no pod holds writes PodDeviceEntries null."""
+    cp, probs = _parse(text)
+    assert probs == [] and cp.checksum_ok is True
+    assert cp.registered == (("example.com/widget", ("widget-0", "widget-1")),)
+    want = [] if uid is None else [(uid, "work", "example.com/widget", device, 0)]
+    assert [(a.pod_uid, a.container, a.resource, a.device, a.numa_node) for a in cp.allocations] == want
 
 
 def _sriov(checksum=None):
