@@ -4,8 +4,8 @@ runs it, and the expected facts read from kubelet and the kernel, never from pin
 The sources of truth, each read here by its own small code (no pinscope import):
 - the API (`kubectl get pod -o json`): pod uid, namespace, QoS class, each container's id and state;
 - kubelet's own files: `cpu_manager_state` under its root-dir (the v4 `data` payload where the release wrote
-  one: kubelet reads only that), the KubeletConfiguration the cluster runs it with (`reservedSystemCPUs`,
-  `cpuManagerReconcilePeriod`);
+  one: kubelet reads only that), its device checkpoint (DEVICE_CHECKPOINT), the KubeletConfiguration the
+  cluster runs it with (`reservedSystemCPUs`, `cpuManagerReconcilePeriod`);
 - the kernel: `/sys/devices/system/cpu/online`, each container's cgroup v1 `cpuset.cpus` (cgroupfs driver),
   `/proc/PID/status`.
 """
@@ -26,6 +26,8 @@ from cluster.pytest_cluster import Cluster
 
 REPO = Path(__file__).resolve().parents[2]
 CPUSET_ROOT = Path("/sys/fs/cgroup/cpuset")
+# kubelet's device manager checkpoint: a constant of the device plugin API, whatever the root-dir
+DEVICE_CHECKPOINT = Path("/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint")
 DEADLINE = 120  # s: every poll's guard on this loaded two-core machine
 
 
@@ -253,6 +255,13 @@ def verify_finding(c: Cluster, f: dict) -> None:
         for line in f["evidence"]:
             m = re.search(r"\(pid (\d+), .*not read \(the process may have exited\)", line)
             assert m and gone(int(m.group(1))), (line, f)
+    elif code == "DEVICE_CHECKPOINT_ORPHAN":  # info: kubelet's device checkpoint still names a pod the node no longer
+        # has (kubelet writes the file only when it hands out devices or a plugin's devices change)
+        uid = f["message"].split(":", 1)[0].removeprefix("pod ")
+        entries = json.loads(DEVICE_CHECKPOINT.read_text())["Data"]["PodDeviceEntries"] or []
+        assert f["severity"] == "info" and any(e["PodUID"] == uid for e in entries), (f, entries)
+        assert uid not in {p["metadata"]["uid"] for p in c.get("pods", "--all-namespaces")["items"]}, f
+        assert not list(CPUSET_ROOT.glob(f"kubepods*/**/pod{uid}")), f
     elif code == "READ_PARTIAL":  # info: what it names is root's only (kubelet's checkpoint: 0600)
         assert f["severity"] == "info" and "cpu_manager_state" in f["message"], f
         assert os.stat(c.kubelet_root / "cpu_manager_state").st_mode & 0o077 == 0
