@@ -59,20 +59,20 @@
 # scaling_cur_freq is never read (20 ms a read on some CPUs).
 
 # shellcheck disable=SC3013  # test -ef (same device and inode): not POSIX, but in dash, busybox ash and bash
-R=""
+ROOT_DIR=""
 PROTO=4  # the wire format (frames.PROTOCOL on the client): a client that says another one is refused
 CLIENT_PROTOCOL=""  # the protocol the client speaks (--protocol N), when it says
 while [ $# -gt 0 ]; do
   case $1 in
-    --root) R=${2-}; shift; [ $# -gt 0 ] && shift ;;
-    --root=*) R=${1#--root=}; shift ;;
+    --root) ROOT_DIR=${2-}; shift; [ $# -gt 0 ] && shift ;;
+    --root=*) ROOT_DIR=${1#--root=}; shift ;;
     --protocol) CLIENT_PROTOCOL=${2-}; shift; [ $# -gt 0 ] && shift ;;
     *) shift ;;
   esac
 done
 case $CLIENT_PROTOCOL in *[!0-9]*) CLIENT_PROTOCOL="?" ;; esac
-R=${R%/}
-[ -d "$R/proc" ] && [ -d "$R/sys" ] || printf 'W%s\n' "no $R/proc or $R/sys here: is --root right?"
+ROOT_DIR=${ROOT_DIR%/}
+[ -d "$ROOT_DIR/proc" ] && [ -d "$ROOT_DIR/sys" ] || printf 'W%s\n' "no $ROOT_DIR/proc or $ROOT_DIR/sys here: is --root right?"
 LC_ALL=C
 export LC_ALL
 NL='
@@ -80,23 +80,23 @@ NL='
 
 # The helpers below are text (HELPERS) so that the check of a tree that is not the kernel's (precheck) runs
 # the very same code in the one sh that find starts.
-# esc NAME: E = NAME with "\" -> "\\" and newline -> "\n" (no fork; the loop runs only for such names)
+# esc NAME: ESCAPED = NAME with "\" -> "\\" and newline -> "\n" (no fork; the loop runs only for such names)
 # pl TAG NAME...: one TAG line per name (one printf for the whole list when no name needs escaping)
 # nonreg PATH: not a regular file: say what it is, never open it (a FIFO blocks, a device may never end)
 # shellcheck disable=SC2016  # text for another shell (find's sh -c) or for awk: expanded there
 HELPERS='NL="
 "
 esc() {
-  E=""
+  ESCAPED=""
   _s=$1
   while :; do
     case $_s in
       *"$NL"*|*\\*) ;;
-      *) E=$E$_s; return 0 ;;
+      *) ESCAPED=$ESCAPED$_s; return 0 ;;
     esac
     _a=${_s%%"$NL"*}
     _b=${_s%%\\*}
-    if [ ${#_a} -lt ${#_b} ]; then E="$E$_a\\n"; _s=${_s#"$_a"}; else E="$E$_b\\\\"; _s=${_s#"$_b"}; fi
+    if [ ${#_a} -lt ${#_b} ]; then ESCAPED="$ESCAPED$_a\\n"; _s=${_s#"$_a"}; else ESCAPED="$ESCAPED$_b\\\\"; _s=${_s#"$_b"}; fi
     _s=${_s#?}
   done
 }
@@ -104,7 +104,7 @@ pl() {
   _t=$1
   shift
   case "$*" in
-    *"$NL"*|*\\*) for _x in "$@"; do esc "$_x"; printf "%s%s\\n" "$_t" "$E"; done ;;
+    *"$NL"*|*\\*) for _x in "$@"; do esc "$_x"; printf "%s%s\\n" "$_t" "$ESCAPED"; done ;;
     *) printf "$_t%s\\n" "$@" ;;
   esac
 }
@@ -123,7 +123,7 @@ CHECK=$HELPERS'for f; do
   [ -e "$f" ] || continue
   if [ -f "$f" ]; then
     case $f in */interrupts) b=8388608 ;; *) b=1048576 ;; esac
-    esc "$f"; printf "T%s %s\\n" "$b" "$E"
+    esc "$f"; printf "T%s %s\\n" "$b" "$ESCAPED"
   else nonreg "$f"; fi
 done'
 # REFUSED: what precheck said this frame (N and T lines, escaped paths); bad PATH: is PATH among them?
@@ -131,16 +131,16 @@ REFUSED=""
 bad() {
   [ -n "$REFUSED" ] || return 1
   esc "$1"
-  case "$NL$REFUSED$NL" in *" $E$NL"*) return 0 ;; esac
+  case "$NL$REFUSED$NL" in *" $ESCAPED$NL"*) return 0 ;; esac
   return 1
 }
 # KERNEL_SYS=1, KERNEL_PROC=1: the tree's sys, proc are the kernel's own (no --root, or a --root that holds them: test -ef
 # compares device and inode, so a fixture cannot pass for them); KERNEL_TREE=1: both. What is not is checked before
 # each frame (precheck).
 KERNEL_SYS=1 KERNEL_PROC=1
-if [ -n "$R" ]; then
-  [ "$R/sys" -ef /sys ] || KERNEL_SYS=0
-  [ "$R/proc" -ef /proc ] || KERNEL_PROC=0
+if [ -n "$ROOT_DIR" ]; then
+  [ "$ROOT_DIR/sys" -ef /sys ] || KERNEL_SYS=0
+  [ "$ROOT_DIR/proc" -ef /proc ] || KERNEL_PROC=0
 fi
 KERNEL_TREE=1
 [ "$KERNEL_SYS$KERNEL_PROC" = 11 ] || KERNEL_TREE=0
@@ -156,20 +156,20 @@ precheck() {
     # "*" skips names that start with ".", and a cgroup's may (the kernel refuses only "\n"; kubelet takes
     # any cgroupRoot, "/.pods" too): ".[!.]*" and "..?*" are the rest but "." and ".." (one that matches
     # nothing stays the pattern: find says it is missing, to /dev/null)
-    set -- "$R"/sys/fs/cgroup/* "$R"/sys/fs/cgroup/.[!.]* "$R"/sys/fs/cgroup/..?* \
-      "$R"/sys/devices/system/cpu/online "$R"/sys/devices/system/node/node[0-9]*
-    case $req in *s*) set -- "$@" "$R"/sys/devices/system/cpu "$R"/sys/devices/system/node \
-      "$R"/sys/devices/virtual/workqueue/cpumask "$R"/sys/kernel/mm/transparent_hugepage/enabled ;; esac
+    set -- "$ROOT_DIR"/sys/fs/cgroup/* "$ROOT_DIR"/sys/fs/cgroup/.[!.]* "$ROOT_DIR"/sys/fs/cgroup/..?* \
+      "$ROOT_DIR"/sys/devices/system/cpu/online "$ROOT_DIR"/sys/devices/system/node/node[0-9]*
+    case $req in *s*) set -- "$@" "$ROOT_DIR"/sys/devices/system/cpu "$ROOT_DIR"/sys/devices/system/node \
+      "$ROOT_DIR"/sys/devices/virtual/workqueue/cpumask "$ROOT_DIR"/sys/kernel/mm/transparent_hugepage/enabled ;; esac
   fi
   if [ "$KERNEL_PROC" = 0 ]; then
-    set -- "$@" "$R"/proc/stat "$R"/proc/uptime "$R"/proc/softirqs "$R"/proc/interrupts "$R"/proc/irq
-    case $req in *s*) set -- "$@" "$R"/proc/cmdline "$R"/proc/sys/kernel/hostname "$R"/proc/sys/kernel/sched_rt_* \
-      "$R"/proc/sys/kernel/timer_migration "$R"/proc/[0-9]*/comm \
-      "$R"/proc/[0-9]*/status "$R"/proc/[0-9]*/cmdline ;; esac
-    case $req in *a*) set -- "$@" "$R"/proc/[0-9]*/cgroup ;; esac
+    set -- "$@" "$ROOT_DIR"/proc/stat "$ROOT_DIR"/proc/uptime "$ROOT_DIR"/proc/softirqs "$ROOT_DIR"/proc/interrupts "$ROOT_DIR"/proc/irq
+    case $req in *s*) set -- "$@" "$ROOT_DIR"/proc/cmdline "$ROOT_DIR"/proc/sys/kernel/hostname "$ROOT_DIR"/proc/sys/kernel/sched_rt_* \
+      "$ROOT_DIR"/proc/sys/kernel/timer_migration "$ROOT_DIR"/proc/[0-9]*/comm \
+      "$ROOT_DIR"/proc/[0-9]*/status "$ROOT_DIR"/proc/[0-9]*/cmdline ;; esac
+    case $req in *a*) set -- "$@" "$ROOT_DIR"/proc/[0-9]*/cgroup ;; esac
     _p=$FOCUS$FOCUS_CPU
     case $req in *[tTaw]*) _p=1 ;; esac
-    [ -z "$_p" ] || set -- "$@" "$R"/proc/[0-9]*/task/[0-9]*/s*
+    [ -z "$_p" ] || set -- "$@" "$ROOT_DIR"/proc/[0-9]*/task/[0-9]*/s*
   fi
   REFUSED=$(find -H "$@" \( -type f \( -name interrupts -size +8388608c -o ! -name interrupts -size +1048576c \) \
         -o -type d \( -name 'cpu*.*' -o -name 'cpuset.*' -o -name 'memory.*' -o -name 'cgroup.*' -o -name stat \
@@ -210,7 +210,7 @@ KUBELET_FILE_MAX=1048576
 rk() {
   for _f in "$@"; do
     if [ -f "$_f" ]; then
-      if [ -n "$OD" ] && [ -r "$_f" ]; then
+      if [ -n "$OD_PROG" ] && [ -r "$_f" ]; then
         pl M "$_f"
         od -An -v -tx1 -N $((KUBELET_FILE_MAX + 1)) -- "$_f" 2>/dev/null
       else
@@ -219,7 +219,7 @@ rk() {
     elif [ -e "$_f" ]; then nonreg "$_f"; else unseen "$_f"; fi
   done
 }
-OD=""  # od, when the node has one (set below)
+OD_PROG=""  # od, when the node has one (set below)
 # kubelet's state file, every grid tick: through od only when it changed. Kubelet writes it whole and
 # renames it into place (a new inode), so the shell keeps the file it last read open on fd 8 and compares
 # inodes (test -ef, a builtin: no fork); the same inode is said unchanged ("u" -> U), as are the same bytes
@@ -231,7 +231,7 @@ STATE_HEX=""  # od's lines of the last read
 STATE_FILE=""  # the file they are of ("": read it anew)
 STATE_SENT=""  # the file whose lines STATE_HEX the client holds (sent whole in this probe): unchanged, it is said "u"
 rks() {
-  if [ -n "$OD" ] && [ -f "$1" ] && [ -r "$1" ]; then
+  if [ -n "$OD_PROG" ] && [ -f "$1" ] && [ -r "$1" ]; then
     _o=$STATE_HEX
     if [ "$STATE_FILE" != "$1" ] || ! [ "$1" -ef /proc/self/fd/8 ]; then
       if ! { command exec 8<"$1"; } 2>/dev/null; then STATE_FILE="" STATE_SENT=""; rk "$1"; return; fi
@@ -258,7 +258,7 @@ DEVICES_HEX=""  # od's lines of the last read of the device checkpoint
 DEVICES_FILE=""  # the file they are of
 DEVICES_SENT=""  # the file the client holds DEVICES_HEX of
 rkd() {
-  if [ -n "$OD" ] && [ -f "$1" ] && [ -r "$1" ]; then
+  if [ -n "$OD_PROG" ] && [ -f "$1" ] && [ -r "$1" ]; then
     _o=$DEVICES_HEX
     if [ "$DEVICES_FILE" != "$1" ] || ! [ "$1" -ef /proc/self/fd/7 ]; then
       if ! { command exec 7<"$1"; } 2>/dev/null; then DEVICES_FILE="" DEVICES_SENT=""; rk "$1"; return; fi
@@ -280,7 +280,7 @@ DRA_HEX=""
 DRA_FILE=""
 DRA_SENT=""
 rkr() {
-  if [ -n "$OD" ] && [ -f "$1" ] && [ -r "$1" ]; then
+  if [ -n "$OD_PROG" ] && [ -f "$1" ] && [ -r "$1" ]; then
     _o=$DRA_HEX
     if [ "$DRA_FILE" != "$1" ] || ! [ "$1" -ef /proc/self/fd/6 ]; then
       if ! { command exec 6<"$1"; } 2>/dev/null; then DRA_FILE="" DRA_SENT=""; rk "$1"; return; fi
@@ -297,8 +297,8 @@ rkr() {
   fi
 }
 devices_static() {
-  for d in "$R"/sys/bus/pci/devices/*:*:*.*; do [ -d "$d" ] && rx "$d/numa_node"; done
-  for g in "$R"/proc/driver/nvidia/gpus/*; do [ -d "$g" ] && rx "$g/information"; done
+  for d in "$ROOT_DIR"/sys/bus/pci/devices/*:*:*.*; do [ -d "$d" ] && rx "$d/numa_node"; done
+  for g in "$ROOT_DIR"/proc/driver/nvidia/gpus/*; do [ -d "$g" ] && rx "$g/information"; done
 }
 
 # Latency readiness (issue 37; each file: collectors/nodefiles.py), on static ticks only: the kernel's
@@ -307,10 +307,10 @@ devices_static() {
 # admin's act (a reboot, a sysctl, a restarted container: the next static tick shows it). scaling_cur_freq
 # and cpuinfo_cur_freq are not read (see the top: 20 ms a read on some CPUs).
 readiness_static() {
-  c=$R/sys/devices/system/cpu
-  rx "$R/proc/irq/default_smp_affinity" "$R/proc/sys/kernel/sched_rt_runtime_us" \
-     "$R/proc/sys/kernel/sched_rt_period_us" "$R/proc/sys/kernel/timer_migration" \
-     "$R/sys/devices/virtual/workqueue/cpumask" "$R/sys/kernel/mm/transparent_hugepage/enabled" \
+  c=$ROOT_DIR/sys/devices/system/cpu
+  rx "$ROOT_DIR/proc/irq/default_smp_affinity" "$ROOT_DIR/proc/sys/kernel/sched_rt_runtime_us" \
+     "$ROOT_DIR/proc/sys/kernel/sched_rt_period_us" "$ROOT_DIR/proc/sys/kernel/timer_migration" \
+     "$ROOT_DIR/sys/devices/virtual/workqueue/cpumask" "$ROOT_DIR/sys/kernel/mm/transparent_hugepage/enabled" \
      "$c/intel_pstate/status" "$c/intel_pstate/no_turbo"
   for d in "$c"/cpu[0-9]*; do
     [ -d "$d/cpufreq" ] && rx "$d/cpufreq/scaling_driver" "$d/cpufreq/scaling_governor" \
@@ -319,14 +319,14 @@ readiness_static() {
     for i in "$d"/cpuidle/state[0-9]*; do [ -d "$i" ] && rx "$i/name" "$i/latency" "$i/disable"; done
     [ -e "$d/power/pm_qos_resume_latency_us" ] && rx "$d/power/pm_qos_resume_latency_us"
   done
-  for h in "$R"/sys/devices/system/node/node[0-9]*/hugepages/hugepages-*kB; do
+  for h in "$ROOT_DIR"/sys/devices/system/node/node[0-9]*/hugepages/hugepages-*kB; do
     [ -d "$h" ] && rx "$h/nr_hugepages" "$h/free_hugepages"
   done
   # admins' files, not the kernel's: ONE find says which is not a regular file or is over the budget
   # (precheck's test, run on any tree: a line without end would be read whole); without find, none is read
   set --
-  for f in "$R/etc/default/irqbalance" "$R/etc/sysconfig/irqbalance" "$R/etc/tuned/active_profile" \
-           "$R/etc/tuned/cpu-partitioning-variables.conf"; do
+  for f in "$ROOT_DIR/etc/default/irqbalance" "$ROOT_DIR/etc/sysconfig/irqbalance" "$ROOT_DIR/etc/tuned/active_profile" \
+           "$ROOT_DIR/etc/tuned/cpu-partitioning-variables.conf"; do
     { [ -e "$f" ] || [ -h "$f" ]; } && set -- "$@" "$f"
   done
   if [ $# -gt 0 ]; then
@@ -347,9 +347,9 @@ readiness_static() {
   for k in $KUBEPODS; do
     kd "$k"
     # shellcheck disable=SC2086  # $HEX, $HEX64 are globs ([0-9a-f]...): quoted they would be literal
-    set -- "$k"/"$KD"*pod$HEX*/*.scope "$k"/"$KD"*pod$HEX*/crio-$HEX64 "$k"/"$KD"*pod$HEX*/$HEX64
+    set -- "$k"/"$KUBEPODS_DOT"*pod$HEX*/*.scope "$k"/"$KUBEPODS_DOT"*pod$HEX*/crio-$HEX64 "$k"/"$KUBEPODS_DOT"*pod$HEX*/$HEX64
     # shellcheck disable=SC2086  # the same glob
-    [ "$CGROUP_V" = 2 ] && set -- "$@" "$k"/"$KD"*pod$HEX*/*.scope/container
+    [ "$CGROUP_V" = 2 ] && set -- "$@" "$k"/"$KUBEPODS_DOT"*pod$HEX*/*.scope/container
     for l; do
       [ -d "$l" ] || continue
       if [ "$CGROUP_V" = 2 ]; then
@@ -357,7 +357,7 @@ readiness_static() {
         for f in "$l"/hugetlb.*.numa_stat; do [ -f "$f" ] && rx "$f"; done
       else
         rx "$l/cpuset.sched_load_balance"
-        v=$R/sys/fs/cgroup/hugetlb/${l#"$CGROUP_BASE"/}
+        v=$ROOT_DIR/sys/fs/cgroup/hugetlb/${l#"$CGROUP_BASE"/}
         for f in "$v"/hugetlb.*.usage_in_bytes "$v"/hugetlb.*.numa_stat; do [ -f "$f" ] && rx "$f"; done
       fi
     done
@@ -373,13 +373,13 @@ DETAIL_V=1  # CGROUP_V for the detail records (3: cgroup v2 without cpu.pressure
 CGROUP_BASE=""
 KUBEPODS=""
 CGROUP_ROOT=""
-# kd KUBEPODS_ROOT: KD="." when the root's name starts with "." (cgroupRoot "/.pods" under the systemd driver:
+# kd KUBEPODS_ROOT: KUBEPODS_DOT="." when the root's name starts with "." (cgroupRoot "/.pods" under the systemd driver:
 # ".pods.slice/.pods-kubepods.slice"; systemd's unit_name_is_valid allows it, kubelet takes any cgroupRoot),
 # else "". systemd names every slice below with the parent's name first (".pods-kubepods-burstable.slice",
 # ".pods-kubepods-pod<uid>.slice"), and a glob's leading "*" skips a leading ".": the QoS and pod globs
-# start with "$KD". (cgroupfs names them burstable, besteffort, pod<uid>: never with a ".".)
-KD=""
-kd() { case ${1##*/} in .*) KD=. ;; *) KD="" ;; esac; }
+# start with "$KUBEPODS_DOT". (cgroupfs names them burstable, besteffort, pod<uid>: never with a ".".)
+KUBEPODS_DOT=""
+kd() { case ${1##*/} in .*) KUBEPODS_DOT=. ;; *) KUBEPODS_DOT="" ;; esac; }
 
 find_kubelet() {
   # the kubelet process: comm is "kubelet"; read with the read builtin (no fork). Anyone may name a process
@@ -387,7 +387,7 @@ find_kubelet() {
   # another user than root is named and passed over; believed only when it is the only one (rootless kubelet)
   KPID=""
   kalt=""
-  for d in "$R"/proc/[0-9]*; do
+  for d in "$ROOT_DIR"/proc/[0-9]*; do
     { [ -f "$d/comm" ] && [ -r "$d/comm" ] && ! bad "$d/comm"; } || continue
     c=""
     read -r c < "$d/comm" 2>/dev/null
@@ -413,8 +413,8 @@ find_kubelet() {
     printf 'Ikubelet-pid %s\n' "$KPID"
     # argv is NUL-separated: one tr per static read (not per tick); a regular file within the budget
     args=""
-    [ -f "$R/proc/$KPID/cmdline" ] && ! bad "$R/proc/$KPID/cmdline" &&
-      args=$(tr '\000' '\n' < "$R/proc/$KPID/cmdline" 2>/dev/null)
+    [ -f "$ROOT_DIR/proc/$KPID/cmdline" ] && ! bad "$ROOT_DIR/proc/$KPID/cmdline" &&
+      args=$(tr '\000' '\n' < "$ROOT_DIR/proc/$KPID/cmdline" 2>/dev/null)
     want=""
     oldifs=$IFS
     IFS='
@@ -443,11 +443,11 @@ find_kubelet() {
     set +f
     IFS=$oldifs
   else
-    printf 'Wno kubelet process found under %s/proc; assuming %s\n' "$R" "$KUBELET_ROOT"
+    printf 'Wno kubelet process found under %s/proc; assuming %s\n' "$ROOT_DIR" "$KUBELET_ROOT"
   fi
   [ -n "$KUBELET_CONFIG" ] || { [ -z "$KPID" ] && KUBELET_CONFIG=$KUBELET_ROOT/config.yaml; }
   printf 'Ikubelet-root %s\n' "$KUBELET_ROOT"
-  # --root-dir comes from the node: not absolute, or climbing with "..", it would lead out of $R (--root):
+  # --root-dir comes from the node: not absolute, or climbing with "..", it would lead out of $ROOT_DIR (--root):
   # refused (the client says so from the line above) and nothing is read under it
   case "$KUBELET_ROOT/" in /*/../*|/../*|[!/]*) KUBELET_ROOT=/nonexistent/pinscope-refused-root-dir ;; esac
   [ -n "$KUBELET_CONFIG" ] && printf 'Ikubelet-config %s\n' "$KUBELET_CONFIG"
@@ -455,10 +455,10 @@ find_kubelet() {
   case "$KUBELET_DROPINS/" in /*/../*|/../*|[!/]*) KUBELET_DROPINS=/nonexistent/pinscope-refused-config-dir ;; esac
   PODLOGS=/var/log/pods
   cgflag=$CGROUP_ROOT
-  if [ -n "$KUBELET_CONFIG" ] && [ -f "$R$KUBELET_CONFIG" ] && [ -r "$R$KUBELET_CONFIG" ]; then
+  if [ -n "$KUBELET_CONFIG" ] && [ -f "$ROOT_DIR$KUBELET_CONFIG" ] && [ -r "$ROOT_DIR$KUBELET_CONFIG" ]; then
     # the keys the shell needs, from the config's first 64 KiB (one dd: a config that is one endless line
     # is not read whole by the shell's read builtin)
-    cfg=$(dd if="$R$KUBELET_CONFIG" bs=65536 count=1 2>/dev/null)
+    cfg=$(dd if="$ROOT_DIR$KUBELET_CONFIG" bs=65536 count=1 2>/dev/null)
     oldifs=$IFS
     IFS=$NL
     set -f
@@ -486,15 +486,15 @@ find_kubelet() {
 
 find_cgroups() {
   KUBEPODS="" DETAIL_V=""
-  if unlisted "$R/sys/fs/cgroup"; then
+  if unlisted "$ROOT_DIR/sys/fs/cgroup"; then
     # not "v1 without a cpuset mount": which cgroups there are is not known (said: X, READ_PARTIAL)
-    CGROUP_V="" CGROUP_BASE=$R/sys/fs/cgroup
+    CGROUP_V="" CGROUP_BASE=$ROOT_DIR/sys/fs/cgroup
     return 0
   fi
-  if [ -e "$R/sys/fs/cgroup/cgroup.controllers" ]; then
-    CGROUP_V=2; CGROUP_BASE=$R/sys/fs/cgroup
+  if [ -e "$ROOT_DIR/sys/fs/cgroup/cgroup.controllers" ]; then
+    CGROUP_V=2; CGROUP_BASE=$ROOT_DIR/sys/fs/cgroup
   else
-    CGROUP_V=1; CGROUP_BASE=$R/sys/fs/cgroup/cpuset
+    CGROUP_V=1; CGROUP_BASE=$ROOT_DIR/sys/fs/cgroup/cpuset
   fi
   printf 'Icgroup-version %s\n' "$CGROUP_V"
   [ "$CGROUP_V" = 1 ] && [ ! -d "$CGROUP_BASE" ] && printf 'Icgroup-cpuset-mount no\n'
@@ -528,7 +528,7 @@ find_cgroups() {
   [ -n "$CGROUP_ROOT" ] && printf 'Icgroup-root %s\n' "$CGROUP_ROOT"
   # kubepods found but not listable (its pods unknown), or not found where a directory on the way may not
   # be listed (the first level of the search: kubelet.slice, a cgroupRoot of 0700)
-  for k in $KUBEPODS; do kd "$k"; unlisted "$k" "$k"/"$KD"*besteffort* "$k"/"$KD"*burstable*; done
+  for k in $KUBEPODS; do kd "$k"; unlisted "$k" "$k"/"$KUBEPODS_DOT"*besteffort* "$k"/"$KUBEPODS_DOT"*burstable*; done
   [ -n "$KUBEPODS" ] || [ ! -d "$CGROUP_BASE" ] || unlisted "$CGROUP_BASE"/* "$CGROUP_BASE$CGROUP_ROOT" "$CGROUP_BASE$sdpath"
   # PSI (cpu.pressure) off (CONFIG_PSI unset, psi=0: the files are not there): the detail records skip it
   # (DETAIL_V 3: v2 without cpu.pressure) rather than ask for a missing file in every cgroup every 5th tick
@@ -543,9 +543,9 @@ find_cgroups() {
 }
 
 static() {
-  c=$R/sys/devices/system/cpu
+  c=$ROOT_DIR/sys/devices/system/cpu
   rx "$c/online" "$c/offline" "$c/possible" "$c/present" "$c/isolated" "$c/nohz_full" "$c/kernel_max" \
-     "$c/smt/active" "$R/proc/cmdline" "$R/proc/sys/kernel/hostname" "$R/proc/1/status"
+     "$c/smt/active" "$ROOT_DIR/proc/cmdline" "$ROOT_DIR/proc/sys/kernel/hostname" "$ROOT_DIR/proc/1/status"
   for d in "$c"/cpu[0-9]*; do
     [ -d "$d" ] || continue
     rx "$d/online"
@@ -556,7 +556,7 @@ static() {
       rx "$i/level" "$i/type" "$i/id" "$i/shared_cpu_list"
     done
   done
-  n=$R/sys/devices/system/node
+  n=$ROOT_DIR/sys/devices/system/node
   rx "$n/possible" "$n/online" "$n/has_cpu" "$n/has_memory"
   for d in "$n"/node[0-9]*; do
     [ -d "$d" ] || continue
@@ -564,15 +564,15 @@ static() {
   done
   find_kubelet
   find_cgroups
-  [ -n "$KUBELET_CONFIG" ] && rk "$R$KUBELET_CONFIG"
+  [ -n "$KUBELET_CONFIG" ] && rk "$ROOT_DIR$KUBELET_CONFIG"
   if [ -n "$KUBELET_DROPINS" ]; then
-    for f in "$R$KUBELET_DROPINS"/*.conf; do rk "$f"; done
+    for f in "$ROOT_DIR$KUBELET_DROPINS"/*.conf; do rk "$f"; done
     # kubelet merges every file whose filepath.Ext is ".conf", ".x.conf" and ".conf" too (filepath.WalkDir,
     # mergeKubeletConfigurations in k/k cmd/kubelet/app/server.go); "*" skips them. A pattern that matched
     # nothing is no file: not said (the one above says an unlistable directory)
-    for f in "$R$KUBELET_DROPINS"/.*.conf "$R$KUBELET_DROPINS"/.conf; do { [ -e "$f" ] || [ -h "$f" ]; } && rk "$f"; done
+    for f in "$ROOT_DIR$KUBELET_DROPINS"/.*.conf "$ROOT_DIR$KUBELET_DROPINS"/.conf; do { [ -e "$f" ] || [ -h "$f" ]; } && rk "$f"; done
   fi
-  rk "$R$KUBELET_ROOT/memory_manager_state" "$R$KUBELET_ROOT/allocated_pods_state"
+  rk "$ROOT_DIR$KUBELET_ROOT/memory_manager_state" "$ROOT_DIR$KUBELET_ROOT/allocated_pods_state"
   devices_static
   readiness_static
   if [ "$CGROUP_V" = 2 ]; then
@@ -601,7 +601,7 @@ tasks() {
   [ -f "$1/cgroup.procs" ] && [ -r "$1/cgroup.procs" ] && ! bad "$1/cgroup.procs" || return 0
   r "$1/cgroup.procs"
   while read -r pid; do
-    set -- "$R/proc/$pid/task"/[0-9]*
+    set -- "$ROOT_DIR/proc/$pid/task"/[0-9]*
     case $1 in *'*'*) continue ;; esac
     pl "$TASK_RECORD" "$@"
   done < "$1/cgroup.procs"
@@ -665,10 +665,10 @@ each_leaf() {
   LEAVES="" LEAF_LINES="" LEAF_COUNTS="" LEAF_PODS=""
   for k in $KUBEPODS; do
     kd "$k"
-    for q in "$k" "$k"/"$KD"*besteffort* "$k"/"$KD"*burstable*; do
+    for q in "$k" "$k"/"$KUBEPODS_DOT"*besteffort* "$k"/"$KUBEPODS_DOT"*burstable*; do
       case $q in *'*'*) continue ;; esac
       # shellcheck disable=SC2086  # the same glob
-      set -- "$q"/"$KD"*pod$HEX*
+      set -- "$q"/"$KUBEPODS_DOT"*pod$HEX*
       [ "$DETAIL" = 1 ] && pl "H$DETAIL_V" "$@"
       if [ -n "$KUBEPODS_COUNTS" ]; then
         for _d; do
@@ -677,10 +677,10 @@ each_leaf() {
         done
       fi
       # shellcheck disable=SC2086  # $HEX, $HEX64 are globs ([0-9a-f]...): quoted they would be literal
-      set -- "$q"/"$KD"*pod$HEX*/*.scope "$q"/"$KD"*pod$HEX*/crio-$HEX64 "$q"/"$KD"*pod$HEX*/crio-conmon-$HEX64 \
-        "$q"/"$KD"*pod$HEX*/$HEX64
+      set -- "$q"/"$KUBEPODS_DOT"*pod$HEX*/*.scope "$q"/"$KUBEPODS_DOT"*pod$HEX*/crio-$HEX64 "$q"/"$KUBEPODS_DOT"*pod$HEX*/crio-conmon-$HEX64 \
+        "$q"/"$KUBEPODS_DOT"*pod$HEX*/$HEX64
       # shellcheck disable=SC2086  # the same glob
-      [ "$CGROUP_V" = 2 ] && set -- "$@" "$q"/"$KD"*pod$HEX*/*.scope/container
+      [ "$CGROUP_V" = 2 ] && set -- "$@" "$q"/"$KUBEPODS_DOT"*pod$HEX*/*.scope/container
       leafq "$q" "$@"
       [ -n "$KUBEPODS_COUNTS" ] || continue
       for _d; do
@@ -715,12 +715,12 @@ leafq() {
 }
 
 node_wide() {
-  rx "$R/proc/uptime" "$R/proc/stat" "$R/proc/softirqs" "$R/sys/devices/system/cpu/online"
-  for d in "$R"/sys/devices/system/node/node[0-9]*; do r "$d/numastat"; done
-  rks "$R$KUBELET_ROOT/cpu_manager_state"
+  rx "$ROOT_DIR/proc/uptime" "$ROOT_DIR/proc/stat" "$ROOT_DIR/proc/softirqs" "$ROOT_DIR/sys/devices/system/cpu/online"
+  for d in "$ROOT_DIR"/sys/devices/system/node/node[0-9]*; do r "$d/numastat"; done
+  rks "$ROOT_DIR$KUBELET_ROOT/cpu_manager_state"
   # the device manager's directory is fixed, whatever --root-dir says (k8s.io/kubelet DevicePluginPath)
-  rkd "$R/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
-  rkr "$R$KUBELET_ROOT/dra_manager_state"
+  rkd "$ROOT_DIR/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
+  rkr "$ROOT_DIR$KUBELET_ROOT/dra_manager_state"
   if [ "$CGROUP_V" = 2 ]; then
     rx "$CGROUP_BASE/cpuset.cpus.effective" "$CGROUP_BASE/cpuset.cpus.isolated"
   else
@@ -729,7 +729,7 @@ node_wide() {
   for k in $KUBEPODS; do
     pl D "$k"
     kd "$k"
-    pl "G$CGROUP_V" "$k" "$k"/"$KD"*besteffort* "$k"/"$KD"*burstable*
+    pl "G$CGROUP_V" "$k" "$k"/"$KUBEPODS_DOT"*besteffort* "$k"/"$KUBEPODS_DOT"*burstable*
   done
 }
 
@@ -737,16 +737,16 @@ node_wide() {
 # container it cannot name yet.
 names() {
   # kubelet's root-dir (0700 on a real node: its pods directory then unknown, not empty) and the logs
-  unlisted "$R$KUBELET_ROOT" "$R$KUBELET_ROOT/pods" "$R$PODLOGS" "$R/var/log/containers"
-  for p in "$R$PODLOGS"/*/; do
+  unlisted "$ROOT_DIR$KUBELET_ROOT" "$ROOT_DIR$KUBELET_ROOT/pods" "$ROOT_DIR$PODLOGS" "$ROOT_DIR/var/log/containers"
+  for p in "$ROOT_DIR$PODLOGS"/*/; do
     [ -d "$p" ] || continue
     pl D "$p"
     for c in "$p"*/; do [ -d "$c" ] && pl D "$c"; done
   done
   # absolute symlinks into /var/log/pods: under --root they dangle, and the name is what we want
-  for f in "$R"/var/log/containers/*.log; do { [ -e "$f" ] || [ -h "$f" ]; } && pl D "$f"; done
+  for f in "$ROOT_DIR"/var/log/containers/*.log; do { [ -e "$f" ] || [ -h "$f" ]; } && pl D "$f"; done
   # kubelet's pods dir: every pod it knows, with a dir per container that ran (no names of pods)
-  for p in "$R$KUBELET_ROOT"/pods/*/; do
+  for p in "$ROOT_DIR$KUBELET_ROOT"/pods/*/; do
     [ -d "$p" ] || continue
     pl D "$p"
     for c in "$p"containers/*/; do [ -d "$c" ] && pl D "$c"; done
@@ -758,16 +758,16 @@ alltasks() {
   # (Cpus_allowed_list: pinned there?) for those that last ran on an exclusive CPU (x)
   [ -n "$FOCUS_CPU" ] && printf 'Q%s\n' "$FOCUS_CPU"
   [ -n "$EXCLUSIVE" ] && printf 'x%s\n' "$EXCLUSIVE"
-  set -- "$R"/proc/[0-9]*/task/[0-9]*
+  set -- "$ROOT_DIR"/proc/[0-9]*/task/[0-9]*
   pl U "$@"
   # each process's cgroup (awk keeps the cpuset or unified line): who a task belongs to, positively
-  set -- "$R"/proc/[0-9]*/cgroup
+  set -- "$ROOT_DIR"/proc/[0-9]*/cgroup
   pl O "$@"
 }
 
 irqs() {
-  r "$R/proc/interrupts"
-  for i in "$R"/proc/irq/[0-9]*; do
+  r "$ROOT_DIR/proc/interrupts"
+  for i in "$ROOT_DIR"/proc/irq/[0-9]*; do
     if [ -e "$i/effective_affinity_list" ]; then r "$i/effective_affinity_list"; else rx "$i/smp_affinity_list"; fi
   done
 }
@@ -854,7 +854,7 @@ loop() {
     [ "$GRID$DETAIL$TASKS" != 000 ] || [ -n "$FOCUS" ] && each_leaf
     case $req in *n*) names ;; esac
     case $req in *a*) alltasks ;; esac
-    case $req in *i*) irqs ;; *) [ -n "$FOCUS_CPU" ] && r "$R/proc/interrupts" ;; esac
+    case $req in *i*) irqs ;; *) [ -n "$FOCUS_CPU" ] && r "$ROOT_DIR/proc/interrupts" ;; esac
     # the probe's own CPU so far: this shell's (the builtin read, no fork: /proc/self is this shell), and
     # awk adds its own. ns on CPU from schedstat (CONFIG_SCHED_INFO), else clock ticks from stat
     S=""
@@ -1145,9 +1145,9 @@ case $(awk -W version 2>&1 </dev/null) in
 esac
 # kubelet's files go through od under every awk: any awk reads a line whole (a corrupt or hostile
 # checkpoint can be one endless line), od stops at its budget
-command -v od >/dev/null 2>&1 && OD="od"
-esc "$R"
-PSROOT=$E
+command -v od >/dev/null 2>&1 && OD_PROG="od"
+esc "$ROOT_DIR"
+PSROOT=$ESCAPED
 export PSROOT
 # Does this shell lead its process group (pgrp, field 5 of its stat, after the comm in parentheses)?
 LEADS_GROUP=""
