@@ -11,7 +11,8 @@ What it serves (enough for pinscope and for Debian's real `kubectl` to drive it)
               merge patch of metadata.labels/annotations: what pinscope's heartbeat and `kubectl annotate`
               send); as a meta.k8s.io Table when the client asks (what `kubectl get pods` prints)
   pods/exec   the websocket exec stream, subprotocols v5.channel.k8s.io and v4.channel.k8s.io (or only
-              v4, like an API server before 1.30); the error channel carries a v1 Status at the end
+              v4, like an API server before 1.30, or a 1.37 one in front of a 1.35 kubelet); the error channel
+              carries a v1 Status at the end, worded as the real path of the agreed subprotocol words it
   authz       bearer tokens -> users -> RBAC-like rules (verb, resource, namespace); 403 Status bodies
               shaped like the real ones; an admission hook that can refuse a pod (PodSecurity, quota)
 
@@ -21,6 +22,9 @@ a container with a `command` runs it for real (when every container's process ha
 Succeeded, or Failed if one exited non-zero, as under restartPolicy Never), and an exec runs the command
 for real in the pod's container (tests/kube_kubelet.py: a chroot whose
 hostPath volumes are bind mounts of the node's SIMULATED tree). The exec'd command is never rewritten.
+
+Each request it answers is sent to a real API server too (tests/cluster/test_standin_vs_real.py, kubelet 1.35.4
+and 1.37.2 behind kube-apiserver 1.37.2), and the fields pinscope reads are compared: shapes here follow it.
 
 Run by hand (docs/kubernetes.md's recipe): `python3 tests/kube_standin.py --sim worker-3 --kubeconfig /tmp/kc`.
 """
@@ -54,9 +58,48 @@ def now() -> str:
 def status(code: int, reason: str, message: str, details: dict | None = None) -> web.Response:
     body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
             "reason": reason, "code": code}
-    if details:
+    if details is not None:
         body["details"] = details
     return web.json_response(body, status=code)
+
+
+def qos_class(spec: dict) -> str:
+    """The pod's QoS class as the API server sets it at create (k/k pkg/apis/core/v1/helper/qos GetPodQOS): from
+    cpu and memory only (zero quantities ignored), the pod-level resources where the pod has them, else every
+    init and app container's; Guaranteed when every one limits both and requests what it limits."""
+    def cm(r) -> dict:
+        return {k: str(v) for k, v in (r or {}).items() if k in ("cpu", "memory") and str(v) not in ("0", "0m")}
+
+    pod = spec.get("resources")
+    sets = [pod] if pod else [c.get("resources") or {} for c in (spec.get("initContainers") or [])
+                               + (spec.get("containers") or [])]
+    reqs_lims = [(cm(r.get("requests")), cm(r.get("limits"))) for r in sets]
+    if not any(req or lim for req, lim in reqs_lims):
+        return "BestEffort"
+    if all(set(lim) == {"cpu", "memory"} and all(lim.get(k) == v for k, v in req.items()) for req, lim in reqs_lims):
+        return "Guaranteed"
+    return "Burstable"
+
+
+def _defaulted(pod: dict) -> None:
+    """What the API server's defaulting does to a created pod's spec that pinscope reads: a container's requests
+    default to its limits; empty lists are left out (Go's omitempty), as a real answer has them."""
+    spec = pod.get("spec") or {}
+    for c in (spec.get("initContainers") or []) + (spec.get("containers") or []):
+        res = c.get("resources") or {}
+        if res.get("limits"):
+            res["requests"] = {**res["limits"], **(res.get("requests") or {})}
+    for k in [k for k, v in spec.items() if v == []]:
+        del spec[k]
+
+
+def _item(obj: dict) -> dict:
+    """An object as a list's item: a real list's items carry no kind nor apiVersion."""
+    return {k: v for k, v in obj.items() if k not in ("kind", "apiVersion")}
+
+
+def _container_id() -> str:
+    return "containerd://" + uuid.uuid4().hex + uuid.uuid4().hex
 
 
 def _match_labels(labels: dict, selector: str | None) -> bool:
@@ -245,11 +288,13 @@ class StandIn:
                                 for verbs, res, rns in rules):
             self.used.add((verb, resource))
             return None
-        group_res = resource.split("/")
-        what = f'resource "{group_res[0]}"' + (f' subresource "{group_res[1]}"' if len(group_res) > 1 else "")
+        # k8s.io/apiserver endpoints/handlers/responsewriters forbiddenMessage, errors.NewForbidden
+        kind = resource.split("/")[0]
+        name = request.match_info.get("name")
         where = f' in the namespace "{ns}"' if ns else " at the cluster scope"
-        return status(403, "Forbidden", f'{group_res[0]} is forbidden: User "{user}" cannot {verb} {what} '
-                                        f'in API group ""{where}', {"kind": group_res[0]})
+        return status(403, "Forbidden", f'{kind}{f" {json.dumps(name)}" if name else ""} is forbidden: User "{user}" '
+                                        f'cannot {verb} resource "{resource}" in API group ""{where}',
+                      {**({"name": name} if name else {}), "kind": kind})
 
     # ------------------------------------------------------------------ discovery
     async def _version(self, request):
@@ -297,7 +342,7 @@ class StandIn:
     async def _list_nodes(self, request):
         if (r := self._allowed(request, "list", "nodes", None)):
             return r
-        items = [self._node(n) for n in sorted(self.nodes)]
+        items = [_item(self._node(n)) for n in sorted(self.nodes)]
         items = [n for n in items if _match_labels(n["metadata"]["labels"], request.query.get("labelSelector"))]
         return web.json_response({"kind": "NodeList", "apiVersion": "v1",
                                   "metadata": {"resourceVersion": str(self.rv)}, "items": items})
@@ -336,7 +381,7 @@ class StandIn:
                             "spec": {"nodeName": node, "containers": [{"name": "app", "image": "busybox",
                                                                        "resources": res}]}}, running=False)
         pod["status"] = {"phase": "Failed", "reason": reason, "message": "Pod was rejected: " + message,
-                         "qosClass": "Guaranteed"}
+                         "qosClass": qos_class(pod["spec"]), "startTime": now()}
         return pod
 
     def add_pod(self, pod: dict, running: bool = True) -> dict:
@@ -349,7 +394,8 @@ class StandIn:
         meta["resourceVersion"] = str(self.rv)
         pod.setdefault("apiVersion", "v1")
         pod.setdefault("kind", "Pod")
-        pod["status"] = {"phase": "Pending", "qosClass": "Burstable"}
+        _defaulted(pod)
+        pod["status"] = {"phase": "Pending", "qosClass": qos_class(pod.get("spec") or {})}
         self.pods[(meta["namespace"], meta["name"])] = pod
         if running:
             self._set_running(pod)
@@ -363,7 +409,7 @@ class StandIn:
             image = str(c.get("image") or "")
             if any(image.split("/")[-1].startswith(i) for i in self.images):
                 statuses.append({"name": c["name"], "image": image, "ready": True, "restartCount": 0,
-                                 "state": {"running": {"startedAt": now()}}})
+                                 "containerID": _container_id(), "state": {"running": {"startedAt": now()}}})
             else:
                 ok = False
                 statuses.append({"name": c["name"], "image": image, "ready": False, "restartCount": 0,
@@ -371,6 +417,12 @@ class StandIn:
                                                        "message": f'failed to pull image "{image}": not found'}}})
         st = pod["status"]
         st.update(containerStatuses=statuses, hostIP="127.0.0.1", startTime=now())
+        if ok and spec.get("initContainers"):  # they ran before the app containers (their commands are not run here)
+            st["initContainerStatuses"] = [
+                {"name": c["name"], "image": str(c.get("image") or ""), "ready": True, "restartCount": 0,
+                 "containerID": _container_id(),
+                 "state": {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": now(), "finishedAt": now()}}}
+                for c in spec["initContainers"]]
         if ok:
             st["phase"] = "Running"
             st["conditions"] = [{"type": "Ready", "status": "True"}]
@@ -455,7 +507,7 @@ class StandIn:
         if "as=Table" in request.headers.get("Accept", ""):
             return web.json_response(self._table(items))
         return web.json_response({"kind": "PodList", "apiVersion": "v1",
-                                  "metadata": {"resourceVersion": str(self.rv)}, "items": items})
+                                  "metadata": {"resourceVersion": str(self.rv)}, "items": [_item(p) for p in items]})
 
     async def _get_pod(self, request):
         ns, name = request.match_info["ns"], request.match_info["name"]
@@ -472,17 +524,25 @@ class StandIn:
         ns = request.match_info["ns"]
         if (r := self._allowed(request, "create", "pods", ns)):
             return r
-        if ns not in self.namespaces:
-            return status(404, "NotFound", f'namespaces "{ns}" not found', {"name": ns, "kind": "namespaces"})
-        if "json" not in request.content_type:  # kubectl debug posts protobuf: not served here
-            return status(415, "UnsupportedMediaType", f"the stand-in reads JSON bodies only, not {request.content_type}")
+        if "json" not in request.content_type:  # the real server's words; the stand-in reads JSON only (kubectl debug
+            # posts protobuf: not served here)
+            return status(415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted "
+                                                       "media types include: application/json, application/yaml, "
+                                                       "application/vnd.kubernetes.protobuf")
         pod = await request.json()
         meta = pod.setdefault("metadata", {})
+        if meta.get("namespace") not in (None, "", ns):  # checked before the namespace's existence, as for real
+            return status(400, "BadRequest", "the namespace of the provided object does not match the namespace sent "
+                                             "on the request")
+        if ns not in self.namespaces:
+            return status(404, "NotFound", f'namespaces "{ns}" not found', {"name": ns, "kind": "namespaces"})
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = meta["generateName"] + uuid.uuid4().hex[:5]
         name = meta.get("name")
         if not name:
-            return status(422, "Invalid", "Pod \"\" is invalid: metadata.name: Required value: name or generateName is required")
+            why = "Required value: name or generateName is required"
+            return status(422, "Invalid", f'Pod "" is invalid: metadata.name: {why}', {"kind": "Pod", "causes": [
+                {"reason": "FieldValueRequired", "message": why, "field": "metadata.name"}]})
         if (ns, name) in self.pods:
             return status(409, "AlreadyExists", f'pods "{name}" already exists', {"name": name, "kind": "pods"})
         if self.admission is not None and (why := self.admission(pod)):
@@ -518,9 +578,7 @@ class StandIn:
         if pod is None:
             return status(404, "NotFound", f'pods "{name}" not found', {"name": name, "kind": "pods"})
         if request.content_type not in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
-            return status(415, "UnsupportedMediaType", f"the body of the request was in an unknown format - "
-                                                       f"accepted media types include: application/merge-patch+json "
-                                                       f"(got {request.content_type})")
+            return status(415, "UnsupportedMediaType", "415: Unsupported Media Type", {})  # the real server's words
         try:
             patch = await request.json()
         except ValueError:
@@ -558,8 +616,6 @@ class StandIn:
         if ctr is None:
             return status(400, "BadRequest", f"container {cname} is not valid for pod {name}")
         command = request.query.getall("command", [])
-        if not command:
-            return status(400, "BadRequest", "you must specify at least 1 command")
         if request.headers.get("Upgrade", "").lower() != "websocket":
             return status(400, "BadRequest", "Upgrade request required")  # the SPDY path is not served
         offered = [x.strip() for x in request.headers.get("Sec-WebSocket-Protocol", "").split(",") if x.strip()]
@@ -570,6 +626,9 @@ class StandIn:
         ws = web.WebSocketResponse(protocols=self.protocols, max_msg_size=0, autoping=True)
         await ws.prepare(request)
         self.protocols_seen.append(ws.ws_protocol)
+        if not command:  # no API server refuses it: the runtime does, once the stream is up
+            await self._exec_end(ws, _no_command_status(ws.ws_protocol))
+            return ws
         proc = await kubelet.exec_in(self.dir, self.nodes[spec["nodeName"]], pod, ctr, command)
         self.execs.setdefault((ns, name), []).append(proc)
 
@@ -603,17 +662,40 @@ class StandIn:
             rc = 128 - rc
         with contextlib.suppress(ValueError):
             self.execs.get((ns, name), []).remove(proc)
-        if rc == 0:
-            st = {"metadata": {}, "status": "Success"}
-        else:
-            st = {"metadata": {}, "status": "Failure", "reason": "NonZeroExitCode",
-                  "message": f"command terminated with non-zero exit code: exit status {rc}",
-                  "details": {"causes": [{"reason": "ExitCode", "message": str(rc)}]}}
+        await self._exec_end(ws, _exit_status(ws.ws_protocol, command, rc))
+        reader.cancel()
+        return ws
+
+    @staticmethod
+    async def _exec_end(ws, st: dict) -> None:
         with contextlib.suppress(ConnectionError, RuntimeError):
             await ws.send_bytes(b"\x03" + json.dumps(st).encode())
         await ws.close()
-        reader.cancel()
-        return ws
+
+
+def _exit_status(protocol: str | None, command: list[str], rc: int) -> dict:
+    """The error channel's Status when the command ended, as the real path words it (API server and kubelet 1.37.2
+    agree v5: with metadata; 1.35.4 behind it v4: without, and the command in the message)."""
+    meta = {"metadata": {}} if protocol == V5 else {}
+    if rc == 0:
+        return {**meta, "status": "Success"}
+    why = (f"command terminated with exit code {rc}" if protocol == V5
+           else f"error executing command [{' '.join(command)}], exit code {rc}")
+    return {**meta, "status": "Failure", "reason": "NonZeroExitCode",
+            "message": f"command terminated with non-zero exit code: {why}",
+            "details": {"causes": [{"reason": "ExitCode", "message": str(rc)}]}}
+
+
+def _no_command_status(protocol: str | None) -> dict:
+    """The error channel's Status of an exec with no command: the runtime's refusal, an InternalError (real words,
+    containerd 2.4 and runc; the v5 path wraps it once more, with metadata and the cause)."""
+    why = (f'error executing command in container: failed to exec in container: failed to start exec '
+           f'"{uuid.uuid4().hex}{uuid.uuid4().hex}": OCI runtime exec failed: exec failed: args must not be empty')
+    if protocol != V5:
+        return {"status": "Failure", "message": f"Internal error occurred: {why}", "reason": "InternalError", "code": 500}
+    return {"metadata": {}, "status": "Failure", "message": f"Internal error occurred: Internal error occurred: {why}",
+            "reason": "InternalError", "details": {"causes": [{"message": f"Internal error occurred: {why}"}]},
+            "code": 500}
 
 def kubelet_metrics_text(pinning_requests: int = 12, pinning_errors: int = 0, admission_requests: int = 12,
                          admission_errors: int = 0, exclusive_cpus: int | None = 4) -> str:
