@@ -61,6 +61,8 @@ def guaranteed_not_pinned(ctx):
         alloc = pod_level.get(p.uid)
         if alloc is not None and alloc.pod_level_in(p.qos):
             continue
+        if ctx.snap.pod_level is not None and alloc is None:
+            continue  # started after the checkpoint was read (read again next tick): pod-level or not, unknown yet
         if cg.cpus_effective and all(x in ctx.roles and any(o.pod_uid == p.uid and o.container == c.name
                                                             for o in ctx.roles[x].owners) for x in cg.cpus_effective):
             continue

@@ -138,5 +138,6 @@ async def test_live_a_pod_started_after_the_static_read_is_read_again(tmp_path):
 
     assert _not_pinned(first) == [("big", "java")]
     assert POD_LEVEL not in second.snapshot.pod_level and wants  # unknown at the last static read: asked again
+    assert _not_pinned(second) == [("big", "java")]  # and, unknown yet, never called unpinned meanwhile
     assert third.snapshot.pod_level[POD_LEVEL].pod_level and _not_pinned(third) == [("big", "java")]
     assert _not_pinned(fourth) == [("big", "java")] and not wants_after  # once: no static frame every tick
