@@ -111,7 +111,13 @@ def compare(view: LiveView, snap) -> tuple[Disagreement, ...]:
     """Every container on which kubelet's memory differs from its checkpoint or the kernel, this tick."""
     if view.error:
         return ()
-    mine = {(p.namespace, p.name): p for p in snap.pods if p.namespace and p.name}
+    # a name two pods hold (a StatefulSet's or static pod recreated while the old one's cgroup or checkpoint
+    # entry lingers) cannot say which pod kubelet's entry is of: not compared
+    named: dict[tuple, list] = {}
+    for p in snap.pods:
+        if p.namespace and p.name:
+            named.setdefault((p.namespace, p.name), []).append(p)
+    mine = {k: ps[0] for k, ps in named.items() if len(ps) == 1}
     out: list[Disagreement] = []
     for lp in view.pods:
         p = mine.get((lp.namespace, lp.name))

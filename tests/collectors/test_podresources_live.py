@@ -233,3 +233,19 @@ def test_devices_disagreeing_are_a_finding(node):
     (f,) = [f for f in b.findings if f.code == "PODRESOURCES_DISAGREES"]
     assert (f.pod, f.container) == (pod.name, gpu.name) and "nvidia.com/gpu devices: PodResources GPU-elsewhere, checkpoint GPU-" in f.message
     assert f.cpus == ()
+
+
+def test_a_name_two_pods_hold_is_not_compared(node):
+    """A StatefulSet's or static pod recreated while the old pod's cgroup or checkpoint entry lingers: two pods
+    of one name in the report. kubelet's entry cannot say which it is of, so neither is compared (compared with
+    the wrong one, a disagreement held two rounds was a false PODRESOURCES_DISAGREES)."""
+    from pinscope.collectors.assemble.live import compare
+
+    n = node()
+    snap = asyncio.run(n.ticks(1))[0].snapshot
+    view = pr.LiveView("/" + SOCK, changed(agreeing(snap), "feed", cpus=frozenset({2, 3})))
+    assert [d.container for d in compare(view, snap) if d.container == "feed"] == ["feed"]  # one pod: compared
+    (feed,) = [p for p in snap.pods if p.name == "md-feed-0"]
+    twin = feed._replace(uid="0000-old-" + feed.uid[9:])
+    twins = dataclasses.replace(snap, pods=(*snap.pods, twin))
+    assert [d for d in compare(view, twins) if d.pod == "md-feed-0"] == []
