@@ -279,7 +279,10 @@ class _SocketForward:
             return f"{self.path}: not forwarded ({err})"
         import tempfile
 
-        self.dir = tempfile.mkdtemp(prefix="pinscope-pr-")
+        try:
+            self.dir = tempfile.mkdtemp(prefix="pinscope-pr-")  # 0700; a full or unwritable TMPDIR: said
+        except OSError as err:
+            return f"{self.path}: not forwarded (no private directory for its local end: {err})"
         self.local = os.path.join(self.dir, "kubelet.sock")
         try:
             self.listener = await within(self.conn.forward_local_path(self.local, self.path), timeout)

@@ -71,6 +71,17 @@ async def test_as_root_the_socket_is_forwarded_and_asked(server):
     assert not os.path.exists(d)  # removed with the connection
 
 
+async def test_no_private_directory_for_the_forward_is_said(server, tmp_path, monkeypatch):
+    """A full or unwritable TMPDIR on pinscope's side: said in the live view, not a failed tick (the node shown
+    down, reconnected every cgroup tick)."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "absent"))
+    with StandIn(PODS, {3, 4}).start() as kubelet:
+        (view,) = await ask(transport(server), kubelet.path)
+    assert view.pods == () and "not forwarded (no private directory for its local end" in view.error
+
+
 def test_no_socket_there_is_said(server, tmp_path):
     (view,) = asyncio.run(ask(transport(server), str(tmp_path / "kubelet.sock")))
     assert view.pods == () and view.error.startswith(f"{tmp_path}/kubelet.sock: sshd could not open it for root")
