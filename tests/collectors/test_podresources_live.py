@@ -249,3 +249,35 @@ def test_a_name_two_pods_hold_is_not_compared(node):
     twin = feed._replace(uid="0000-old-" + feed.uid[9:])
     twins = dataclasses.replace(snap, pods=(*snap.pods, twin))
     assert [d for d in compare(view, twins) if d.pod == "md-feed-0"] == []
+
+
+async def test_a_kubelet_that_never_answers_holds_the_tick_a_second(node):
+    """A socket that accepts and never answers (a wedged kubelet): the tick waited 3 s a call for it, so at
+    --interval 1 the live view marked a healthy node stale (3 ticks); now 1 s a call, and said."""
+    import socket
+    import time
+
+    n = node()
+    (n.root / SOCK).parent.mkdir(parents=True, exist_ok=True)
+    wedged = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        here = os.getcwd()
+        os.chdir((n.root / SOCK).parent)  # a relative name: the tree's path is longer than a socket address
+        try:
+            wedged.bind("kubelet.sock")
+        finally:
+            os.chdir(here)
+        wedged.listen(8)  # never accepted: the client's connect succeeds, no answer ever comes
+        await n.col.connect()
+        try:
+            await n.col.tick(FULL)
+            t0 = time.monotonic()
+            report = await n.col.tick(FULL)
+            took = time.monotonic() - t0
+        finally:
+            await n.col.close()
+    finally:
+        wedged.close()
+    o = report.to_json()["podresources"]
+    assert o["asked"] is False or o.get("error"), o
+    assert took < 2.5, f"the tick waited {took:.1f} s for a kubelet that never answers"
