@@ -136,7 +136,7 @@ def test_the_sudo_command_runs_the_probe_as_root_and_as_a_user(tmp_path):
 def test_the_probes_header_names_the_protocol_it_speaks():
     """Issue 35: the header said protocol 3 while the probe spoke 4."""
     text = base.probe_text()
-    header = text[:text.index("\nR=")]
+    header = text[:text.index("\nROOT_DIR=")]
     assert f"\nPROTO={PROTOCOL} " in text
     assert f'# Protocol {PROTOCOL} (' in header and f'"Iprobe-protocol {PROTOCOL}"' in header
     assert [n for n in "0123456789" if n != PROTOCOL and f"Protocol {n}" in header] == []
