@@ -586,6 +586,20 @@ def test_exec(pair: Pair, pods) -> None:
         ("no command", pair.real, pair.fake, (name, "work", []), (V5, V4)),
         ("a user without pods/exec", pair.real_nobody, pair.fake_nobody, (name, "work", ["true"]), (V5, V4)),
     ]
+    # the subprotocol a 1.37 API server agrees in front of a 1.35.4 kubelet: v4 in some runs here, v5 in others
+    # (CI): the stand-in offers what the real one agreed this time, and the rest is compared as it words it
+    agreed = asyncio.run(_exec(pair.real, *cases[0][3], protocols=(V5, V4))).get("protocol")
+    offered = pair.standin.protocols
+    pair.standin.protocols = (V5, V4) if agreed == V5 else (V4,)
+    diffs: list[str] = []
+    try:
+        diffs += _exec_cases(cases)
+    finally:
+        pair.standin.protocols = offered
+    assert not diffs, "\n".join(diffs)
+
+
+def _exec_cases(cases) -> list[str]:
     diffs: list[str] = []
     for what, real_api, fake_api, args, protocols in cases:
         r = asyncio.run(_exec(real_api, *args, protocols=protocols))
@@ -596,7 +610,7 @@ def test_exec(pair: Pair, pods) -> None:
         if r.get("status") or f.get("status"):
             a, b = (exec_status(x.get("status")) for x in (r, f))
             diffs += differences(f"exec {what}: the error channel's Status", a, b)
-    assert not diffs, "\n".join(diffs)
+    return diffs
 
 
 # ---- authentication and RBAC ---------------------------------------------------------------------------------
