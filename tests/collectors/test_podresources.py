@@ -13,6 +13,7 @@ import time
 
 import pytest
 from helpers import need, read_sim
+from podresources_server import ld, packed, s, varint  # the stand-in's encoder, from api.proto's numbers
 
 from pinscope.collectors import podresources as pr
 from pinscope.collectors.assemble.live import compare
@@ -21,27 +22,6 @@ from pinscope.collectors.sim.demo import demo_specs
 # GetAllocatableResources as kubelet v1.37.2 answered it on tests/cluster's node (2 CPUs, reservedSystemCPUs
 # 0, the Static memory manager): cpu_ids [1], one ContainerMemory ("memory", 24.7 GB, NUMA 0), no devices
 REAL_ALLOCATABLE = bytes.fromhex("1201011a120a066d656d6f72791080e0cf945c1a020a00")
-
-
-def varint(n: int) -> bytes:
-    out = b""
-    while True:
-        b, n = n & 0x7F, n >> 7
-        out += bytes([b | (0x80 if n else 0)])
-        if not n:
-            return out
-
-
-def ld(num: int, payload: bytes) -> bytes:  # a length-delimited field
-    return varint(num << 3 | 2) + varint(len(payload)) + payload
-
-
-def s(num: int, text: str) -> bytes:
-    return ld(num, text.encode())
-
-
-def packed(num: int, xs: list[int]) -> bytes:
-    return ld(num, b"".join(varint(x) for x in xs))
 
 
 def unpacked(num: int, xs: list[int]) -> bytes:
