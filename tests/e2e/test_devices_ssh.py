@@ -3,21 +3,10 @@ procfs) read in one `pinscope snapshot --json` under --root locally and over SSH
 DEVICE_CROSS_NUMA; a corrupt checkpoint is the same stated problem on both."""
 import json
 
-import pytest
 
-import sshd as sshd_mod
 from pinscope.collectors.sim.node import SimNode
 from device_samples import GPU_FAR, gpu_node_spec
-from helpers import need, run_cli
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    ok, why = sshd_mod.available()
-    need(ok, why)
-    s = sshd_mod.Sshd(tmp_path_factory.mktemp("sshd")).start()
-    yield s
-    s.kill()
+from helpers import run_cli
 
 
 def _devices(o):

@@ -5,19 +5,9 @@ import json
 
 import pytest
 
-import sshd as sshd_mod
 from pinscope.collectors.sim.node import SimNode
-from helpers import need, run_cli
+from helpers import run_cli
 from layouts import LAYOUTS
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    ok, why = sshd_mod.available()
-    need(ok, why)
-    s = sshd_mod.Sshd(tmp_path_factory.mktemp("sshd")).start()
-    yield s
-    s.kill()
 
 
 @pytest.mark.parametrize("name", sorted(LAYOUTS))

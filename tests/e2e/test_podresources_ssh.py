@@ -26,15 +26,6 @@ from nodes import dual_socket_intel
 PODS = (pr.LivePod("trading", "md-feed-0", (pr.LiveContainer("feed", frozenset({1, 2, 25, 26})),)),)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    ok, why = sshd_mod.available()
-    need(ok, why)
-    s = sshd_mod.Sshd(tmp_path_factory.mktemp("sshd")).start()
-    yield s
-    s.kill()
-
-
 def transport(srv, target: str | None = None, **kw) -> SSHTransport:
     return SSHTransport(target or srv.target, identity=str(srv.userkey), known_hosts=str(srv.known_hosts),
                         ssh_config=str(srv.ssh_config), **kw)

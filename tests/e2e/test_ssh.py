@@ -14,15 +14,6 @@ from helpers import need, run_cli
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    ok, why = sshd_mod.available()
-    need(ok, why)
-    s = sshd_mod.Sshd(tmp_path_factory.mktemp("sshd")).start()
-    yield s
-    s.kill()
-
-
-@pytest.fixture(scope="module")
 def node_root(tmp_path_factory):
     root = tmp_path_factory.mktemp("node")
     spec = NodeSpec(hostname="ssh-node", sockets=2, cores=4, reserved="0,8",
