@@ -47,6 +47,41 @@ REAL_V1_35_4 = ('{"Data":{"PodDeviceEntries":[{"PodUID":"2d84432c-62f5-473c-b4a1
 REAL_V1_35_4_NO_POD = ('{"Data":{"PodDeviceEntries":null,"RegisteredDevices":{"example.com/widget":["widget-0","widget-1"]}},'
                        '"Checksum":2246471288}')
 
+def _fnv1a32(s: str) -> int:
+    h = 0x811C9DC5
+    for b in s.encode():
+        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+def _spew_ids(v: list[str] | None) -> str:
+    return "<nil>" if v is None else "[" + " ".join(v) + "]"
+
+
+def kubelet_checksum(data: dict) -> int:
+    """kubelet's checksum.New(cp.Data) of a device checkpoint (V2, 1.20+): FNV-1a 32 of go-spew's %#v of
+    checkpoint.checkpointData with k8s.io/utils dump.ForHash (map keys sorted: NUMA nodes as numbers), written out
+    here from the algorithm, not from pinscope; it gives the Checksum of every real file above."""
+    import base64
+
+    entries = data["PodDeviceEntries"]
+    rendered = []
+    for e in entries or []:
+        ids = e["DeviceIDs"]
+        per_numa = "<nil>" if ids is None else "map[" + " ".join(
+            f"{n}:{_spew_ids(ids[n])}" for n in sorted(ids, key=int)) + "]"
+        resp = e["AllocResp"]
+        resp = "<nil>" if resp is None else "[" + " ".join(str(b) for b in base64.b64decode(resp)) + "]"
+        rendered.append(f"{{PodUID:(string){e['PodUID']} ContainerName:(string){e['ContainerName']} "
+                        f"ResourceName:(string){e['ResourceName']} DeviceIDs:(checkpoint.DevicesPerNUMA){per_numa} "
+                        f"AllocResp:([]uint8){resp}}}")
+    reg = data["RegisteredDevices"]
+    reg_text = "<nil>" if reg is None else "map[" + " ".join(f"{r}:{_spew_ids(reg[r])}" for r in sorted(reg)) + "]"
+    return _fnv1a32(f"(checkpoint.checkpointData){{PodDeviceEntries:([]checkpoint.PodDevicesEntry)"
+                    f"{'<nil>' if entries is None else '[' + ' '.join(rendered) + ']'} "
+                    f"RegisteredDevices:(map[string][]string){reg_text}}}")
+
+
 GPU_FAR = "GPU-9b341c59-f96b-ba85-c137-78c3652fea65"
 GPU_NEAR = "GPU-77a702db-e37f-3a74-d46d-c5713f66058c"
 ORPHAN_UID = "5d0c3f0e-9a41-4b7e-8f6a-0b1c2d3e4f50"

@@ -28,6 +28,42 @@ from ..parse.kubelet import checksum_v1, checksum_v2
 from . import layout
 
 
+def go_json(obj: Any) -> str:
+    """Go's encoding/json.Marshal of a value decoded into the same Go types: compact; <, >, & and U+2028/9
+    escaped, other text as UTF-8. Struct fields come in declaration order and map keys sorted: the caller builds
+    the dicts in that order."""
+    text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    for ch, esc in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"),
+                    ("\u2029", "\\u2029")):
+        text = text.replace(ch, esc)
+    return text
+
+
+def device_checkpoint(rows: list, free: list) -> str:
+    """kubelet's device-manager checkpoint as kubelets 1.35 and 1.37 write it (k/k pkg/kubelet/cm/devicemanager
+    manager.go writeCheckpoint, checkpoint/checkpoint.go; the real files in tests/device_samples.py):
+    PodDeviceEntries null when no container holds a device (a nil slice), else one entry per (pod, container,
+    resource), DeviceIDs keyed by NUMA node ("-1": none); RegisteredDevices every healthy device of each plugin,
+    held or free (`{}` with none); map keys sorted as encoding/json writes them; Checksum kubelet's.
+    rows: (pod uid, container, resource, device id, NUMA node); free: (resource, device id)."""
+    from ..parse.devices import device_checkpoint_checksum
+
+    entries: dict = {}
+    registered: dict[str, set[str]] = {}
+    for uid, cname, res, dev, numa in rows:
+        e = entries.setdefault((uid, cname, res), {"PodUID": uid, "ContainerName": cname, "ResourceName": res,
+                                                   "DeviceIDs": {}, "AllocResp": "EgA="})
+        e["DeviceIDs"].setdefault(str(numa), []).append(dev)
+        registered.setdefault(res, set()).add(dev)
+    for res, dev in free:
+        registered.setdefault(res, set()).add(dev)
+    for e in entries.values():
+        e["DeviceIDs"] = {k: e["DeviceIDs"][k] for k in sorted(e["DeviceIDs"])}
+    data = {"PodDeviceEntries": list(entries.values()) or None,
+            "RegisteredDevices": {r: sorted(registered[r]) for r in sorted(registered)}}
+    return go_json({"Data": data, "Checksum": device_checkpoint_checksum(data)})
+
+
 @dataclass
 class CtrSpec:
     name: str
@@ -114,6 +150,7 @@ class NodeSpec:
     nvidia_gpus: dict = field(default_factory=dict)  # GPU UUID -> PCI address (/proc/driver/nvidia/gpus/...)
     device_text: str | None = None  # raw device-manager checkpoint (broken nodes); None: from the pods' devices
     orphan_devices: list = field(default_factory=list)  # (pod uid, container, resource, id, numa) no pod has
+    free_devices: list = field(default_factory=list)  # (resource, id) a plugin registered that no container holds
     dra_text: str | None = None  # raw DRA manager checkpoint (broken nodes); None: from the pods' claims
     extra_files: dict = field(default_factory=dict)  # path -> text, written last (latency tuning: sim/tuning.py)
 
@@ -370,20 +407,8 @@ class SimNode:
         path = "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"  # kubelet's fixed path, any --root-dir
         if s.device_text is not None:
             self.w(path, s.device_text)
-            return
-        if not rows:
-            return
-        from ..parse.devices import device_checkpoint_checksum
-
-        entries: dict = {}
-        registered: dict = {}
-        for uid, cname, res, dev, numa in rows:
-            e = entries.setdefault((uid, cname, res), {"PodUID": uid, "ContainerName": cname, "ResourceName": res,
-                                                       "DeviceIDs": {}, "AllocResp": "EgA="})
-            e["DeviceIDs"].setdefault(str(numa), []).append(dev)
-            registered.setdefault(res, []).append(dev)
-        data = {"PodDeviceEntries": list(entries.values()), "RegisteredDevices": registered}
-        self.w(path, json.dumps({"Data": data, "Checksum": device_checkpoint_checksum(data)}, separators=(",", ":")))
+        elif rows or s.free_devices:  # kubelet writes it once it hands out a device or a plugin registers
+            self.w(path, device_checkpoint(rows, s.free_devices))
 
     def _dra(self) -> None:
         """kubelet's DRA manager checkpoint as kubelet 1.32+ writes it: Data the JSON text of a DRACheckpoint,

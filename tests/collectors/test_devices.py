@@ -14,7 +14,7 @@ from pinscope.collectors.errors import Problem
 from pinscope.collectors.parse.devices import (device_checkpoint_checksum, parse_device_checkpoint, parse_numa_node,
                                       parse_nvidia_information)
 
-from device_samples import KIND_TEGRA, NODE2_SPLIT, REAL_V1_35_4, REAL_V1_35_4_NO_POD, REAL_V1_37_2
+from device_samples import KIND_TEGRA, NODE2_SPLIT, REAL_V1_35_4, REAL_V1_35_4_NO_POD, REAL_V1_37_2, kubelet_checksum
 
 SRC = "/var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
 
@@ -204,6 +204,123 @@ def test_probe_refuses_a_fifo_checkpoint(tmp_path):
     rep = read_sim(gpu_node_spec(orphan_devices=[], pods=[]), tmp_path, samples=1)
     msgs = [p.message for p in rep.snapshot.problems if p.source.endswith("kubelet_internal_checkpoint")]
     assert any("fifo" in m for m in msgs)
+
+
+# ----------------------------------------------------------------------------- the simulator writes what kubelet writes
+
+# The real kubelets' file as tests/cluster's node had it (device_samples.py): one pod's container `work` holding
+# widget-1 (REAL_V1_37_2) or none (REAL_V1_35_4_NO_POD), our plugin's two widgets on NUMA node 0.
+_REAL_UID = "da7d0c2f-f625-4009-90c0-0e2df8208c7f"
+_WIDGETS = [("example.com/widget", "widget-0"), ("example.com/widget", "widget-1")]
+
+
+def _sim_checkpoint(tmp_path, pods, free, orphans=()):
+    from pinscope.collectors.sim.node import NodeSpec, SimNode
+
+    SimNode(NodeSpec(pods=pods, free_devices=list(free), orphan_devices=list(orphans)), tmp_path).write()
+    f = tmp_path / "var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
+    return f.read_text() if f.exists() else None
+
+
+def _widget_pod(uid, device):
+    from pinscope.collectors.sim.node import CtrSpec, PodSpec
+
+    return PodSpec("dev", uid=uid, containers=[CtrSpec("work", cpus="1", devices=[("example.com/widget", device, 0)])])
+
+
+def test_sim_writes_the_real_kubelets_file_byte_for_byte_but_the_plugins_answer(tmp_path):
+    """kubelet lists every healthy device of a plugin in RegisteredDevices, held or free (manager.go writeCheckpoint:
+    healthyDevices). The simulator listed only the held ones. Its file for the real node's state is the real file,
+    byte for byte, once the plugin's own answer (AllocResp, and so the Checksum) is put in."""
+    import base64
+
+    real = json.loads(REAL_V1_37_2)
+    text = _sim_checkpoint(tmp_path, [_widget_pod(_REAL_UID, "widget-1")], [_WIDGETS[0]])
+    sim = json.loads(text)
+    assert sim["Checksum"] == kubelet_checksum(sim["Data"])  # the checksum kubelet computes of what it wrote
+    (entry,) = sim["Data"]["PodDeviceEntries"]
+    base64.b64decode(entry["AllocResp"], validate=True)
+    mine, theirs = entry["AllocResp"], real["Data"]["PodDeviceEntries"][0]["AllocResp"]
+    text = text.replace(f'"AllocResp":"{mine}"', f'"AllocResp":"{theirs}"', 1)
+    text = text.replace(f'"Checksum":{sim["Checksum"]}}}', f'"Checksum":{real["Checksum"]}}}', 1)
+    assert text == REAL_V1_37_2
+
+
+def test_sim_writes_null_entries_when_no_pod_holds_a_device_as_kubelet_does(tmp_path):
+    """A plugin registered, no device handed out: kubelet writes its checkpoint with PodDeviceEntries null (a nil
+    slice), the devices in RegisteredDevices: the real file exactly, checksum included. The simulator wrote no file."""
+    assert _sim_checkpoint(tmp_path, [], _WIDGETS) == REAL_V1_35_4_NO_POD
+
+
+def test_sim_with_no_device_plugin_writes_no_checkpoint(tmp_path):
+    """No plugin ever registered and no device handed out: kubelet never writes the file (it only reads it at start)."""
+    assert _sim_checkpoint(tmp_path, [], []) is None
+
+
+def test_sim_sorts_map_keys_as_gos_encoding_json_writes_them(tmp_path):
+    """encoding/json writes a map's keys sorted as strings ("-1" < "0" < "1" < "10" < "2"), a struct's fields in
+    their order: DeviceIDs (map[int64][]string) and RegisteredDevices (map[string][]string). The simulator wrote
+    DeviceIDs in the order its devices were listed."""
+    from pinscope.collectors.sim.node import CtrSpec, PodSpec
+
+    vfs = [("intel.com/sriov", f"0000:af:02.{i}", n) for i, n in enumerate((1, -1, 10, 2, 0))]
+    pod = PodSpec("dpdk", uid="0f2b7c1e-5a8d-4e2f-9c3b-1d4e5f6a7b8c",
+                  containers=[CtrSpec("fwd", cpus="1", devices=[*vfs, ("amd.com/gpu", "gpu-0", 0)])])
+    text = _sim_checkpoint(tmp_path, [pod], [("amd.com/gpu", "gpu-1"), ("intel.com/sriov", "0000:af:03.0")])
+    doc = json.loads(text)
+    entries = doc["Data"]["PodDeviceEntries"]
+    assert [list(e) for e in entries] == [["PodUID", "ContainerName", "ResourceName", "DeviceIDs", "AllocResp"]] * 2
+    sriov = next(e for e in entries if e["ResourceName"] == "intel.com/sriov")
+    assert list(sriov["DeviceIDs"]) == ["-1", "0", "1", "10", "2"]
+    assert list(doc["Data"]["RegisteredDevices"]) == ["amd.com/gpu", "intel.com/sriov"]
+    assert doc["Data"]["RegisteredDevices"]["amd.com/gpu"] == ["gpu-0", "gpu-1"]
+    assert doc["Checksum"] == kubelet_checksum(doc["Data"])
+    assert text == json.dumps(doc, separators=(",", ":"))  # compact, as Go writes it
+
+
+def test_sims_checkpoints_have_the_real_files_shape(tmp_path):
+    """Every device checkpoint the simulator writes (the demo's nodes, the GPU node of the tests) has the real
+    files' keys in their order, RegisteredDevices naming every held device, and kubelet's checksum."""
+    from pinscope.collectors.sim.demo import demo_specs
+
+    from device_samples import gpu_node_spec
+
+    def shape(doc):
+        data = doc["Data"]
+        return (list(doc), list(data), [list(e) for e in data["PodDeviceEntries"] or []][:1])
+
+    want = shape(json.loads(REAL_V1_37_2))
+    assert want == shape(json.loads(REAL_V1_35_4))
+    written = 0
+    for i, spec in enumerate([*demo_specs(), gpu_node_spec()]):
+        f = tmp_path / str(i) / "var/lib/kubelet/device-plugins/kubelet_internal_checkpoint"
+        from pinscope.collectors.sim.node import SimNode
+
+        SimNode(spec, tmp_path / str(i)).write()
+        if not f.exists():
+            continue
+        written += 1
+        doc = json.loads(f.read_text())
+        assert shape(doc) == want, spec.hostname
+        held = {(e["ResourceName"], d) for e in doc["Data"]["PodDeviceEntries"] for ds in e["DeviceIDs"].values()
+                for d in ds}
+        assert held <= {(r, d) for r, ds in doc["Data"]["RegisteredDevices"].items() for d in ds}, spec.hostname
+        assert doc["Checksum"] == kubelet_checksum(doc["Data"]), spec.hostname
+    assert written == 2  # the demo's inference node and the GPU node
+
+
+def test_probe_reads_the_sims_free_devices_and_null_entries(tmp_path):
+    """pinscope reads what the simulator now writes as it reads the real file: verified, the free devices counted
+    as registered, no allocation, no finding."""
+    from pinscope.collectors.sim.node import NodeSpec
+
+    from helpers import read_sim
+
+    rep = read_sim(NodeSpec(free_devices=_WIDGETS), tmp_path, samples=1)
+    cp = rep.snapshot.device_state
+    assert cp is not None and cp.checksum_ok is True and cp.allocations == ()
+    assert cp.registered == (("example.com/widget", ("widget-0", "widget-1")),)
+    assert not [f for f in rep.findings if f.code.startswith("DEVICE_")]
 
 
 # ----------------------------------------------------------------------------- findings
