@@ -7,8 +7,8 @@ aligning it with the CPU on NUMA node 0, and writes its checkpoint, /var/lib/kub
 kubelet_internal_checkpoint (a constant of the API, whatever the root-dir). Then:
 - the checkpoint's shape is what each release's pkg/kubelet/cm/devicemanager/checkpoint/checkpoint.go writes
   (SHAPE: 1.35.4 and 1.37.2 alike, Data {PodDeviceEntries, RegisteredDevices} with DeviceIDs keyed by NUMA node,
-  and Checksum), its checksum the one this file computes from the algorithm (FNV-1a 32 over go-spew's rendering
-  of checkpoint.checkpointData), the device the plugin's, the container's own environment names it;
+  and Checksum), its checksum the one device_samples.kubelet_checksum computes from the algorithm (FNV-1a 32
+  over go-spew's rendering of checkpoint.checkpointData), the device the plugin's, the container's own environment names it;
 - pinscope (`snapshot --json local`) reads it, checksum verified, and shows the device on its pod and container,
   on NUMA node 0, equal to the checkpoint and to what kubelet's PodResources List says; `check local` has no
   false finding;
@@ -34,6 +34,7 @@ import pytest
 
 from cluster import realnode as rn
 from cluster.pytest_cluster import UP, Cluster, _lib
+from device_samples import kubelet_checksum
 
 from pinscope.collectors import podresources as pr
 
@@ -50,39 +51,6 @@ SHAPE = {
     "v1.37.2": ({"Data", "Checksum"}, {"PodDeviceEntries", "RegisteredDevices"},
                 {"PodUID", "ContainerName", "ResourceName", "DeviceIDs", "AllocResp"}),
 }
-
-
-def fnv1a32(s: str) -> int:
-    h = 0x811C9DC5
-    for b in s.encode():
-        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
-    return h
-
-
-def spew_ids(v: list[str] | None) -> str:
-    return "<nil>" if v is None else "[" + " ".join(v) + "]"
-
-
-def checksum(data: dict) -> int:
-    """kubelet's checksum.New(cp.Data) of a device checkpoint (V2): FNV-1a 32 of go-spew's %#v of
-    checkpoint.checkpointData with k8s.io/utils dump.ForHash (sorted map keys), written out here from the
-    algorithm, not from pinscope."""
-    entries = data["PodDeviceEntries"]
-    rendered = []
-    for e in entries or []:
-        ids = e["DeviceIDs"]
-        per_numa = "<nil>" if ids is None else "map[" + " ".join(
-            f"{n}:{spew_ids(ids[n])}" for n in sorted(ids, key=int)) + "]"
-        resp = e["AllocResp"]
-        resp = "<nil>" if resp is None else "[" + " ".join(str(b) for b in base64.b64decode(resp)) + "]"
-        rendered.append(f"{{PodUID:(string){e['PodUID']} ContainerName:(string){e['ContainerName']} "
-                        f"ResourceName:(string){e['ResourceName']} DeviceIDs:(checkpoint.DevicesPerNUMA){per_numa} "
-                        f"AllocResp:([]uint8){resp}}}")
-    reg = data["RegisteredDevices"]
-    reg_text = "<nil>" if reg is None else "map[" + " ".join(f"{r}:{spew_ids(reg[r])}" for r in sorted(reg)) + "]"
-    return fnv1a32(f"(checkpoint.checkpointData){{PodDeviceEntries:([]checkpoint.PodDevicesEntry)"
-                   f"{'<nil>' if entries is None else '[' + ' '.join(rendered) + ']'} "
-                   f"RegisteredDevices:(map[string][]string){reg_text}}}")
 
 
 def read_checkpoint() -> dict:
@@ -149,7 +117,7 @@ def test_the_checkpoint_kubelet_wrote(held) -> None:
     assert set(doc["Data"]) == data, doc
     mine = entries_of(pod["metadata"]["uid"])
     assert all(set(e) == entry for e in mine), mine
-    assert doc["Checksum"] == checksum(doc["Data"]), doc
+    assert doc["Checksum"] == kubelet_checksum(doc["Data"]), doc
     assert [(e["ContainerName"], e["ResourceName"], e["DeviceIDs"]) for e in mine] == [
         ("work", c.device_resource, {"0": [dev]})], mine
     assert dev in DEVICES
