@@ -224,7 +224,8 @@ class NodeCollector:
         root_dir = report.snapshot.kubelet.root_dir
         path = node_socket(root_dir)
         if path is None:
-            view = LiveView(root_dir, error=f"--root-dir {root_dir!r} climbs (not absolute, or '..'): its socket is not asked")
+            view = LiveView(root_dir, error=f"--root-dir {root_dir!r} climbs (not absolute, or '..'): its socket is not asked",
+                            why="refused")
         else:
             # 1 s a call: kubelet answers from memory in milliseconds; one that accepts and never answers must
             # not hold the tick past the live view's stale mark (3 ticks of 1 s): said, as not answering

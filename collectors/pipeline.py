@@ -17,7 +17,7 @@ from .findings.base import API_CODES, LIVE_CODES, RELEASE_CODES
 from .frames import Frame, FrameStore
 from .model import NodeSnapshot, Severity
 from .assemble import Assembler
-from .assemble.live import LiveRound, LiveWindow, compare
+from .assemble.live import LiveRound, LiveWindow, compare, named
 from .kube import ApiWindow
 from .rates import Rates, compute
 
@@ -196,7 +196,8 @@ class Pipeline:
         """The tick's report with kubelet's answer (a podresources.LiveView) compared with its snapshot, over
         this round and the one before. An answer that could not be had breaks the window: a disagreement
         must hold over two rounds in a row."""
-        now = LiveRound(view, time.monotonic() if t is None else t, compare(view, report.snapshot))
+        snap = report.snapshot
+        now = LiveRound(view, time.monotonic() if t is None else t, compare(view, snap), report.t, named(view, snap))
         before = self.live_prev if self.live_prev is not None and not self.live_prev.view.error else None
         self.live_prev = now
         return report.with_live(LiveWindow(now, before))

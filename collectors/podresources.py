@@ -60,6 +60,9 @@ class LiveView:
     allocatable_devices: tuple[Device, ...] = ()
     error: str | None = None
     notes: list[str] = field(default_factory=list)
+    # with `error`: its cause in a few plain words, one of WHY ("no socket", "not root", ...), for a line a user
+    # in an incident reads first (the TUI's fit pane); `error` says the rest
+    why: str = ""
 
     def exclusive(self) -> dict[tuple[str, str, str], frozenset[int]]:
         """(namespace, pod, container) -> its exclusive CPUs, for the containers that hold some."""
@@ -231,14 +234,19 @@ def _walk(root_fd: int, path: str) -> int:
 
 _AS_ROOT = "kubelet's socket is root's: run pinscope as root"
 
+# LiveView.why: every cause an unreachable view gives, in plain words
+WHY = ("no socket", "not root", "not a socket", "refused", "kubelet not listening", "not answering",
+       "answer not understood", "API error", "grpcio not installed", "not forwarded over SSH", "not connected",
+       "not through this transport")
 
-def _why_not(fd: int, shown: str) -> str | None:
-    """Why the socket behind `fd` cannot be asked, or None."""
+
+def _why_not(fd: int, shown: str) -> LiveView | None:
+    """Why the socket behind `fd` cannot be asked (a LiveView saying it), or None."""
     st = os.fstat(fd)
     if not stat.S_ISSOCK(st.st_mode):
-        return f"{shown}: not a socket"
+        return LiveView(shown, error=f"{shown}: not a socket", why="not a socket")
     if not os.access(f"/proc/self/fd/{fd}", os.R_OK | os.W_OK):
-        return f"{shown}: not writable by this user ({_AS_ROOT})"
+        return LiveView(shown, error=f"{shown}: not writable by this user ({_AS_ROOT})", why="not root")
     return None
 
 
@@ -247,17 +255,19 @@ def read_live_in_root(root: str, path: str, timeout: float = 3.0) -> LiveView:
     try:
         fd = open_in_root(root, path)
     except Refused as err:
-        return LiveView(path, error=f"{err}: refused (under --root only paths inside the root are followed)")
+        return LiveView(path, error=f"{err}: refused (under --root only paths inside the root are followed)",
+                        why="refused")
     except FileNotFoundError:
-        return LiveView(path, error=f"{path}: no such socket (kubelet not running here, or its root-dir not mounted)")
+        return LiveView(path, error=f"{path}: no such socket (kubelet not running here, or its root-dir not mounted)",
+                        why="no socket")
     except PermissionError:
-        return LiveView(path, error=f"{path}: not reachable by this user ({_AS_ROOT})")
+        return LiveView(path, error=f"{path}: not reachable by this user ({_AS_ROOT})", why="not root")
     except OSError as err:
-        return LiveView(path, error=f"{path}: {err.strerror}")
+        return LiveView(path, error=f"{path}: {err.strerror}", why="no socket")
     try:
         why = _why_not(fd, path)
-        if why:
-            return LiveView(path, error=why)
+        if why is not None:
+            return why
         return ask(f"unix:/proc/self/fd/{fd}", path, timeout)
     finally:
         os.close(fd)
@@ -274,7 +284,8 @@ def ask(address: str, shown: str, timeout: float = 3.0) -> LiveView:
     try:
         import grpc  # type: ignore[import-untyped]
     except ImportError:
-        return LiveView(shown, error="grpcio is not installed: kubelet's PodResources API was not asked")
+        return LiveView(shown, error="grpcio is not installed: kubelet's PodResources API was not asked",
+                        why="grpcio not installed")
     opts = [("grpc.max_receive_message_length", MAX_MESSAGE), ("grpc.enable_http_proxy", 0)]
     try:
         with grpc.insecure_channel(address, options=opts) as ch:
@@ -288,10 +299,16 @@ def ask(address: str, shown: str, timeout: float = 3.0) -> LiveView:
             except grpc.RpcError as err:  # GA in 1.28; an older kubelet answers List only
                 return LiveView(shown, pods, notes=[f"GetAllocatableResources: {err.code().name}: {err.details()}"])
     except grpc.RpcError as err:
-        return LiveView(shown, error=f"kubelet's PodResources API: {err.code().name}: {err.details()}")
+        return LiveView(shown, error=f"kubelet's PodResources API: {err.code().name}: {err.details()}",
+                        why=_GRPC_WHY.get(err.code().name, "API error"))
     except WireError as err:
-        return LiveView(shown, error=f"kubelet's PodResources answer not understood: {err}")
+        return LiveView(shown, error=f"kubelet's PodResources answer not understood: {err}", why="answer not understood")
     return LiveView(shown, pods, cpus, devices)
+
+
+# a socket that nobody listens on (kubelet stopped) fails to connect: UNAVAILABLE; one that accepts and never
+# answers runs out the deadline
+_GRPC_WHY = {"UNAVAILABLE": "kubelet not listening", "DEADLINE_EXCEEDED": "not answering"}
 
 
 def fmt(cpus) -> str:

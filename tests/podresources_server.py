@@ -7,6 +7,7 @@ tests/cluster/test_podresources_real.py checks this encoding against the real ku
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 import threading
@@ -14,6 +15,7 @@ from concurrent import futures
 
 import grpc
 
+from pinscope.collectors import podresources as pr
 from pinscope.collectors.podresources import Device, LiveContainer, LivePod
 
 
@@ -75,6 +77,33 @@ def short_socket_path() -> tuple[str, str]:
     the socket where a test wants it (a bound socket keeps working under its new name)."""
     d = tempfile.mkdtemp(prefix="pr-", dir="/tmp")
     return d, os.path.join(d, "s.sock")
+
+
+def agreeing(snap) -> tuple[pr.LivePod, ...]:
+    """What kubelet's memory says of the node when it agrees with its checkpoints: every named pod, its
+    running containers with the checkpoint's CPUs and devices."""
+    out = []
+    for p in snap.pods:
+        if not (p.namespace and p.name):
+            continue
+        ctrs = []
+        for c in p.containers:
+            if c.cgroup is None or not c.name:
+                continue
+            devs: dict[str, list[str]] = {}
+            for d in c.devices:
+                devs.setdefault(d.resource, []).append(d.device)
+            ctrs.append(pr.LiveContainer(c.name, c.assigned or frozenset(),
+                                         tuple(pr.Device(r, tuple(ids), ()) for r, ids in devs.items())))
+        out.append(pr.LivePod(p.namespace, p.name, tuple(ctrs)))
+    return tuple(out)
+
+
+def changed(pods, container: str, pod: str | None = None, **kw):
+    """`pods` with one container changed (in every pod, or in pod `pod`)."""
+    return tuple(dataclasses.replace(p, containers=tuple(dataclasses.replace(c, **kw) if c.name == container else c
+                                                         for c in p.containers)) if pod in (None, p.name) else p
+                 for p in pods)
 
 
 class StandIn:

@@ -129,3 +129,165 @@ def waiting_note(view: NodeView | None) -> str:
     if view is not None and view.state in ("down", "connecting") and view.message:
         return display(f"{view.target}: {view.message}")  # down: why; connecting: what it waits for
     return "waiting for the first frame from " + (display(view.target) if view else "the node") + " ..."
+
+
+# --- kubelet's live view (its PodResources API), as the "what fits" pane shows it ----------------------------
+
+
+class Line(NamedTuple):
+    """One line of a pane's text: what it says (made safe for the terminal) and how it looks: "" plain, "bold",
+    "warn" (a held disagreement: bold, "▲" before it so it reads in monochrome), "dim" (what backs a line)."""
+
+    text: str
+    style: str = ""
+
+
+LABELS = ("PodResources", "checkpoint", "cgroup")  # the three values of a container, in this order everywhere
+
+
+def live_summary(report, width: int = 60) -> Line:
+    """The one line: was kubelet's live view reached (if not, why, in plain words), when was it read, does it agree
+    with its checkpoint and the kernel on the containers all three name. `report`: a NodeReport, or None. Said in
+    full when it fits `width`, else in short."""
+    live = report.live if report is not None else None
+    if live is None:
+        return Line("kubelet's live view: not asked for this report (a replay or a recording has none)", "dim")
+    now = live.now
+    if now.view.error:
+        return Line(f"kubelet's live view: not reached: {now.view.why or 'see below'}", "bold")
+    cpus = sum(d.what == "cpus" for d in now.disagreements)
+    devs = len(now.disagreements) - cpus
+    if report.snapshot.state_status != "ok":
+        long = short = "its checkpoint not read: compared with the kernel only"
+    elif not now.disagreements:
+        long = (f"agrees with its checkpoint and the kernel on all {now.named} container{_s(now.named)} all three "
+                "name" if now.named else "no container with exclusive CPUs for all three to name")
+        short = f"agrees on all {now.named} container{_s(now.named)}" if now.named else "nothing to compare"
+    else:
+        of = f" of the {now.named}" if cpus <= now.named else ""
+        long = (f"disagrees on {cpus}{of} container{_s(now.named if of else cpus)} all three name" if cpus else "")
+        short = f"disagrees on {cpus}{of.replace(' the', '')} container{_s(now.named if of else cpus)}" if cpus else ""
+        if devs:
+            long += f"{'; ' if cpus else ''}on the devices of {devs} container{_s(devs)}"
+            short += f"{', ' if cpus else ''}{devs} on devices"
+    mark = "▲ " if live.held() else ""
+    for text in (f"{mark}kubelet's live view: read {_when(now.wall, report.t)}; {long}",
+                 f"{mark}kubelet's live view (read {_when(now.wall, None)}): {short}"):
+        if len(text) <= width:
+            break
+    else:
+        text = f"{mark}kubelet's live view: {short}"  # the time is in the details below
+    return Line(text, "warn" if mark else "")
+
+
+def _s(n: int) -> str:
+    return "" if n == 1 else "s"
+
+
+def _when(wall: float | None, frame: float | None) -> str:
+    """"12:03:05, with this frame" / "..., 10 s before this frame" (`frame` None: the clock only): the local
+    clock, as replay shows it."""
+    if wall is None:
+        return "with an earlier frame"
+    import time
+
+    at = time.strftime("%H:%M:%S", time.localtime(wall))
+    if frame is None:
+        return at
+    if abs(frame - wall) < 0.5:
+        return f"{at}, with this frame"
+    return f"{at}, {frame - wall:.0f} s before this frame"
+
+
+def live_lines(report, width: int = 60) -> list[Line]:
+    """What the pane shows of kubelet's live view below its one line: why it was not reached (kubelet's words),
+    each disagreement with its three values side by side (one under another when they do not fit `width`), what
+    the live view adds that the node's files do not (allocatable CPUs, devices with their NUMA node)."""
+    live = report.live if report is not None else None
+    if live is None:
+        return []
+    v = live.now.view
+    out = [Line("kubelet's live view (its PodResources API)", "bold")]
+    if v.error:
+        return out + [Line("  " + display(v.error)),
+                      Line("  what fits is worked out from the node's files alone", "dim")]
+    out.append(Line(f"  read {_when(live.now.wall, report.t)}, on {display(v.socket)}", "dim"))
+    held = set(live.held())
+    for d in live.now.disagreements:
+        out += _disagreement(d, d in held, live.seconds, width)
+    if live.now.disagreements:
+        out.append(Line("  what fits is worked out from the checkpoint; kubelet decides by its memory", "dim"))
+    out += _adds(v, width)
+    out += [Line("  " + display(n), "dim") for n in v.notes]
+    return out
+
+
+def _disagreement(d, held: bool, seconds: float | None, width: int) -> list[Line]:
+    from pinscope.tui.elide import elide_middle
+
+    who = elide_middle(display(f"{d.namespace}/{d.pod}/{d.container}"), max(20, width - 2), keep_tail=len(display(d.container)))
+    pr, cp, k = d.values()
+    if held:
+        state = f"held two rounds{f', {seconds:.0f} s apart' if seconds is not None else ''}"
+    else:
+        state = "seen once: a finding if the next round sees it again"
+    head = [Line(f"▲ {who}" if held else f"  {who}", "warn" if held else "bold")]
+    odd = _odd(d.what, pr, cp, k)
+    if len(odd) + len(state) + 6 <= width:
+        head.append(Line(f"    {odd}; {state}"))
+    else:
+        head += [Line(f"    {odd}"), Line(f"    {state}")]
+    labels = LABELS if d.what == "cpus" else ("PodResources", "device checkpoint")
+    vals = (pr, cp, k) if d.what == "cpus" else (pr, cp)
+    side = "    " + ("" if d.what == "cpus" else display(d.what) + ": ") + "  ".join(
+        f"{lab} {display(x)}" for lab, x in zip(labels, vals))
+    if len(side) <= width:
+        return head + [Line(side)]
+    pad = max(len(lab) for lab in labels)
+    return head + [Line(f"    {lab:<{pad}}  {display(x)}") for lab, x in zip(labels, vals)]
+
+
+def _odd(what: str, pr: str, cp: str, k: str) -> str:
+    """Which of the three differs, in words."""
+    if what != "cpus":
+        return f"kubelet's memory and its device checkpoint differ on {display(what)}"
+    if k == "not read" or cp == "not read":
+        return "kubelet's memory and " + ("the kernel" if cp == "not read" else "its checkpoint") + " differ"
+    if pr == cp:
+        return "the kernel differs from kubelet's memory and checkpoint"
+    if pr == k:
+        return "the checkpoint differs from kubelet's memory and the kernel"
+    if cp == k:
+        return "kubelet's memory differs from its checkpoint and the kernel"
+    return "all three differ"
+
+
+def _adds(v, width: int) -> list[Line]:
+    """What kubelet's live view adds to the node's files: the CPUs it may hand out, its devices' NUMA nodes."""
+    from pinscope.collectors.podresources import fmt
+
+    out = []
+    if v.allocatable_cpus:
+        out.append(Line(f"  kubelet may hand out CPUs {fmt(v.allocatable_cpus)} (GetAllocatableResources)"))
+    elif not v.notes:  # a kubelet that does not serve GetAllocatableResources: its note says so
+        out.append(Line("  kubelet lists no CPUs it may hand out exclusively (GetAllocatableResources)"))
+    holder: dict[tuple[str, str], str] = {}
+    devices: dict[tuple[str, str], tuple[int, ...]] = {}
+    for p in v.pods:
+        for c in p.containers:
+            for dev in c.devices:
+                for i in dev.ids:
+                    holder[(dev.resource, i)] = f"{p.namespace}/{p.name}/{c.name}"
+                    devices[(dev.resource, i)] = dev.numa_nodes
+    for dev in v.allocatable_devices:
+        for i in dev.ids:
+            devices.setdefault((dev.resource, i), dev.numa_nodes)
+    if not devices:
+        return out + [Line("  devices: none listed by kubelet", "dim")]
+    out.append(Line("  devices with their NUMA node (kubelet's device checkpoint has none):"))
+    for (res, i), numa in sorted(devices.items(), key=lambda kv: (kv[1] or (1 << 30,), kv[0])):
+        where = "NUMA " + ",".join(map(str, numa)) if numa else "NUMA ?"
+        out.append(Line(f"    {where:<7} {display(res)} {display(i)}"))
+        who = holder.get((res, i))
+        out.append(Line("            " + (f"held by {display(who)}" if who else "free"), "" if who else "dim"))
+    return out

@@ -57,11 +57,15 @@ def _text(what: str, v: frozenset | None) -> str:
 
 @dataclass(frozen=True, slots=True)
 class LiveRound:
-    """One asking of kubelet, compared with the tick's snapshot. `t`: time.monotonic() when asked."""
+    """One asking of kubelet, compared with the tick's snapshot. `t`: time.monotonic() when asked; `wall`: the
+    wall clock (epoch seconds) of the report it was asked with (None: not known); `named`: how many containers
+    kubelet's memory, its checkpoint and the kernel all name (named())."""
 
     view: LiveView
     t: float
     disagreements: tuple[Disagreement, ...] = ()
+    wall: float | None = None
+    named: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,24 +111,50 @@ def _containers(pods: tuple[LivePod, ...]) -> list[dict]:
     return out
 
 
-def compare(view: LiveView, snap) -> tuple[Disagreement, ...]:
-    """Every container on which kubelet's memory differs from its checkpoint or the kernel, this tick."""
+def _pairs(view: LiveView, snap):
+    """(kubelet's pod, the snapshot's pod) for every pod both name. A name two pods hold (a StatefulSet's or
+    static pod recreated while the old one's cgroup or checkpoint entry lingers) cannot say which pod
+    kubelet's entry is of: not paired."""
     if view.error:
-        return ()
-    # a name two pods hold (a StatefulSet's or static pod recreated while the old one's cgroup or checkpoint
-    # entry lingers) cannot say which pod kubelet's entry is of: not compared
-    named: dict[tuple, list] = {}
+        return
+    by_name: dict[tuple, list] = {}
     for p in snap.pods:
         if p.namespace and p.name:
-            named.setdefault((p.namespace, p.name), []).append(p)
-    mine = {k: ps[0] for k, ps in named.items() if len(ps) == 1}
-    out: list[Disagreement] = []
+            by_name.setdefault((p.namespace, p.name), []).append(p)
+    mine = {k: ps[0] for k, ps in by_name.items() if len(ps) == 1}
     for lp in view.pods:
         p = mine.get((lp.namespace, lp.name))
         if p is not None:
-            out += _cpus(lp, p, snap)
-            out += _devices(lp, p, snap)
+            yield lp, p
+
+
+def compare(view: LiveView, snap) -> tuple[Disagreement, ...]:
+    """Every container on which kubelet's memory differs from its checkpoint or the kernel, this tick."""
+    out: list[Disagreement] = []
+    for lp, p in _pairs(view, snap):
+        out += _cpus(lp, p, snap)
+        out += _devices(lp, p, snap)
     return tuple(out)
+
+
+def named(view: LiveView, snap) -> int:
+    """How many containers with exclusive CPUs (in kubelet's memory or its checkpoint) kubelet's memory, its
+    checkpoint and the kernel all name: the ones compare() weighs all three values of. 0 when the checkpoint
+    was not read."""
+    st = snap.state if snap.state_status == "ok" else None
+    if st is None:
+        return 0
+    n = 0
+    for lp, p in _pairs(view, snap):
+        ctrs = {c.name: c for c in p.containers if c.name}
+        entries = st.entries.get(p.uid) or {}
+        for lc in lp.containers:
+            c = ctrs.get(lc.name)
+            if c is None or c.cgroup is None or (lp.cpus and not lc.cpus):
+                continue
+            cp = c.assigned if c.assigned is not None else frozenset(entries.get(lc.name) or ())
+            n += bool(lc.cpus or cp)
+    return n
 
 
 def _cpus(lp: LivePod, p, snap) -> list[Disagreement]:

@@ -150,7 +150,8 @@ class FrameStream:
         that cannot reach a unix socket on the node says so in the view's `error`."""
         from ..podresources import LiveView
 
-        return LiveView(path, error=f"{path}: kubelet's socket is not reached {self.podresources_not}")
+        return LiveView(path, error=f"{path}: kubelet's socket is not reached {self.podresources_not}",
+                        why="not through this transport")
 
     podresources_not = "through this transport"
 

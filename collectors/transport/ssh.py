@@ -218,10 +218,11 @@ class SSHTransport(FrameStream):
         from ..podresources import LiveView, ask
 
         if self.conn is None:
-            return LiveView(path, error=f"{path}: not connected")
+            return LiveView(path, error=f"{path}: not connected", why="not connected")
         if self.root:
             return LiveView(path, error=f"{path}: not forwarded with --root over SSH (sshd would follow its links "
-                                        "on the node: the path could not be kept inside the root)")
+                                        "on the node: the path could not be kept inside the root)",
+                            why="not forwarded over SSH")
         if self.forward is None or self.forward.path != path:
             if self.forward is not None:
                 self.forward.close()
@@ -230,7 +231,7 @@ class SSHTransport(FrameStream):
         if why:
             self.forward.close()
             self.forward = None
-            return LiveView(path, error=why)
+            return LiveView(path, error=why[1], why=why[0])
         return await asyncio.to_thread(ask, f"unix:{self.forward.local}", path, timeout)
 
     async def close(self) -> None:
@@ -261,8 +262,9 @@ class _SocketForward:
         self.local = ""
         self.listener: asyncssh.SSHListener | None = None
 
-    async def open(self, timeout: float) -> str | None:
-        """Forward (once); None, or why the socket cannot be asked through this connection."""
+    async def open(self, timeout: float) -> tuple[str, str] | None:
+        """Forward (once); None, or why the socket cannot be asked through this connection: (its cause in
+        plain words, one of podresources.WHY; what happened)."""
         if self.listener is not None:
             return None
         user = self.conn.get_extra_info("username") or "?"
@@ -270,25 +272,25 @@ class _SocketForward:
             _r, w = await within(self.conn.open_unix_connection(self.path), timeout)
             w.close()
         except asyncssh.ChannelOpenError as err:  # OpenSSH says "open failed" for absent and forbidden alike
-            return f"{self.path}: sshd could not open it for {user} ({err.reason}: " + (
+            return ("no socket" if user == "root" else "not root"), f"{self.path}: sshd could not open it for {user} ({err.reason}: " + (
                 "no such socket on the node, or sshd forwards no unix socket)" if user == "root" else
                 "kubelet's socket is root's: connect as root, sudo cannot forward it)")
         except (asyncio.TimeoutError, TimeoutError):
-            return f"{self.path}: sshd did not open it within {timeout:g} s"
+            return "not answering", f"{self.path}: sshd did not open it within {timeout:g} s"
         except (asyncssh.Error, OSError) as err:
-            return f"{self.path}: not forwarded ({err})"
+            return "not forwarded over SSH", f"{self.path}: not forwarded ({err})"
         import tempfile
 
         try:
             self.dir = tempfile.mkdtemp(prefix="pinscope-pr-")  # 0700; a full or unwritable TMPDIR: said
         except OSError as err:
-            return f"{self.path}: not forwarded (no private directory for its local end: {err})"
+            return "not forwarded over SSH", f"{self.path}: not forwarded (no private directory for its local end: {err})"
         self.local = os.path.join(self.dir, "kubelet.sock")
         try:
             self.listener = await within(self.conn.forward_local_path(self.local, self.path), timeout)
         except (asyncssh.Error, OSError, asyncio.TimeoutError, TimeoutError) as err:
             self.close()
-            return f"{self.path}: not forwarded ({err or type(err).__name__})"
+            return "not forwarded over SSH", f"{self.path}: not forwarded ({err or type(err).__name__})"
         return None
 
     def close(self) -> None:

@@ -10,7 +10,7 @@ import json
 import os
 
 import pytest
-from podresources_server import StandIn
+from podresources_server import StandIn, agreeing, changed
 
 from pinscope.collectors import podresources as pr
 from pinscope.collectors.collect import FULL, NodeCollector, Options
@@ -24,33 +24,6 @@ SOCK = "var/lib/kubelet/pod-resources/kubelet.sock"
 def spec(host: str):
     (sp,) = [x for x in demo_specs() if x.hostname == host]
     return sp
-
-
-def agreeing(snap) -> tuple[pr.LivePod, ...]:
-    """What kubelet's memory says of the node when it agrees with its checkpoints: every named pod, its
-    running containers with the checkpoint's CPUs and devices."""
-    out = []
-    for p in snap.pods:
-        if not (p.namespace and p.name):
-            continue
-        ctrs = []
-        for c in p.containers:
-            if c.cgroup is None or not c.name:
-                continue
-            devs: dict[str, list[str]] = {}
-            for d in c.devices:
-                devs.setdefault(d.resource, []).append(d.device)
-            ctrs.append(pr.LiveContainer(c.name, c.assigned or frozenset(),
-                                         tuple(pr.Device(r, tuple(ids), ()) for r, ids in devs.items())))
-        out.append(pr.LivePod(p.namespace, p.name, tuple(ctrs)))
-    return tuple(out)
-
-
-def changed(pods, container: str, pod: str | None = None, **kw):
-    """`pods` with one container changed (in every pod, or in pod `pod`)."""
-    return tuple(dataclasses.replace(p, containers=tuple(dataclasses.replace(c, **kw) if c.name == container else c
-                                                         for c in p.containers)) if pod in (None, p.name) else p
-                 for p in pods)
 
 
 class Node:

@@ -16,6 +16,7 @@ from pinscope.collectors.fit.predict import FitAnswer
 from pinscope.collectors.fit.summary import free_count, node_fit, reason, request_fit
 from pinscope.collectors.parse.cpuset import format_cpuset
 from pinscope.collectors.text import display
+from pinscope.tui.presenter import Line, live_lines, live_summary
 from pinscope.tui.screens.base import ReportScreen
 from pinscope.tui.state import NodeView
 from pinscope.tui.widgets.coregrid import CoreGrid
@@ -61,20 +62,42 @@ def _request(t: Text, n: int, ans: FitAnswer, numa_of: dict[int, int | None]) ->
         t.append(f"  containers of {n} CPU{'s' if n != 1 else ''} that fit one after another: {ans.how_many}\n")
 
 
-def fit_text(snap, n: int | None, bad: str, version: str | None = None) -> tuple[Text, frozenset[int]]:
+STYLE = {"": "", "bold": "bold", "warn": "bold", "dim": "dim"}  # a presenter Line's look, in Rich's words
+
+
+def _lines(t: Text, lines: list[Line]) -> None:
+    for ln in lines:  # already made safe for the terminal by the presenter
+        t.append(ln.text + "\n", style=STYLE.get(ln.style, ""))
+
+
+def fit_text(snap, n: int | None, bad: str, version: str | None = None, report=None,
+             width: int = 60) -> tuple[Text, frozenset[int]]:
     """The pane's text and the CPUs to light on the grid, for the request typed (None: none yet); `version`:
-    the node's kubelet release as the API said it (--kube, node/NAME), else the release is assumed."""
+    the node's kubelet release as the API said it (--kube, node/NAME), else the release is assumed. `report`:
+    the NodeReport whose kubelet's live view (PodResources) is shown, its one line under the title and its
+    details at the end (`width`: the columns they have)."""
     t = Text()
     base = node_fit(snap, version)
     rel = display(base.kubelet_version) if base.kubelet_version else base.release + ", assumed"
     t.append(f"what fits on {display(snap.node)} (kubelet {rel})\n", style="bold")
+    if report is not None:
+        _lines(t, [live_summary(report, width)])
+    lit = _answers(t, snap, n, bad, version, base)
+    if report is not None:
+        t.append("\n")
+        _lines(t, live_lines(report, width))
+    return t, lit
+
+
+def _answers(t: Text, snap, n: int | None, bad: str, version: str | None, base) -> frozenset[int]:
+    """What fits, appended to `t`; the CPUs to light."""
     if not base.readable or base.note:
         t.append(display(f"  {'not known' if not base.readable else 'no exclusive CPUs'}: {base.note}") + "\n")
-        return t, frozenset()
+        return frozenset()
     if base.error is not None and not base.per_numa:  # kubelet refuses its own configuration or state
         t.append(display(f"  kubelet: {base.error['kind']}: {base.error['message']}") + "\n", style="bold red")
         t.append(display(f"  why: {reason(base.error)}") + "\n")
-        return t, frozenset()
+        return frozenset()
     lit: frozenset[int] = frozenset()
     if bad:
         t.append(display(bad) + "\n", style="bold")
@@ -92,7 +115,7 @@ def fit_text(snap, n: int | None, bad: str, version: str | None = None) -> tuple
     t.append("not known from the node's files:\n", style="dim")
     for u in base.unknown:
         t.append(display(f"  - {u}") + "\n", style="dim")
-    return t, lit
+    return lit
 
 
 class FitScreen(ReportScreen):
@@ -122,6 +145,12 @@ class FitScreen(ReportScreen):
 
     def on_resize(self) -> None:
         self.query_one("#fit-main").set_class(self.size.width < 110, "narrow")
+        self.call_after_refresh(self.refresh_view)  # the side's width changed: the live view's lines follow
+
+    def _text_width(self) -> int:
+        """The columns the pane's text has (its side, less the scroll bar); 60 before the first layout."""
+        w = self.query_one("#fit-side", VerticalScroll).scrollable_content_region.width
+        return max(30, w - 2) if w else 60
 
     def refresh_view(self) -> None:
         v = self.view
@@ -132,7 +161,8 @@ class FitScreen(ReportScreen):
         if v.snap is not None:
             n, bad = parse_request(self.query_one("#fit-n", Input).value)
             api = v.report.api if v.report is not None else None
-            text, lit = fit_text(v.snap, n, bad, api.now.kubelet_version if api is not None else None)
+            text, lit = fit_text(v.snap, n, bad, api.now.kubelet_version if api is not None else None, v.report,
+                                 self._text_width())
             if text != self._shown:
                 self._shown = text
                 self.query_one("#fit-text", Static).update(text)
