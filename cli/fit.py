@@ -44,7 +44,8 @@ async def _answer(target, a) -> tuple[str, FitAnswer | None, str | None]:
     except PinscopeError as err:
         return _name(target), None, str(err)
     version, unknown = await _release(target, report, a)
-    ans = predict(report.snapshot, a.cpus, version, unknown_why=unknown)
+    gone = await _gone(target, report, a)
+    ans = predict(report.snapshot, a.cpus, version, unknown_why=unknown, inactive=gone)
     ans.live = live_summary(report)
     if not isinstance(target, str):
         ans.node = target.name
@@ -64,6 +65,26 @@ async def _release(target, report, a) -> tuple[str | None, str | None]:
         return None, "no Kubernetes API asked: --kube or node/NAME reads it from the Node object"
     name = _api_name(target) or local_api_name(report.snapshot)
     return await asyncio.to_thread(node_kubelet_version, name, a.context, a.kubeconfig)
+
+
+async def _gone(target, report, a) -> dict[str, str]:
+    """The checkpoint's pods kubelet frees before it admits the next pod (collectors/fit/active.py), judged by the
+    API's pods on the node (--kube, node/NAME: listed after the snapshot read the checkpoint), kubelet's
+    PodResources List (asked with the snapshot, after its files) and the node's files."""
+    from pinscope.cli import _api_name, _kube, local_api_name
+    from pinscope.collectors.fit.active import inactive_pods
+    from pinscope.collectors.kube import KubeError, node_pods
+
+    api_pods = None
+    if _kube(a):
+        name = _api_name(target) or local_api_name(report.snapshot)
+        try:
+            api_pods = await asyncio.to_thread(node_pods, name, a.context, a.kubeconfig)
+        except KubeError:
+            api_pods = None  # not read: the other evidence stands alone
+    # kubelet's answer of this very report (asked after its frame), never a round kept from an earlier tick
+    live = report.live.now.view if report.live is not None and report.live.now.wall == report.t else None
+    return inactive_pods(report.snapshot, api_pods, api_after=True, live=live)
 
 
 def live_summary(report) -> dict:

@@ -44,6 +44,9 @@ class ApiPod:
     owner: str | None  # "ReplicaSet/web-5c8d" (the first ownerReference)
     containers: tuple = ()
     ids: dict = field(default_factory=dict)  # container id (no "containerd://") -> container name
+    phase: str | None = None  # status.phase (Pending, Running, Succeeded, Failed), None when not said
+    deleting: bool = False  # metadata.deletionTimestamp is set: kubelet is asked to terminate it
+    ephemeral: tuple[str, ...] = ()  # spec.ephemeralContainers' names (kubectl debug): never given CPUs of their own
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,8 +291,11 @@ def _pod(p: dict) -> tuple[ApiPod | None, Rejected | None, str | None]:
         ctrs.append(ApiContainer(str(c.get("name")), dict(req) if isinstance(req, dict) else {},
                                  dict(lim) if isinstance(lim, dict) else {}))
     status = p.get("status") or {}
+    phase = status.get("phase")
+    ephemeral = tuple(str(c.get("name")) for c in spec.get("ephemeralContainers") or [] if isinstance(c, dict))
     ap = ApiPod(str(uid), str(meta.get("namespace")), str(meta.get("name")),
-                status.get("qosClass"), owner, tuple(ctrs), container_ids(status))
+                status.get("qosClass"), owner, tuple(ctrs), container_ids(status),
+                phase if isinstance(phase, str) else None, meta.get("deletionTimestamp") is not None, ephemeral)
     reason = status.get("reason")
     rejected = None
     if status.get("phase") == "Failed" and isinstance(reason, str) and admission_reason(reason):

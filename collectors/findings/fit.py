@@ -4,6 +4,7 @@ NUMA nodes or cores in a way its policy does not accept. Judged by kubelet's own
 (collectors/fit): positive evidence, with kubelet's message and the free CPUs per NUMA node."""
 from __future__ import annotations
 
+from ..fit.active import inactive_pods
 from ..fit.kubelet import Kubelet, KubeletError
 from ..fit.predict import case_from_snapshot, release_of
 from ..parse.cpuset import format_cpuset as fmt
@@ -22,12 +23,13 @@ def set_fit_cpus(n: int | None) -> None:
     _cache.clear()
 
 
-def _request(st) -> int:
-    sizes = [len(cpus) for ctrs in st.entries.values() for cpus in ctrs.values()]
+def _request(st, gone) -> int:
+    """--fit-cpus, else the largest pinned request of the pods kubelet still counts (not those it frees first)."""
+    sizes = [len(cpus) for uid, ctrs in st.entries.items() if uid not in gone for cpus in ctrs.values()]
     return FIT_CPUS or max(sizes, default=0)
 
 
-def _decide(snap, n: int, version: str | None = None):
+def _decide(snap, n: int, version: str | None = None, gone: dict | None = None):
     """(free CPUs per NUMA node, kubelet's error, assumed) or None, by kubelet's release `version` (None:
     assumed); cached per node, release and state: the finding is evaluated every tick, the state changes
     when a pod comes or goes."""
@@ -35,13 +37,13 @@ def _decide(snap, n: int, version: str | None = None):
     key = (snap.node, n, version, st.default_cpuset, tuple(sorted((u, c, s) for u, cs in st.entries.items() for c, s in cs.items())),
            tuple(sorted(k.cpu_manager_policy_options.items())), k.topology_manager_policy, k.topology_manager_scope,
            tuple(sorted(k.topology_manager_policy_options.items())), k.reserved_cpus,
-           tuple(sorted(k.kube_reserved.items())), tuple(sorted(k.system_reserved.items())))
+           tuple(sorted(k.kube_reserved.items())), tuple(sorted(k.system_reserved.items())), tuple(sorted((gone or {}).items())))
     if key in _cache:
         return _cache[key]
     if len(_cache) > 64:
         _cache.clear()
     out = None
-    case, assumed, problems = case_from_snapshot(snap, [n])
+    case, assumed, problems = case_from_snapshot(snap, [n], gone or {})
     release, why = release_of(version)
     if not problems:
         try:
@@ -74,10 +76,12 @@ def exclusive_fragmented(ctx):
     snap, st = ctx.snap, ctx.st
     if ctx.k.cpu_manager_policy != "static" or st is None or st.policy != "static" or snap.state_status != "ok":
         return
-    n = _request(st)
+    # the pods kubelet frees before it admits the next one (a deleted pod's checkpoint entry): not held, not N
+    gone = inactive_pods(snap, ctx.api.now.pods if ctx.api is not None else None)
+    n = _request(st, gone)
     if n <= 0:
         return
-    got = _decide(snap, n, ctx.kubelet_version)
+    got = _decide(snap, n, ctx.kubelet_version, gone)
     if got is None:
         return
     free, per, err, assumed = got

@@ -23,6 +23,8 @@ A case is the oracle's JSON (see tests/kubeletsim/main.go `Case`):
   distances      {"numa": [distance to node 0, 1, ...]} (prefer-closest-numa-nodes)
   cpu_options, tm_policy, tm_scope, tm_options, reserved, num_reserved,
   assignments    {pod: {container: cpuset}}, default (cpuset or absent), containers [N, ...]
+  inactive       pods of `assignments` kubelet no longer counts active (pinscope's, not the oracle's: see
+                 predict.py): removed before the admission, as kubelet's removeStaleState does
 The result: {"cpus": [cpuset per container] | None, "error": {"kind", "message"} | None}.
 """
 
@@ -1149,6 +1151,12 @@ class Kubelet:
             default = set()
         self.topo, self.tm, self.policy = topo, tm, policy
         self.default = set(policy.start(default, assignments))
+        # removeStaleState (cpu_manager.go), run before the next pod's hints and Allocate: the containers of pods
+        # kubelet no longer counts active leave the state, their CPUs back to the shared pool (RemoveContainer;
+        # a whole pod's containers release the union of their CPUs, whatever the order)
+        for pod in case.get("inactive") or ():
+            for cset in assignments.pop(pod, {}).values():
+                self.default |= cset
 
     def admit(self, containers: list[int], commit: bool = False) -> Decision:
         """The pod's admission; with commit, its CPUs leave the shared pool (the next pod sees that)."""

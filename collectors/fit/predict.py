@@ -14,6 +14,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from .active import inactive_pods, said
 from .capacity import places
 from .kubelet import DEFAULT_RELEASE, RELEASES, Kubelet, KubeletError, cpuset_str
 
@@ -134,8 +135,9 @@ def _reserved(cfg, problems: list[str]) -> tuple[int, str]:
     return num_reserved, ""
 
 
-def case_from_snapshot(snap, containers: list[int]) -> tuple[dict, list[str], list[str]]:
-    """(case, assumed, problems); problems non-empty: no prediction can be made."""
+def case_from_snapshot(snap, containers: list[int], inactive: dict[str, str] | None = None) -> tuple[dict, list[str], list[str]]:
+    """(case, assumed, problems); problems non-empty: no prediction can be made. `inactive`: the checkpoint's pods
+    kubelet no longer counts (active.py inactive_pods, uid -> why); None: judged from the node's files alone."""
     topo, cfg, state = snap.topology, snap.kubelet, snap.state
     assumed: list[str] = []
     problems: list[str] = []
@@ -163,6 +165,11 @@ def case_from_snapshot(snap, containers: list[int]) -> tuple[dict, list[str], li
             (uid or "?"): {name: cpuset_str(cpus) for name, cpus in ctrs.items()}
             for uid, ctrs in state.entries.items()
         }
+        gone = inactive_pods(snap) if inactive is None else inactive
+        gone = {uid: why for uid, why in gone.items() if uid in state.entries}
+        if gone:  # kubelet frees them first (removeStaleState): collectors/fit/active.py
+            case["inactive"] = sorted(gone)
+            assumed.extend(said(snap, gone))
     return case, assumed, problems
 
 
@@ -184,9 +191,9 @@ def how_many_fit(k: Kubelet, n: int, limit: int = 4096) -> int:
 
 
 def predict(snap, cpus: int, kubelet_version: str | None = None, count: bool = True, with_largest: bool = True,
-            unknown_why: str | None = None) -> FitAnswer:
+            unknown_why: str | None = None, inactive: dict[str, str] | None = None) -> FitAnswer:
     """The next Guaranteed container of `cpus` CPUs on this node, as its kubelet would decide (its release:
-    `kubelet_version`; None: assumed, `unknown_why` saying why it is not known)."""
+    `kubelet_version`; None: assumed, `unknown_why` saying why it is not known). `inactive`: as case_from_snapshot's."""
     release, why = release_of(kubelet_version)
     ans = FitAnswer(node=snap.node, kubelet_version=kubelet_version, release=release)
     if why:
@@ -214,7 +221,7 @@ def predict(snap, cpus: int, kubelet_version: str | None = None, count: bool = T
         ans.readable = False
         ans.note = f"cpu_manager_state says policy {snap.state.policy!r} while the configuration says static"
         return ans
-    case, assumed, problems = case_from_snapshot(snap, [cpus])
+    case, assumed, problems = case_from_snapshot(snap, [cpus], inactive)
     ans.assumed.extend(assumed)
     if problems:
         ans.readable = False
