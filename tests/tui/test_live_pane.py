@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -300,10 +301,17 @@ async def test_the_pane_shows_a_held_disagreement_at_80x24(trade):
         assert any("▲ kubelet's live view (read " in ln and "disagrees on 2 of 4 containers" in ln for ln in shown), \
             "\n".join(shown)
         text = str(app.screen.query_one("#fit-text").render()).splitlines()
-        at = text.index("▲ trading/risk-calc-2/risk")
-        assert "    PodResources  24-27,72-74,76" in text[at:], text
-        assert "    checkpoint    24-27,72-75" in text[at:] and "    cgroup        24-27,72-75" in text[at:], text
+        risk = "\n".join(text[text.index("▲ trading/risk-calc-2/risk"):][:6])
+        for label, cpus in (("PodResources", "24-27,72-74,76"), ("checkpoint", "24-27,72-75"), ("cgroup", "24-27,72-75")):
+            assert re.search(rf"^    (.*  )?{label} +{cpus}\b", risk, re.M), (label, risk)
+        # the typed N keeps the focus; the page keys bring the details onto the screen
+        for _ in range(8):
+            if any("held two rounds" in ln for ln in screen_lines(app)):
+                break
+            await pilot.press("pagedown")
+            await pilot.pause()
+        shown = screen_lines(app)
+        assert any(re.search(r"PodResources +24-27,72-74,76", ln) for ln in shown), "\n".join(shown)
+        assert app.screen.focused is app.screen.query_one("#fit-n")
         await pilot.press("escape")
         assert not isinstance(app.screen, FitScreen)
-
-

@@ -75,7 +75,7 @@ def fit_text(snap, n: int | None, bad: str, version: str | None = None, report=N
     """The pane's text and the CPUs to light on the grid, for the request typed (None: none yet); `version`:
     the node's kubelet release as the API said it (--kube, node/NAME), else the release is assumed. `report`:
     the NodeReport whose kubelet's live view (PodResources) is shown, its one line under the title and its
-    details at the end (`width`: the columns they have)."""
+    details after what fits (`width`: the columns they have)."""
     t = Text()
     base = node_fit(snap, version)
     rel = display(base.kubelet_version) if base.kubelet_version else base.release + ", assumed"
@@ -83,20 +83,22 @@ def fit_text(snap, n: int | None, bad: str, version: str | None = None, report=N
     if report is not None:
         _lines(t, [live_summary(report, width)])
     lit = _answers(t, snap, n, bad, version, base)
-    if report is not None:
-        t.append("\n")
+    if report is not None:  # after what fits, before what is assumed: an incident's next question
         _lines(t, live_lines(report, width))
+        t.append("\n")
+    if base.readable and not base.note and (base.error is None or base.per_numa):
+        _assumed(t, base)
     return t, lit
 
 
 def _answers(t: Text, snap, n: int | None, bad: str, version: str | None, base) -> frozenset[int]:
     """What fits, appended to `t`; the CPUs to light."""
     if not base.readable or base.note:
-        t.append(display(f"  {'not known' if not base.readable else 'no exclusive CPUs'}: {base.note}") + "\n")
+        t.append(display(f"  {'not known' if not base.readable else 'no exclusive CPUs'}: {base.note}") + "\n\n")
         return frozenset()
     if base.error is not None and not base.per_numa:  # kubelet refuses its own configuration or state
         t.append(display(f"  kubelet: {base.error['kind']}: {base.error['message']}") + "\n", style="bold red")
-        t.append(display(f"  why: {reason(base.error)}") + "\n")
+        t.append(display(f"  why: {reason(base.error)}") + "\n\n")
         return frozenset()
     lit: frozenset[int] = frozenset()
     if bad:
@@ -110,16 +112,22 @@ def _answers(t: Text, snap, n: int | None, bad: str, version: str | None, base) 
     t.append("\n")
     _per_numa(t, base)
     t.append("\n")
+    return lit
+
+
+def _assumed(t: Text, base) -> None:
     for a in base.assumed:
         t.append(display(f"assumed: {a}") + "\n", style="dim")
     t.append("not known from the node's files:\n", style="dim")
     for u in base.unknown:
         t.append(display(f"  - {u}") + "\n", style="dim")
-    return lit
 
 
 class FitScreen(ReportScreen):
-    BINDINGS = [Binding("escape", "back", "Back", id="fit.back")]
+    # the typed N keeps the focus: the text beside the grid scrolls with the page keys (at 80x24 it has ~9 rows)
+    BINDINGS = [Binding("escape", "back", "Back", id="fit.back"),
+                Binding("pagedown", "page(1)", "More", id="fit.page_down"),
+                Binding("pageup", "page(-1)", "Back up", id="fit.page_up", show=False)]
 
     def __init__(self, view: NodeView) -> None:
         super().__init__(view)
@@ -176,3 +184,7 @@ class FitScreen(ReportScreen):
 
     def action_back(self) -> None:
         self.app.pop_screen()
+
+    def action_page(self, direction: int) -> None:
+        side = self.query_one("#fit-side", VerticalScroll)
+        (side.scroll_page_down if direction > 0 else side.scroll_page_up)(animate=False)
