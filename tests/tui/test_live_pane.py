@@ -315,3 +315,40 @@ async def test_the_pane_shows_a_held_disagreement_at_80x24(trade):
         assert app.screen.focused is app.screen.query_one("#fit-n")
         await pilot.press("escape")
         assert not isinstance(app.screen, FitScreen)
+
+
+
+
+# --- the demo ------------------------------------------------------------------------------------------------
+
+
+async def test_the_demo_has_a_kubelet_whose_memory_differs_on_one_container(tmp_path):
+    """`pinscope demo`: trade-xeon-96's kubelet holds other CPUs for risk-calc-2/risk than its checkpoint and the
+    kernel (demo.py KUBELET_MEMORY): PODRESOURCES_DISAGREES once held, and the pane's lines; infer-epyc-64's
+    kubelet lists its GPUs with the NUMA nodes of the spec; batch-16 (policy none) hands out no CPUs."""
+    from pinscope.collectors.sim.demo import KUBELET_MEMORY, DemoCluster
+
+    cl = DemoCluster(specs=[TRADE, INFER, spec("batch-16")], root=str(tmp_path))
+    try:
+        got = {}
+        for t in cl.targets():
+            col = NodeCollector(t.name, Options(), transport=t.transport, name=t.name)
+            await col.connect()
+            try:
+                got[t.name.split("/")[1]] = [await col.tick(FULL) for _ in range(2)][-1]
+            finally:
+                await col.close()
+    finally:
+        cl.close()
+    memory = KUBELET_MEMORY["trade-xeon-96"][("risk-calc-2", "risk")]
+    trade = got["trade-xeon-96"]
+    f = [x for x in trade.findings if x.code == "PODRESOURCES_DISAGREES"]
+    assert len(f) == 1 and "trading/risk-calc-2/risk" in f[0].message and memory in f[0].message, f
+    rows = texts(live_lines(trade, 100))
+    assert f"    PodResources {memory}  checkpoint 24-27,72-75  cgroup 24-27,72-75" in rows, rows
+    infer = texts(live_lines(got["infer-epyc-64"], 100))
+    for key, (res, dev, numa) in GPUS.items():
+        assert f"    NUMA {numa}  {res} {dev}" in infer, infer
+    assert live_summary(got["infer-epyc-64"], 200).text.endswith("on all 4 containers all three name")
+    assert "  kubelet lists no CPUs it may hand out exclusively (GetAllocatableResources)" in texts(
+        live_lines(got["batch-16"], 100))
