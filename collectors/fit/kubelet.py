@@ -25,7 +25,11 @@ A case is the oracle's JSON (see tests/kubeletsim/main.go `Case`):
   assignments    {pod: {container: cpuset}}, default (cpuset or absent), containers [N, ...]
   inactive       pods of `assignments` kubelet no longer counts active (pinscope's, not the oracle's: see
                  predict.py): removed before the admission, as kubelet's removeStaleState does
-The result: {"cpus": [cpuset per container] | None, "error": {"kind", "message"} | None}.
+  memory         the memory manager's Static policy (memory.py): {machine_state (memory_manager_state's
+                 machineState), assignments (its entries), containers [{resource: bytes}] (the next pod's
+                 memory and hugepages-<size> per container), nodes and reserved (the oracle's, for Start)}
+The result: {"cpus": [cpuset per container] | None, "error": {"kind", "message"} | None}, and with memory
+"memory": [the NUMA nodes of each container's memory] when admitted.
 """
 
 from __future__ import annotations
@@ -821,21 +825,33 @@ class TopologyManager:
                 merged = default if h.mask is None else default & h.mask
                 best = _compare(best, Hint(merged, h.preferred), best_np, cmp_masks)
             return best if best is not None else Hint(default, False)
-        for perm in itertools.product(*hints):
-            preferred = True
-            first = None
-            merged = default
-            for h in perm:
-                if h.mask is not None:
-                    if first is None:
-                        first = h.mask
-                    elif h.mask != first:
-                        preferred = False
-                    merged &= h.mask
-                if not h.preferred:
-                    preferred = False
-            best = _compare(best, Hint(merged, preferred), best_np, cmp_masks)
+        for cand in _merged_permutations(hints, default):
+            best = _compare(best, cand, best_np, cmp_masks)
         return best if best is not None else Hint(default, False)
+
+
+def _merged_permutations(hints: list[list[Hint]], default: int) -> list[Hint]:
+    """mergePermutation over the cross product of every provider's hints, as the set of distinct merged
+    hints: HintMerger.compare is a total order on (mask, preferred), so which permutation comes first does
+    not change the one it keeps (test_fit_memory checks this against the product itself). The product of
+    CPU, memory and hugepages hints on 8 NUMA nodes is 255^3 permutations; these states stay a few hundred.
+    A state: (first mask or None, the AND so far, all masks equal, all preferred)."""
+    states: set[tuple[int | None, int, bool, bool]] = {(None, default, True, True)}
+    for resource in hints:
+        nxt: set[tuple[int | None, int, bool, bool]] = set()
+        for first, acc, equal, pref in states:
+            for h in resource:
+                p = pref and h.preferred
+                if h.mask is None:
+                    nxt.add((first, acc, equal, p))
+                elif first is None:
+                    nxt.add((h.mask, acc & h.mask, equal, p))
+                elif equal and h.mask == first:
+                    nxt.add((first, acc, True, p))
+                else:  # masks differ: never preferred, and the first no longer matters
+                    nxt.add((-1, acc & h.mask, False, False))
+        states = nxt
+    return sorted({Hint(acc, equal and pref) for _first, acc, equal, pref in states}, key=lambda h: (h.mask, h.preferred))
 
 
 def _compare(cur: Hint | None, cand: Hint, best_np: int, cmp_masks) -> Hint | None:
@@ -1096,9 +1112,13 @@ class Decision:
     best: Hint | None = None
     reserved: set[int] = field(default_factory=set)
     sets: list[set[int] | None] = field(default_factory=list)
+    memory: list[list[int] | None] | None = None  # per container the NUMA nodes of its memory (memory manager)
 
     def as_json(self) -> dict:
-        return {"cpus": self.cpus, "error": self.error}
+        out: dict = {"cpus": self.cpus, "error": self.error}
+        if self.memory is not None:
+            out["memory"] = self.memory
+        return out
 
 
 def decide(case: dict, release: str = DEFAULT_RELEASE) -> Decision:
@@ -1110,7 +1130,8 @@ def decide(case: dict, release: str = DEFAULT_RELEASE) -> Decision:
         return Decision(None, {"kind": "Hang", "message": str(e)})
     except KubeletError as e:
         return Decision(None, {"kind": e.kind, "message": e.message})
-    return k.admit([int(n) for n in case.get("containers") or ()])
+    mem = case.get("memory")
+    return k.admit([int(n) for n in case.get("containers") or ()], memory=None if mem is None else mem.get("containers") or [])
 
 
 class Kubelet:
@@ -1150,6 +1171,7 @@ class Kubelet:
         else:
             default = set()
         self.topo, self.tm, self.policy = topo, tm, policy
+        self.memory = None if case.get("memory") is None else memory_policy(case["memory"], case.get("inactive") or ())
         self.default = set(policy.start(default, assignments))
         # removeStaleState (cpu_manager.go), run before the next pod's hints and Allocate: the containers of pods
         # kubelet no longer counts active leave the state, their CPUs back to the shared pool (RemoveContainer;
@@ -1158,51 +1180,86 @@ class Kubelet:
             for cset in assignments.pop(pod, {}).values():
                 self.default |= cset
 
-    def admit(self, containers: list[int], commit: bool = False) -> Decision:
-        """The pod's admission; with commit, its CPUs leave the shared pool (the next pod sees that)."""
+    def admit(self, containers: list[int], commit: bool = False, memory: list[dict] | None = None) -> Decision:
+        """The pod's admission; with commit, its CPUs leave the shared pool (the next pod sees that), and its
+        memory the memory manager's free memory. `memory`: per container its requests (= limits) in bytes,
+        {"memory": .., "hugepages-2Mi": ..}, placed by the memory manager when the case has one; None: the
+        memory manager is not asked (the CPUs alone)."""
+        mem = None
+        asked = self.memory is not None and memory is not None
+        if self.memory is not None and memory is not None and len(memory) == len(containers) and _guaranteed(containers, memory):
+            mem = self.memory if commit else self.memory.copy()
         try:
             default = self.default if commit else set(self.default)
-            return self._admit(default, containers)
+            d = self._admit(default, containers, mem, memory or [])
         except Hang as e:
             return Decision(None, {"kind": "Hang", "message": str(e)}, reserved=self.policy.reserved)
+        if asked and d.error is None and d.memory is None:  # not a Guaranteed pod: the memory manager passes
+            d.memory = [None] * len(containers)
+        return d
 
-    def _admit(self, default: set[int], containers: list[int]) -> Decision:
+    def _admit(self, default: set[int], containers: list[int], mem, reqs: list[dict]) -> Decision:
+        """The topology manager's Admit with its providers in kubelet's order (CPU manager, memory manager):
+        per container (or once per pod) their hints merged, then each provider's Allocate under the best."""
+        from .memory import pod_requests, requests_of
+
         policy, tm = self.policy, self.tm
         decision = Decision(None, None, reserved=policy.reserved)
         got: list[set[int] | None] = []
+        placed: list[list[int] | None] = []
 
-        def allocate(n: int, mask: int | None) -> set[int] | None:
+        def allocate(i: int, n: int, hint: Hint) -> None:
             if n == 0:
-                return None
-            policy.smt_check(default, n)
-            return policy.allocate_cpus(default, n, mask, set())
+                got.append(None)
+            else:
+                policy.smt_check(default, n)
+                got.append(policy.allocate_cpus(default, n, hint.mask, set()))
+            if mem is not None:
+                placed.append(mem.allocate(hint, requests_of(reqs[i])))
+
+        def affinity(n: int, mem_req: dict) -> Hint:
+            cpu = None if n == 0 else {"cpu": policy.hints(default - policy.reserved, set(), n)}
+            decision.hints = cpu["cpu"] if cpu else []
+            best, admit = tm.merge([cpu] if mem is None else [cpu, mem.hints(mem_req)])
+            decision.best = best
+            if not admit:
+                raise KubeletError("TopologyAffinityError", TOPOLOGY_AFFINITY_MESSAGE)
+            return best
 
         try:
             if tm.policy == "none":
-                for n in containers:
-                    got.append(allocate(n, None))
+                for i, n in enumerate(containers):
+                    allocate(i, n, Hint(None, False))
             elif tm.scope == "pod":
-                total = sum(containers)
-                hints = None if total == 0 else {"cpu": policy.hints(default - policy.reserved, set(), total)}
-                decision.hints = hints["cpu"] if hints else []
-                best, admit = tm.merge([hints])
-                decision.best = best
-                if not admit:
-                    raise KubeletError("TopologyAffinityError", TOPOLOGY_AFFINITY_MESSAGE)
-                for n in containers:
-                    got.append(allocate(n, best.mask))
+                best = affinity(sum(containers), pod_requests(reqs) if mem is not None else {})
+                for i, n in enumerate(containers):
+                    allocate(i, n, best)
             else:
-                for n in containers:
-                    hints = None if n == 0 else {"cpu": policy.hints(default - policy.reserved, set(), n)}
-                    decision.hints = hints["cpu"] if hints else []
-                    best, admit = tm.merge([hints])
-                    decision.best = best
-                    if not admit:
-                        raise KubeletError("TopologyAffinityError", TOPOLOGY_AFFINITY_MESSAGE)
-                    got.append(allocate(n, best.mask))
+                for i, n in enumerate(containers):
+                    allocate(i, n, affinity(n, requests_of(reqs[i]) if mem is not None else {}))
         except KubeletError as e:
             decision.error = _admission_error(e)
             return decision
         decision.sets = got
         decision.cpus = ["" if g is None else cpuset_str(g) for g in got]
+        decision.memory = placed if mem is not None else None
         return decision
+
+
+def _guaranteed(containers: list[int], memory: list[dict]) -> bool:
+    """The pod's QoS is Guaranteed (v1qos.GetPodQOS, requests = limits): every container has a CPU and a
+    memory limit above zero; else the memory manager leaves it alone."""
+    return bool(containers) and all(n > 0 for n in containers) and all(int(m.get("memory") or 0) > 0 for m in memory)
+
+
+def memory_policy(mem: dict, inactive=()):
+    """The memory manager's Static policy on the case's machineState, with the containers of pods kubelet no
+    longer counts active released first (its removeStaleState: RemoveContainer, releaseMemory)."""
+    from .memory import MemoryPolicy
+
+    policy = MemoryPolicy.from_case(mem)
+    for pod in inactive:
+        for blocks in ((mem.get("assignments") or {}).get(pod) or {}).values():
+            policy.release([(b.get("type", ""), list(b.get("numaAffinity") or ()), int(b.get("size") or 0))
+                            for b in blocks or ()])
+    return policy

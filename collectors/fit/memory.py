@@ -1,0 +1,251 @@
+"""kubelet's memory manager, Static policy, for the next Guaranteed container (pure functions).
+
+A port of k/k pkg/kubelet/cm/memorymanager/policy_static.go at v1.35.4 and v1.37.2 (the same code for a
+Guaranteed pod of container-level resources; 1.37's pod-level resources and Windows' skipExtend are not
+ported): calculateHints (every NUMA mask in IterateBitMasks' order; a mask is a hint when its allocatable
+memory covers the request, its free memory too, and it respects the groups kubelet keeps: a node in a
+multi-node group is never a single-node hint, a node used alone never joins a group, a used node only in
+its own group; preferred: the masks of the fewest nodes whose *allocatable* memory covers the request),
+the same hints for `memory` and each `hugepages-<size>`; and Allocate (the topology manager's hint, else
+the narrowest preferred default hint, extended to a hint that covers the request, refused when it breaks
+a group), which fills the hint's nodes in ascending order. Its errors are kubelet's words.
+
+The state is memory_manager_state's machineState as kubelet writes it (checkpoint JSON: per NUMA node
+numberOfAssignments, memoryMap {resource: {total, systemReserved, allocatable, reserved, free}}, cells).
+The topology manager merges these hints with the CPU manager's (kubelet.py TopologyManager.merge).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+from .kubelet import Hint, KubeletError
+
+NIL_DEREF = "runtime error: invalid memory address or nil pointer dereference"
+
+
+def _bits(mask: int) -> list[int]:
+    return [i for i in range(mask.bit_length()) if mask >> i & 1]
+
+
+def _mask(nodes) -> int:
+    m = 0
+    for n in nodes:
+        m |= 1 << n
+    return m
+
+
+def _narrower(a: int, b: int) -> bool:
+    """bitmask IsNarrowerThan: fewer nodes, then the lower mask."""
+    ca, cb = a.bit_count(), b.bit_count()
+    return a < b if ca == cb else ca < cb
+
+
+def find_best(hints: list[Hint]) -> Hint:
+    """findBestHint: preferred first, then the narrowest (the first of equals)."""
+    best: Hint | None = None
+    for h in hints:
+        if best is None or (h.preferred and not best.preferred):
+            best = h
+        elif h.preferred == best.preferred and _narrower(h.mask or 0, best.mask or 0):
+            best = h
+    return best if best is not None else Hint(None, False)
+
+
+@dataclass
+class MemNode:
+    """One NUMA node of machineState: its assignments count, its group (cells) and per resource its
+    free and allocatable bytes (reserved is what the assignments took)."""
+
+    assignments: int
+    cells: list[int]
+    free: dict[str, int]
+    allocatable: dict[str, int]
+    reserved: dict[str, int]
+
+
+def _uint(v) -> int:
+    return int(v or 0)
+
+
+def node_from_checkpoint(raw: dict) -> MemNode:
+    """A machineState node as memory_manager_state writes it (a nil table left out: kubelet would
+    dereference nil, which MemoryPolicy says as such)."""
+    tables = {r: t for r, t in (raw.get("memoryMap") or {}).items() if t is not None}
+    return MemNode(_uint(raw.get("numberOfAssignments")), list(raw.get("cells") or ()),
+                   {r: _uint(t.get("free")) for r, t in tables.items()},
+                   {r: _uint(t.get("allocatable")) for r, t in tables.items()},
+                   {r: _uint(t.get("reserved")) for r, t in tables.items()})
+
+
+class MemoryPolicy:
+    """The Static policy on one machineState (mutated by allocate, as kubelet's is)."""
+
+    def __init__(self, machine: dict[int, MemNode]):
+        self.machine = dict(sorted(machine.items()))
+
+    @classmethod
+    def from_case(cls, mem: dict) -> MemoryPolicy:
+        return cls({int(k): node_from_checkpoint(v) for k, v in (mem.get("machine_state") or {}).items()
+                    if v is not None})
+
+    def copy(self) -> MemoryPolicy:
+        return MemoryPolicy(copy.deepcopy(self.machine))
+
+    def _node(self, n: int) -> MemNode:
+        node = self.machine.get(n)
+        if node is None:
+            raise KubeletError("Panic", NIL_DEREF)
+        return node
+
+    def _sum(self, bits: list[int], req: dict[str, int], what: str) -> dict[str, int]:
+        out = dict.fromkeys(req, 0)
+        for n in bits:
+            node = self._node(n)
+            table = node.free if what == "free" else node.allocatable
+            for r in req:
+                if r not in table:
+                    raise KubeletError("Panic", NIL_DEREF)
+                out[r] += table[r]
+        return out
+
+    def _usable(self, bits: list[int]) -> bool:
+        """calculateHints' group rules for one mask."""
+        if len(bits) == 1:
+            return len(self._node(bits[0]).cells) <= 1
+        for n in bits:
+            node = self._node(n)
+            if node.assignments > 0 and (len(node.cells) == 1 or sorted(node.cells) != bits):
+                return False
+        return True
+
+    def hints(self, req: dict[str, int]) -> dict[str, list[Hint]]:
+        """calculateHints: {resource: hints} for every requested resource, or {} when no mask fits
+        (the topology manager then takes the provider as having no preference)."""
+        nodes = sorted(self.machine)
+        masks: list[int] = []
+        min_size = len(nodes)
+        for bits in _iterate(nodes):
+            alloc = self._sum(bits, req, "allocatable")
+            if any(alloc[r] < size for r, size in req.items()):
+                continue
+            min_size = min(min_size, len(bits))
+            if not self._usable(bits):
+                continue
+            free = self._sum(bits, req, "free")
+            if any(free[r] < size for r, size in req.items()):
+                continue
+            masks.append(_mask(bits))
+        if not masks:
+            return {}
+        return {r: [Hint(m, m.bit_count() == min_size) for m in masks] for r in req}
+
+    def _satisfies(self, mask: int, req: dict[str, int]) -> bool:
+        free = self._sum(_bits(mask), req, "free")
+        return all(free[r] >= size for r, size in req.items())
+
+    def _violates(self, mask: int) -> bool:
+        """isAffinityViolatingNUMAAllocations."""
+        bits = _bits(mask)
+        for n in bits:
+            node = self._node(n)
+            if node.assignments == 0 or len(bits) == 1:
+                continue
+            if len(node.cells) == 1 or sorted(node.cells) != bits:
+                return True
+        return False
+
+    def allocate(self, hint: Hint, req: dict[str, int]) -> list[int]:
+        """Allocate for one container under the topology manager's hint: the NUMA nodes its memory comes
+        from; the machine state is updated. KubeletError("alloc", kubelet's message) when refused."""
+        best = hint
+        if best.mask is None:
+            hints = self.hints(req)
+            if not hints:
+                raise KubeletError("alloc", "[memorymanager] failed to get the default NUMA affinity, "
+                                   "no NUMA nodes with enough memory is available")
+            default = find_best(hints.get("memory") or [])
+            if not default.preferred and best.preferred:
+                raise KubeletError("alloc", "[memorymanager] failed to find the default preferred hint")
+            best = default
+        if not self._satisfies(best.mask or 0, req):
+            want = set(_bits(best.mask or 0))
+            wider = [h for h in self.hints(req).get("memory") or [] if want <= set(_bits(h.mask or 0))]
+            if not wider:
+                raise KubeletError("alloc", "[memorymanager] failed to find NUMA nodes to extend the current topology hint")
+            ext = find_best(wider)
+            if not ext.preferred and best.preferred:
+                raise KubeletError("alloc", "[memorymanager] failed to find the extended preferred hint")
+            best = ext
+        if self._violates(best.mask or 0):
+            raise KubeletError("alloc", "[memorymanager] preferred hint violates NUMA node allocation")
+        bits = _bits(best.mask or 0)
+        for r, size in req.items():
+            self._take(bits, r, size)
+        return bits
+
+    def _take(self, bits: list[int], resource: str, size: int) -> None:
+        """updateMachineState: each node of the hint counts the assignment and joins the group; the
+        bytes come from the nodes in ascending order."""
+        for n in bits:
+            node = self._node(n)
+            node.assignments += 1
+            node.cells = list(bits)
+            if size == 0:
+                continue
+            if resource not in node.free:
+                raise KubeletError("Panic", NIL_DEREF)
+            free = node.free[resource]
+            if free <= 0:
+                continue
+            got = min(free, size)
+            node.free[resource] -= got
+            node.reserved[resource] = node.reserved.get(resource, 0) + got
+            size -= got
+
+    def release(self, blocks: list[tuple[str, list[int], int]]) -> None:
+        """releaseMemory (RemoveContainer of a pod kubelet no longer counts active): blocks (type, nodes, size)."""
+        for resource, nodes, size in blocks:
+            for n in nodes:
+                node = self.machine.get(n)
+                if node is None:
+                    continue
+                node.assignments -= 1
+                if node.assignments == 0:
+                    node.cells = [n]
+                if size == 0 or not node.reserved.get(resource):
+                    continue
+                back = min(node.reserved[resource], size)
+                node.reserved[resource] -= back
+                node.free[resource] = node.free.get(resource, 0) + back
+                size -= back
+
+    def free_per_node(self) -> list[dict]:
+        """Per NUMA node its free and allocatable bytes per resource and its group (for `fit`)."""
+        return [{"numa_node": n, "free": dict(node.free), "allocatable": dict(node.allocatable),
+                 "group": sorted(node.cells), "assignments": node.assignments}
+                for n, node in self.machine.items()]
+
+
+def _iterate(nodes: list[int]):
+    """bitmask.IterateBitMasks: every non-empty subset, by size, each size in lexicographic order."""
+    import itertools
+
+    for size in range(1, len(nodes) + 1):
+        for combo in itertools.combinations(nodes, size):
+            yield list(combo)
+
+
+def requests_of(container: dict) -> dict[str, int]:
+    """The memory manager's requested resources of a container: memory and hugepages-<size>, in bytes."""
+    return {r: int(v) for r, v in container.items() if r == "memory" or r.startswith("hugepages-")}
+
+
+def pod_requests(containers: list[dict]) -> dict[str, int]:
+    """getPodRequestedResources for a pod of app containers only: the sum per resource."""
+    out: dict[str, int] = {}
+    for c in containers:
+        for r, v in requests_of(c).items():
+            out[r] = out.get(r, 0) + v
+    return out

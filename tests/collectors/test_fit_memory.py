@@ -1,0 +1,182 @@
+"""The memory manager's Static policy in pinscope's port (collectors/fit/memory.py) and its merge with the CPU
+manager's hints (kubelet.py): hand-computed cases. test_fit_differential.py checks the same code against
+kubelet's own on generated cases."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from pinscope.collectors.fit.kubelet import Hint, Kubelet, TopologyManager, _compare, _merged_permutations, decide
+from pinscope.collectors.fit.memory import MemNode, MemoryPolicy
+
+GI = 2**30
+# 8 CPUs, no SMT: CPUs 0-3 on NUMA 0, 4-7 on NUMA 1; kubelet reserves CPU 0
+CPUS = [[i, 0, i // 4, i, -1] for i in range(8)]
+
+
+def table(free: int, alloc: int = 8 * GI) -> dict:
+    return {"total": alloc + GI, "systemReserved": GI, "allocatable": alloc, "reserved": alloc - free, "free": free}
+
+
+def node(free: int, n: int = 0, cells=None, alloc: int = 8 * GI, hp: int | None = None) -> dict:
+    m = {"memory": table(free, alloc)}
+    if hp is not None:
+        m["hugepages-2Mi"] = table(hp, 4 * GI)
+    return {"numberOfAssignments": n, "memoryMap": m, "cells": cells}
+
+
+def case(policy: str, free0: int, free1: int, cpus: list[int], mem: list[int], scope: str = "container") -> dict:
+    """CPUs 4-6 taken: NUMA 0 has 1-3 free, NUMA 1 only 7."""
+    return {"cpus": CPUS, "num_reserved": 1, "reserved": "", "tm_policy": policy, "tm_scope": scope,
+            "assignments": {"p": {"c": "4-6"}}, "containers": cpus,
+            "memory": {"machine_state": {"0": node(free0, cells=[0]), "1": node(free1, cells=[1])},
+                       "containers": [{"memory": m} for m in mem]}}
+
+
+def test_memory_not_where_the_cpus_prefer():
+    """2 CPUs prefer NUMA 0 (3 free there, 1 on NUMA 1); 4Gi fits only NUMA 1 (2Gi free on 0, 8Gi on 1).
+    CPU hints: {0} preferred, {0,1}. Memory hints: {1} preferred, {0,1} (allocatable 8Gi on one node: the
+    fewest is one node). The cross product has no preferred merge ({0}&{1} is empty): single-numa-node and
+    restricted refuse; best-effort keeps the narrowest of the unpreferred ({0}: count 1 = the narrowest any
+    provider gives, lower than {1}): CPUs from NUMA 0, the memory extended from {0} to {0,1}."""
+    for policy in ("single-numa-node", "restricted"):
+        d = decide(case(policy, 2 * GI, 8 * GI, [2], [4 * GI])).as_json()
+        assert d == {"cpus": None, "error": {"kind": "TopologyAffinityError",
+                                             "message": "Resources cannot be allocated with Topology locality"}}
+    d = decide(case("best-effort", 2 * GI, 8 * GI, [2], [4 * GI]))
+    assert d.best == Hint(0b01, False)
+    assert d.as_json() == {"cpus": ["1-2"], "error": None, "memory": [[0, 1]]}
+
+
+def test_memory_and_cpus_agree_on_one_node():
+    """1Gi fits both nodes: memory {0} and {1} preferred; with the CPUs' {0} the merge is {0}, preferred."""
+    for policy in ("single-numa-node", "restricted", "best-effort"):
+        assert decide(case(policy, 2 * GI, 8 * GI, [2], [GI])).as_json() == {"cpus": ["1-2"], "error": None, "memory": [[0]]}
+
+
+def test_policy_none_takes_the_narrowest_preferred_memory_hint():
+    """The topology manager's none policy gives no hint: the memory manager's default hint is its narrowest
+    preferred one ({1}: the only node with 4Gi free), whatever the CPUs got."""
+    assert decide(case("none", 2 * GI, 8 * GI, [2], [4 * GI])).as_json()["memory"] == [[1]]
+
+
+def test_no_node_with_enough_memory_is_kubelets_unexpected_admission_error():
+    """10Gi: more than one node's allocatable (8Gi) and than both nodes' free (2+3): no hint at all, which the
+    topology manager takes as no preference; Allocate then fails with the memory manager's words."""
+    d = decide(case("none", 2 * GI, 3 * GI, [2], [10 * GI])).as_json()
+    assert d["error"] == {"kind": "UnexpectedAdmissionError", "message": "Allocate failed due to [memorymanager] failed to get "
+                          "the default NUMA affinity, no NUMA nodes with enough memory is available, which is unexpected"}
+    d = decide(case("best-effort", 2 * GI, 3 * GI, [2], [10 * GI])).as_json()
+    assert d["error"]["message"] == ("Allocate failed due to [memorymanager] failed to find NUMA nodes to extend the current "
+                                     "topology hint, which is unexpected")
+
+
+def test_pod_scope_places_every_container_under_the_pods_hint():
+    """Pod scope: 6Gi + 3Gi = 9Gi > one node's allocatable: the pod's memory hint is {0,1} (preferred: the
+    fewest nodes that can hold 9Gi is two); the CPUs' {0} ∧ {0,1} = {0} unpreferred, kept by best-effort;
+    each container's memory then extends {0} to the group {0,1}."""
+    d = decide(case("best-effort", 8 * GI, 8 * GI, [2, 1], [6 * GI, 3 * GI], scope="pod")).as_json()
+    assert d["memory"] == [[0, 1], [0, 1]]
+
+
+def test_group_rules():
+    """A node in a two-node group is never a single-node hint; a node used alone never joins a group."""
+    p = MemoryPolicy({0: MemNode(1, [0, 1], {"memory": 4 * GI}, {"memory": 8 * GI}, {}),
+                      1: MemNode(1, [0, 1], {"memory": 4 * GI}, {"memory": 8 * GI}, {}),
+                      2: MemNode(1, [2], {"memory": 4 * GI}, {"memory": 8 * GI}, {}),
+                      3: MemNode(0, [3], {"memory": 8 * GI}, {"memory": 8 * GI}, {})})
+    masks = [h.mask for h in p.hints({"memory": GI})["memory"]]
+    # singles: 2 and 3 (0 and 1 are grouped); pairs: only the group itself {0,1}; {2,3}: 2 is used alone
+    assert masks == [0b0100, 0b1000, 0b0011]
+    prefs = [h.preferred for h in p.hints({"memory": GI})["memory"]]
+    assert prefs == [True, True, False]
+    with pytest.raises(Exception, match="violates NUMA node allocation"):
+        p.copy().allocate(Hint(0b1100, False), {"memory": 6 * GI})
+
+
+def test_allocate_fills_the_nodes_in_order_and_counts_each_resource():
+    p = MemoryPolicy({0: MemNode(0, [0], {"memory": 2 * GI, "hugepages-2Mi": GI}, {"memory": 8 * GI, "hugepages-2Mi": GI}, {}),
+                      1: MemNode(0, [1], {"memory": 8 * GI, "hugepages-2Mi": GI}, {"memory": 8 * GI, "hugepages-2Mi": GI}, {})})
+    assert p.allocate(Hint(0b11, True), {"memory": 3 * GI, "hugepages-2Mi": GI}) == [0, 1]
+    assert p.machine[0].free == {"memory": 0, "hugepages-2Mi": 0}
+    assert p.machine[1].free == {"memory": 7 * GI, "hugepages-2Mi": GI}
+    assert p.machine[0].assignments == p.machine[1].assignments == 2  # one per resource, as kubelet counts
+    assert p.machine[0].cells == [0, 1]
+
+
+def test_hugepages_hints_are_the_memory_hints():
+    """Every resource of the request gets the same masks; a resource's own shortage removes the mask for all."""
+    ms = {"0": node(8 * GI, cells=[0], hp=0), "1": node(8 * GI, cells=[1], hp=2 * GI)}
+    c = dict(case("single-numa-node", 0, 0, [1], []), memory={"machine_state": ms, "containers": [{"memory": GI, "hugepages-2Mi": GI}]})
+    assert decide(c).as_json() == {"cpus": ["7"], "error": None, "memory": [[1]]}
+
+
+def test_a_missing_hugepages_table_is_kubelets_nil_dereference():
+    ms = {"0": node(8 * GI, cells=[0]), "1": node(8 * GI, cells=[1])}
+    c = dict(case("best-effort", 0, 0, [1], []), memory={"machine_state": ms, "containers": [{"memory": GI, "hugepages-1Gi": GI}]})
+    assert decide(c).as_json()["error"] == {"kind": "Panic", "message": "runtime error: invalid memory address or nil pointer dereference"}
+
+
+def test_inactive_pods_memory_is_released_first():
+    """A pod kubelet no longer counts active gives its memory back before the next pod (removeStaleState)."""
+    c = case("single-numa-node", 0, 0, [1], [4 * GI])
+    c["memory"]["machine_state"] = {"0": node(0, n=1, cells=[0]), "1": node(8 * GI, cells=[1])}
+    c["memory"]["assignments"] = {"gone": {"app": [{"numaAffinity": [0], "type": "memory", "size": 8 * GI}]}}
+    assert decide(c).as_json()["memory"] == [[1]]
+    c["inactive"] = ["gone"]
+    k = Kubelet(c)
+    assert k.memory.machine[0].free == {"memory": 8 * GI} and k.memory.machine[0].assignments == 0
+
+
+def test_no_memory_asked_is_the_cpus_alone():
+    """Without a memory request the memory manager is not asked: the same answer as before this port."""
+    c = case("single-numa-node", 2 * GI, 8 * GI, [2], [4 * GI])
+    assert Kubelet(c).admit([2]).as_json() == {"cpus": ["1-2"], "error": None}
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_distinct_merges_keep_what_the_product_keeps(seed):
+    """_merged_permutations: folding HintMerger.compare over the distinct merged hints keeps what folding it
+    over every permutation of the cross product (kubelet's loop) keeps, with and without prefer-closest."""
+    rng = random.Random(seed)
+    n = rng.randint(1, 4)
+    nodes = list(range(n))
+    dist = {a: [10 if a == b else rng.choice([11, 12, 20, 21]) for b in nodes] for a in nodes}
+    tm = TopologyManager(rng.choice(["best-effort", "restricted"]), "container", nodes, rng.random() < 0.5, dist)
+    default = tm.default_mask()
+    lists = []
+    for _ in range(rng.randint(2, 3)):
+        k = rng.randint(0, 4)
+        lists.append([Hint(rng.choice([None] + list(range(1, 1 << n))), rng.random() < 0.5) for _ in range(k)] or
+                     [Hint(None, rng.random() < 0.5)])
+    best_np = 0
+    for r in lists:
+        masks = [h.mask for h in r if h.mask is not None]
+        if masks:
+            best_np = max(best_np, min(masks, key=lambda m: (m.bit_count(), m)).bit_count())
+
+    def cmp(cur, cand):
+        cm, dm = cur.mask or 0, cand.mask or 0
+        if dm == cm:
+            return cur
+        b = tm._closest(cm, dm) if tm.prefer_closest else (cm if (cm.bit_count(), cm) < (dm.bit_count(), dm) else dm)
+        return cur if b == cm else cand
+
+    brute = None
+    for perm in itertools.product(*lists):
+        first, merged, pref = None, default, True
+        for h in perm:
+            if h.mask is not None:
+                first = h.mask if first is None else first
+                pref = pref and h.mask == first
+                merged &= h.mask
+            pref = pref and h.preferred
+        brute = _compare(brute, Hint(merged, pref), best_np, cmp)
+    fast = None
+    for h in reversed(_merged_permutations(lists, default)):
+        fast = _compare(fast, h, best_np, cmp)
+    assert fast == brute
+    assert tm._merge(lists, False) == (brute if brute is not None else Hint(default, False))
