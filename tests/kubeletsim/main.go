@@ -8,7 +8,11 @@
 // release's signatures. Nothing here re-implements kubelet: the decision is
 // made by topology.Discover, NewStaticPolicy, the in-memory state, and the
 // topology manager's NewManager / Admit with the static policy as its hint
-// provider. Build: tests/kubeletsim/build.py (cached outside the checkout).
+// provider; a case with "memory" adds the memory manager's Static policy
+// (NewPolicyStatic on the case's machine, its in-memory state set to the
+// case's machineState and entries, then Start) as the second hint provider,
+// after the CPU manager, as kubelet adds them. Build: tests/kubeletsim/build.py
+// (cached outside the checkout).
 package main
 
 import (
@@ -24,6 +28,7 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/topology"
+	memstate "k8s.io/kubernetes/pkg/kubelet/cm/memorymanager/state"
 )
 
 // Case is one question put to kubelet.
@@ -49,6 +54,63 @@ type Case struct {
 	// Topology, when given, is kubelet's CPUTopology as its tests write it (counts as given,
 	// CPUDetails cpu -> [numa, socket, core, uncore]); cpus is then ignored and Discover not run.
 	Topology *TopoSpec `json:"topology,omitempty"`
+	// Memory, when given, turns on the memory manager's Static policy.
+	Memory *MemCase `json:"memory,omitempty"`
+}
+
+// MemCase is the memory manager's side of a case.
+type MemCase struct {
+	// Nodes: per NUMA node (every node of the machine) its memory in bytes and its
+	// hugepages (page size in KiB -> number of pages), as cadvisor reports them.
+	Nodes map[string]MemNode `json:"nodes"`
+	// Reserved: kubelet's reservedMemory, NUMA node -> resource -> bytes.
+	Reserved map[int]map[string]uint64 `json:"reserved"`
+	// MachineState and Assignments as memory_manager_state holds them (machineState, entries).
+	MachineState memstate.NUMANodeMap                `json:"machine_state"`
+	Assignments  memstate.ContainerMemoryAssignments `json:"assignments,omitempty"`
+	// Containers: the next pod's requests (= limits) per container, resource -> bytes.
+	Containers []map[string]int64 `json:"containers"`
+}
+
+// MemNode is one NUMA node's memory as cadvisor reports it.
+type MemNode struct {
+	Memory    uint64            `json:"memory"`
+	HugePages map[string]uint64 `json:"hugepages,omitempty"`
+}
+
+// memState is the memory manager's in-memory state holding the case's checkpoint.
+func memState(logger klog.Logger, m *MemCase) memstate.State {
+	st := memstate.NewMemoryState(logger)
+	st.SetMachineState(m.MachineState)
+	if m.Assignments != nil {
+		st.SetMemoryAssignments(m.Assignments)
+	}
+	return st
+}
+
+// memNUMA is the NUMA nodes of each container's memory blocks (nil: no blocks).
+func memNUMA(st memstate.State, podUID string, names []string) [][]int {
+	out := make([][]int, 0, len(names))
+	for _, name := range names {
+		blocks := st.GetMemoryBlocks(podUID, name)
+		if blocks == nil {
+			out = append(out, nil)
+			continue
+		}
+		seen := map[int]bool{}
+		nodes := []int{}
+		for _, b := range blocks {
+			for _, n := range b.NUMAAffinity {
+				if !seen[n] {
+					seen[n] = true
+					nodes = append(nodes, n)
+				}
+			}
+		}
+		sort.Ints(nodes)
+		out = append(out, nodes)
+	}
+	return out
 }
 
 // TopoSpec is a topology.CPUTopology literal.
@@ -97,6 +159,8 @@ type Result struct {
 	CPUs    []string `json:"cpus"`
 	Error   *Error   `json:"error"`
 	Release string   `json:"release"`
+	// Memory: per container the NUMA nodes its memory blocks come from (memory cases, admitted).
+	Memory [][]int `json:"memory,omitempty"`
 }
 
 func main() {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	"github.com/go-logr/logr"
 	cadvisorapi "github.com/google/cadvisor/lib/model"
@@ -14,6 +15,8 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/state"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/topology"
+	"k8s.io/kubernetes/pkg/kubelet/cm/memorymanager"
+	memstate "k8s.io/kubernetes/pkg/kubelet/cm/memorymanager/state"
 	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
 	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
 	"k8s.io/utils/cpuset"
@@ -40,6 +43,73 @@ func (p provider) AllocatePod(logger klog.Logger, pod *v1.Pod, op lifecycle.Oper
 
 func (p provider) Allocate(ctx context.Context, pod *v1.Pod, c *v1.Container, op lifecycle.Operation) error {
 	return p.policy.Allocate(klog.FromContext(ctx), p.st, pod, c, op)
+}
+
+// memProvider is the memory manager's Static policy on its state, as the manager calls it.
+type memProvider struct {
+	policy memorymanager.Policy
+	st     memstate.State
+}
+
+func (p memProvider) GetTopologyHints(logger klog.Logger, pod *v1.Pod, c *v1.Container, op lifecycle.Operation) map[string][]topologymanager.TopologyHint {
+	return p.policy.GetTopologyHints(logger, p.st, pod, c, op)
+}
+
+func (p memProvider) GetPodTopologyHints(logger klog.Logger, pod *v1.Pod, op lifecycle.Operation) map[string][]topologymanager.TopologyHint {
+	return p.policy.GetPodTopologyHints(logger, p.st, pod, op)
+}
+
+func (p memProvider) AllocatePod(logger klog.Logger, pod *v1.Pod, op lifecycle.Operation) error {
+	return p.policy.AllocatePod(logger, p.st, pod, op)
+}
+
+func (p memProvider) Allocate(ctx context.Context, pod *v1.Pod, c *v1.Container, op lifecycle.Operation) error {
+	return p.policy.Allocate(ctx, p.st, pod, c, op)
+}
+
+// memMachine sets each NUMA node's memory and hugepages as the case gives them.
+func memMachine(mi *cadvisorapi.MachineInfo, m *MemCase) error {
+	for i := range mi.Topology {
+		n := &mi.Topology[i]
+		mn := m.Nodes[fmt.Sprint(n.Id)]
+		n.Memory = mn.Memory
+		var sizes []uint64
+		for k := range mn.HugePages {
+			var kb uint64
+			if _, err := fmt.Sscan(k, &kb); err != nil {
+				return err
+			}
+			sizes = append(sizes, kb)
+		}
+		sort.Slice(sizes, func(a, b int) bool { return sizes[a] < sizes[b] })
+		for _, kb := range sizes {
+			n.HugePages = append(n.HugePages, cadvisorapi.HugePagesInfo{PageSize: kb, NumPages: mn.HugePages[fmt.Sprint(kb)]})
+		}
+	}
+	return nil
+}
+
+// memManager starts the memory manager's Static policy on the case's machine and state.
+func memManager(logger klog.Logger, mi *cadvisorapi.MachineInfo, c Case, tm topologymanager.Store) (memProvider, *Result) {
+	if err := memMachine(mi, c.Memory); err != nil {
+		return memProvider{}, &Result{Error: &Error{Kind: "BadCase", Message: err.Error()}}
+	}
+	reserved := map[int]map[v1.ResourceName]uint64{}
+	for n, rs := range c.Memory.Reserved {
+		reserved[n] = map[v1.ResourceName]uint64{}
+		for r, v := range rs {
+			reserved[n][v1.ResourceName(r)] = v
+		}
+	}
+	policy, err := memorymanager.NewPolicyStatic(logger, mi, reserved, tm)
+	if err != nil {
+		return memProvider{}, &Result{Error: &Error{Kind: "MemoryPolicyError", Message: err.Error()}}
+	}
+	st := memState(logger, c.Memory)
+	if err := policy.Start(logger, st); err != nil {
+		return memProvider{}, &Result{Error: &Error{Kind: "MemoryStateError", Message: err.Error()}}
+	}
+	return memProvider{policy, st}, nil
 }
 
 func cadvisorMachine(c Case) *cadvisorapi.MachineInfo {
@@ -101,9 +171,18 @@ func run(c Case) Result {
 		return Result{Error: &Error{Kind: "StateError", Message: err.Error()}}
 	}
 	tm.AddHintProvider(logger, provider{policy, st})
-	pod := newPod(c.Containers)
+	var mem *memProvider
+	if c.Memory != nil {
+		mp, bad := memManager(logger, mi, c, tm)
+		if bad != nil {
+			return *bad
+		}
+		tm.AddHintProvider(logger, mp)
+		mem = &mp
+	}
+	pod := newPod(c.Containers, c.Memory)
 	res := tm.Admit(ctx, &lifecycle.PodAdmitAttributes{Pod: pod, Operation: lifecycle.AddOperation})
-	return result(res.Admit, res.Reason, res.Message, st, pod)
+	return result(res.Admit, res.Reason, res.Message, st, pod, mem)
 }
 
 func loadState(st state.State, c Case, topo *topology.CPUTopology, policy cpumanager.Policy) error {
@@ -139,17 +218,23 @@ func loadState(st state.State, c Case, topo *topology.CPUTopology, policy cpuman
 	return nil
 }
 
-func newPod(containers []int) *v1.Pod {
+func newPod(containers []int, m *MemCase) *v1.Pod {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "next", Namespace: "default", UID: types.UID("next-pod")}}
 	for i, n := range containers {
 		q := *resource.NewQuantity(int64(n), resource.DecimalSI)
 		rl := v1.ResourceList{v1.ResourceCPU: q, v1.ResourceMemory: resource.MustParse("1Gi")}
+		if m != nil && i < len(m.Containers) {
+			delete(rl, v1.ResourceMemory)
+			for r, v := range m.Containers[i] {
+				rl[v1.ResourceName(r)] = *resource.NewQuantity(v, resource.BinarySI)
+			}
+		}
 		pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: containerName(i), Resources: v1.ResourceRequirements{Requests: rl, Limits: rl}})
 	}
 	return pod
 }
 
-func result(admit bool, reason, message string, st state.State, pod *v1.Pod) Result {
+func result(admit bool, reason, message string, st state.State, pod *v1.Pod, mem *memProvider) Result {
 	if !admit {
 		return Result{Error: &Error{Kind: reason, Message: message}}
 	}
@@ -162,5 +247,13 @@ func result(admit bool, reason, message string, st state.State, pod *v1.Pod) Res
 		}
 		out = append(out, set.String())
 	}
-	return Result{CPUs: out}
+	r := Result{CPUs: out}
+	if mem != nil {
+		var names []string
+		for _, c := range pod.Spec.Containers {
+			names = append(names, c.Name)
+		}
+		r.Memory = memNUMA(mem.st, string(pod.UID), names)
+	}
+	return r
 }
