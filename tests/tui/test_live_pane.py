@@ -304,7 +304,8 @@ async def test_the_pane_shows_a_held_disagreement_at_80x24(trade):
         risk = "\n".join(text[text.index("▲ trading/risk-calc-2/risk"):][:6])
         for label, cpus in (("PodResources", "24-27,72-74,76"), ("checkpoint", "24-27,72-75"), ("cgroup", "24-27,72-75")):
             assert re.search(rf"^    (.*  )?{label} +{cpus}\b", risk, re.M), (label, risk)
-        # the typed N keeps the focus; the page keys bring the details onto the screen
+        # the typed N keeps the focus; the page keys bring the details onto the screen, as the footer says
+        assert re.search(r"\bMore\b", shown[-1]), shown[-1]
         for _ in range(8):
             if any("held two rounds" in ln for ln in screen_lines(app)):
                 break

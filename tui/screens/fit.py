@@ -124,10 +124,11 @@ def _assumed(t: Text, base) -> None:
 
 
 class FitScreen(ReportScreen):
-    # the typed N keeps the focus: the text beside the grid scrolls with the page keys (at 80x24 it has ~9 rows)
+    # the typed N keeps the focus: the text beside the grid scrolls with the page keys (at 80x24 it has ~9 rows);
+    # before the Input's own page keys (priority), which scroll nothing on one line and hide these from the footer
     BINDINGS = [Binding("escape", "back", "Back", id="fit.back"),
-                Binding("pagedown", "page(1)", "More", id="fit.page_down"),
-                Binding("pageup", "page(-1)", "Back up", id="fit.page_up", show=False)]
+                Binding("pagedown", "page(1)", "More", id="fit.page_down", priority=True),
+                Binding("pageup", "page(-1)", "Back up", id="fit.page_up", show=False, priority=True)]
 
     def __init__(self, view: NodeView) -> None:
         super().__init__(view)
