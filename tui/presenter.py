@@ -284,7 +284,8 @@ def _adds(v, width: int) -> list[Line]:
             devices.setdefault((dev.resource, i), dev.numa_nodes)
     if not devices:
         return out + [Line("  devices: none listed by kubelet", "dim")]
-    out.append(Line("  devices with their NUMA node (kubelet's device checkpoint has none):"))
+    # the device checkpoint keys a held device by its NUMA node, but lists the others (RegisteredDevices) without
+    out.append(Line("  devices with their NUMA node, free ones too (the checkpoint's free devices have none):"))
     for (res, i), numa in sorted(devices.items(), key=lambda kv: (kv[1] or (1 << 30,), kv[0])):
         where = "NUMA " + ",".join(map(str, numa)) if numa else "NUMA ?"
         out.append(Line(f"    {where:<7} {display(res)} {display(i)}"))
