@@ -211,7 +211,8 @@ def live_lines(report, width: int = 60) -> list[Line]:
     if v.error:
         return out + [Line("  " + display(v.error)),
                       Line("  what fits is worked out from the node's files alone", "dim")]
-    out.append(Line(f"  read {_when(live.now.wall, report.t)}, on {display(v.socket)}", "dim"))
+    when, on = f"  read {_when(live.now.wall, report.t)}", f"on {display(v.socket)}"
+    out += [Line(f"{when}, {on}", "dim")] if len(when) + len(on) + 2 <= width else [Line(when, "dim"), Line("  " + on, "dim")]
     held = set(live.held())
     for d in live.now.disagreements:
         out += _disagreement(d, d in held, live.seconds, width)

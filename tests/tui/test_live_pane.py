@@ -155,6 +155,7 @@ def test_narrow_the_three_sets_stack_labelled(trade):
             or x.startswith("    cgroup")]
     assert rows == ["    PodResources  24-27,72-74,76", "    checkpoint    24-27,72-75", "    cgroup        24-27,72-75"]
     assert live_summary(trade[1], 56).text == "▲ kubelet's live view: disagrees on 2 of 4 containers"
+    assert got[1].startswith("  read ") and got[2] == "  on /var/lib/kubelet/pod-resources/kubelet.sock", got
 
 
 # --- unreachable, with each reason ---------------------------------------------------------------------------
