@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import signal
 import time
 import uuid
 from pathlib import Path
@@ -28,7 +30,9 @@ from cluster.pytest_cluster import Cluster
 from pinscope.collectors import podresources as pr
 from pinscope.collectors.assemble.live import compare
 from pinscope.collectors.collect import Options, snapshot
+from pinscope.collectors.fit.active import inactive_pods
 from pinscope.collectors.fit.predict import FitAnswer, predict
+from pinscope.collectors.kube import node_pods
 
 
 def _pod(c: Cluster, name: str, cpus: int) -> dict:
@@ -154,4 +158,53 @@ def test_the_prediction_before_the_pod_is_what_the_real_kubelet_does(cluster: Cl
         assert seen[-1] == "TopologyAffinityError", seen  # the node's one allocatable CPU is taken by then
     finally:
         for name in names:
+            cluster.delete_pod(name)
+
+
+def _kubelet_pid() -> int:
+    """The running kubelet's pid (the cluster's: tests/cluster/up started it)."""
+    for d in Path("/proc").iterdir():
+        try:
+            if d.name.isdigit() and (d / "comm").read_text().strip() == "kubelet":
+                return int(d.name)
+        except OSError:
+            continue
+    raise AssertionError("no running kubelet")
+
+
+def test_a_deleted_pods_cpus_are_predicted_free_as_the_real_kubelet_frees_them(cluster: Cluster) -> None:
+    """Pod A holds the node's one allocatable CPU (1). kubelet is frozen (SIGSTOP: it reconciles nothing, writes
+    nothing) and A is deleted from the API at once (--force --grace-period=0): kubelet's checkpoint still lists
+    A, A's cgroups and containers are still there. pinscope predicts a 1-CPU pod from the node's files, with the
+    API's pods of the node read after them: CPU 1, saying A is gone (from the files alone, A's cgroup there, it
+    is held: a refusal, the window held open). kubelet thawed, pod B created: the real kubelet gives B CPU 1
+    (removeStaleState before B's hints and Allocate), with A's entry still in the checkpoint or not."""
+    c = cluster
+    a, b = (f"fit-{x}-{uuid.uuid4().hex[:6]}" for x in "ab")
+    try:
+        c.apply(_pod(c, a, 1))
+        uid = c.wait_pod(a)["metadata"]["uid"]
+        assert _given(c, uid) == {1}
+        pid = _kubelet_pid()
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            c.kubectl("delete", "pod", "-n", "default", a, "--force", "--grace-period=0", "--wait=false")
+            rep = asyncio.run(snapshot("local", Options(), samples=1, interval=1.0, timeout=60))
+            api_pods = node_pods(c.node_name, kubeconfig=c.kubeconfig)  # read after the checkpoint
+            assert _given(c, uid) == {1} and uid not in api_pods  # the window: checkpoint yes, API no
+            gone = inactive_pods(rep.snapshot, api_pods, api_after=True)
+            want = predict(rep.snapshot, 1, kubelet_version=c.version, inactive=gone)
+            held = predict(rep.snapshot, 1, kubelet_version=c.version)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert held.error is not None and held.error["kind"] == "TopologyAffinityError", held.as_json()
+        assert want.error is None and want.cpus == [1], want.as_json()
+        assert any(x.startswith(f"pod default/{a} is gone (the API lists no such pod") for x in want.assumed), want.assumed
+        c.apply(_pod(c, b, 1))
+        got = _given(c, c.wait_pod(b)["metadata"]["uid"])
+        print(f"kubelet {c.version}: A deleted, its entry in the checkpoint: pinscope predicted {want.cpus}, "
+              f"kubelet gave B {sorted(got or ())}")
+        assert got == set(want.cpus)
+    finally:
+        for name in (a, b):
             cluster.delete_pod(name)
