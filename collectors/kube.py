@@ -46,7 +46,7 @@ class ApiPod:
     ids: dict = field(default_factory=dict)  # container id (no "containerd://") -> container name
     phase: str | None = None  # status.phase (Pending, Running, Succeeded, Failed), None when not said
     deleting: bool = False  # metadata.deletionTimestamp is set: kubelet is asked to terminate it
-    ephemeral: tuple[str, ...] = ()  # spec.ephemeralContainers' names (kubectl debug): never given CPUs of their own
+    ephemeral: tuple[str, ...] = ()  # ephemeral containers' names (kubectl debug; spec, or status): no resources of their own
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,7 +292,8 @@ def _pod(p: dict) -> tuple[ApiPod | None, Rejected | None, str | None]:
                                  dict(lim) if isinstance(lim, dict) else {}))
     status = p.get("status") or {}
     phase = status.get("phase")
-    ephemeral = tuple(str(c.get("name")) for c in spec.get("ephemeralContainers") or [] if isinstance(c, dict))
+    ephemeral = tuple(dict.fromkeys(str(c.get("name")) for c in (spec.get("ephemeralContainers") or [])
+                                    + (status.get("ephemeralContainerStatuses") or []) if isinstance(c, dict)))
     ap = ApiPod(str(uid), str(meta.get("namespace")), str(meta.get("name")),
                 status.get("qosClass"), owner, tuple(ctrs), container_ids(status),
                 phase if isinstance(phase, str) else None, meta.get("deletionTimestamp") is not None, ephemeral)

@@ -187,6 +187,8 @@ class MemoryManagerState:
     checksum_as: str = ""
     # machineState: NUMA node -> resource ("memory", "hugepages-2Mi", "hugepages-1Gi") -> MemoryTable
     machine: dict = field(default_factory=dict)
+    # machineState's other two fields: NUMA node -> (numberOfAssignments, cells: the group it is used in)
+    groups: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,11 +325,20 @@ class PodAllocation(NamedTuple):
 
     pod_level: bool  # it has pod-level resources (kubelet records them since 1.36)
     unlimited: bool  # a container of it has no CPU or memory limit of its own
+    unlimited_names: tuple[str, ...] = ()  # those containers' names
 
-    def pod_level_in(self, qos: str | None) -> bool:
+    def pod_level_in(self, qos: str | None, ephemeral: frozenset[str] | tuple[str, ...] = ()) -> bool:
         """Has the pod pod-level resources, for a pod of this QoS? A Guaranteed pod with a container without
-        limits of its own is Guaranteed by them (a 1.35 kubelet records no PodLevelResources)."""
-        return self.pod_level or (qos == "Guaranteed" and self.unlimited)
+        limits of its own is Guaranteed by them (a 1.35 kubelet records no PodLevelResources). `ephemeral`: the
+        names of the pod's ephemeral containers (kubectl debug; the API says them): kubelets after 1.37 record
+        one as `{}`, no limits by its nature, which says nothing of pod-level resources."""
+        if self.pod_level:
+            return True
+        if qos != "Guaranteed":
+            return False
+        if not ephemeral:
+            return self.unlimited
+        return any(n not in ephemeral for n in self.unlimited_names)
 
 
 class Owner(NamedTuple):

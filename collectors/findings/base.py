@@ -51,7 +51,8 @@ class Check:
     needs: str  # probe depth letters the check's data comes from ("g" grid, "a" every task, "i" IRQs, "r" rates);
     # "k": the Kubernetes API's answer (ctx.api), run only when there is one (evaluate_api); "l": kubelet's live
     # view (ctx.live, its PodResources API over two rounds), run only when it was asked (evaluate_live); "v": judged
-    # by kubelet's release, run again with the API's answer, which says it (ctx.kubelet_version)
+    # by kubelet's release or its pods as the API says them, run again with the API's answer (ctx.kubelet_version,
+    # ctx.api); without one, by the node alone
     fn: Callable[["Context"], Iterable[Finding]]
     reads: tuple[str, ...] = ()  # node inputs (INPUTS) it judges by: not run when one was not read
 

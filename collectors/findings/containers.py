@@ -44,22 +44,26 @@ def cgroup_drift(ctx):
 
 @check({"GUARANTEED_NOT_PINNED": ("warning", "a Guaranteed pod's container with an integer CPU limit runs on the shared pool (info under policy none; never in a pod with pod-level resources, which kubelet does not pin by default)",
                                   "Exclusive CPUs need cpuManagerPolicy: static on the node and an integer CPU request == limit in a Guaranteed pod.")},
-       reads=("assignment", "policy"))
+       needs="gv", reads=("assignment", "policy"))
 def guaranteed_not_pinned(ctx):
     """Never for a container the report itself shows on CPUs exclusive to it (roles inferred from the
     cgroups, kubelet's assignment unknown): a finding agrees with what the report shows. Never for a pod with
     pod-level resources (kubelet's allocation checkpoint says which): kubelet's static policy leaves such a
     pod on the shared pool (1.34, 1.35) or pins only a container of it that asks for whole CPUs of its own,
     and only with the PodLevelResourceManagers gate (1.36+, off by default); and a container without a CPU
-    limit of its own runs under the pod's limit as its quota, a whole CPU that is not its own."""
+    limit of its own runs under the pod's limit as its quota, a whole CPU that is not its own. Run again with
+    the API's answer: a pod's ephemeral containers (which kubelets after 1.37 record without limits) are not
+    taken for containers without limits of their own."""
     policy = ctx.policy
     pod_level = ctx.snap.pod_level or {}
+    api_pods = (ctx.api.now.pods if ctx.api is not None else None) or {}
     for p, c in ctx.snap.containers():
         cg = c.cgroup
         if not (p.qos == "Guaranteed" and c.assigned is None and cg and cg.quota_us and cg.period_us) or c.unresolved:
             continue
         alloc = pod_level.get(p.uid)
-        if alloc is not None and alloc.pod_level_in(p.qos):
+        ap = api_pods.get(p.uid)
+        if alloc is not None and alloc.pod_level_in(p.qos, getattr(ap, "ephemeral", ())):
             continue
         if ctx.snap.pod_level is not None and alloc is None:
             continue  # started after the checkpoint was read (read again next tick): pod-level or not, unknown yet

@@ -43,9 +43,9 @@ def _pod(v: Any, what: str) -> PodAllocation:
     f = g.fields(v or {}, ("ContainerResources", "PodLevelResources"))
     ctrs = g.go_map(f.get("ContainerResources"), f"{what}.ContainerResources", _requirements) or {}
     pod = _requirements(f.get("PodLevelResources"), f"{what}.PodLevelResources")
-    return PodAllocation(pod_level=bool(pod and (pod["limits"] or pod["requests"])),
-                         unlimited=any(not (r and r["limits"].get("cpu") and r["limits"].get("memory"))
-                                       for r in ctrs.values()))
+    unlimited = tuple(sorted(n for n, r in ctrs.items() if not (r and r["limits"].get("cpu") and r["limits"].get("memory"))))
+    return PodAllocation(pod_level=bool(pod and (pod["limits"] or pod["requests"])), unlimited=bool(unlimited),
+                         unlimited_names=unlimited)
 
 
 def parse_allocated_pods_state(text: str, source: str, problems: list[Problem]) -> dict[str, PodAllocation] | None:

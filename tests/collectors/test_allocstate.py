@@ -55,14 +55,14 @@ ENTRIES_1_35 = {POD_LEVEL: {"ContainerResources": {"app": ONE, "init": {}, "side
 def test_pod_level_resources_are_read_with_the_checksum_kubelet_verifies():
     problems: list = []
     got = parse_allocated_pods_state(REAL_1_37, "s", problems)
-    assert problems == [] and got == {"921d9a39-85f1-47d0-9cb5-4df82ec8a014": PodAllocation(True, True)}
+    assert problems == [] and got == {"921d9a39-85f1-47d0-9cb5-4df82ec8a014": PodAllocation(True, True, ("init", "side"))}
     got = parse_allocated_pods_state(REAL_1_35, "s", problems)
-    assert problems == [] and got == {"845ec305-9e60-4357-adcc-fe6c0a6e6aaf": PodAllocation(False, True)}
+    assert problems == [] and got == {"845ec305-9e60-4357-adcc-fe6c0a6e6aaf": PodAllocation(False, True, ("side",))}
     assert got["845ec305-9e60-4357-adcc-fe6c0a6e6aaf"].pod_level_in("Guaranteed")
     assert parse_allocated_pods_state(checkpoint(ENTRIES), "s", problems) == {
-        POD_LEVEL: PodAllocation(True, True), CONTAINER_LEVEL: PodAllocation(False, False)}
+        POD_LEVEL: PodAllocation(True, True, ("init", "side")), CONTAINER_LEVEL: PodAllocation(False, False)}
     got = parse_allocated_pods_state(checkpoint(ENTRIES_1_35), "s", problems)
-    assert got == {POD_LEVEL: PodAllocation(False, True), CONTAINER_LEVEL: PodAllocation(False, False)}
+    assert got == {POD_LEVEL: PodAllocation(False, True, ("init", "side")), CONTAINER_LEVEL: PodAllocation(False, False)}
     assert problems == []
     # v1.35.4's file: a Guaranteed pod with a container without limits is Guaranteed by its pod-level resources;
     # a Burstable pod's container without limits says nothing of the kind
@@ -141,3 +141,32 @@ async def test_live_a_pod_started_after_the_static_read_is_read_again(tmp_path):
     assert _not_pinned(second) == [("big", "java")]  # and, unknown yet, never called unpinned meanwhile
     assert third.snapshot.pod_level[POD_LEVEL].pod_level and _not_pinned(third) == [("big", "java")]
     assert _not_pinned(fourth) == [("big", "java")] and not wants_after  # once: no static frame every tick
+
+
+def test_an_ephemeral_container_is_no_container_without_limits(tmp_path):
+    """Kubelets after 1.37 (k/k master) record a pod's ephemeral containers (kubectl debug) in ContainerResources
+    as `{}`. Read as "a container without limits of its own", a Guaranteed container-level pod looked pod-level,
+    and its unpinned container was not GUARANTEED_NOT_PINNED (a missed warning). The API names the ephemeral
+    containers (spec.ephemeralContainers, status.ephemeralContainerStatuses): with its answer, the warning is
+    back; without it, a container without limits stays unknown in kind (no false warning either)."""
+    import time
+
+    from pinscope.collectors.kube import ApiNode, ApiPod, ApiWindow, _pod
+
+    debugged = {CONTAINER_LEVEL: {"ContainerResources": {"java": TWO, "debugger-7x2k": {}}, "PodLevelResources": None}}
+    r = read_sim(_node(checkpoint({**ENTRIES, **debugged})), tmp_path, samples=1)
+    alloc = r.snapshot.pod_level[CONTAINER_LEVEL]
+    assert alloc.unlimited_names == ("debugger-7x2k",)
+    assert _not_pinned(r) == []  # the node alone cannot tell an ephemeral container from one without limits
+    # the API's pod, parsed as pinscope parses the API's pod list
+    doc = {"metadata": {"uid": CONTAINER_LEVEL, "namespace": "prod", "name": "big"},
+           "spec": {"containers": [{"name": "java", "resources": TWO}],
+                    "ephemeralContainers": [{"name": "debugger-7x2k", "image": "busybox"}]},
+           "status": {"qosClass": "Guaranteed", "phase": "Running",
+                      "ephemeralContainerStatuses": [{"name": "debugger-7x2k"}]}}
+    ap, _, _ = _pod(doc)
+    assert isinstance(ap, ApiPod) and ap.ephemeral == ("debugger-7x2k",) and ap.phase == "Running"
+    api = ApiWindow(ApiNode("t", time.monotonic(), pods={CONTAINER_LEVEL: ap}))
+    assert _not_pinned(r.with_api(api)) == [("big", "java")]
+    # the pod-level pod keeps its containers without limits (init, side): still pod-level, still silent
+    assert ("pl", "app") not in _not_pinned(r.with_api(api))
