@@ -44,7 +44,7 @@ async def _answer(target, a) -> tuple[str, FitAnswer | None, str | None]:
     except PinscopeError as err:
         return _name(target), None, str(err)
     version, unknown = await _release(target, report, a)
-    gone = await _gone(target, report, a)
+    gone = await _gone(target, report, a, version is not None)
     ans = predict(report.snapshot, a.cpus, version, unknown_why=unknown, inactive=gone)
     ans.live = live_summary(report)
     if not isinstance(target, str):
@@ -67,16 +67,17 @@ async def _release(target, report, a) -> tuple[str | None, str | None]:
     return await asyncio.to_thread(node_kubelet_version, name, a.context, a.kubeconfig)
 
 
-async def _gone(target, report, a) -> dict[str, str]:
+async def _gone(target, report, a, node_found: bool) -> dict[str, str]:
     """The checkpoint's pods kubelet frees before it admits the next pod (collectors/fit/active.py), judged by the
-    API's pods on the node (--kube, node/NAME: listed after the snapshot read the checkpoint), kubelet's
-    PodResources List (asked with the snapshot, after its files) and the node's files."""
+    API's pods on the node (--kube, node/NAME: listed after the snapshot read the checkpoint; only when the API
+    knows a Node of that name, `node_found`: the pods of a name no node has are none, and would free every pod),
+    kubelet's PodResources List (asked with the snapshot, after its files) and the node's files."""
     from pinscope.cli import _api_name, _kube, local_api_name
     from pinscope.collectors.fit.active import inactive_pods
     from pinscope.collectors.kube import KubeError, node_pods
 
     api_pods = None
-    if _kube(a):
+    if _kube(a) and node_found:
         name = _api_name(target) or local_api_name(report.snapshot)
         try:
             api_pods = await asyncio.to_thread(node_pods, name, a.context, a.kubeconfig)
