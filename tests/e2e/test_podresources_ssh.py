@@ -71,12 +71,13 @@ async def test_no_private_directory_for_the_forward_is_said(server, tmp_path, mo
     with StandIn(PODS, {3, 4}).start() as kubelet:
         (view,) = await ask(transport(server), kubelet.path)
     assert view.pods == () and "not forwarded (no private directory for its local end" in view.error
+    assert view.why == "not forwarded over SSH"  # the fit pane's one line says it so
 
 
 def test_no_socket_there_is_said(server, tmp_path):
     (view,) = asyncio.run(ask(transport(server), str(tmp_path / "kubelet.sock")))
     assert view.pods == () and view.error.startswith(f"{tmp_path}/kubelet.sock: sshd could not open it for root")
-    assert "no such socket on the node" in view.error
+    assert "no such socket on the node" in view.error and view.why == "no socket"
 
 
 def test_an_sshd_that_forwards_no_unix_socket_is_said(tmp_path):
@@ -149,4 +150,13 @@ def test_another_user_is_told_why_not_unless_the_socket_is_theirs(user):
         shutil.rmtree(d, ignore_errors=True)
     assert refused.pods == () and f"sshd could not open it for {name}" in refused.error
     assert "kubelet's socket is root's: connect as root, sudo cannot forward it" in refused.error
+    assert refused.why == "not root"
     assert asked.error is None and asked.pods == PODS
+
+
+async def test_root_over_ssh_says_why_in_plain_words(server, tmp_path):
+    """The fit pane's one line says why kubelet was not asked (LiveView.why): --root over SSH, not forwarded."""
+    with StandIn(PODS).start() as kubelet:
+        (view,) = await ask(transport(server, root=str(tmp_path)), kubelet.path)
+        assert kubelet.calls == {}
+    assert view.why == "not forwarded over SSH" and "not forwarded with --root over SSH" in view.error
