@@ -157,8 +157,9 @@ def live_summary(report, width: int = 60) -> Line:
         return Line(f"kubelet's live view: not reached: {now.view.why or 'see below'}", "bold")
     cpus = sum(d.what == "cpus" for d in now.disagreements)
     devs = len(now.disagreements) - cpus
-    if report.snapshot.state_status != "ok":
-        long = short = "its checkpoint not read: compared with the kernel only"
+    if report.snapshot.state_status != "ok":  # named() is 0: only memory and the kernel were compared
+        long = short = (f"checkpoint not read; disagrees with the kernel on {cpus} container{_s(cpus)}" if cpus else
+                        "checkpoint not read; agrees with the kernel")
     elif not now.disagreements:
         long = (f"agrees with its checkpoint and the kernel on all {now.named} container{_s(now.named)} all three "
                 "name" if now.named else "no container with exclusive CPUs for all three to name")

@@ -148,6 +148,20 @@ def test_a_held_disagreement_shows_the_three_sets_side_by_side(trade):
     assert "  what fits is worked out from the checkpoint; kubelet decides by its memory" in got
 
 
+def test_the_checkpoint_unread_is_said_and_the_kernel_still_compared(trade):
+    """Not readable (not root under --root, a broken file): kubelet's memory is compared with the kernel alone."""
+    import dataclasses
+
+    r = trade[1]
+    unread = dataclasses.replace(r, snapshot=dataclasses.replace(r.snapshot, state=None, state_status="unreadable"))
+    again = Pipeline("local").add_live(unread, r.live.now.view)
+    assert live_summary(again, 200).text.endswith("checkpoint not read; disagrees with the kernel on 2 containers")
+    got = texts(live_lines(again, 100))
+    at = got.index("  trading/risk-calc-2/risk")  # seen once: a new window
+    assert got[at + 1].startswith("    kubelet's memory and the kernel differ"), got
+    assert "    PodResources 24-27,72-74,76  checkpoint not read  cgroup 24-27,72-75" in got, got
+
+
 def test_narrow_the_three_sets_stack_labelled(trade):
     got = texts(live_lines(trade[1], 40))
     at = got.index("▲ trading/risk-calc-2/risk")
