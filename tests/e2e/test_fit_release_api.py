@@ -2,7 +2,8 @@
 through the stand-in API server (tests/kube_standin.py) with `--kube --via api`: `--json`'s kubelet_version is
 the API's, nothing is assumed of it; where the API does not say it (no API asked, a Node without it, an API that
 does not answer) the release is assumed, and why is said.
-Nothing is run on the node for it (the debug pod runs the probe only, as for every read)."""
+Nothing is run on the node for it (the debug pod runs the probe only, as for every read). The API's pods of the
+node (which free a deleted pod's checkpoint CPUs) are taken only for a name the API has a Node of."""
 from __future__ import annotations
 
 import json
@@ -73,3 +74,21 @@ def test_without_the_api_the_release_is_assumed(tmp_path):
     assert o["kubelet_version"] is None
     assert ("kubelet release unknown: kubelet 1.37's code assumed (no Kubernetes API asked: --kube or node/NAME "
             "reads it from the Node object)") in o["assumed"]
+
+
+def test_the_pods_of_a_name_the_api_has_no_node_of_free_nothing(api, tmp_path):
+    """`fit --kube` for `local`, whose kubelet's name (pinscope-node, in the real tree) the API has no Node of:
+    the API's pod list for that name is empty, and read as "every pod of the checkpoint is deleted" it predicted
+    their CPUs free (collectors/fit/active.py). The list is not taken for a name the API knows no Node of: the
+    tree's Guaranteed pod keeps CPU 1, and kubelet's refusal of a 1-CPU pod stands."""
+    from pathlib import Path
+
+    root = tmp_path / "tree"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "trees" / "real-kubelet-v1.37.2", root, symlinks=True)
+    r = run_cli("fit", "--json", "--cpus", "1", "--root", str(root), "local", "--kube", "--via", "api",
+                "--selector", "pinscope-test=no-such-node", "--kubeconfig", api.kc, timeout=120)
+    assert "Traceback" not in r.stderr, r.stderr
+    o = json.loads(r.stdout)
+    assert o["error"] is not None and o["error"]["kind"] == "TopologyAffinityError", o
+    assert not any(" is gone " in a for a in o["assumed"]), o["assumed"]
+    assert r.returncode == 1
