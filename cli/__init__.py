@@ -234,7 +234,10 @@ def _report_options(p: argparse.ArgumentParser) -> None:
 def _fit_options(p: argparse.ArgumentParser) -> None:
     _common(p)
     p.add_argument("--cpus", type=_positive(int), required=True, metavar="N", help="the container's CPUs (a whole number)")
-    p.add_argument("--memory", metavar="SIZE", help="its memory (512Mi, 4Gi): said as not predicted yet")
+    p.add_argument("--memory", metavar="SIZE", help="its memory (512Mi, 4Gi): the NUMA nodes kubelet's memory manager "
+                   "would take it from")
+    p.add_argument("--hugepages-2Mi", dest="hugepages_2mi", metavar="SIZE", help="its 2Mi hugepages (with --memory)")
+    p.add_argument("--hugepages-1Gi", dest="hugepages_1gi", metavar="SIZE", help="its 1Gi hugepages (with --memory)")
     p.add_argument("--json", action="store_true", help="one JSON object (a list with several targets)")
     p.add_argument("--timeout", type=_positive(), default=30.0, help="seconds to read one target (default 30)")
 

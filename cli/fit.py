@@ -1,6 +1,7 @@
-"""`pinscope fit TARGET --cpus N [--memory SIZE] [--json]`: what kubelet would do with the next
-Guaranteed container of N CPUs on each node (collectors/fit). Exit 0: it fits on every node read;
-1: kubelet would reject it on one; 3: a node could not be read well enough to say.
+"""`pinscope fit TARGET --cpus N [--memory SIZE [--hugepages-2Mi SIZE] [--hugepages-1Gi SIZE]] [--json]`: what
+kubelet would do with the next Guaranteed container of N CPUs (and that memory) on each node (collectors/fit).
+Exit 0: it fits on every node read; 1: kubelet would reject it on one; 3: a node could not be read well enough
+to say.
 """
 
 from __future__ import annotations
@@ -45,14 +46,52 @@ async def _answer(target, a) -> tuple[str, FitAnswer | None, str | None]:
         return _name(target), None, str(err)
     version, unknown = await _release(target, report, a)
     gone = await _gone(target, report, a, version is not None)
-    ans = predict(report.snapshot, a.cpus, version, unknown_why=unknown, inactive=gone)
+    ans = predict(report.snapshot, a.cpus, version, unknown_why=unknown, inactive=gone, memory=memory_request(a))
     ans.live = live_summary(report)
     if not isinstance(target, str):
         ans.node = target.name
-    if a.memory is not None:
-        ans.unknown.append("memory: the memory manager's NUMA placement of --memory is not predicted yet "
-                           "(only the CPUs are)")
     return _name(target), ans, None
+
+
+def memory_request(a) -> dict[str, int] | None:
+    """The container's memory and hugepages in bytes (requests = limits), as the memory manager reads them;
+    None: no --memory."""
+    if a.memory is None:
+        return None
+    req = {"memory": parse_size(a.memory)}
+    for res, text in (("hugepages-2Mi", getattr(a, "hugepages_2mi", None)), ("hugepages-1Gi", getattr(a, "hugepages_1gi", None))):
+        if text is not None:
+            req[res] = parse_size(text)
+    return req
+
+
+def _size(n: int) -> str:
+    for unit, m in (("Gi", 2**30), ("Mi", 2**20)):
+        if n >= m and n % m == 0:
+            return f"{n // m}{unit}"
+    for unit, m in (("Gi", 2**30), ("Mi", 2**20)):
+        if n >= m:
+            return f"{n / m:.1f}{unit}"
+    return str(n)
+
+
+def _memory_lines(ans: FitAnswer) -> list[str]:
+    m = ans.memory
+    if m is None:
+        return []
+    asked = " + ".join(f"{_size(v)} {r}" for r, v in m["request"].items())
+    if m.get("note"):
+        return [f"  memory ({asked}): not predicted: {m['note']}"]
+    out = []
+    if m.get("numa_nodes") is not None:
+        nodes = ",".join(str(n) for n in m["numa_nodes"])
+        out.append(f"  memory ({asked}): kubelet's memory manager would take it from NUMA node{'s' if len(m['numa_nodes']) > 1 else ''} {nodes}")
+    for p in m.get("per_numa") or []:
+        free = ", ".join(f"{r} {_size(v)} free of {_size(p['allocatable'][r])}" for r, v in sorted(p["free"].items())
+                         if p["allocatable"].get(r))
+        group = f"; used together with NUMA {','.join(str(g) for g in p['group'] if g != p['numa_node'])}" if len(p["group"]) > 1 else ""
+        out.append(f"  NUMA {p['numa_node']} memory: {free}{group}")
+    return out
 
 
 async def _release(target, report, a) -> tuple[str | None, str | None]:
@@ -120,13 +159,16 @@ def render(ans: FitAnswer, n: int) -> str:
         out.append(f"  not known: {ans.note}")
     elif ans.error is not None:
         out.append(f"  rejected: {ans.error['kind']}: {ans.error['message']}")
-        out.append(f"    why: {reason(ans.error, n, free_count(ans))}")
+        asked = ans.memory is not None and ans.memory.get("note") is None
+        out.append(f"    why: {reason(ans.error, n, free_count(ans), memory=asked)}")
     elif ans.cpus is None:
         out.append(f"  fits: {ans.note}")
     else:
         out.append(f"  fits: kubelet would give CPUs {format_cpuset(ans.cpus)}")
+    out += _memory_lines(ans)
     if ans.how_many is not None:
-        out.append(f"  containers of {cpus} that fit one after another: {ans.how_many}")
+        out.append(f"  containers of {cpus}{' with that memory' if ans.memory and ans.memory.get('numa_nodes') else ''} "
+                   f"that fit one after another: {ans.how_many}")
     for p in ans.per_numa:
         lf = p.get("largest_fit") or {}
         out.append(f"  NUMA {p['numa_node']}: free {p['free_count']} ({p['free_cpus'] or '-'}), "
@@ -143,11 +185,16 @@ def render(ans: FitAnswer, n: int) -> str:
 async def fit_cmd(a) -> int:
     from pinscope.cli import _err, _targets, each_target
 
-    if a.memory is not None:
+    if a.memory is None and (getattr(a, "hugepages_2mi", None) or getattr(a, "hugepages_1gi", None)):
+        _err("pinscope fit: --hugepages-2Mi/--hugepages-1Gi need --memory (a Guaranteed pod has a memory limit)")
+        return 2
+    for flag, text in (("--memory", a.memory), ("--hugepages-2Mi", getattr(a, "hugepages_2mi", None)),
+                       ("--hugepages-1Gi", getattr(a, "hugepages_1gi", None))):
         try:
-            parse_size(a.memory)
+            if text is not None and parse_size(text) <= 0 and flag == "--memory":
+                raise ValueError(f"{text!r} is zero (a Guaranteed container's memory limit is above zero)")
         except ValueError as bad:
-            _err(f"pinscope fit: --memory: {bad}")
+            _err(f"pinscope fit: {flag}: {bad}")
             return 2
     _, results = await each_target(_targets(a) or ["local"], _answer, a)
     rc = 0

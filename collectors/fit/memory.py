@@ -249,3 +249,61 @@ def pod_requests(containers: list[dict]) -> dict[str, int]:
         for r, v in requests_of(c).items():
             out[r] = out.get(r, 0) + v
     return out
+
+
+# --- from the node's files (predict.py, cli/fit.py) ----------------------------------------------
+
+
+def memory_case(snap, request: dict[str, int]) -> tuple[dict | None, str | None]:
+    """The case's "memory" for the next container's `request` (bytes per resource) from the node's
+    memory_manager_state, or (None, why the memory's NUMA nodes are not predicted)."""
+    policy = getattr(snap.kubelet, "memory_manager_policy", None) or "None"
+    if policy.lower() == "none":
+        return None, ("memoryManagerPolicy is None: kubelet does not pin memory to NUMA nodes (no cpuset.mems of "
+                      "its choosing: the kernel places the memory), so there is no placement to predict")
+    if policy != "Static":
+        return None, f"memoryManagerPolicy is {policy!r}: only the Static policy's placement is ported"
+    st = snap.memory_state
+    if st is None:
+        return None, ("memory_manager_state was not read (mode 0600, root's: run pinscope as root): which NUMA "
+                      "node has free memory is unknown")
+    if st.checksum_ok is False:
+        return None, "memory_manager_state's checksum does not match: kubelet would refuse it, so no placement is predicted"
+    if not st.machine:
+        return None, "memory_manager_state has no machineState yet: which NUMA node has free memory is unknown"
+    machine = {}
+    for n, tables in st.machine.items():
+        count, cells = (st.groups or {}).get(n, (0, (n,)))
+        machine[str(n)] = {"numberOfAssignments": count, "cells": list(cells), "memoryMap": {
+            r: {"total": t.total, "systemReserved": t.system_reserved, "allocatable": t.allocatable,
+                "reserved": t.reserved, "free": t.free} for r, t in tables.items()}}
+    assignments = {uid: {c: [{"numaAffinity": list(b.numa_nodes), "type": b.type, "size": b.size} for b in blocks]
+                         for c, blocks in ctrs.items()} for uid, ctrs in st.entries.items()}
+    return {"machine_state": machine, "assignments": assignments, "containers": [dict(request)]}, None
+
+
+def memory_answer(k, request: dict[str, int], placed: list | None, note: str | None) -> dict:
+    """`fit --json`'s "memory": the request, the NUMA nodes kubelet would take it from (None: refused or not
+    predicted), why not predicted, and per NUMA node the memory manager's free memory."""
+    out: dict = {"request": dict(request), "numa_nodes": None, "note": note, "per_numa": []}
+    if placed:
+        out["numa_nodes"] = placed[0]
+    if k is not None and getattr(k, "memory", None) is not None:
+        out["per_numa"] = k.memory.free_per_node()
+    return out
+
+
+def with_memory(case: dict, snap, request: dict[str, int] | None, unknown: list[str]) -> tuple[list[dict] | None, str | None]:
+    """Put the memory manager into `case` for the next container's `request` (None: not asked): (the memory
+    requests Kubelet.admit takes, None) or (None, why the placement is not predicted)."""
+    policy = getattr(snap.kubelet, "memory_manager_policy", None) or "None"
+    if request is None:
+        if policy.lower() != "none":
+            unknown.append(f"the next pod's memory: memoryManagerPolicy {policy} places it on NUMA nodes too, "
+                           "and its hints can move the CPUs (give --memory to predict both)")
+        return None, None
+    mem, note = memory_case(snap, request)
+    if mem is None:
+        return None, note
+    case["memory"] = mem
+    return [dict(request)], None

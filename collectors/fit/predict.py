@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from .active import inactive_pods, said
 from .capacity import places
 from .kubelet import DEFAULT_RELEASE, RELEASES, Kubelet, KubeletError, cpuset_str
+from .memory import memory_answer, with_memory
 
 # What no file on the node says, whatever pinscope reads.
 ALWAYS_UNKNOWN = (
@@ -41,12 +42,13 @@ class FitAnswer:
     readable: bool = True  # False: the inputs could not be read (exit 3)
     note: str = ""
     live: dict | None = None  # kubelet's PodResources view (collectors/podresources.py summary), where asked
+    memory: dict | None = None  # the memory manager's placement of the asked memory (memory.py memory_answer)
 
     def fits(self) -> bool:
         return self.readable and self.error is None
 
     def as_json(self) -> dict:
-        return {
+        out = {
             "node": self.node,
             "kubelet_version": self.kubelet_version,
             "assumed": self.assumed,
@@ -59,6 +61,9 @@ class FitAnswer:
             "note": self.note,
             "live": self.live,
         }
+        if self.memory is not None:  # asked with --memory
+            out["memory"] = self.memory
+        return out
 
 
 def release_of(version: str | None) -> tuple[str, str | None]:
@@ -173,27 +178,29 @@ def case_from_snapshot(snap, containers: list[int], inactive: dict[str, str] | N
     return case, assumed, problems
 
 
-def how_many_fit(k: Kubelet, n: int, limit: int = 4096) -> int:
-    """How many containers of n CPUs kubelet admits one after another (on a copy of its state)."""
+def how_many_fit(k: Kubelet, n: int, limit: int = 4096, memory: list[dict] | None = None) -> int:
+    """How many containers of n CPUs (and `memory`, as Kubelet.admit takes it) kubelet admits one after
+    another (on a copy of its state)."""
     if n <= 0:
         return 0
-    saved = set(k.default)
+    saved, saved_memory = set(k.default), k.memory.copy() if k.memory is not None else None
     count = 0
     try:
         while count < limit:
-            d = k.admit([n], commit=True)
+            d = k.admit([n], commit=True, memory=memory)
             if d.error is not None:
                 break
             count += 1
     finally:
-        k.default = saved
+        k.default, k.memory = saved, saved_memory
     return count
 
 
 def predict(snap, cpus: int, kubelet_version: str | None = None, count: bool = True, with_largest: bool = True,
-            unknown_why: str | None = None, inactive: dict[str, str] | None = None) -> FitAnswer:
+            unknown_why: str | None = None, inactive: dict[str, str] | None = None, memory: dict | None = None) -> FitAnswer:
     """The next Guaranteed container of `cpus` CPUs on this node, as its kubelet would decide (its release:
-    `kubelet_version`; None: assumed, `unknown_why` saying why it is not known). `inactive`: as case_from_snapshot's."""
+    `kubelet_version`; None: assumed, `unknown_why` saying why it is not known). `inactive`: as case_from_snapshot's.
+    `memory`: its memory and hugepages-<size> in bytes, placed by the memory manager (memory.py) where it pins."""
     release, why = release_of(kubelet_version)
     ans = FitAnswer(node=snap.node, kubelet_version=kubelet_version, release=release)
     if why:
@@ -227,8 +234,7 @@ def predict(snap, cpus: int, kubelet_version: str | None = None, count: bool = T
         ans.readable = False
         ans.note = "; ".join(problems)
         return ans
-    if getattr(cfg, "memory_manager_policy", "None") not in ("None", "none", None):
-        ans.unknown.append("the memory manager's own hints (memory and hugepages per NUMA node) are not merged yet")
+    mem, mem_note = with_memory(case, snap, memory, ans.unknown)
     devices = getattr(snap, "device_state", None)
     if devices is not None and devices.allocations:
         ans.unknown.append("the next pod's devices and their NUMA nodes (device plugins' hints are not merged)")
@@ -237,11 +243,13 @@ def predict(snap, cpus: int, kubelet_version: str | None = None, count: bool = T
     except KubeletError as e:
         ans.error = {"kind": e.kind, "message": e.message}
         return ans
-    d = k.admit([cpus])
+    d = k.admit([cpus], memory=mem)
     ans.error = d.error
+    if memory is not None:
+        ans.memory = memory_answer(k, memory, d.memory, mem_note)
     if d.error is None and d.sets:
         ans.cpus = sorted(d.sets[0] or ())
     ans.per_numa, ans.per_socket = places(k, with_largest)
     if count:
-        ans.how_many = how_many_fit(k, cpus)
+        ans.how_many = how_many_fit(k, cpus, memory=mem)
     return ans

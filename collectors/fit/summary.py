@@ -65,12 +65,28 @@ def free_count(ans: FitAnswer) -> int | None:
     return sum(p["free_count"] for p in ans.per_numa) if ans.per_numa else None
 
 
-def reason(error: dict | None, n: int | None = None, free: int | None = None) -> str:
-    """Why kubelet refuses a container of n CPUs, in pinscope's words, beside kubelet's own message (`free`:
-    the CPUs free for exclusive use, when known: a refusal for want of CPUs is not a placement problem)."""
+MEMORY_REASONS = {
+    "no NUMA nodes with enough memory": "no NUMA node, nor group of them the memory manager may use, has that much "
+                                        "free memory",
+    "failed to find NUMA nodes to extend": "the memory does not fit on the NUMA node(s) chosen, and no group of "
+                                           "nodes holding them can take it (a node used alone never joins a group; "
+                                           "a node of a group is used only with that group)",
+    "violates NUMA node allocation": "the placement would put a node used alone into a group of nodes, which the "
+                                     "memory manager refuses",
+    "preferred hint": "the memory fits only on more NUMA nodes than the topology manager's preferred placement",
+}
+
+
+def reason(error: dict | None, n: int | None = None, free: int | None = None, memory: bool = False) -> str:
+    """Why kubelet refuses a container of n CPUs (with memory: and the memory asked), in pinscope's words, beside
+    kubelet's own message (`free`: the CPUs free for exclusive use, when known: a refusal for want of CPUs is not
+    a placement problem)."""
     if not error:
         return ""
     kind, msg = error.get("kind", ""), error.get("message", "")
+    if kind == "UnexpectedAdmissionError" and "[memorymanager]" in msg:
+        why = next((w for k, w in MEMORY_REASONS.items() if k in msg), "kubelet's memory manager refused the placement")
+        return f"kubelet's memory manager: {why}"
     if kind in ("TopologyAffinityError", "SMTAlignmentError") and n is not None and free is not None and free < n:
         return (f"only {free} CPU{'s' if free != 1 else ''} free for exclusive use (the reserved set aside), fewer "
                 f"than {n}: under this policy kubelet words it as {kind}")
@@ -80,6 +96,9 @@ def reason(error: dict | None, n: int | None = None, free: int | None = None) ->
     if kind == "SMTAlignmentError":
         return ("full-pcpus-only: not that many free CPUs once the reserved CPUs' SMT siblings are counted "
                 "as taken")
+    if kind == "TopologyAffinityError" and memory:
+        return ("the topology manager's policy found no NUMA placement it accepts for these CPUs and this memory "
+                "together: where the CPUs are free the memory is not (or not on few enough NUMA nodes)")
     if kind == "TopologyAffinityError":
         return ("the topology manager's policy found no NUMA placement it accepts for this many CPUs: "
                 "the free CPUs are there, but not on few enough NUMA nodes")

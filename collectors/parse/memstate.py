@@ -187,7 +187,18 @@ def _machine(machine: dict | None) -> dict[int, dict[str, MemoryTable]]:
     return dict(sorted(out.items()))
 
 
+def _groups(machine: dict | None) -> dict[int, tuple[int, tuple[int, ...]]]:
+    """machineState -> {NUMA node: (numberOfAssignments, cells)}."""
+    out = {}
+    for k, n in (machine or {}).items():
+        numa = _int_key(k)
+        if numa is not None and n is not None:
+            out[numa] = (n["n"], tuple(n["cells"] or ()))
+    return dict(sorted(out.items()))
+
+
 def _state(version: int, s: dict, checksum: int | None, ok: bool | None, name: str) -> MemoryManagerState:
     entries = {uid: {c: _assignments(bl) for c, bl in (ctrs or {}).items()} for uid, ctrs in (s["entries"] or {}).items()}
     pods = {uid: _assignments(p["blocks"]) for uid, p in (s.get("pods") or {}).items()}
-    return MemoryManagerState(s["policy"], entries, pods, version, checksum or None, ok, name, _machine(s["machine"]))
+    return MemoryManagerState(s["policy"], entries, pods, version, checksum or None, ok, name, _machine(s["machine"]),
+                              _groups(s["machine"]))

@@ -5,6 +5,7 @@ kubelet's own on generated cases."""
 from __future__ import annotations
 
 import itertools
+import json
 import random
 
 import pytest
@@ -180,3 +181,97 @@ def test_distinct_merges_keep_what_the_product_keeps(seed):
         fast = _compare(fast, h, best_np, cmp)
     assert fast == brute
     assert tm._merge(lists, False) == (brute if brute is not None else Hint(default, False))
+
+
+# --- `pinscope fit --memory` on a --root tree --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def static_tree(tmp_path_factory):
+    """A demo node's tree (2 NUMA nodes, single-numa-node, full-pcpus-only), copied, its kubelet told
+    memoryManagerPolicy: Static, with a memory_manager_state (v1, checksum 0, which kubelet accepts): NUMA 0
+    has 1Gi free of 30Gi, NUMA 1 all its 30Gi."""
+    import shutil
+
+    from pinscope.collectors.sim.demo import DemoCluster
+
+    d = DemoCluster()
+    try:
+        sim = next(s for s in d.sims if s.root.name == "trade-xeon-96")
+        root = tmp_path_factory.mktemp("mm") / "node"
+        shutil.copytree(sim.root, root, symlinks=True)
+    finally:
+        d.close()
+    kube = root / "var/lib/kubelet"
+    (kube / "config.yaml").write_text((kube / "config.yaml").read_text() + "memoryManagerPolicy: Static\n")
+    ms = {"0": node(GI, n=1, cells=[0], alloc=30 * GI), "1": node(30 * GI, cells=[1], alloc=30 * GI)}
+    entries = {"p0": {"db": [{"numaAffinity": [0], "type": "memory", "size": 29 * GI}]}}
+    (kube / "memory_manager_state").write_text(json.dumps({"policyName": "Static", "machineState": ms, "entries": entries,
+                                                           "checksum": 0}))
+    return root
+
+
+def _fit(argv) -> tuple[int, dict | str]:
+    import contextlib
+    import io
+
+    from pinscope.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = main(argv)
+    text = out.getvalue()
+    return rc, json.loads(text) if "--json" in argv else text
+
+
+def _numa_of(root) -> dict[int, int]:
+    import asyncio
+
+    from pinscope.collectors.collect import Options, snapshot
+
+    snap = asyncio.run(snapshot("local", Options(root=str(root)), samples=1, interval=1.0, timeout=60)).snapshot
+    return {c.id: c.numa_node for c in snap.topology.cpus}
+
+
+def test_fit_memory_json_on_a_root_tree(static_tree):
+    """4Gi fits only NUMA 1: under single-numa-node the memory's hint {1} is the only one, so the CPUs go
+    there too (the CPU manager alone would have preferred NUMA 0, the lower node)."""
+    rc, o = _fit(["fit", "--root", str(static_tree), "--cpus", "2", "--memory", "4Gi", "--json"])
+    assert rc == 0, o
+    assert o["memory"]["numa_nodes"] == [1] and o["memory"]["request"] == {"memory": 4 * GI}
+    numa = _numa_of(static_tree)
+    assert {numa[c] for c in o["cpus"]} == {1}
+    assert [p["free"]["memory"] for p in o["memory"]["per_numa"]] == [GI, 30 * GI]
+    assert {"node", "kubelet_version", "assumed", "cpus", "error", "per_numa"} <= set(o)  # issue 36's keys stay
+    rc, alone = _fit(["fit", "--root", str(static_tree), "--cpus", "2", "--json"])
+    assert {numa[c] for c in alone["cpus"]} == {0} and "memory" not in alone
+    assert any("--memory" in u for u in alone["unknown"])  # the memory manager's say is unknown without it
+
+
+def test_fit_memory_too_large_for_one_node_is_refused(static_tree):
+    """40Gi: more than one node's allocatable (30Gi), so only {0,1} could hold it, and NUMA 0 is used alone: no
+    memory hint at all, which the topology manager takes as no preference; the CPUs get {0}, and the memory
+    manager's Allocate cannot extend {0} to a group that holds 40Gi: kubelet's words, and why in pinscope's."""
+    rc, o = _fit(["fit", "--root", str(static_tree), "--cpus", "2", "--memory", "40Gi", "--json"])
+    assert rc == 1
+    assert o["error"]["kind"] == "UnexpectedAdmissionError" and "[memorymanager]" in o["error"]["message"]
+    rc, text = _fit(["fit", "--root", str(static_tree), "--cpus", "2", "--memory", "40Gi"])
+    assert rc == 1 and "rejected: UnexpectedAdmissionError" in text and "NUMA 1 memory: memory 30Gi free of 30Gi" in text
+    assert "why: kubelet's memory manager: the memory does not fit on the NUMA node(s) chosen" in text
+
+
+def test_fit_memory_policy_none_is_said(tmp_path, static_tree):
+    import shutil
+
+    root = tmp_path / "none"
+    shutil.copytree(static_tree, root, symlinks=True)
+    cfg = root / "var/lib/kubelet/config.yaml"
+    cfg.write_text(cfg.read_text().replace("memoryManagerPolicy: Static", "memoryManagerPolicy: None"))
+    rc, o = _fit(["fit", "--root", str(root), "--cpus", "2", "--memory", "4Gi", "--json"])
+    assert rc == 0 and o["memory"]["numa_nodes"] is None and "does not pin memory" in o["memory"]["note"]
+
+
+def test_fit_bad_sizes_are_one_line():
+    for argv in (["--memory", "4G1"], ["--memory", "0"], ["--hugepages-2Mi", "2Mi"]):
+        rc, text = _fit(["fit", "--root", "/nonexistent", "--cpus", "1", *argv])
+        assert rc == 2
