@@ -219,7 +219,7 @@ def live_lines(report, width: int = 60) -> list[Line]:
         out += _disagreement(d, d in held, live.seconds, width)
     if live.now.disagreements:
         out.append(Line("  what fits is worked out from the checkpoint; kubelet decides by its memory", "dim"))
-    out += _adds(v, width)
+    out += _adds(v)
     out += [Line("  " + display(n), "dim") for n in v.notes]
     return out
 
@@ -264,7 +264,7 @@ def _odd(what: str, pr: str, cp: str, k: str) -> str:
     return "all three differ"
 
 
-def _adds(v, width: int) -> list[Line]:
+def _adds(v) -> list[Line]:
     """What kubelet's live view adds to the node's files: the CPUs it may hand out, its devices' NUMA nodes."""
     from pinscope.collectors.podresources import fmt
 
@@ -289,7 +289,7 @@ def _adds(v, width: int) -> list[Line]:
     # the device checkpoint keys a held device by its NUMA node, but lists the others (RegisteredDevices) without
     out.append(Line("  devices with their NUMA node, free ones too (the checkpoint's free devices have none):"))
     for (res, i), numa in sorted(devices.items(), key=lambda kv: (kv[1] or (1 << 30,), kv[0])):
-        where = "NUMA " + ",".join(map(str, numa)) if numa else "NUMA ?"
+        where = "NUMA " + ",".join(map(str, numa)) if numa else "no NUMA"  # kubelet knows none for it
         out.append(Line(f"    {where:<7} {display(res)} {display(i)}"))
         who = holder.get((res, i))
         out.append(Line("            " + (f"held by {display(who)}" if who else "free"), "" if who else "dim"))

@@ -87,6 +87,7 @@ def with_numa(snap):
 
 async def test_agreeing_says_so_in_one_line_and_what_kubelet_adds(tmp_path):
     alloc_devices = [pr.Device(res, (dev,), (numa,)) for res, dev, numa in GPUS.values()]
+    alloc_devices.append(pr.Device("example.com/widget", ("w-1",), ()))  # a plugin that gives no NUMA node, free
     (r,) = await rounds(tmp_path, INFER, with_numa, 1, allocatable=range(2, 64), devices=alloc_devices)
     line = live_summary(r, 200)
     assert line.text.startswith("kubelet's live view: read ") and ", with this frame; " in line.text, line
@@ -101,6 +102,8 @@ async def test_agreeing_says_so_in_one_line_and_what_kubelet_adds(tmp_path):
         ctr, pod = key.split("@")
         at = got.index(f"    NUMA {numa}  {res} {dev}")
         assert got[at + 1].strip() == f"held by ml/{pod}/{ctr}", got
+    at = got.index("    no NUMA example.com/widget w-1")
+    assert got[at + 1].strip() == "free", got
     assert not any(ln.startswith("▲") for ln in got), got
 
 
