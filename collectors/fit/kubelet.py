@@ -825,9 +825,31 @@ class TopologyManager:
                 merged = default if h.mask is None else default & h.mask
                 best = _compare(best, Hint(merged, h.preferred), best_np, cmp_masks)
             return best if best is not None else Hint(default, False)
-        for cand in _merged_permutations(hints, default):
+        preferred = _preferred_merges(hints, default)
+        # a preferred merge beats every unpreferred one: those need not be built when there is one
+        cands = preferred if any(h.mask for h in preferred) else _merged_permutations(hints, default)
+        for cand in cands:
             best = _compare(best, cand, best_np, cmp_masks)
         return best if best is not None else Hint(default, False)
+
+
+def _preferred_merges(hints: list[list[Hint]], default: int) -> list[Hint]:
+    """The preferred hints of mergePermutation over the cross product: every mask of the permutation the same
+    (or none) and every hint preferred. A state: the mask so far (None: none yet)."""
+    states: set[int | None] = {None}
+    for resource in hints:
+        masks = {h.mask for h in resource if h.preferred and h.mask is not None}
+        any_numa = any(h.preferred and h.mask is None for h in resource)
+        nxt: set[int | None] = set()
+        for first in states:
+            if first is None:
+                nxt |= masks
+                if any_numa:
+                    nxt.add(None)
+            elif any_numa or first in masks:
+                nxt.add(first)
+        states = nxt
+    return sorted((Hint(default if f is None else default & f, True) for f in states), key=lambda h: h.mask or 0)
 
 
 def _merged_permutations(hints: list[list[Hint]], default: int) -> list[Hint]:
