@@ -3,7 +3,8 @@ against kubelet's own code (tests/kubeletsim): hypothesis draws the shape (1-8 s
 NUMA nodes per socket, SMT 1-4, how CPUs are numbered, uncore caches, offline CPUs) and the
 configuration (every CPU manager option, every topology manager policy, scope and option,
 reserved CPUs given or chosen by kubelet, existing assignments, the request); a seed drawn
-with them places the offline CPUs, the reserved set and the assignments.
+with them places the offline CPUs, the reserved set and the assignments. `memory_cases` adds the
+memory manager's Static policy on 1-8 NUMA nodes.
 """
 
 from __future__ import annotations
@@ -54,12 +55,12 @@ def _subset(rng: random.Random, pool: list[int], n: int) -> list[int]:
 
 
 @st.composite
-def cases(draw, max_cpus: int = 256, focus: str = "") -> dict:
+def cases(draw, max_cpus: int = 256, focus: str = "", max_numa: int = 64) -> dict:
     """focus="distribute": distribute-cpus-across-numa (and mostly align-by-socket) on 2+ sockets of
     2+ NUMA nodes with requests that span NUMA nodes: where kubelet 1.35 and 1.37 differ."""
     dist = focus == "distribute"
-    sockets = draw(st.integers(2, 4)) if dist else draw(st.integers(1, 8))
-    numa_per_socket = draw(st.integers(2, 3)) if dist else draw(st.integers(1, 8))
+    sockets = draw(st.integers(2, 4)) if dist else draw(st.integers(1, min(8, max_numa)))
+    numa_per_socket = draw(st.integers(2, 3)) if dist else draw(st.integers(1, max(1, min(8, max_numa // sockets))))
     smt = draw(st.integers(1, 4))
     numas = sockets * numa_per_socket
     most = max(1, max_cpus // (numas * smt))
@@ -202,3 +203,154 @@ def _parse(s: str) -> list[int]:
     from pinscope.collectors.fit.kubelet import cpuset_parse
 
     return sorted(cpuset_parse(s))
+
+
+MI, GI = 2**20, 2**30
+HUGE = {"2048": "hugepages-2Mi", "1048576": "hugepages-1Gi"}  # page size in KiB (cadvisor) -> resource
+
+
+@st.composite
+def memory_cases(draw) -> dict:
+    """A case of `cases` on 1-8 NUMA nodes (sometimes one without CPUs) with the memory manager's Static
+    policy: per node its memory and hugepages (2Mi, 1Gi) and kubelet's reservedMemory, existing assignments
+    (single nodes and multi-node groups, memory and hugepages; the free memory of a group sometimes spread
+    unevenly over its nodes, which kubelet accepts), and the next pod's memory and hugepages per container.
+    The machine state is kubelet's default one minus the assignments; the oracle's Start checks it."""
+    case = draw(cases(max_numa=8))
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    nodes = sorted({r[2] for r in case["cpus"]})
+    if len(nodes) < 8 and "distances" not in case and rng.random() < 0.15:
+        case["cpuless_numa"] = [nodes[-1] + 1]
+        nodes.append(nodes[-1] + 1)
+    sizes = rng.choice([[], ["2048"], ["2048"], ["2048", "1048576"]])
+    machine, reserved, ms = _memory_machine(rng, nodes, sizes)
+    assignments = _memory_assignments(rng, nodes, ms)
+    # kubelet's topology manager iterates the cross product of the hint lists (CPU, memory, each hugepages
+    # size): with 2^N - 1 masks each, four lists on 8 NUMA nodes are 255^4 permutations, an admission that
+    # does not return in minutes (the oracle's 5 s): fewer hugepages sizes asked on more NUMA nodes
+    asked = sizes if len(nodes) <= 4 else sizes[:1] if len(nodes) <= 6 else []
+    containers = [_memory_request(rng, ms, asked) for _ in case["containers"]]
+    case["memory"] = {"nodes": machine, "reserved": reserved, "machine_state": ms,
+                      "assignments": assignments, "containers": containers}
+    return case
+
+
+def _memory_machine(rng: random.Random, nodes: list[int], sizes: list[str]) -> tuple[dict, dict, dict]:
+    """(cadvisor's nodes, reservedMemory, getDefaultMachineState) for the drawn memory."""
+    machine, reserved, ms = {}, {}, {}
+    for n in nodes:
+        total = rng.choice([2, 4, 8, 16, 32]) * GI + rng.randint(0, 7) * 128 * MI
+        res_mem = rng.choice([0, 0, 256 * MI, 512 * MI, GI])
+        pages: dict[str, int] = {}
+        room = total - res_mem - 512 * MI
+        for kb in sizes:
+            size = int(kb) * 1024
+            want = rng.choice([0, 1, 2, 4]) if kb == "1048576" else rng.choice([0, 256, 512, 1024, 2048])
+            pages[kb] = max(0, min(want, room // size))
+            room -= pages[kb] * size
+        if sizes and len(nodes) > 1 and rng.random() < 0.02:  # a size missing on a node: kubelet has no table
+            pages.pop(rng.choice(sizes))
+        machine[str(n)] = {"memory": total, "hugepages": {k: v for k, v in pages.items()}}
+        res = {"memory": res_mem} if res_mem else {}
+        tables: dict = {}
+        for kb, count in pages.items():
+            t = count * int(kb) * 1024
+            r = int(kb) * 1024 * rng.randint(0, count) if count and rng.random() < 0.1 else 0
+            if r:
+                res[HUGE[kb]] = r
+            tables[HUGE[kb]] = _table(t, r)
+        hp = sum(c * int(kb) * 1024 for kb, c in pages.items())
+        tables["memory"] = _table(total, res_mem, total - res_mem - hp)
+        if res:
+            reserved[str(n)] = res
+        ms[str(n)] = {"numberOfAssignments": 0, "memoryMap": tables, "cells": [n]}
+    if not any("memory" in r for r in reserved.values()):  # kubelet refuses a Static policy without it
+        n = str(nodes[0])
+        reserved.setdefault(n, {})["memory"] = 256 * MI
+        t = ms[n]["memoryMap"]["memory"]
+        t["systemReserved"] = 256 * MI
+        t["allocatable"] -= 256 * MI
+        t["free"] -= 256 * MI
+    return machine, reserved, ms
+
+
+def _table(total: int, reserved: int, allocatable: int | None = None) -> dict:
+    alloc = total - reserved if allocatable is None else allocatable
+    return {"total": total, "systemReserved": reserved, "allocatable": alloc, "reserved": 0, "free": alloc}
+
+
+def _memory_assignments(rng: random.Random, nodes: list[int], ms: dict) -> dict:
+    """Existing pods' blocks on single nodes and on multi-node groups, taken from the machine state as
+    kubelet's validateState counts them (each node of a block counts it; the bytes fill the nodes in order)."""
+    order = list(nodes)
+    rng.shuffle(order)
+    groups = []
+    while order:
+        k = min(len(order), rng.choice([1, 1, 1, 2, 3]))
+        g = sorted(order[:k])
+        if len({tuple(sorted(ms[str(n)]["memoryMap"])) for n in g}) > 1:
+            # a group whose nodes lack a hugepages size the others have: kubelet's own Start dereferences nil
+            # (validateState sums the group per resource); cadvisor lists every size on every node anyway
+            groups.extend([n] for n in g)
+        else:
+            groups.append(g)
+        order = order[k:]
+    out: dict = {}
+    for j in range(rng.choice([0, 0, 1, 2, 3, 5])):
+        g = rng.choice(groups)
+        blocks = []
+        for res in ["memory"] + [r for r in ms[str(g[0])]["memoryMap"] if r != "memory" and rng.random() < 0.3]:
+            if any(res not in ms[str(n)]["memoryMap"] for n in g):
+                continue
+            free = sum(ms[str(n)]["memoryMap"][res]["free"] for n in g)
+            unit = GI if res == "hugepages-1Gi" else 2 * MI
+            if free < unit:
+                continue
+            size = unit * rng.randint(1, free // unit)
+            blocks.append({"numaAffinity": g, "type": res, "size": size})
+            _fill(ms, g, res, size)
+        if blocks:
+            out[f"mpod{j}"] = {"app": blocks}
+    for g in groups:  # a group's free memory unevenly over its nodes: kubelet checks only the group's sums
+        if len(g) > 1 and ms[str(g[0])]["numberOfAssignments"] and rng.random() < 0.3:
+            a, b = ms[str(g[0])]["memoryMap"]["memory"], ms[str(g[1])]["memoryMap"]["memory"]
+            x = rng.randint(0, min(a["free"], b["reserved"]))
+            a["free"], a["reserved"], b["free"], b["reserved"] = a["free"] - x, a["reserved"] + x, b["free"] + x, b["reserved"] - x
+    return out
+
+
+def _fill(ms: dict, group: list[int], res: str, size: int) -> None:
+    for n in group:
+        node = ms[str(n)]
+        node["numberOfAssignments"] += 1
+        node["cells"] = list(group)
+        t = node["memoryMap"][res]
+        got = min(t["free"], size)
+        t["free"] -= got
+        t["reserved"] += got
+        size -= got
+
+
+def _memory_request(rng: random.Random, ms: dict, sizes: list[str]) -> dict:
+    """One container's memory (and sometimes hugepages): small, about one node's free, more than one node's
+    allocatable, or more than the machine has."""
+    frees = [n["memoryMap"]["memory"]["free"] for n in ms.values()]
+    allocs = [n["memoryMap"]["memory"]["allocatable"] for n in ms.values()]
+    how = rng.choice(["small", "small", "node", "node", "span", "huge"])
+    if how == "small":
+        mem = rng.randint(1, 1024) * MI
+    elif how == "node":
+        mem = max(MI, rng.randint(max(frees) // 2, max(frees) + 1))
+    elif how == "span":
+        mem = rng.randint(max(allocs), max(max(allocs) + 1, sum(frees)))
+    else:
+        mem = sum(allocs) + rng.randint(1, GI)
+    if rng.random() < 0.5:
+        mem = max(MI, mem // MI * MI)
+    out = {"memory": mem}
+    for kb in sizes:
+        if rng.random() < 0.35:
+            unit = int(kb) * 1024
+            most = max(n["memoryMap"].get(HUGE[kb], {"free": 0})["free"] for n in ms.values())
+            out[HUGE[kb]] = unit * rng.randint(1, most // unit + 2)
+    return out

@@ -10,6 +10,14 @@ PINSCOPE_FIT_CASES=N): 2 min 37 s per release at a load of ~10. Its last run (20
 fresh machine's first oracle builds): 0 disagreements on 1.37 (10,000 + 3,333 + 400 + 13) and on 1.35
 (the same counts). Any disagreement fails with the case as JSON, both answers, and the release.
 
+The memory manager (Static) beside the CPU manager, test_generated_memory_cases_agree: every run 300 drawn
+cases per release (PINSCOPE_FIT_MEMORY_CASES), which add 8 s for both releases; the full set 10,000 per
+release (PINSCOPE_FIT_FULL=1), 2 min 40 s for both at a load of ~4. Its last run (2026-12-07): 0
+disagreements on 1.37 and on 1.35, each of 10,000 cases (3,207 admitted with their memory's NUMA nodes,
+995 of them over several nodes; 7,724 decided with the memory manager's say: placed, refused by its
+Allocate, or by the merged hints; the rest refused by the CPU manager before it, or kubelet's nil
+dereference on a hugepages size a node lacks, 125).
+
 Needs Go to build the oracle (first build: minutes; then cached outside the checkout, see
 tests/kubeletsim/build.py). Without Go the test skips on a laptop and fails with CI=true.
 """
@@ -22,7 +30,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fit_cases import cases
+from fit_cases import cases, memory_cases
 from helpers import need
 from hypothesis import HealthCheck, given, settings
 
@@ -32,6 +40,7 @@ from pinscope.collectors.fit.kubelet import RELEASES, decide
 FULL = os.environ.get("PINSCOPE_FIT_FULL") == "1"
 CASES = Path(__file__).resolve().parents[1] / "kubeletsim" / "cases"
 N = int(os.environ.get("PINSCOPE_FIT_CASES") or (10_000 if FULL else 1500))
+N_MEMORY = int(os.environ.get("PINSCOPE_FIT_MEMORY_CASES") or (10_000 if FULL else 300))
 
 
 def _oracle(release: str) -> Oracle:
@@ -44,6 +53,8 @@ def _same(py: dict, go: dict) -> bool:
     has no message of kubelet's: the oracle says it timed out, pinscope which loop never ends."""
     if py["error"] and go["error"] and py["error"]["kind"] == go["error"]["kind"] == "Hang":
         return py["cpus"] == go["cpus"]
+    if py.get("memory") != go.get("memory"):  # the memory manager's NUMA nodes per container (memory cases)
+        return False
     return py["cpus"] == go["cpus"] and (py["error"] is None) == (go["error"] is None) and (
         py["error"] is None or (py["error"]["kind"], py["error"]["message"]) == (go["error"]["kind"], go["error"]["message"])
     )
@@ -96,6 +107,50 @@ def test_generated_cases_agree(release, focus):
         differ = sum(1 for c in drawn if decide(c, release).as_json() != decide(c, other).as_json())
         print(f"kubelet {release} and {other} decide {differ} of these {len(drawn)} cases differently")
         assert differ > 0
+
+
+@pytest.mark.timeout(3600 if FULL else 300)
+@pytest.mark.parametrize("release", RELEASES)
+def test_generated_memory_cases_agree(release):
+    """The memory manager's Static policy beside the CPU manager (memory_cases: 1-8 NUMA nodes, memory and
+    hugepages per node, existing single-node and group assignments, every topology manager policy and
+    scope): the same CPUs, the same memory NUMA nodes per container, or the same error."""
+    oracle = _oracle(release)
+    drawn: list[dict] = []
+
+    @settings(max_examples=N_MEMORY, derandomize=True, deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(memory_cases())
+    def draw(case):
+        drawn.append(case)
+
+    t0 = time.monotonic()
+    draw()
+    t1 = time.monotonic()
+    with oracle:
+        answers = oracle.ask_many(drawn)
+    t2 = time.monotonic()
+    assert len(answers) == len(drawn)
+    bad = []
+    kinds: dict[str, int] = {}
+    spans = by_memory = 0
+    for case, go in zip(drawn, answers):
+        py = decide(case, release).as_json()
+        kind = (go["error"] or {}).get("kind", "fits")
+        kinds[kind] = kinds.get(kind, 0) + 1
+        spans += any(m and len(m) > 1 for m in go.get("memory") or ())
+        # decided with the memory manager's say: placed, refused by its Allocate or by the merged hints
+        by_memory += bool(go.get("memory")) or "[memorymanager]" in (go["error"] or {}).get("message", "") or kind == "TopologyAffinityError"
+        if not _same(py, go):
+            bad.append(_report(release, case, py, go))
+    t3 = time.monotonic()
+    print(f"\nkubelet {release} memory: {len(drawn)} cases, {len(bad)} disagreements; answers {kinds}; memory over "
+          f"several NUMA nodes in {spans}; with the memory manager's say {by_memory}; drawn in {t1 - t0:.1f} s, kubelet {t2 - t1:.1f} s, pinscope {t3 - t2:.1f} s")
+    assert not bad, f"{len(bad)} of {len(drawn)} disagree; the first:\n" + "\n\n".join(bad[:3])
+    # kubelet's answers, its refusals of both kinds, and memory that spans nodes, not only one of them
+    assert kinds.get("fits", 0) > len(drawn) // 4 and kinds.get("TopologyAffinityError") and kinds.get("UnexpectedAdmissionError")
+    assert spans > 0
+    assert "MemoryStateError" not in kinds, "the generator's machine state is one kubelet refuses"
 
 
 @pytest.mark.parametrize("release", RELEASES)
