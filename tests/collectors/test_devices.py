@@ -306,7 +306,7 @@ def test_sims_checkpoints_have_the_real_files_shape(tmp_path):
                 for d in ds}
         assert held <= {(r, d) for r, ds in doc["Data"]["RegisteredDevices"].items() for d in ds}, spec.hostname
         assert doc["Checksum"] == kubelet_checksum(doc["Data"]), spec.hostname
-    assert written == 2  # the demo's inference node and the GPU node
+    assert written >= 2  # at least the demo's inference node and the GPU node
 
 
 def test_probe_reads_the_sims_free_devices_and_null_entries(tmp_path):
