@@ -208,3 +208,53 @@ def test_a_deleted_pods_cpus_are_predicted_free_as_the_real_kubelet_frees_them(c
     finally:
         for name in (a, b):
             cluster.delete_pod(name)
+
+
+def _mem_nodes(c: Cluster, uid: str) -> list[int] | None:
+    """The NUMA nodes the real memory manager's checkpoint gives the pod's container (v3 `data` where there is one)."""
+    doc = json.loads((c.kubelet_root / "memory_manager_state").read_text())
+    if "data" in doc:
+        doc = json.loads(doc["data"])
+    blocks = (doc.get("entries") or {}).get(uid, {}).get("app")
+    if blocks is None:
+        return None
+    return sorted({n for b in blocks for n in b.get("numaAffinity") or ()})
+
+
+def test_the_memory_prediction_is_what_the_real_memory_manager_does(cluster: Cluster) -> None:
+    """The Static memory manager of the node (tests/cluster/up: reservedMemory on NUMA 0). A pod of 1 CPU and
+    256Mi: pinscope predicts from memory_manager_state, before the pod exists, the NUMA node its memory comes
+    from; the real kubelet's checkpoint then gives the pod's container that node. That pod deleted, one of 1
+    CPU and more memory than the node's allocatable (bound past the scheduler): kubelet's memory manager has no
+    hint, the topology manager none from it, and its Allocate refuses the pod with the words pinscope predicted
+    (the first pod's stale entries freed as kubelet frees them: the API's pods read after the files)."""
+    c = cluster
+    small, big = (f"fit-mem-{x}-{uuid.uuid4().hex[:6]}" for x in "sb")
+    try:
+        rep = asyncio.run(snapshot("local", Options(), samples=1, interval=1.0, timeout=60))
+        want = predict(rep.snapshot, 1, kubelet_version=c.version, memory={"memory": 256 * 2**20})
+        assert want.error is None and want.memory and want.memory["numa_nodes"] is not None, want.as_json()
+        pod = _pod(c, small, 1)
+        pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1", "memory": "256Mi"},
+                                                     "limits": {"cpu": "1", "memory": "256Mi"}}
+        c.apply(pod)
+        got = _mem_nodes(c, c.wait_pod(small)["metadata"]["uid"])
+        print(f"kubelet {c.version}: pinscope predicted memory on NUMA {want.memory['numa_nodes']}, kubelet: {got}")
+        assert got == want.memory["numa_nodes"]
+        c.delete_pod(small)
+        rep = asyncio.run(snapshot("local", Options(), samples=1, interval=1.0, timeout=60))
+        allocatable = sum(p["allocatable"]["memory"] for p in want.memory["per_numa"])
+        ask = allocatable + 2**30
+        gone = inactive_pods(rep.snapshot, node_pods(c.node_name, kubeconfig=c.kubeconfig), api_after=True)
+        want = predict(rep.snapshot, 1, kubelet_version=c.version, inactive=gone, memory={"memory": ask})
+        assert want.error is not None and "[memorymanager]" in want.error["message"], want.as_json()
+        pod = _pod(c, big, 1)
+        pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1", "memory": str(ask)},
+                                                     "limits": {"cpu": "1", "memory": str(ask)}}
+        c.apply(pod)
+        st = _rejected(c, big)
+        print(f"kubelet {c.version}: pinscope predicted {want.error}; kubelet: {st['reason']}: {st.get('message')}")
+        assert st["reason"] == want.error["kind"] and want.error["message"] in st.get("message", "")
+    finally:
+        for name in (small, big):
+            cluster.delete_pod(name)
