@@ -106,6 +106,9 @@ def reason(error: dict | None, n: int | None = None, free: int | None = None, me
         return "not enough free CPUs outside the reserved set for this request"
     if kind == "UnexpectedAdmissionError":
         return "kubelet's CPU manager could not place this request on the free CPUs"
+    if kind == "Panic" and "nil pointer" in msg:
+        return ("kubelet's own code dereferences nil here (its memory manager has no table for an asked hugepages "
+                "size on some NUMA node): its admission panics instead of answering")
     if kind == "Hang":
         return "kubelet's admission would never return on this node (a kubelet bug of this release)"
     return "kubelet refuses its own configuration or checkpoint as they are: see its message"

@@ -118,7 +118,11 @@ def test_hugepages_hints_are_the_memory_hints():
 def test_a_missing_hugepages_table_is_kubelets_nil_dereference():
     ms = {"0": node(8 * GI, cells=[0]), "1": node(8 * GI, cells=[1])}
     c = dict(case("best-effort", 0, 0, [1], []), memory={"machine_state": ms, "containers": [{"memory": GI, "hugepages-1Gi": GI}]})
-    assert decide(c).as_json()["error"] == {"kind": "Panic", "message": "runtime error: invalid memory address or nil pointer dereference"}
+    err = decide(c).as_json()["error"]
+    assert err == {"kind": "Panic", "message": "runtime error: invalid memory address or nil pointer dereference"}
+    from pinscope.collectors.fit.summary import reason
+
+    assert "no table for an asked hugepages size" in reason(err, 1, 7)
 
 
 def test_inactive_pods_memory_is_released_first():
