@@ -9,6 +9,9 @@ scope, prefer-closest-numa-nodes):
     read from a 512-CPU tree by the real collector, per NUMA node the largest container kubelet could
     give there, computed on the first ask (a miss) and then taken from the cache while the files stay
     as they were (a hit: the case rebuilt from the snapshot and compared, nothing decided again).
+  - the same with the memory manager (Static) asked too: 12Gi of memory and 1Gi of 1Gi hugepages per
+    container, every NUMA node with memory and both hugepages sizes, some of it used alone and in a group
+    of two (its hints merged with the CPUs': the cross product of 255-mask lists). Targets as above.
 Three option sets cover every option: kubelet refuses distribute-cpus-across-numa with
 prefer-align-cpus-by-uncorecache, and distribute-cpus-across-cores with full-pcpus-only, either of
 those two. Printed: median and p95 wall ms, and CPU ms (process time: steadier on a loaded machine)
@@ -140,6 +143,49 @@ def bench_prediction(case: dict) -> None:
         report(f"how many of N={n} fit ({count})", many, 50)
 
 
+GI = 2**30
+
+
+def with_memory(case: dict) -> dict:
+    """The case with a machineState on its 8 NUMA nodes: 64Gi each, 8Gi of each hugepages size; NUMA 0 used
+    alone (40Gi), NUMA 2 and 3 as a group (30Gi over both)."""
+    def table(total: int, free: int) -> dict:
+        return {"total": total, "systemReserved": 0, "allocatable": total, "reserved": total - free, "free": free}
+
+    ms = {}
+    for n in range(8):
+        free = 24 * GI if n == 0 else 49 * GI if n in (2, 3) else 64 * GI
+        ms[str(n)] = {"numberOfAssignments": 1 if n in (0, 2, 3) else 0, "cells": [2, 3] if n in (2, 3) else [n],
+                      "memoryMap": {"memory": table(64 * GI, free), "hugepages-2Mi": table(8 * GI, 8 * GI),
+                                    "hugepages-1Gi": table(8 * GI, 8 * GI)}}
+    return dict(case, memory={"machine_state": ms})
+
+
+def _predict_memory(case: dict, n: int, req: list[dict]) -> Decision:
+    return Kubelet(with_memory(case)).admit([n], memory=req)
+
+
+def bench_memory(case: dict) -> None:
+    k = Kubelet(with_memory(case))
+    req = [{"memory": 12 * GI, "hugepages-1Gi": GI}]
+    for n in (4, 16, 64):
+        pred = []
+        answer: Decision | None = None
+        for _ in range(RUNS):
+            w, c, answer = timed(partial(_predict_memory, case, n, req))
+            pred.append((w, c))
+        assert answer is not None
+        what = f"memory on NUMA {answer.memory[0]}" if answer.memory else f"{(answer.error or {}).get('kind')}"
+        report(f"prediction with memory, N={n}", pred, 5)
+        print(f"      ({what})")
+        many = []
+        count = 0
+        for _ in range(max(5, RUNS // 4)):
+            w, c, count = timed(partial(how_many_fit, k, n, memory=req))
+            many.append((w, c))
+        report(f"how many of N={n} with memory fit ({count})", many, 50)
+
+
 def bench_pane(case: dict) -> None:
     """The pane's and the exporter's ask, on the node read from its tree: a miss, then hits."""
     from helpers import read_sim  # type: ignore[import-not-found]
@@ -165,6 +211,7 @@ def main() -> None:
         case = node512(opts)
         print(f"options {name}: {', '.join(sorted(opts))}")
         bench_prediction(case)
+        bench_memory(case)
         bench_pane(case)
 
 
