@@ -1276,12 +1276,15 @@ def _guaranteed(containers: list[int], memory: list[dict]) -> bool:
 
 def memory_policy(mem: dict, inactive=()):
     """The memory manager's Static policy on the case's machineState, with the containers of pods kubelet no
-    longer counts active released first (its removeStaleState: RemoveContainer, releaseMemory)."""
+    longer counts active released first (its removeStaleState: RemoveContainer, releaseMemory; a pod with
+    pod-level memory, 1.37's podEntries, releases that once, not its containers' blocks)."""
     from .memory import MemoryPolicy
 
     policy = MemoryPolicy.from_case(mem)
     for pod in inactive:
-        for blocks in ((mem.get("assignments") or {}).get(pod) or {}).values():
+        pod_blocks = (mem.get("pod_assignments") or {}).get(pod)
+        per_ctr = [pod_blocks] if pod_blocks else ((mem.get("assignments") or {}).get(pod) or {}).values()
+        for blocks in per_ctr:
             policy.release([(b.get("type", ""), list(b.get("numaAffinity") or ()), int(b.get("size") or 0))
                             for b in blocks or ()])
     return policy

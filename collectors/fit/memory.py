@@ -279,7 +279,10 @@ def memory_case(snap, request: dict[str, int]) -> tuple[dict | None, str | None]
                 "reserved": t.reserved, "free": t.free} for r, t in tables.items()}}
     assignments = {uid: {c: [{"numaAffinity": list(b.numa_nodes), "type": b.type, "size": b.size} for b in blocks]
                          for c, blocks in ctrs.items()} for uid, ctrs in st.entries.items()}
-    return {"machine_state": machine, "assignments": assignments, "containers": [dict(request)]}, None
+    pods = {uid: [{"numaAffinity": list(b.numa_nodes), "type": b.type, "size": b.size} for b in blocks]
+            for uid, blocks in (st.pod_entries or {}).items() if blocks}
+    return {"machine_state": machine, "assignments": assignments, "pod_assignments": pods,
+            "containers": [dict(request)]}, None
 
 
 def memory_answer(k, request: dict[str, int], placed: list | None, note: str | None) -> dict:

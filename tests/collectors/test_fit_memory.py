@@ -136,6 +136,20 @@ def test_inactive_pods_memory_is_released_first():
     assert k.memory.machine[0].free == {"memory": 8 * GI} and k.memory.machine[0].assignments == 0
 
 
+def test_inactive_pod_level_pod_releases_its_pod_blocks_once():
+    """A 1.37 pod with pod-level memory: 4Gi for the pod, two containers each listing the pod's shared 4Gi
+    block. kubelet releases the pod's blocks once (RemoveContainer with PodLevelResourceManagers), not each
+    container's: NUMA 0 gets 4Gi back, not 8."""
+    c = case("single-numa-node", 0, 0, [1], [GI])
+    c["memory"]["machine_state"] = {"0": node(4 * GI, n=1, cells=[0]), "1": node(8 * GI, cells=[1])}
+    shared = [{"numaAffinity": [0], "type": "memory", "size": 4 * GI}]
+    c["memory"]["assignments"] = {"plr": {"a": shared, "b": shared}}
+    c["memory"]["pod_assignments"] = {"plr": shared}
+    c["inactive"] = ["plr"]
+    k = Kubelet(c)
+    assert k.memory.machine[0].free == {"memory": 8 * GI} and k.memory.machine[0].assignments == 0
+
+
 def test_no_memory_asked_is_the_cpus_alone():
     """Without a memory request the memory manager is not asked: the same answer as before this port."""
     c = case("single-numa-node", 2 * GI, 8 * GI, [2], [4 * GI])
