@@ -46,7 +46,11 @@ async def _answer(target, a) -> tuple[str, FitAnswer | None, str | None]:
         return _name(target), None, str(err)
     version, unknown = await _release(target, report, a)
     gone = await _gone(target, report, a, version is not None)
-    ans = predict(report.snapshot, a.cpus, version, unknown_why=unknown, inactive=gone, memory=memory_request(a))
+    req = memory_request(a)
+    ans = predict(report.snapshot, a.cpus, version, unknown_why=unknown, inactive=gone, memory=req)
+    if req is not None and ans.memory is None:  # no decision was made (not read, policy none, refused setup)
+        ans.memory = {"request": req, "numa_nodes": None, "per_numa": [],
+                      "note": f"no decision of kubelet's was predicted here ({ans.note or 'see the error'})"}
     ans.live = live_summary(report)
     if not isinstance(target, str):
         ans.node = target.name

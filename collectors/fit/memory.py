@@ -265,8 +265,8 @@ def memory_case(snap, request: dict[str, int]) -> tuple[dict | None, str | None]
         return None, f"memoryManagerPolicy is {policy!r}: only the Static policy's placement is ported"
     st = snap.memory_state
     if st is None:
-        return None, ("memory_manager_state was not read (mode 0600, root's: run pinscope as root): which NUMA "
-                      "node has free memory is unknown")
+        return None, ("memory_manager_state was not read (missing, or mode 0600 and root's: run pinscope as root): "
+                      "which NUMA node has free memory is unknown")
     if st.checksum_ok is False:
         return None, "memory_manager_state's checksum does not match: kubelet would refuse it, so no placement is predicted"
     if not st.machine:

@@ -289,6 +289,22 @@ def test_fit_memory_policy_none_is_said(tmp_path, static_tree):
     assert rc == 0 and o["memory"]["numa_nodes"] is None and "does not pin memory" in o["memory"]["note"]
 
 
+def test_fit_memory_unread_or_no_decision_is_said(tmp_path, static_tree):
+    """The memory checkpoint unreadable (here: gone), then the CPU manager's policy none: the JSON's memory says
+    why no placement is predicted, never a guess."""
+    import shutil
+
+    root = tmp_path / "unread"
+    shutil.copytree(static_tree, root, symlinks=True)
+    (root / "var/lib/kubelet/memory_manager_state").unlink()
+    rc, o = _fit(["fit", "--root", str(root), "--cpus", "2", "--memory", "4Gi", "--json"])
+    assert rc == 0 and o["memory"]["numa_nodes"] is None and "memory_manager_state was not read" in o["memory"]["note"]
+    cfg = root / "var/lib/kubelet/config.yaml"
+    cfg.write_text(cfg.read_text().replace("cpuManagerPolicy: static", "cpuManagerPolicy: none"))
+    rc, o = _fit(["fit", "--root", str(root), "--cpus", "2", "--memory", "4Gi", "--json"])
+    assert o["memory"]["numa_nodes"] is None and "cpuManagerPolicy is 'none'" in o["memory"]["note"], o
+
+
 def test_fit_bad_sizes_are_one_line():
     for argv in (["--memory", "4G1"], ["--memory", "0"], ["--hugepages-2Mi", "2Mi"]):
         rc, text = _fit(["fit", "--root", "/nonexistent", "--cpus", "1", *argv])
