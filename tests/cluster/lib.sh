@@ -56,7 +56,7 @@ inputs_hash() {
   done | sha256sum | cut -c1-12
 }
 
-# wait_until SECONDS WHAT COMMAND...: run COMMAND every half second until it succeeds; false past the deadline
+# wait_until SECONDS WHAT COMMAND...: run COMMAND every 0.2 s until it succeeds; false past the deadline
 wait_until() {
   local limit=$1 what=$2 end
   shift 2
@@ -66,6 +66,6 @@ wait_until() {
       say "timed out after ${limit}s waiting for $what"
       return 1
     fi
-    sleep 0.5
+    sleep 0.2
   done
 }

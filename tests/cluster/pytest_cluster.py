@@ -148,7 +148,7 @@ class Cluster:
                 return pod
             if phase == "Running" and st.get("phase") in ("Failed", "Succeeded"):
                 break
-            time.sleep(0.5)
+            time.sleep(0.2)
         events = self.kubectl("get", "events", "-n", namespace, "--field-selector",
                               f"involvedObject.name={name}", check=False).stdout
         raise AssertionError(f"pod {namespace}/{name} not {phase}: {json.dumps(pod.get('status'), indent=1)}\n"

@@ -207,8 +207,10 @@ def check(*extra: str, user: str | None = None) -> Check:
     return Check(p.returncode, doc.get("findings", []), doc.get("errors", []), p.stderr)
 
 
-def poll(what: str, fn, timeout: float = DEADLINE, every: float = 1.0):
-    """fn() until it returns something true, at most `timeout` s; fails naming `what` and fn's last value."""
+def poll(what: str, fn, timeout: float = DEADLINE, every: float = 0.2):
+    """fn() until it returns something true, at most `timeout` s (asked again `every` s after each answer: the
+    conditions polled here are cheap, and a second a poll added up to minutes over the suite); fails naming
+    `what` and fn's last value."""
     end = time.monotonic() + timeout
     last = None
     while time.monotonic() < end:

@@ -127,5 +127,5 @@ def _gone_from_checkpoint(c: Cluster, uid: str, timeout: float = 60) -> None:
             doc = json.loads(doc["data"])
         if uid not in (doc.get("entries") or {}):
             return
-        time.sleep(0.5)
+        time.sleep(0.2)
     raise AssertionError(f"kubelet kept pod {uid}'s checkpoint entry {timeout:g} s after its deletion")

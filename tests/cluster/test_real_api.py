@@ -165,7 +165,7 @@ async def test_q_in_the_live_view_deletes_the_debug_pod(api: Cluster) -> None:
         end = time.monotonic() + rn.DEADLINE
         while not (v.snap is not None and v.state == "up"):
             assert time.monotonic() < end, f"node/NAME never up: {v.state}"
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(0.2)
         assert len(v.snap.topology.cpus) == len(rn.online_cpus())
         assert len(await asyncio.to_thread(_debug_pods, c)) == 1
         await pilot.press("q")

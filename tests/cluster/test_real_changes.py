@@ -64,7 +64,7 @@ async def test_a_deleted_pods_cpu_is_shared_again_within_two_ticks(guaranteed) -
         end = time.monotonic() + rn.DEADLINE
         while not any(role == "exclusive" for _, role in seen):
             assert time.monotonic() < end and not task.done(), f"no report with CPU {cpu} exclusive: {seen}"
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(0.2)
         await asyncio.to_thread(c.kubectl, "delete", "pod", "-n", "default", name, "--wait=false")
         await asyncio.wait_for(stop.wait(), rn.DEADLINE)
     finally:
