@@ -18,6 +18,7 @@ What deploy/ cannot do on this node, said here rather than hidden:
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -42,16 +43,20 @@ HIDDEN = ("/host/var/lib/kubelet/pods", "/host/var/lib/kubelet/plugins", "/host/
 PKI = "/host/var/lib/kubelet/pki"
 
 
-class CrdLoader(yaml.SafeLoader):
+class CrdLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
     """YAML 1.1 reads a bare `=` (a CRD's enum of relabel actions has one) as the tag `value`, which PyYAML's
-    safe loader cannot construct; kubectl (YAML 1.2) reads it as the string it is."""
+    safe loader cannot construct; kubectl (YAML 1.2) reads it as the string it is. libyaml's loader where PyYAML
+    has it: the operator's CRDs are 4 MB, which the pure-Python one takes 5 s (more on a loaded machine) to read
+    and libyaml half a second, to the same documents."""
 
 
 CrdLoader.add_constructor("tag:yaml.org,2002:value", CrdLoader.construct_yaml_str)
 
 
+@functools.cache
 def build_paths() -> dict[str, Path]:
-    """What `tests/cluster/build paths` says: where the cluster's binaries, images and CRDs are."""
+    """What `tests/cluster/build paths` says: where the cluster's binaries, images and CRDs are (asked once a
+    session: it hashes pinscope's files and asks apt, seconds on this machine)."""
     p = subprocess.run([str(HERE / "build"), "paths"], capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     return {k: Path(v) for k, _, v in (x.partition("=") for x in p.stdout.splitlines()) if v}
