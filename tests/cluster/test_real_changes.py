@@ -23,8 +23,7 @@ from cluster import realnode as rn
 from cluster.pytest_cluster import Cluster, run_up
 
 
-@pytest.fixture
-def guaranteed(cluster: Cluster):
+def _guaranteed(cluster: Cluster):
     """One Guaranteed pod holding one exclusive CPU -> (cluster, pod, its container's id, the CPU)."""
     s = rn.spec(cluster, f"x-{uuid.uuid4().hex[:6]}", [rn.box(cluster, "work", "1", "64Mi")])
     try:
@@ -34,6 +33,18 @@ def guaranteed(cluster: Cluster):
         yield cluster, pod, rn.running_containers(pod)["work"], cpu
     finally:
         rn.delete(cluster, [s])
+
+
+@pytest.fixture
+def guaranteed(cluster: Cluster):
+    """A pod of the test's own: the tests that delete it, write its cpuset, restart kubelet under it."""
+    yield from _guaranteed(cluster)
+
+
+@pytest.fixture(scope="module")
+def pinned(cluster: Cluster):
+    """One pod for the tests that only read the node with it (a pod made and deleted costs seconds a test)."""
+    yield from _guaranteed(cluster)
 
 
 def _roles(report) -> dict[int, tuple[str, tuple]]:
@@ -119,8 +130,8 @@ def test_a_cpuset_written_by_hand_is_drift_until_kubelet_restores_it(guaranteed)
         [(x["id"], x["role"], x["owners"]) for x in before["cpus"]]
 
 
-def test_a_task_pinned_onto_the_exclusive_cpu_is_a_critical_intruder(guaranteed) -> None:
-    c, pod, _, cpu = guaranteed
+def test_a_task_pinned_onto_the_exclusive_cpu_is_a_critical_intruder(pinned) -> None:
+    c, pod, _, cpu = pinned
     p = subprocess.Popen(["taskset", "-c", str(cpu), "sleep", "600"], start_new_session=True)
     try:
         # the kernel: pinned there (taskset sets the affinity, then execs sleep)
@@ -145,11 +156,11 @@ def test_a_task_pinned_onto_the_exclusive_cpu_is_a_critical_intruder(guaranteed)
         p.wait(30)
 
 
-def test_as_nobody_the_node_is_read_in_part_and_nothing_false_is_said(guaranteed) -> None:
+def test_as_nobody_the_node_is_read_in_part_and_nothing_false_is_said(pinned) -> None:
     """The probe as `nobody`: kubelet's checkpoint (0600) and its pods directory are root's, so the node is read
     in part (READ_PARTIAL; exit 4 unless a warning outranks it: check's exit codes), every finding is true,
     and the roles pinscope infers from the cgroups alone still equal kubelet's."""
-    c, pod, _, cpu = guaranteed
+    c, pod, _, cpu = pinned
     assert os.stat(c.kubelet_root / "cpu_manager_state").st_mode & 0o077 == 0  # kubelet's: root's only
     res = rn.check(user="nobody")
     assert "READ_PARTIAL" in res.codes(), res.codes()
