@@ -34,6 +34,13 @@ def node(cluster: Cluster):
         rn.delete(cluster, list(specs.values()))
 
 
+@pytest.fixture(scope="module")
+def snap(node) -> dict:
+    """`snapshot --json local` with the workloads running, taken once for the tests that compare it with kubelet
+    and the kernel (nothing changes on the node between them; each run of pinscope takes seconds here)."""
+    return rn.snapshot()
+
+
 def expected_cpus(c: Cluster, pods: dict[str, dict]) -> dict[int, tuple[str, set]]:
     """{cpu: (role, {(pod, namespace, container, pod uid)})} from kubelet's config, its checkpoint, the API and
     the containers' cgroups."""
@@ -72,24 +79,22 @@ def expected_cpus(c: Cluster, pods: dict[str, dict]) -> dict[int, tuple[str, set
     return out
 
 
-def test_roles_and_owners(node) -> None:
+def test_roles_and_owners(node, snap) -> None:
     c, pods = node
     want = expected_cpus(c, pods)
     assert any(role == "exclusive" for role, _ in want.values()), want  # the Guaranteed pod holds one
-    snap = rn.snapshot()
     got = {cpu["id"]: (cpu["role"], {(o["pod"], o["namespace"], o["container"], o["pod_uid"])
                                      for o in cpu["owners"]}) for cpu in snap["cpus"] if cpu["online"]}
     assert got == want, (got, want)
     assert set(snap["shared_pool"]) == rn.cpuset(rn.cpu_state(c)["defaultCpuSet"])
 
 
-def test_pods_qos_and_cpusets(node) -> None:
+def test_pods_qos_and_cpusets(node, snap) -> None:
     """Each pod's QoS as the API says; each running container's id, kubelet's assignment as its checkpoint says
     (`cpuset`: null when it holds none), its effective CPUs as its cgroup says, exclusive exactly when kubelet's
     checkpoint holds it."""
     c, pods = node
     entries = rn.cpu_state(c).get("entries") or {}
-    snap = rn.snapshot()
     seen = {p["uid"]: p for p in snap["pods"]}
     for role, pod in pods.items():
         uid = pod["metadata"]["uid"]
@@ -110,9 +115,8 @@ def test_pods_qos_and_cpusets(node) -> None:
             assert ct["exclusive"] is (name in entries.get(uid, {})), (role, name, ct, entries)
 
 
-def test_checkpoints_verified(node) -> None:
+def test_checkpoints_verified(node, snap) -> None:
     c, _ = node
-    snap = rn.snapshot()
     k = snap["kubelet"]
     conf = rn.kubelet_config(c)
     assert k["found"] is True
