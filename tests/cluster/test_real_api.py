@@ -32,15 +32,22 @@ def _debug_pods(c: Cluster) -> list[dict]:
             or any((p["metadata"].get("labels") or {}).get(k) == v for k, v in PROBE_LABELS.items())]
 
 
-@pytest.fixture
-def api(cluster: Cluster):
-    """The cluster with deploy/'s namespace and roles, the node's usual paths kubelet uses (node/NAME's debug pod
-    mounts only those), and no debug pod left at the end."""
+@pytest.fixture(scope="module")
+def _deployed_rbac(cluster: Cluster) -> Cluster:
+    """deploy/'s namespace and roles, applied once a module (they do not change between the tests)."""
     if cluster.kubelet_root != Path("/var/lib/kubelet"):
         pytest.fail(f"kubelet's root-dir is {cluster.kubelet_root}: /var/lib/kubelet existed before tests/cluster/up "
                     "(something else's), and node/NAME's debug pod mounts only the usual paths", pytrace=False)
     for f in ("namespace.yaml", "rbac.yaml"):
         cluster.kubectl("apply", "-f", str(REPO / "deploy" / f))
+    return cluster
+
+
+@pytest.fixture
+def api(_deployed_rbac: Cluster):
+    """The cluster with deploy/'s namespace and roles, the node's usual paths kubelet uses (node/NAME's debug pod
+    mounts only those), and no debug pod left at the end."""
+    cluster = _deployed_rbac
     yield cluster
     rn.poll("node/NAME's debug pods to be gone", lambda: not _debug_pods(cluster), timeout=rn.DEADLINE)
 
