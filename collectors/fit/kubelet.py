@@ -23,8 +23,8 @@ A case is the oracle's JSON (see tests/kubeletsim/main.go `Case`):
   distances      {"numa": [distance to node 0, 1, ...]} (prefer-closest-numa-nodes)
   cpu_options, tm_policy, tm_scope, tm_options, reserved, num_reserved,
   assignments    {pod: {container: cpuset}}, default (cpuset or absent), containers [N, ...]
-  inactive       pods of `assignments` kubelet no longer counts active (pinscope's, not the oracle's: see
-                 predict.py): removed before the admission, as kubelet's removeStaleState does
+  inactive       pods of `assignments` kubelet no longer counts active (see predict.py): removed before the
+                 admission, as kubelet's removeStaleState does (the oracle calls its RemoveContainer for them)
   memory         the memory manager's Static policy (memory.py): {machine_state (memory_manager_state's
                  machineState), assignments (its entries), containers [{resource: bytes}] (the next pod's
                  memory and hugepages-<size> per container), nodes and reserved (the oracle's, for Start)}

@@ -214,7 +214,8 @@ def memory_cases(draw) -> dict:
     """A case of `cases` on 1-8 NUMA nodes (sometimes one without CPUs) with the memory manager's Static
     policy: per node its memory and hugepages (2Mi, 1Gi) and kubelet's reservedMemory, existing assignments
     (single nodes and multi-node groups, memory and hugepages; the free memory of a group sometimes spread
-    unevenly over its nodes, which kubelet accepts), and the next pod's memory and hugepages per container.
+    unevenly over its nodes, which kubelet accepts), the next pod's memory and hugepages per container, and
+    sometimes pods kubelet no longer counts active (their CPUs and memory released first, as removeStaleState).
     The machine state is kubelet's default one minus the assignments; the oracle's Start checks it."""
     case = draw(cases(max_numa=8))
     rng = random.Random(draw(st.integers(0, 2**32 - 1)))
@@ -232,6 +233,9 @@ def memory_cases(draw) -> dict:
     containers = [_memory_request(rng, ms, asked) for _ in case["containers"]]
     case["memory"] = {"nodes": machine, "reserved": reserved, "machine_state": ms,
                       "assignments": assignments, "containers": containers}
+    pods = sorted(case["assignments"]) + sorted(assignments)
+    if pods and rng.random() < 0.25:  # pods kubelet no longer counts active: both managers free them first
+        case["inactive"] = sorted(rng.sample(pods, rng.randint(1, len(pods))))
     return case
 
 

@@ -11,12 +11,13 @@ fresh machine's first oracle builds): 0 disagreements on 1.37 (10,000 + 3,333 + 
 (the same counts). Any disagreement fails with the case as JSON, both answers, and the release.
 
 The memory manager (Static) beside the CPU manager, test_generated_memory_cases_agree: every run 300 drawn
-cases per release (PINSCOPE_FIT_MEMORY_CASES), which add 8 s for both releases; the full set 10,000 per
-release (PINSCOPE_FIT_FULL=1), 2 min 40 s for both at a load of ~4. Its last run (2026-12-07): 0
-disagreements on 1.37 and on 1.35, each of 10,000 cases (3,207 admitted with their memory's NUMA nodes,
-995 of them over several nodes; 7,724 decided with the memory manager's say: placed, refused by its
-Allocate, or by the merged hints; the rest refused by the CPU manager before it, or kubelet's nil
-dereference on a hugepages size a node lacks, 125).
+cases per release (PINSCOPE_FIT_MEMORY_CASES), which add 8 s for both releases (the whole file: 51 s at a
+load of ~2); the full set 10,000 per release (PINSCOPE_FIT_FULL=1), 2 min 51 s for both at a load of ~3.
+Its last run (2026-12-07): 0 disagreements on 1.37 and on 1.35, each of 10,000 cases (3,367 admitted with
+their memory's NUMA nodes, 1,032 of them over several nodes; 7,790 decided with the memory manager's say:
+placed, refused by its Allocate, or by the merged hints; the rest refused by the CPU manager before it, or
+kubelet's nil dereference on a hugepages size a node lacks, 127). A quarter of them (drawn at 25 %) have
+pods kubelet no longer counts active, which kubelet's own RemoveContainer (CPU and memory) frees first.
 
 Needs Go to build the oracle (first build: minutes; then cached outside the checkout, see
 tests/kubeletsim/build.py). Without Go the test skips on a laptop and fails with CI=true.

@@ -56,6 +56,9 @@ type Case struct {
 	Topology *TopoSpec `json:"topology,omitempty"`
 	// Memory, when given, turns on the memory manager's Static policy.
 	Memory *MemCase `json:"memory,omitempty"`
+	// Inactive: pods kubelet no longer counts active; each manager's removeStaleState removes their
+	// containers (the policies' RemoveContainer) before the next pod's hints.
+	Inactive []string `json:"inactive,omitempty"`
 }
 
 // MemCase is the memory manager's side of a case.

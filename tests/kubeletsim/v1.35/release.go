@@ -104,6 +104,29 @@ func memManager(logger klog.Logger, mi *cadvisorapi.MachineInfo, c Case, tm topo
 	return memProvider{policy, st}, nil
 }
 
+// removeInactive is the CPU and memory managers' removeStaleState for the case's inactive pods: their
+// policies' RemoveContainer for each container of those pods, before the next pod's hints.
+func removeInactive(logger klog.Logger, c Case, policy cpumanager.Policy, st state.State, mem *memProvider) error {
+	for _, pod := range c.Inactive {
+		var names []string
+		for name := range c.Assignments[pod] {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			if err := policy.RemoveContainer(logger, st, pod, name); err != nil {
+				return err
+			}
+		}
+		if mem != nil {
+			for name := range c.Memory.Assignments[pod] {
+				mem.policy.RemoveContainer(logger, mem.st, pod, name)
+			}
+		}
+	}
+	return nil
+}
+
 func cadvisorMachine(c Case) *cadvisorapi.MachineInfo {
 	nodes, ncpu, nsock := machine(c)
 	mi := &cadvisorapi.MachineInfo{NumCores: ncpu, NumSockets: nsock}
@@ -171,6 +194,9 @@ func run(c Case) Result {
 		}
 		tm.AddHintProvider(logger, mp)
 		mem = &mp
+	}
+	if err := removeInactive(logger, c, policy, st, mem); err != nil {
+		return Result{Error: &Error{Kind: "StateError", Message: err.Error()}}
 	}
 	pod := newPod(c.Containers, c.Memory)
 	_ = ctx
