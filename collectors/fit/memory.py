@@ -271,6 +271,9 @@ def memory_case(snap, request: dict[str, int]) -> tuple[dict | None, str | None]
         return None, "memory_manager_state's checksum does not match: kubelet would refuse it, so no placement is predicted"
     if not st.machine:
         return None, "memory_manager_state has no machineState yet: which NUMA node has free memory is unknown"
+    why = _machine_not_the_nodes(snap.topology, set(st.machine) | set(st.groups or {}))
+    if why:
+        return None, why
     machine = {}
     for n, tables in st.machine.items():
         count, cells = (st.groups or {}).get(n, (0, (n,)))
@@ -283,6 +286,25 @@ def memory_case(snap, request: dict[str, int]) -> tuple[dict | None, str | None]
             for uid, blocks in (st.pod_entries or {}).items() if blocks}
     return {"machine_state": machine, "assignments": assignments, "pod_assignments": pods,
             "containers": [dict(request)]}, None
+
+
+MAX_NUMA = 16  # calculateHints walks all 2^N NUMA masks per hint: beyond this a prediction costs seconds
+
+
+def _machine_not_the_nodes(topo, have: set[int]) -> str | None:
+    """Why machineState's NUMA nodes cannot be used, or None. kubelet's Static policy checks them at start
+    against the machine's (validateState: "the expected machine state is different from the real one") and
+    refuses to start on a mismatch; its bitmasks hold only NUMA ids 0-63."""
+    nodes = {n.id for n in topo.numa_nodes} | {c.numa_node for c in topo.cpus if c.numa_node is not None}
+    shown = ", ".join(str(n) for n in sorted(have)[:10]) + (" …" if len(have) > 10 else "")
+    if any(n < 0 or n > 63 for n in have) or (nodes and have != nodes):
+        return (f"memory_manager_state's machineState has NUMA nodes {shown}, the node "
+                f"{', '.join(map(str, sorted(nodes))) or 'none read'}: kubelet refuses such a checkpoint at start "
+                "(the expected machine state is different from the real one), so no placement is predicted")
+    if len(have) > MAX_NUMA:
+        return (f"memory_manager_state has {len(have)} NUMA nodes: kubelet's memory manager weighs all 2^{len(have)} "
+                f"NUMA masks, which pinscope does not predict above {MAX_NUMA} nodes")
+    return None
 
 
 def memory_answer(k, request: dict[str, int], placed: list | None, note: str | None) -> dict:

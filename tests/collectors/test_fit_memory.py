@@ -309,3 +309,35 @@ def test_fit_bad_sizes_are_one_line():
     for argv in (["--memory", "4G1"], ["--memory", "0"], ["--hugepages-2Mi", "2Mi"]):
         rc, text = _fit(["fit", "--root", "/nonexistent", "--cpus", "1", *argv])
         assert rc == 2
+
+
+@pytest.mark.timeout(30)
+def test_fit_memory_machine_state_not_the_nodes_is_said(tmp_path, static_tree):
+    """A memory_manager_state whose NUMA nodes are not the node's (2 here): 40 of them (2^40 masks: pinscope hung),
+    a negative key (a negative shift crashed it), one beyond the bitmask's 63. kubelet refuses such a checkpoint at
+    start, so no placement is predicted, the note says why, and the CPUs are still predicted."""
+    import shutil
+
+    for name, keys in (("forty", range(40)), ("negative", (-1, 0)), ("beyond", (0, 100000000))):
+        root = tmp_path / name
+        shutil.copytree(static_tree, root, symlinks=True)
+        ms = {str(k): node(GI, cells=[k]) for k in keys}
+        (root / "var/lib/kubelet/memory_manager_state").write_text(json.dumps(
+            {"policyName": "Static", "machineState": ms, "entries": {}, "checksum": 0}))
+        rc, o = _fit(["fit", "--root", str(root), "--cpus", "2", "--memory", "4Gi", "--json"])
+        assert rc == 0 and o["cpus"] and o["memory"]["numa_nodes"] is None, (name, o)
+        assert "kubelet refuses such a checkpoint at start" in o["memory"]["note"], (name, o)
+
+
+def test_memory_on_more_numa_nodes_than_predicted_is_said():
+    """20 NUMA nodes, machineState the same: 2^20 masks per hint is beyond what pinscope predicts; said, not hung."""
+    from pinscope.collectors.fit.memory import MAX_NUMA, _machine_not_the_nodes
+    from pinscope.collectors.model import Cpu, NumaNode, Topology
+
+    nodes = range(MAX_NUMA + 4)
+    topo = Topology(tuple(Cpu(n, True, 0, 0, n, numa_node=n) for n in nodes), tuple(NumaNode(n, (n,), ()) for n in nodes),
+                    frozenset(nodes), frozenset(nodes))
+    assert "does not predict above 16 nodes" in (_machine_not_the_nodes(topo, set(nodes)) or "")
+    assert _machine_not_the_nodes(topo, set(range(MAX_NUMA))) is not None  # not the node's: refused by kubelet
+    small = Topology(topo.cpus[:2], topo.numa_nodes[:2], frozenset({0, 1}), frozenset({0, 1}))
+    assert _machine_not_the_nodes(small, {0, 1}) is None
