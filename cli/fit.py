@@ -16,7 +16,7 @@ from pinscope.collectors.fit.summary import free_count, reason
 from pinscope.collectors.parse.cpuset import format_cpuset
 from pinscope.collectors.text import display_lines
 
-_SIZE = re.compile(r"^(\d+)(Ki|Mi|Gi|Ti|K|M|G|T)?$")
+_SIZE = re.compile(r"^([0-9]+)(Ki|Mi|Gi|Ti|K|M|G|T)?$")  # ASCII digits: \d takes "٣Gi" too
 _MULT = {None: 1, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12,
          "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
 

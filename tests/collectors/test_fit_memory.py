@@ -306,7 +306,8 @@ def test_fit_memory_unread_or_no_decision_is_said(tmp_path, static_tree):
 
 
 def test_fit_bad_sizes_are_one_line():
-    for argv in (["--memory", "4G1"], ["--memory", "0"], ["--hugepages-2Mi", "2Mi"]):
+    for argv in (["--memory", "4G1"], ["--memory", "0"], ["--hugepages-2Mi", "2Mi"], ["--memory", "\u0663Gi"],
+                 ["--memory", "4Gi", "--hugepages-1Gi", "\uff11Gi"]):
         rc, text = _fit(["fit", "--root", "/nonexistent", "--cpus", "1", *argv])
         assert rc == 2
 
