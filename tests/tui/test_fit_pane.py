@@ -114,3 +114,16 @@ def test_bad_input_is_said_never_raised(typed, n):
     got, why = parse_request(typed)
     assert got == n
     assert (why == "") == (n is not None or typed.strip() == "")
+
+
+async def test_a_typed_fraction_is_said_not_read_as_another_number(frag):
+    """'1.5' typed is not a whole number of CPUs: said so, nothing lit; never read as 15 (the dot dropped)."""
+    app = FrozenApp({NAME: frag})
+    async with app.run_test(size=(160, 40)) as pilot:
+        await _open(app, pilot)
+        await pilot.press("1", "full_stop", "5")
+        await pilot.pause()
+        text = _text(app)
+        assert "'1.5' is not a whole number of CPUs" in text, text
+        assert "container of 15 CPUs" not in text
+        assert app.screen.query_one(CoreGrid).highlight == frozenset()

@@ -140,8 +140,9 @@ class FitScreen(ReportScreen):
             yield CoreGrid(id="grid")
             with VerticalScroll(id="fit-side"):
                 yield Static("", id="fit-text")
+        # nothing typed is dropped (a filter would read "1.5" as 15): parse_request says what is not a number
         yield Input(placeholder="CPUs of the next Guaranteed container (N), Esc goes back", id="fit-n",
-                    restrict=r"[0-9]*", max_length=7)
+                    max_length=7)
         yield Footer()
 
     @property
