@@ -241,11 +241,17 @@ def discover(context: str | None = None, selector: str | None = None, host_templ
 
 def node_pods(node: str, context: str | None = None, kubeconfig: str | None = None,
               timeout: float = 5.0) -> dict[str, ApiPod]:
-    """The pods the API places on `node`, by uid."""
+    """The pods the API places on `node`, by uid. KubeError when the answer is no list, or holds an item not
+    shaped like a pod: its callers take a pod it lacks as gone (fit frees its CPUs), so a list with holes
+    must not count as one."""
     api = _api(context, kubeconfig)
     doc = _get(lambda **kw: api.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}", **kw),
                f"list pods on {node}", timeout)
-    return _pods(doc)[0]
+    pods, _rejected, bad = _pods(doc)
+    if not isinstance(doc, dict) or not isinstance(doc.get("items"), list) or bad:
+        why = f"{bad} item(s) not shaped like a pod" if bad else "the answer holds no list of pods"
+        raise KubeError(f"Kubernetes API: list pods on {node}: {why}: which pods are on the node is not known")
+    return pods
 
 
 def _pods(doc) -> tuple[dict[str, ApiPod], tuple[Rejected, ...], int]:

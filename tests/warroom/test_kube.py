@@ -63,7 +63,7 @@ class Api:
                         k, _, v = sel.partition("=")
                         body["items"] = [n for n in body["items"] if n["metadata"]["labels"].get(k) == v]
                 elif u.path == "/api/v1/pods":
-                    body = dict(POD_LIST)
+                    body = dict(api.pod_list if api.pod_list is not None else POD_LIST)
                     if q.get("fieldSelector", [""])[0] != "spec.nodeName=node-a":
                         body = {**POD_LIST, "items": []}
                 else:
@@ -79,6 +79,7 @@ class Api:
 
         self.seen = []
         self.failing = False
+        self.pod_list = None  # another PodList to answer with
         self.srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
         self.port = self.srv.server_address[1]
         self.t = threading.Thread(target=self.srv.serve_forever, daemon=True)
@@ -118,6 +119,18 @@ def test_discover_and_pods_through_the_real_client(api):
     api.stop()
     with pytest.raises(KubeError):
         node_pods("node-a", kubeconfig=api.kubeconfig, timeout=2)
+
+
+def test_a_pod_list_with_holes_is_no_list(api):
+    """fit takes a pod the node's list lacks as gone and frees its CPUs: an answer with no items, or with an item
+    not shaped like a pod, must not say every pod (or that one) is gone; it is an API error, as if unanswered."""
+    for body in ({"kind": "PodList", "items": None}, {"kind": "Status", "status": "Success"},
+                 {**POD_LIST, "items": [*POD_LIST["items"], {"metadata": {"uid": "u2", "name": "x"}, "spec": {"containers": "oops"}}]}):
+        api.pod_list = body
+        with pytest.raises(KubeError, match="which pods are on the node is not known"):
+            node_pods("node-a", kubeconfig=api.kubeconfig)
+    api.pod_list = {**POD_LIST, "items": []}
+    assert node_pods("node-a", kubeconfig=api.kubeconfig) == {}  # a node with no pods says so
 
 
 def test_snapshot_kube_over_ssh_enriches_pods(api, tmp_path):
