@@ -267,6 +267,10 @@ def memory_case(snap, request: dict[str, int]) -> tuple[dict | None, str | None]
     if st is None:
         return None, ("memory_manager_state was not read (missing, or mode 0600 and root's: run pinscope as root): "
                       "which NUMA node has free memory is unknown")
+    if st.policy != policy:  # state_checkpoint.go restoreState refuses it: kubelet does not start
+        return None, (f"memory_manager_state says policy {st.policy!r} while the configuration says {policy}: kubelet "
+                      "refuses such a checkpoint at start (configured policy differs from state checkpoint policy), so "
+                      "no placement is predicted")
     if st.checksum_ok is False:
         return None, "memory_manager_state's checksum does not match: kubelet would refuse it, so no placement is predicted"
     if not st.machine:

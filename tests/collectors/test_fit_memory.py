@@ -330,6 +330,20 @@ def test_fit_memory_machine_state_not_the_nodes_is_said(tmp_path, static_tree):
         assert "kubelet refuses such a checkpoint at start" in o["memory"]["note"], (name, o)
 
 
+def test_fit_memory_state_of_another_policy_is_said(tmp_path, static_tree):
+    """memoryManagerPolicy: Static, but the checkpoint kept from policy None (its machineState as the Static
+    one's): kubelet refuses to start on it, so no placement is predicted (pinscope predicted NUMA 1)."""
+    import shutil
+
+    root = tmp_path / "other"
+    shutil.copytree(static_tree, root, symlinks=True)
+    f = root / "var/lib/kubelet/memory_manager_state"
+    f.write_text(f.read_text().replace('"policyName": "Static"', '"policyName": "None"'))
+    rc, o = _fit(["fit", "--root", str(root), "--cpus", "2", "--memory", "4Gi", "--json"])
+    assert rc == 0 and o["memory"]["numa_nodes"] is None, o
+    assert "says policy 'None' while the configuration says Static" in o["memory"]["note"], o
+
+
 def test_memory_on_more_numa_nodes_than_predicted_is_said():
     """20 NUMA nodes, machineState the same: 2^20 masks per hint is beyond what pinscope predicts; said, not hung."""
     from pinscope.collectors.fit.memory import MAX_NUMA, _machine_not_the_nodes
