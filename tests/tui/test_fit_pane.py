@@ -55,7 +55,7 @@ async def test_the_pane_answers_what_fits_and_lights_kubelets_cpus(frag):
         assert "kubelet would give CPUs" in _text(app)
         await pilot.press("backspace", "1", "0")
         await pilot.pause()
-        text = _text(app)
+        text = " ".join(_text(app).split())  # kubelet's words, wherever the pane's width broke the line
         assert "TopologyAffinityError: Resources cannot be allocated with Topology locality" in text
         assert "why: the topology manager" in text
         assert app.screen.query_one(CoreGrid).highlight == frozenset()
@@ -127,3 +127,19 @@ async def test_a_typed_fraction_is_said_not_read_as_another_number(frag):
         assert "'1.5' is not a whole number of CPUs" in text, text
         assert "container of 15 CPUs" not in text
         assert app.screen.query_one(CoreGrid).highlight == frozenset()
+
+
+async def test_a_long_line_wraps_under_its_own_text(frag):
+    """At 80x24 a reason longer than the pane breaks at a space and goes on indented under its own text, not
+    at the pane's left edge where it reads as a line of its own."""
+    snap = dataclasses.replace(frag.snapshot, state=None, state_status="unreadable")
+    app = FrozenApp({NAME: dataclasses.replace(frag, snapshot=snap)})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open(app, pilot)
+        await pilot.press("4")
+        await pilot.pause()
+        width = app.screen._text_width()
+        lines = _text(app).splitlines()
+        assert all(len(x) <= width for x in lines), [x for x in lines if len(x) > width]
+        i = next(i for i, x in enumerate(lines) if "not known: cpu_manager_state" in x)
+        assert lines[i].startswith("  not known") and lines[i + 1].startswith("    ") and lines[i + 1].strip(), lines

@@ -88,7 +88,28 @@ def fit_text(snap, n: int | None, bad: str, version: str | None = None, report=N
         t.append("\n")
     if base.readable and not base.note and (base.error is None or base.per_numa):
         _assumed(t, base)
-    return t, lit
+    return hang(t, width), lit
+
+
+def hang(t: Text, width: int) -> Text:
+    """`t` with each line longer than `width` broken at spaces, the rest indented two past the line's own indent:
+    a wrapped reason stays under its own text instead of reading as a line of its own at the pane's edge."""
+    lines = []
+    for line in t.split("\n", allow_blank=True):
+        plain = line.plain
+        if len(plain) <= width:
+            lines.append(line)
+            continue
+        indent = " " * min(len(plain) - len(plain.lstrip(" ")) + 2, width // 2)
+        start, room = 0, width
+        while start < len(plain):
+            end = len(plain) if len(plain) - start <= room else plain.rfind(" ", start + 1, start + room + 1)
+            end = end if end > start else start + room  # no space to break at: cut the word
+            lines.append(line[start:end] if start == 0 else Text(indent) + line[start:end])
+            start, room = end, width - len(indent)
+            while start < len(plain) and plain[start] == " ":
+                start += 1
+    return Text("\n").join(lines)
 
 
 def _answers(t: Text, snap, n: int | None, bad: str, version: str | None, base) -> frozenset[int]:
