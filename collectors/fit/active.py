@@ -99,9 +99,7 @@ def inactive_pods(snap, api_pods: dict | None = None, api_after: bool = False, l
     view = live if live is not None and getattr(live, "error", None) is None else None
     whole = _cgroups_whole(snap)
     out: dict[str, str] = {}
-    for uid, ctrs in st.entries.items():
-        if not uid or not ctrs:
-            continue
+    for uid in checkpoint_uids(snap):
         pod = by_uid.get(uid)
         for verdict, why in (_from_api(uid, api_pods, api_after) if api_pods is not None else (None, ""),
                              _from_live(pod, view) if view is not None else (None, ""),
@@ -113,6 +111,18 @@ def inactive_pods(snap, api_pods: dict | None = None, api_after: bool = False, l
     return out
 
 
+def checkpoint_uids(snap) -> list[str]:
+    """The pods kubelet's removeStaleState may free: those holding CPUs in cpu_manager_state, and those holding
+    memory in memory_manager_state (the memory manager runs its own removeStaleState on its own entries: a
+    Guaranteed pod of fractional CPUs has memory blocks and no CPUs)."""
+    uids = [u for u, ctrs in snap.state.entries.items() if ctrs] if snap.state is not None else []
+    mem = getattr(snap, "memory_state", None)
+    if mem is not None:
+        uids += [u for u, ctrs in mem.entries.items() if any(ctrs.values())]
+        uids += [u for u, blocks in (mem.pod_entries or {}).items() if blocks]
+    return [u for u in dict.fromkeys(uids) if u]
+
+
 def said(snap, inactive: dict[str, str]) -> list[str]:
     """One line per freed pod, for the answer's `assumed`."""
     by_uid = {p.uid: p for p in snap.pods}
@@ -122,6 +132,7 @@ def said(snap, inactive: dict[str, str]) -> list[str]:
         name = f"{p.namespace}/{p.name}" if p is not None and p.name else f"uid {uid}"
         ctrs = snap.state.entries.get(uid, {}) if snap.state is not None else {}
         cpus = sorted(set().union(*ctrs.values())) if ctrs else []
-        out.append(f"pod {name} is gone ({why}): kubelet frees its CPUs {format_cpuset(cpus) or 'none'} before it "
-                   "admits the next pod, so they are counted free")
+        what = f"its CPUs {format_cpuset(cpus)}" if cpus else "its memory (memory_manager_state's blocks)"
+        out.append(f"pod {name} is gone ({why}): kubelet frees {what} before it admits the next pod, so they are "
+                   "counted free")
     return out

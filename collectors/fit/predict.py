@@ -14,7 +14,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from .active import inactive_pods, said
+from .active import checkpoint_uids, inactive_pods, said
 from .capacity import places
 from .kubelet import DEFAULT_RELEASE, RELEASES, Kubelet, KubeletError, cpuset_str
 from .memory import memory_answer, with_memory
@@ -171,7 +171,8 @@ def case_from_snapshot(snap, containers: list[int], inactive: dict[str, str] | N
             for uid, ctrs in state.entries.items()
         }
         gone = inactive_pods(snap) if inactive is None else inactive
-        gone = {uid: why for uid, why in gone.items() if uid in state.entries}
+        held = set(checkpoint_uids(snap))
+        gone = {uid: why for uid, why in gone.items() if uid in held}
         if gone:  # kubelet frees them first (removeStaleState): collectors/fit/active.py
             case["inactive"] = sorted(gone)
             assumed.extend(said(snap, gone))

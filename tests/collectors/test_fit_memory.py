@@ -208,7 +208,7 @@ def test_distinct_merges_keep_what_the_product_keeps(seed):
 def static_tree(tmp_path_factory):
     """A demo node's tree (2 NUMA nodes, single-numa-node, full-pcpus-only), copied, its kubelet told
     memoryManagerPolicy: Static, with a memory_manager_state (v1, checksum 0, which kubelet accepts): NUMA 0
-    has 1Gi free of 30Gi, NUMA 1 all its 30Gi."""
+    has 1Gi free of 30Gi (29Gi are a running pod's), NUMA 1 all its 30Gi."""
     import shutil
 
     from pinscope.collectors.sim.demo import DemoCluster
@@ -223,7 +223,8 @@ def static_tree(tmp_path_factory):
     kube = root / "var/lib/kubelet"
     (kube / "config.yaml").write_text((kube / "config.yaml").read_text() + "memoryManagerPolicy: Static\n")
     ms = {"0": node(GI, n=1, cells=[0], alloc=30 * GI), "1": node(30 * GI, cells=[1], alloc=30 * GI)}
-    entries = {"p0": {"db": [{"numaAffinity": [0], "type": "memory", "size": 29 * GI}]}}
+    running = sorted(json.loads((kube / "cpu_manager_state").read_text())["entries"])[0]  # a pod of the node's
+    entries = {running: {"db": [{"numaAffinity": [0], "type": "memory", "size": 29 * GI}]}}
     (kube / "memory_manager_state").write_text(json.dumps({"policyName": "Static", "machineState": ms, "entries": entries,
                                                            "checksum": 0}))
     return root
@@ -328,6 +329,25 @@ def test_fit_memory_machine_state_not_the_nodes_is_said(tmp_path, static_tree):
         rc, o = _fit(["fit", "--root", str(root), "--cpus", "2", "--memory", "4Gi", "--json"])
         assert rc == 0 and o["cpus"] and o["memory"]["numa_nodes"] is None, (name, o)
         assert "kubelet refuses such a checkpoint at start" in o["memory"]["note"], (name, o)
+
+
+def test_fit_memory_of_a_gone_pod_is_free(tmp_path, static_tree):
+    """The 29Gi on NUMA 0 held by a pod no longer on the node (no cgroup, no logs; only memory_manager_state
+    names it, as for a Guaranteed pod of fractional CPUs, which has no CPU entry): kubelet's memory manager runs
+    its own removeStaleState before the hints, so NUMA 0 has 30Gi free and the 4Gi go with the CPUs there
+    (pinscope kept them held and said NUMA 1)."""
+    import shutil
+
+    root = tmp_path / "gone"
+    shutil.copytree(static_tree, root, symlinks=True)
+    f = root / "var/lib/kubelet/memory_manager_state"
+    doc = json.loads(f.read_text())
+    doc["entries"] = {"0f0e0d0c-0b0a-4909-8807-060504030201": next(iter(doc["entries"].values()))}
+    f.write_text(json.dumps(doc))
+    rc, o = _fit(["fit", "--root", str(root), "--cpus", "2", "--memory", "4Gi", "--json"])
+    assert rc == 0 and o["memory"]["numa_nodes"] == [0], o
+    assert [p["free"]["memory"] for p in o["memory"]["per_numa"]] == [30 * GI, 30 * GI]
+    assert any("kubelet frees its memory" in a for a in o["assumed"]), o["assumed"]
 
 
 def test_fit_memory_state_of_another_policy_is_said(tmp_path, static_tree):

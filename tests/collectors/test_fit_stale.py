@@ -99,7 +99,9 @@ def test_a_static_pod_missing_from_the_api_is_not_freed(tmp_path):
     uid = next(iter(snap.state.entries))
     static = "0123456789abcdef0123456789abcdef"
     st = dataclasses.replace(snap.state, entries={static: snap.state.entries[uid]})
-    snap = dataclasses.replace(snap, state=st, pods=tuple(p._replace(uid=static) if p.uid == uid else p for p in snap.pods))
+    mem = dataclasses.replace(snap.memory_state, entries={static: snap.memory_state.entries[uid]})  # its memory too
+    snap = dataclasses.replace(snap, state=st, memory_state=mem,
+                               pods=tuple(p._replace(uid=static) if p.uid == uid else p for p in snap.pods))
     assert inactive_pods(snap, {}, api_after=True) == {}
 
 
