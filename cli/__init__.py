@@ -583,7 +583,8 @@ async def _one(target, a) -> tuple[dict | None, str | None]:
     first = await _api_round(api_name, a) if api_name and a.samples >= 2 else None
     try:
         report = await snapshot(address, opts, samples=max(1, a.samples), interval=a.interval,
-                                timeout=a.timeout, progress=_Waiting(_name(target)) if _stderr_tty() else None)
+                                timeout=a.timeout, progress=_Waiting(_name(target)) if _stderr_tty() else None,
+                                transport=transport_of(target))
     except PinscopeError as err:
         if isinstance(target, str) or str(err).startswith(f"{target.name}:"):
             return None, str(err)
@@ -683,17 +684,39 @@ def _from_recording(a) -> tuple[list, list]:
     return names, results
 
 
+@dataclasses.dataclass(frozen=True)
+class _DemoNode:
+    """A demo node as the command line reads it: named by its hostname, read through the transport the TUI's
+    demo reads it through (DemoCluster.targets(): the simulation advances, and the node's kubelet answers
+    PodResources from it, the planted disagreement included), over its tree (`root`)."""
+
+    name: str
+    root: str
+    transport: object
+    address: str = "local"
+    sudo: bool = False
+
+
+def demo_nodes(demo) -> list[_DemoNode]:
+    """The simulated cluster's nodes, each with the transport of DemoCluster.targets() (one path with the TUI)."""
+    return [_DemoNode(s.spec.hostname, str(s.root), t.transport) for s, t in zip(demo.sims, demo.targets())]
+
+
+def transport_of(target):
+    """The ready transport a target carries (a demo node's), or None: one is made from its address."""
+    return getattr(target, "transport", None)
+
+
 async def each_target(targets: list, one, a) -> tuple[list, list]:
     """(the targets, `one(target, a)` of each, run together). The word demo stands for the simulated cluster's
-    nodes: their trees are written once, each read with --root as a node, and removed at the end."""
+    nodes: their trees are written once, each read as the TUI's demo reads it (demo_nodes), removed at the end."""
     demo = None
     if "demo" in targets:
-        from pinscope.collectors.inventory import Target
         from pinscope.collectors.sim.demo import DemoCluster
 
         demo = DemoCluster()
         i = targets.index("demo")
-        targets[i:i + 1] = [Target(s.spec.hostname, "local", root=str(s.root)) for s in demo.sims]
+        targets[i:i + 1] = demo_nodes(demo)
     try:
         return targets, await asyncio.gather(*(one(t, a) for t in targets))
     finally:

@@ -31,7 +31,7 @@ def parse_size(text: str) -> int:
 
 async def _answer(target, a) -> tuple[str, FitAnswer | None, str | None]:
     from pinscope.collectors.collect import snapshot
-    from pinscope.cli import _name, _opts
+    from pinscope.cli import _name, _opts, transport_of
 
     opts = _opts(a)
     address = target
@@ -41,7 +41,8 @@ async def _answer(target, a) -> tuple[str, FitAnswer | None, str | None]:
 
         opts = dataclasses.replace(opts, root=target.root or opts.root, sudo=target.sudo or opts.sudo)
     try:
-        report = await snapshot(address, opts, samples=1, interval=a.interval, timeout=a.timeout)
+        report = await snapshot(address, opts, samples=1, interval=a.interval, timeout=a.timeout,
+                                transport=transport_of(target))
     except PinscopeError as err:
         return _name(target), None, str(err)
     version, unknown = await _release(target, report, a)

@@ -240,13 +240,14 @@ class NodeCollector:
 
 async def snapshot(target: str, opts: Options, samples: int = 1, interval: float = 1.0,
                    depth: str = FULL, name: str | None = None, timeout: float | None = None,
-                   progress: Callable[[str], object] | None = None) -> NodeReport:
+                   progress: Callable[[str], object] | None = None, transport=None) -> NodeReport:
     """Connect, take `samples` samples `interval` apart, return the last one's report, with rates over
     the whole window when there were two samples or more. `timeout`: seconds for all of it; past it (or
     past a frame's own deadline) ProbeFailed names the target and the file the probe was at, and closing
     ends the probe's whole process group on the node. `progress`: told what a slow connect waits for (a
-    debug pod that is not running yet), as the live view's "connecting" state is."""
-    col = NodeCollector(target, opts, name=name)
+    debug pod that is not running yet), as the live view's "connecting" state is. `transport`: a ready one
+    (the demo's, whose kubelet answers PodResources from the simulation), else one made from `target`."""
+    col = NodeCollector(target, opts, transport=transport, name=name)
     if progress is not None and isinstance(col.transport, FrameStream):
         col.transport.progress = progress
     if timeout is not None and getattr(col.transport, "start_timeout", 0) > timeout:
