@@ -376,3 +376,69 @@ def test_memory_on_more_numa_nodes_than_predicted_is_said():
     assert _machine_not_the_nodes(topo, set(range(MAX_NUMA))) is not None  # not the node's: refused by kubelet
     small = Topology(topo.cpus[:2], topo.numa_nodes[:2], frozenset({0, 1}), frozenset({0, 1}))
     assert _machine_not_the_nodes(small, {0, 1}) is None
+
+
+def test_sizes_are_kubernetes_quantities():
+    """parse_size reads what resource.ParseQuantity reads (apimachinery quantity.go, suffix.go) and gives
+    Quantity.Value(): binary Ki..Ei, decimal n u m "" k M G T P E (no upper-case K), exponents, fractions,
+    a fraction of a byte rounded up."""
+    from pinscope.cli.fit import parse_size
+
+    good = {"1.5Gi": 3 * 2**29, "500k": 500_000, "1Pi": 2**50, "1Ei": 2**60, "1P": 10**15, "1E": 10**18,
+            "1e9": 10**9, "1E9": 10**9, "1e+3": 1000, "512Mi": 2**29, "256m": 1, "1e-3": 1, "0.5": 1, "+1Gi": 2**30,
+            ".5Ki": 512, "1.": 1, "8Ei": 2**63 - 1, "0": 0}
+    assert {t: parse_size(t) for t in good} == good
+    for bad in ("500K", "1KiB", "4G1", "1e", "", " 1Gi", "1.5.5", "1Mi3", "\u0663Gi", "\uff11Gi"):
+        with pytest.raises(ValueError, match="not a memory size"):
+            parse_size(bad)
+
+
+def test_fit_sizes_as_kubernetes_takes_them(static_tree):
+    """1.5Gi, 500k, 1e9 are taken; 500K and garbage are one line and exit 2; 256m is taken (1 byte, as
+    kubelet counts it) with a note; hugepages not a whole number of pages are refused in the API's words."""
+    import contextlib
+    import io
+
+    rc, o = _fit(["fit", "--root", str(static_tree), "--cpus", "2", "--memory", "1.5Gi", "--json"])
+    assert rc == 0 and o["memory"]["request"] == {"memory": 3 * 2**29}
+    for size in ("500k", "1e9", "1E9"):
+        assert _fit(["fit", "--root", str(static_tree), "--cpus", "2", "--memory", size, "--json"])[0] == 0
+    rc, text = _fit(["fit", "--root", str(static_tree), "--cpus", "2", "--memory", "256m"])
+    assert rc == 0 and "256m is 0.256 bytes (kubelet counts 1): did you mean 256Mi?" in text
+    for argv, said in ((["--memory", "500K"], "not a memory size: '500K'"),
+                       (["--memory", "1Gi", "--hugepages-2Mi", "3Mi"], "3Mi is not positive integer multiple of hugepages-2Mi"),
+                       (["--memory", "1Gi", "--hugepages-1Gi", "1.5Gi"], "is not positive integer multiple of hugepages-1Gi"),
+                       (["--memory=-1Gi"], "not above zero")):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            rc, text = _fit(["fit", "--root", str(static_tree), "--cpus", "2", *argv])
+        assert rc == 2 and said in err.getvalue() and len(err.getvalue().strip().splitlines()) == 1, err.getvalue()
+
+
+@pytest.mark.timeout(60)
+def test_fit_memory_on_16_numa_nodes_predicts_and_does_not_count(tmp_path):
+    """16 NUMA nodes, topology manager none (kubelet then accepts more than 8), memory manager Static: the
+    placement is predicted (under a second), the count of containers one after another is not (it took 40 s:
+    2^16 masks per admission) and `unknown` says so."""
+    import asyncio
+    import dataclasses
+    import time
+
+    from pinscope.collectors.collect import Options, snapshot
+    from pinscope.collectors.fit.predict import predict
+    from pinscope.collectors.model import MemoryManagerState, MemoryTable
+    from pinscope.collectors.sim.node import NodeSpec, SimNode
+
+    spec = NodeSpec(hostname="big", sockets=2, cores=32, threads=2, numa_per_socket=8, reserved="0")
+    sim = SimNode(spec, tmp_path / "r").write()
+    s = asyncio.run(snapshot("local", Options(root=str(sim.root)), samples=1, interval=1.0, timeout=60)).snapshot
+    n = len(s.topology.numa_nodes)
+    assert n == 16
+    machine = {i: {"memory": MemoryTable(9 * GI, GI, 8 * GI, 0, 8 * GI)} for i in range(n)}
+    ms = MemoryManagerState("Static", {}, {}, 1, None, None, "", machine, {i: (0, (i,)) for i in range(n)})
+    snap = dataclasses.replace(s, kubelet=dataclasses.replace(s.kubelet, memory_manager_policy="Static"), memory_state=ms)
+    t0 = time.monotonic()
+    a = predict(snap, 2, memory={"memory": GI})
+    assert time.monotonic() - t0 < 20
+    assert a.memory["numa_nodes"] == [0] and a.cpus and a.how_many is None
+    assert any("not counted with memory on 16 NUMA nodes" in u for u in a.unknown), a.unknown
