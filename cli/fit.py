@@ -155,11 +155,34 @@ def _memory_lines(ans: FitAnswer) -> list[str]:
         nodes = ",".join(str(n) for n in m["numa_nodes"])
         out.append(f"  memory ({asked}): kubelet's memory manager would take it from NUMA node{'s' if len(m['numa_nodes']) > 1 else ''} {nodes}")
     for p in m.get("per_numa") or []:
-        free = ", ".join(f"{r} {_size(v)} free of {_size(p['allocatable'][r])}" for r, v in sorted(p["free"].items())
-                         if p["allocatable"].get(r))
+        shown = sorted(r for r in {*p["free"], *m["request"]} if p["allocatable"].get(r) or r in m["request"])
+        free = ", ".join(_free_text(r, p) for r in shown)
         group = f"; used together with NUMA {','.join(str(g) for g in p['group'] if g != p['numa_node'])}" if len(p["group"]) > 1 else ""
         out.append(f"  NUMA {p['numa_node']} memory: {free}{group}")
-    return out + hints
+    return out + _short_lines(ans) + hints
+
+
+def _free_text(res: str, p: dict) -> str:
+    """One resource of one NUMA node: free of allocatable, and what is assigned when any is (a rounded size
+    would hide it)."""
+    if res not in p["free"]:
+        return f"{res}: no table in the memory manager's state"
+    free, alloc = p["free"][res], p["allocatable"].get(res, 0)
+    taken = f" ({_size(alloc - free)} assigned)" if 0 < alloc - free else ""
+    return f"{res} {_size(free)} free of {_size(alloc)}{taken}"
+
+
+def _short_lines(ans: FitAnswer) -> list[str]:
+    """When kubelet would refuse: each asked resource that no single NUMA node has free, named."""
+    m = ans.memory or {}
+    if ans.error is None or not m.get("per_numa"):
+        return []
+    out = []
+    for res, want in m["request"].items():
+        most = max(p["free"].get(res, 0) for p in m["per_numa"])
+        if want > most:
+            out.append(f"  short: {res}: {_size(want)} asked, the most free on one NUMA node is {_size(most)}")
+    return out
 
 
 async def _release(target, report, a) -> tuple[str | None, str | None]:

@@ -442,3 +442,26 @@ def test_fit_memory_on_16_numa_nodes_predicts_and_does_not_count(tmp_path):
     assert time.monotonic() - t0 < 20
     assert a.memory["numa_nodes"] == [0] and a.cpus and a.how_many is None
     assert any("not counted with memory on 16 NUMA nodes" in u for u in a.unknown), a.unknown
+
+
+def test_fit_memory_text_shows_what_is_assigned_and_what_is_short(tmp_path, static_tree):
+    """A rounded size hides 64Mi assigned out of 23Gi: the assigned amount is said. Hugepages-2Mi asked on a
+    node with none (kubelet's tables there, 0 allocatable): the 0 is shown and the short resource named."""
+    import shutil
+
+    root = tmp_path / "hp0"
+    shutil.copytree(static_tree, root, symlinks=True)
+    state = root / "var/lib/kubelet/memory_manager_state"
+    st = json.loads(state.read_text())
+    st["machineState"]["1"]["memoryMap"]["memory"] = table(23 * GI - 64 * 2**20, 23 * GI)
+    for n in st["machineState"].values():
+        n["memoryMap"]["hugepages-2Mi"] = table(0, 0)
+    state.write_text(json.dumps(st))
+    rc, text = _fit(["fit", "--root", str(root), "--cpus", "2", "--memory", "1Gi"])
+    assert rc == 0 and "NUMA 1 memory: memory 23488Mi free of 23Gi (64Mi assigned)" in text, text
+    assert "hugepages-2Mi" not in text  # neither asked nor on the node
+    rc, text = _fit(["fit", "--root", str(root), "--cpus", "2", "--memory", "1Gi", "--hugepages-2Mi", "64Mi"])
+    assert rc == 1, text
+    assert "NUMA 0 memory: hugepages-2Mi 0 free of 0" in text, text
+    assert "short: hugepages-2Mi: 64Mi asked, the most free on one NUMA node is 0" in text, text
+    assert "short: memory" not in text
