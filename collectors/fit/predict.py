@@ -252,5 +252,18 @@ def predict(snap, cpus: int, kubelet_version: str | None = None, count: bool = T
         ans.cpus = sorted(d.sets[0] or ())
     ans.per_numa, ans.per_socket = places(k, with_largest)
     if count:
-        ans.how_many = how_many_fit(k, cpus, memory=mem)
+        _count(ans, k, cpus, mem)
     return ans
+
+
+COUNT_MEMORY_NUMA = 8  # beyond, each admission weighs 2^N memory masks: 16 NUMA nodes took 40 s to count (2026-12)
+
+
+def _count(ans: FitAnswer, k: Kubelet, cpus: int, mem: list[dict] | None) -> None:
+    """ans.how_many, unless the memory manager's masks make counting cost more than a prediction should."""
+    nodes = len(k.memory.machine) if mem is not None and k.memory is not None else 0
+    if nodes > COUNT_MEMORY_NUMA:
+        ans.unknown.append(f"how many such containers fit one after another: not counted with memory on {nodes} NUMA "
+                           f"nodes (kubelet's memory manager weighs all 2^{nodes} NUMA masks at each admission)")
+        return
+    ans.how_many = how_many_fit(k, cpus, memory=mem)
