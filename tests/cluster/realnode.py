@@ -105,10 +105,17 @@ def spec(c: Cluster, name: str, containers: list[dict], init: list[dict] | None 
     }
 
 
+# What a test pod's container runs: a shell that ends on SIGTERM (kubelet's stop), waiting on a sleep. A bare
+# `sleep` as the container's PID 1 ignores SIGTERM (the kernel delivers no signal PID 1 has no handler for), so
+# every deletion waited out the grace period (kubelet gives at least 2 s: minimumGracePeriodInSeconds), then
+# SIGKILL.
+IDLE = ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
+
+
 def box(c: Cluster, name: str, cpu: str | None = None, memory: str | None = None, limits: bool = True,
         command: list[str] | None = None) -> dict:
     """A busybox container; neither `cpu` nor `memory`: no resources at all (BestEffort)."""
-    out: dict[str, Any] = {"name": name, "image": c.busybox_image, "command": command or ["sleep", "3600"]}
+    out: dict[str, Any] = {"name": name, "image": c.busybox_image, "command": command or IDLE}
     req = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v}
     if req:
         out["resources"] = {"requests": req, **({"limits": req} if limits else {})}
