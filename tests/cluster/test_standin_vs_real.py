@@ -603,6 +603,13 @@ def _exec_cases(cases) -> list[str]:
     diffs: list[str] = []
     for what, real_api, fake_api, args, protocols in cases:
         r = asyncio.run(_exec(real_api, *args, protocols=protocols))
+        for _ in range(2 if not args[2] else 0):
+            # an exec with no command: the real server's error channel sometimes closes before kubelet's
+            # InternalError is written (seen once in many runs, 1.35.4 behind the 1.37 API server): a race
+            # of the real pair, not the Status's shape; asked again, at most twice, before comparing
+            if r.get("status") is not None or "handshake" in r:
+                break
+            r = asyncio.run(_exec(real_api, *args, protocols=protocols))
         f = asyncio.run(_exec(fake_api, *args, protocols=protocols))
         for k in ("handshake", "protocol", "stdout", "stderr"):
             if r.get(k) != f.get(k):
