@@ -264,6 +264,9 @@ def memory_case(snap, request: dict[str, int]) -> tuple[dict | None, str | None]
     if policy != "Static":
         return None, f"memoryManagerPolicy is {policy!r}: only the Static policy's placement is ported"
     st = snap.memory_state
+    bad = [p.message for p in snap.problems if p.source.endswith("/memory_manager_state")]
+    if st is None and bad:  # read, but not a checkpoint kubelet accepts (it would not start on it)
+        return None, f"memory_manager_state cannot be used: {bad[0]}: which NUMA node has free memory is unknown"
     if st is None:
         return None, ("memory_manager_state was not read (missing, or mode 0600 and root's: run pinscope as root): "
                       "which NUMA node has free memory is unknown")

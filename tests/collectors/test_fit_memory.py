@@ -465,3 +465,17 @@ def test_fit_memory_text_shows_what_is_assigned_and_what_is_short(tmp_path, stat
     assert "NUMA 0 memory: hugepages-2Mi 0 free of 0" in text, text
     assert "short: hugepages-2Mi: 64Mi asked, the most free on one NUMA node is 0" in text, text
     assert "short: memory" not in text
+
+
+def test_fit_memory_state_not_decoded_is_said_as_such(tmp_path, static_tree):
+    """A memory_manager_state cut short (or not JSON): the note says why it cannot be used, not that it was missing
+    or root's (which it said before)."""
+    import shutil
+
+    root = tmp_path / "cut"
+    shutil.copytree(static_tree, root, symlinks=True)
+    f = root / "var/lib/kubelet/memory_manager_state"
+    f.write_text(f.read_text()[:40])
+    rc, o = _fit(["fit", "--root", str(root), "--cpus", "2", "--memory", "4Gi", "--json"])
+    assert o["memory"]["numa_nodes"] is None and o["memory"]["note"].startswith("memory_manager_state cannot be used"), o
+    assert "mode 0600" not in o["memory"]["note"]
