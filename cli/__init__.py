@@ -39,7 +39,8 @@ COMMAND_HELP = """commands:
                      3 a target could not be read (and no critical found on the others),
                      4 read only in part (and nothing worse found)
   fit TARGET... --cpus N  the CPUs kubelet would give the next Guaranteed container of N
-                     CPUs, or its admission error; exit 0 fits, 1 rejected, 3 not read
+                     CPUs, or its admission error; exit 0 fits, 1 rejected, 2 bad usage,
+                     3 not read
   demo               the live view over simulated nodes
   replay FILE        the live view over a --record recording
   serve -- ARGS      the live view in a browser (textual-serve)
@@ -58,6 +59,29 @@ CHECK_EXIT = """exit status:
   3  a target could not be read (its line on stderr), and no critical finding on the others
   4  a node read only in part (READ_PARTIAL, STATE_NOT_READ_WHOLE, CHECK_FAILED), nothing worse
   128+N  ended by signal N (SIGTERM: 143), after every node was closed"""
+FIT_ABOUT = """What kubelet would do with the next Guaranteed container of N whole CPUs (and --memory) on each node:
+the exact CPUs, or the error kubelet would refuse it with (docs/fit.md)."""
+FIT_EXIT = """exit status (with several nodes the worst: 3, then 1, then 0):
+  0  it fits on every node read (or runs on the shared pool: cpuManagerPolicy none)
+  1  kubelet would reject it on a node (error.kind says why), or would not start on its configuration
+  2  the command line refused (one line on stderr): --cpus missing or not above 0, a bad --memory, an
+     unknown option
+  3  a node not read (its line on stderr), or read too little to say (its checkpoint unreadable or
+     missing, the policy unknown: error null, cpus null, note says why)
+  128+N  ended by signal N
+--json: one object a node (a list with several): node, kubelet_version, assumed, cpus (null: none given),
+error (null or {"kind", "message"}), per_numa, per_socket, how_many_fit, unknown, note, live (kubelet's
+PodResources view), memory (with --memory). A node not read at all is only
+  {"node": NAME, "error": {"kind": "NotRead", "message": WHY}, "cpus": null}
+so cpus null does not mean rejected: a script tells "rejected" from "not read" by the exit status or
+error.kind. The kinds:
+  SMTAlignmentError, TopologyAffinityError, UnexpectedAdmissionError: kubelet's admission errors, in
+    its words (its memory manager's refusals are UnexpectedAdmissionError "... [memorymanager] ...")
+  PolicyError, TopologyManagerError, StateError, TopologyError: kubelet would refuse its own
+    configuration or checkpoint and not start
+  Panic, Hang: kubelet's own code would crash, or its admission never return (a bug of that release)
+  BadCase: the node's files give a value kubelet's code cannot take
+  NotRead: the node could not be read (exit 3)"""
 NO_TARGET = "none: 'local', this machine"
 
 
@@ -232,6 +256,8 @@ def _report_options(p: argparse.ArgumentParser) -> None:
 
 
 def _fit_options(p: argparse.ArgumentParser) -> None:
+    p.description = FIT_ABOUT
+    p.epilog = FIT_EXIT
     _common(p)
     p.add_argument("--cpus", type=_positive(int), required=True, metavar="N", help="the container's CPUs (a whole number)")
     p.add_argument("--memory", metavar="SIZE", help="its memory (512Mi, 4Gi): the NUMA nodes kubelet's memory manager "

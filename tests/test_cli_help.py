@@ -95,3 +95,44 @@ def test_exporter_interval_default_is_what_it_runs_with():
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+
+
+def _fit_error_kinds() -> set[str]:
+    """Every error.kind `fit --json` can give: kubelet's (the port raises them by name; its "alloc" is said as
+    UnexpectedAdmissionError, a loop that never ends as Hang) and NotRead, a node not read at all."""
+    src = "".join(p.read_text() for p in sorted((REPO / "collectors" / "fit").glob("*.py")))
+    kinds = set(re.findall(r'KubeletError\(\s*"(\w+)"', src)) - {"alloc"}
+    assert {"SMTAlignmentError", "TopologyAffinityError", "PolicyError"} <= kinds, kinds
+    return kinds | {"UnexpectedAdmissionError", "Hang", "NotRead"}
+
+
+def test_fit_help_and_doc_say_every_exit_status_and_error_kind():
+    """A script must tell "rejected" (1) from "not read" (3) by the exit status or error.kind: fit --help and
+    docs/fit.md say the statuses (2: bad usage too), the not-read object's shape and every kind."""
+    r = run_cli("fit", "--help")
+    assert r.returncode == 0
+    out = r.stdout
+    codes = out[out.index("exit status"):]
+    for n, words in ((0, "fits"), (1, "reject"), (2, "command line"), (3, "not")):
+        assert re.search(rf"^\s+{n}\s+.*{words}", codes, re.M), (n, codes)
+    doc = (REPO / "docs" / "fit.md").read_text()
+    flat = " ".join(out.split())
+    for kind in _fit_error_kinds():
+        assert kind in flat, ("fit --help", kind)
+        assert kind in doc, ("docs/fit.md", kind)
+    for text in (flat, " ".join(doc.split())):
+        assert '{"node": NAME, "error": {"kind": "NotRead", "message": WHY}, "cpus": null}' in text
+
+
+def test_fit_not_read_and_bad_usage_are_as_said(tmp_path):
+    """What the help says, the command does: a node not read is exit 3 with the NotRead object; bad usage is 2."""
+    import json
+
+    r = run_cli("fit", "local", "--root", str(tmp_path / "gone"), "--cpus", "2", "--json")
+    assert r.returncode == 3, r.stderr
+    o = json.loads(r.stdout)
+    assert set(o) == {"node", "error", "cpus"} and o["cpus"] is None and o["error"]["kind"] == "NotRead"
+    assert o["node"] == "local" and o["error"]["message"] in r.stderr
+    for bad in (["fit", "local"], ["fit", "local", "--cpus", "0"], ["fit", "local", "--cpus", "2", "--bogus"]):
+        r = run_cli(*bad)
+        assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1, (bad, r.stderr)
