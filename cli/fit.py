@@ -232,7 +232,7 @@ def _live_lines(live: dict | None) -> list[str]:
         return [f"  kubelet's live view (PodResources): not asked: {live.get('note')}"]
     ctrs = [c for c in live.get("containers") or [] if c.get("cpus") not in (None, "none")]
     out = [f"  kubelet's live view ({live['socket']}): allocatable CPUs {live['allocatable_cpus']}; "
-           f"{len(ctrs)} container(s) with exclusive CPUs"]
+           f"{_count(len(ctrs), 'container')} with exclusive CPUs"]
     disagree = live.get("disagreements") or []
     for d in disagree:
         out.append(f"  kubelet's memory disagrees{'' if d['held'] else ' (seen once)'}: "
@@ -241,6 +241,11 @@ def _live_lines(live: dict | None) -> list[str]:
     if not disagree:
         out.append("  kubelet's memory agrees with its checkpoint and the kernel on every container both name")
     return out + [f"  note: {x}" for x in live.get("notes") or []]
+
+
+def _count(n, what: str) -> str:
+    """"1 CPU", "2 CPUs", "- CPUs" (not known)."""
+    return f"{n} {what}{'' if n == 1 else 's'}"
 
 
 def render(ans: FitAnswer, n: int) -> str:
@@ -263,8 +268,8 @@ def render(ans: FitAnswer, n: int) -> str:
     for p in ans.per_numa:
         lf = p.get("largest_fit") or {}
         out.append(f"  NUMA {p['numa_node']}: free {p['free_count']} ({p['free_cpus'] or '-'}), "
-                   f"{p['free_whole_cores']} whole cores; largest container kubelet could give from it alone: "
-                   f"{lf.get('cpus', '-')} CPUs, {lf.get('whole_cores', '-')} as whole cores")
+                   f"{_count(p['free_whole_cores'], 'whole core')}; largest container kubelet could give from it "
+                   f"alone: {_count(lf.get('cpus', '-'), 'CPU')}, {lf.get('whole_cores', '-')} as whole cores")
     out += _live_lines(ans.live)
     for s in ans.assumed:
         out.append(f"  assumed: {s}")

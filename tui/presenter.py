@@ -161,9 +161,9 @@ def live_summary(report, width: int = 60) -> Line:
         long = short = (f"checkpoint not read; disagrees with the kernel on {cpus} container{_s(cpus)}" if cpus else
                         "checkpoint not read; agrees with the kernel")
     elif not now.disagreements:
-        long = (f"agrees with its checkpoint and the kernel on all {now.named} container{_s(now.named)} all three "
-                "name" if now.named else "no container with exclusive CPUs for all three to name")
-        short = f"agrees on all {now.named} container{_s(now.named)}" if now.named else "nothing to compare"
+        long = (f"agrees with its checkpoint and the kernel on {_all(now.named)} all three name" if now.named
+                else "no container with exclusive CPUs for all three to name")
+        short = f"agrees on {_all(now.named)}" if now.named else "nothing to compare"
     else:
         of = f" of the {now.named}" if cpus <= now.named else ""
         long = (f"disagrees on {cpus}{of} container{_s(now.named if of else cpus)} all three name" if cpus else "")
@@ -183,6 +183,11 @@ def live_summary(report, width: int = 60) -> Line:
 
 def _s(n: int) -> str:
     return "" if n == 1 else "s"
+
+
+def _all(n: int) -> str:
+    """"the 1 container", "both containers", "all 4 containers"."""
+    return "the 1 container" if n == 1 else "both containers" if n == 2 else f"all {n} containers"
 
 
 def _when(wall: float | None, frame: float | None) -> str:

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 
-from ..parse.cpuset import format_cpuset
+from ..parse.cpuset import cpus_named
 
 _STATIC_UID = re.compile(r"^[0-9a-f]{32}$")  # a static pod: the manifest's hash (kubelet config/common.go)
 _TERMINAL = ("Succeeded", "Failed")
@@ -132,7 +132,8 @@ def said(snap, inactive: dict[str, str]) -> list[str]:
         name = f"{p.namespace}/{p.name}" if p is not None and p.name else f"uid {uid}"
         ctrs = snap.state.entries.get(uid, {}) if snap.state is not None else {}
         cpus = sorted(set().union(*ctrs.values())) if ctrs else []
-        what = f"its CPUs {format_cpuset(cpus)}" if cpus else "its memory (memory_manager_state's blocks)"
-        out.append(f"pod {name} is gone ({why}): kubelet frees {what} before it admits the next pod, so they are "
+        what = f"its {cpus_named(cpus)}" if cpus else "its memory (memory_manager_state's blocks)"
+        they = "they are" if len(cpus) > 1 else "it is"
+        out.append(f"pod {name} is gone ({why}): kubelet frees {what} before it admits the next pod, so {they} "
                    "counted free")
     return out

@@ -133,3 +133,18 @@ def test_uncore_cache_as_cadvisor_reports_it(demo):
             assert uncores == {-1}, host
         else:
             assert -1 not in uncores, host
+
+
+def test_fit_text_counts_in_english():
+    """One free whole core and a largest fit of one CPU read "1 whole core", "1 CPU" (not "1 whole cores",
+    "1 CPUs"); the JSON's keys and numbers are unchanged."""
+    from pinscope.cli.fit import render
+    from pinscope.collectors.fit.predict import FitAnswer
+
+    numa = {"numa_node": 0, "free_count": 2, "free_cpus": "3,7", "free_whole_cores": 1,
+            "largest_fit": {"cpus": 1, "whole_cores": 0}}
+    ans = FitAnswer(node="n1", kubelet_version="1.37", release="1.37", cpus=[3], per_numa=[numa])
+    text = render(ans, 1)
+    assert "2 (3,7), 1 whole core; largest container kubelet could give from it alone: 1 CPU, 0 as whole cores" in text, text
+    assert "1 whole cores" not in text and "1 CPUs" not in text
+    assert ans.as_json()["per_numa"] == [numa]

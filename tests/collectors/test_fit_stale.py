@@ -62,7 +62,7 @@ def test_a_deleted_pods_cpus_are_what_kubelet_gives_next(tmp_path, version):
     assert ans.error is None and ans.cpus == [1], ans.as_json()
     (line,) = [a for a in ans.assumed if a.startswith("pod ")]
     assert line.startswith(f"pod default/{name} is gone (its pod cgroup is gone while its ") and "kubelet tore it down" in line
-    assert "kubelet frees its CPUs 1 before it admits the next pod" in line
+    assert "kubelet frees its CPU 1 before it admits the next pod, so it is counted free" in line
     assert ans.per_numa[0]["free_cpus"] == "1"
 
 

@@ -143,3 +143,14 @@ async def test_a_long_line_wraps_under_its_own_text(frag):
         assert all(len(x) <= width for x in lines), [x for x in lines if len(x) > width]
         i = next(i for i, x in enumerate(lines) if "not known: cpu_manager_state" in x)
         assert lines[i].startswith("  not known") and lines[i + 1].startswith("    ") and lines[i + 1].strip(), lines
+
+
+def test_the_per_numa_header_names_each_unit_once(frag):
+    """The last column counts CPUs taken as whole cores, not cores: its header says so, as `fit` says
+    "32 CPUs, 32 as whole cores"; "whole cores" names the free cores' column alone."""
+    from pinscope.tui.screens.fit import fit_text
+
+    text, _ = fit_text(frag.snapshot, None, "", width=200)
+    (header,) = [x for x in text.plain.splitlines() if x.startswith("  NUMA ")]
+    assert header.split() == ["NUMA", "free", "whole", "cores", "largest:", "CPUs", "as", "whole", "cores"], header
+    assert len(re.findall(r"^  [01] +6 +3 +6 +6$", text.plain, re.M)) == 2, text.plain

@@ -371,3 +371,18 @@ async def test_the_demo_has_a_kubelet_whose_memory_differs_on_one_container(tmp_
     assert live_summary(got["infer-epyc-64"], 200).text.endswith("on all 4 containers all three name")
     assert "  kubelet lists no CPUs it may hand out exclusively (GetAllocatableResources)" in texts(
         live_lines(got["batch-16"], 100))
+
+
+async def test_agreeing_counts_are_said_in_english(tmp_path):
+    """Two containers agreeing read "both containers", one "the 1 container", never "all 2 containers"."""
+    import dataclasses
+
+    (r,) = await rounds(tmp_path, INFER, agreeing, 1, allocatable=range(2, 64))
+    said = {}
+    for n in (1, 2, 4):
+        live = dataclasses.replace(r.live, now=dataclasses.replace(r.live.now, named=n, disagreements=[]))
+        rn = dataclasses.replace(r, live=live)
+        said[n] = (live_summary(rn, 200).text, live_summary(rn, 64).text)
+    assert said[2][0].endswith("the kernel on both containers all three name") and said[2][1].endswith("): agrees on both containers")
+    assert said[1][1].endswith("): agrees on the 1 container") and said[4][1].endswith("): agrees on all 4 containers")
+    assert not any("all 2 " in s or "all 1 " in s for pair in said.values() for s in pair), said

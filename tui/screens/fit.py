@@ -41,11 +41,11 @@ def parse_request(text: str) -> tuple[int | None, str]:
 
 def _per_numa(t: Text, ans: FitAnswer) -> None:
     t.append("free CPUs, and the largest container kubelet could give\nfrom each NUMA node alone\n", style="bold")
-    t.append("  NUMA   free  whole cores  largest: CPUs  whole cores\n", style="bold")
+    t.append("  NUMA   free  whole cores  largest: CPUs  as whole cores\n", style="bold")
     for p in ans.per_numa:
         lf = p.get("largest_fit") or {}
         t.append(f"  {p['numa_node']:<4} {p['free_count']:>6} {p['free_whole_cores']:>12} "
-                 f"{lf.get('cpus', '-'):>14} {lf.get('whole_cores', '-'):>12}\n")
+                 f"{lf.get('cpus', '-'):>14} {lf.get('whole_cores', '-'):>15}\n")
         t.append(display(f"         {p['free_cpus'] or '-'}") + "\n", style="dim")
 
 
