@@ -13,6 +13,7 @@ import re
 from fractions import Fraction
 
 from pinscope.collectors.errors import PinscopeError
+from pinscope.collectors.fit.memory import MEMORY_UNKNOWN
 from pinscope.collectors.fit.predict import FitAnswer, predict
 from pinscope.collectors.fit.summary import free_count, reason
 from pinscope.collectors.parse.cpuset import format_cpuset
@@ -108,6 +109,7 @@ async def _answer(target, a) -> tuple[str, FitAnswer | None, str | None]:
     gone = await _gone(target, report, a, version is not None)
     req = memory_request(a)
     ans = predict(report.snapshot, a.cpus, version, unknown_why=unknown, inactive=gone, memory=req)
+    ans.unknown = [f"{u} (give --memory to predict both)" if u.startswith(MEMORY_UNKNOWN) else u for u in ans.unknown]
     if req is not None and ans.memory is None:  # no decision was made (not read, policy none, refused setup)
         ans.memory = {"request": req, "numa_nodes": None, "per_numa": [],
                       "note": f"no decision of kubelet's was predicted here ({ans.note or 'see the error'})"}

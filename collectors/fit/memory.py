@@ -325,14 +325,17 @@ def memory_answer(k, request: dict[str, int], placed: list | None, note: str | N
     return out
 
 
+MEMORY_UNKNOWN = "the next pod's memory"  # an `unknown` line's start: `fit` adds how to give it (--memory)
+
+
 def with_memory(case: dict, snap, request: dict[str, int] | None, unknown: list[str]) -> tuple[list[dict] | None, str | None]:
     """Put the memory manager into `case` for the next container's `request` (None: not asked): (the memory
     requests Kubelet.admit takes, None) or (None, why the placement is not predicted)."""
     policy = getattr(snap.kubelet, "memory_manager_policy", None) or "None"
     if request is None:
         if policy.lower() != "none":
-            unknown.append(f"the next pod's memory: memoryManagerPolicy {policy} places it on NUMA nodes too, "
-                           "and its hints can move the CPUs (give --memory to predict both)")
+            unknown.append(f"{MEMORY_UNKNOWN}: memoryManagerPolicy {policy} places it on NUMA nodes too, "
+                           "and its hints can move the CPUs")
         return None, None
     mem, note = memory_case(snap, request)
     if mem is None:

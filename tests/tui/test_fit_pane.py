@@ -154,3 +154,14 @@ def test_the_per_numa_header_names_each_unit_once(frag):
     (header,) = [x for x in text.plain.splitlines() if x.startswith("  NUMA ")]
     assert header.split() == ["NUMA", "free", "whole", "cores", "largest:", "CPUs", "as", "whole", "cores"], header
     assert len(re.findall(r"^  [01] +6 +3 +6 +6$", text.plain, re.M)) == 2, text.plain
+
+
+def test_the_pane_never_asks_for_a_flag_it_cannot_take(frag):
+    """memoryManagerPolicy Static: the next pod's memory is not known, said; "give --memory" is `fit`'s advice
+    (the pane has no --memory), never the pane's."""
+    from pinscope.tui.screens.fit import fit_text
+
+    kubelet = dataclasses.replace(frag.snapshot.kubelet, memory_manager_policy="Static")
+    text, _ = fit_text(dataclasses.replace(frag.snapshot, kubelet=kubelet), None, "", width=200)
+    assert "memoryManagerPolicy Static places it on NUMA nodes too" in text.plain, text.plain
+    assert "--memory" not in text.plain, text.plain
