@@ -268,7 +268,7 @@ def memory_case(snap, request: dict[str, int]) -> tuple[dict | None, str | None]
     if st is None and bad:  # read, but not a checkpoint kubelet accepts (it would not start on it)
         return None, f"memory_manager_state cannot be used: {bad[0]}: which NUMA node has free memory is unknown"
     if st is None:
-        return None, ("memory_manager_state was not read (missing, or mode 0600 and root's: run pinscope as root): "
+        return None, ("memory_manager_state was not read (missing, or mode 0600 and root's: run with --sudo, or as root): "
                       "which NUMA node has free memory is unknown")
     if st.policy != policy:  # state_checkpoint.go restoreState refuses it: kubelet does not start
         return None, (f"memory_manager_state says policy {st.policy!r} while the configuration says {policy}: kubelet "

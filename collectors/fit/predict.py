@@ -221,7 +221,7 @@ def predict(snap, cpus: int, kubelet_version: str | None = None, count: bool = T
     status = getattr(snap, "state_status", "ok")
     if snap.state is None or status != "ok":
         ans.readable = False
-        why_state = {"unreadable": "cpu_manager_state is unreadable (mode 0600, root's: run pinscope as root)",
+        why_state = {"unreadable": "cpu_manager_state is unreadable (mode 0600, root's: run with --sudo, or as root)",
                      "missing": "cpu_manager_state is missing"}.get(status, f"cpu_manager_state is {status}")
         ans.note = f"{why_state}: which CPUs are free is unknown, so no prediction is made"
         return ans

@@ -148,3 +148,10 @@ def test_fit_text_counts_in_english():
     assert "2 (3,7), 1 whole core; largest container kubelet could give from it alone: 1 CPU, 0 as whole cores" in text, text
     assert "1 whole cores" not in text and "1 CPUs" not in text
     assert ans.as_json()["per_numa"] == [numa]
+
+
+def test_unreadable_checkpoint_names_sudo(demo):
+    """fit (and the pane) take --sudo, as check does: a checkpoint unreadable for want of root says so."""
+    snap = _snap(demo.sims[0].root)
+    ans = predict(dataclasses.replace(snap, state=None, state_status="unreadable"), 2)
+    assert not ans.readable and "run with --sudo, or as root" in ans.note, ans.note

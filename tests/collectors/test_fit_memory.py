@@ -300,6 +300,7 @@ def test_fit_memory_unread_or_no_decision_is_said(tmp_path, static_tree):
     (root / "var/lib/kubelet/memory_manager_state").unlink()
     rc, o = _fit(["fit", "--root", str(root), "--cpus", "2", "--memory", "4Gi", "--json"])
     assert rc == 0 and o["memory"]["numa_nodes"] is None and "memory_manager_state was not read" in o["memory"]["note"]
+    assert "run with --sudo, or as root" in o["memory"]["note"]
     cfg = root / "var/lib/kubelet/config.yaml"
     cfg.write_text(cfg.read_text().replace("cpuManagerPolicy: static", "cpuManagerPolicy: none"))
     rc, o = _fit(["fit", "--root", str(root), "--cpus", "2", "--memory", "4Gi", "--json"])
@@ -332,8 +333,8 @@ def test_fit_memory_machine_state_not_the_nodes_is_said(tmp_path, static_tree):
 
 
 def test_fit_memory_of_a_gone_pod_is_free(tmp_path, static_tree):
-    """The 29Gi on NUMA 0 held by a pod no longer on the node (no cgroup, no logs; only memory_manager_state
-    names it, as for a Guaranteed pod of fractional CPUs, which has no CPU entry): kubelet's memory manager runs
+    """The 29Gi on NUMA 0 held by a pod no longer on the node (no cgroup, its log directory left; only
+    memory_manager_state names it, as for a Guaranteed pod of fractional CPUs, which has no CPU entry): kubelet's memory manager runs
     its own removeStaleState before the hints, so NUMA 0 has 30Gi free and the 4Gi go with the CPUs there
     (pinscope kept them held and said NUMA 1)."""
     import shutil
@@ -344,6 +345,12 @@ def test_fit_memory_of_a_gone_pod_is_free(tmp_path, static_tree):
     doc = json.loads(f.read_text())
     doc["entries"] = {"0f0e0d0c-0b0a-4909-8807-060504030201": next(iter(doc["entries"].values()))}
     f.write_text(json.dumps(doc))
+    # its pod log directory is left (kubelet tore the pod down): the node's evidence that it ran and is gone
+    # (with nothing but the checkpoint naming it, it might be a pod admitted this very moment: kept held)
+    logs = root / "var/log/pods/default_gone_0f0e0d0c-0b0a-4909-8807-060504030201"
+    rc, o = _fit(["fit", "--root", str(root), "--cpus", "2", "--memory", "4Gi", "--json"])
+    assert rc == 0 and o["memory"]["numa_nodes"] == [1], o
+    logs.mkdir(parents=True)
     rc, o = _fit(["fit", "--root", str(root), "--cpus", "2", "--memory", "4Gi", "--json"])
     assert rc == 0 and o["memory"]["numa_nodes"] == [0], o
     assert [p["free"]["memory"] for p in o["memory"]["per_numa"]] == [30 * GI, 30 * GI]

@@ -103,7 +103,7 @@ async def test_an_unreadable_checkpoint_is_said_not_guessed(frag):
         await pilot.press("4")
         await pilot.pause()
         text = _text(app)
-        assert "not known: cpu_manager_state is unreadable" in text and "run pinscope as root" in text
+        assert "not known: cpu_manager_state is unreadable" in text and "run with --sudo, or as root" in " ".join(text.split())
         assert app.screen.query_one(CoreGrid).highlight == frozenset()
 
 
