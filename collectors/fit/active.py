@@ -22,9 +22,9 @@ What pinscope can know of "active", the best evidence first, and only what it su
   3. The node alone: kubelet destroys a pod's cgroup once its pod worker knows the pod terminated
      (kubelet.go SyncTerminatedPod) and makes it first of all the pod's things (SyncPod: the pod cgroup,
      then its directories). A pod without a pod cgroup, while the cgroup tree was listed whole and pinscope
-     found other pods' cgroups there, is gone; with its kubelet directory or logs still there it surely ran
-     and was torn down; with nothing but its checkpoint entry it may also be one admitted a moment ago
-     (said).
+     found other pods' cgroups there, and with its kubelet directory or logs still there, surely ran and was
+     torn down: it is gone. With nothing but its checkpoint entry it is as likely one admitted a moment ago
+     (kubelet writes the checkpoint first) as one whose traces are cleaned: not freed, its CPUs stay held.
 The answer is what pinscope frees, pod by pod, with why (predict.py says it among the assumptions).
 """
 
@@ -80,8 +80,10 @@ def _from_node(pod, whole: bool) -> tuple[bool | None, str]:
     if traces:
         return True, (f"its pod cgroup is gone while its {' and '.join(_TRACE.get(s, s) for s in traces)} remain: "
                       "kubelet tore it down")
-    return True, ("no pod cgroup, no kubelet pod directory, no logs: gone (or admitted this very moment, before "
-                  "kubelet made its cgroup)")
+    # nothing but the checkpoint names it: as likely a pod admitted this very moment (kubelet writes the
+    # checkpoint before the pod cgroup, its directories and logs) as a gone one whose traces housekeeping has
+    # cleaned already; the node alone does not settle it, so its CPUs stay held, as the checkpoint says
+    return None, ""
 
 
 _TRACE = {"pod-logs": "pod log directory", "kubelet-pods": "kubelet pod directory", "container-logs": "log links"}
