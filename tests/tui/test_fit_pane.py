@@ -11,8 +11,9 @@ from frozen import FrozenApp, frozen_samples
 
 from pinscope.collectors.fit import summary
 from pinscope.collectors.fit.predict import predict
+from pinscope.collectors.parse.cpuset import format_cpuset
 from pinscope.collectors.sim.demo import demo_specs
-from pinscope.tui.screens.fit import FitScreen, parse_request
+from pinscope.tui.screens.fit import FitScreen, offgrid_line, parse_request
 from pinscope.tui.screens.help import HelpScreen
 from pinscope.tui.widgets.coregrid import CoreGrid
 
@@ -165,3 +166,37 @@ def test_the_pane_never_asks_for_a_flag_it_cannot_take(frag):
     text, _ = fit_text(dataclasses.replace(frag.snapshot, kubelet=kubelet), None, "", width=200)
     assert "memoryManagerPolicy Static places it on NUMA nodes too" in text.plain, text.plain
     assert "--memory" not in text.plain, text.plain
+
+
+@pytest.fixture(scope="module")
+def infer(tmp_path_factory):
+    (spec,) = [s for s in demo_specs() if s.hostname == "infer-epyc-64"]
+    return frozen_samples(spec, tmp_path_factory.mktemp("infer"))
+
+
+async def test_lit_cpus_off_the_grid_are_said(infer):
+    """At 80x24 the grid of infer-epyc-64 (64 CPUs, 4 NUMA nodes) does not show them all: CPUs kubelet would
+    give that the grid's view leaves out are said in the pane, with how to see them; scrolled, the line follows."""
+    app = FrozenApp({"infer-epyc-64": infer})
+    async with app.run_test(size=(80, 24)) as pilot:
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if app.views["infer-epyc-64"].snap is not None and not isinstance(app.screen, FitScreen):
+                break
+        await pilot.press("w")
+        await pilot.pause()
+        await pilot.press("1", "2")
+        await pilot.pause()
+        await pilot.pause()
+        grid = app.screen.query_one(CoreGrid)
+        hidden = grid.out_of_view(grid.highlight)
+        assert grid.highlight and hidden["below"], (grid.highlight, hidden)  # the case of the user trial
+        said = str(app.screen.query_one("#fit-offgrid").render())
+        assert app.screen.query_one("#fit-offgrid").display
+        assert said.startswith(f"CPUs {format_cpuset(hidden['below'])} below") and "scroll the grid" in said, said
+        grid.scroll_end(animate=False)
+        await pilot.pause()
+        await pilot.pause()
+        now = grid.out_of_view(grid.highlight)
+        assert not now["below"] and now["above"], now  # scrolled down: the first NUMA nodes' CPUs are above now
+        assert str(app.screen.query_one("#fit-offgrid").render()) == offgrid_line(now)

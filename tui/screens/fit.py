@@ -144,6 +144,15 @@ def _assumed(t: Text, base) -> None:
         t.append(display(f"  - {u}") + "\n", style="dim")
 
 
+def offgrid_line(where: dict[str, list[int]]) -> str:
+    """"CPUs 52-53 below the grid's view: scroll the grid (...)", or "" when every lit CPU is shown."""
+    parts = [f"{format_cpuset(cpus)} {side}" for side, cpus in where.items() if cpus]
+    if not parts:
+        return ""
+    n = sum(len(c) for c in where.values())
+    return f"CPU{'s' if n != 1 else ''} {', '.join(parts)} the grid's view: scroll the grid (Tab to it, or the mouse)"
+
+
 class FitScreen(ReportScreen):
     # the typed N keeps the focus: the text beside the grid scrolls with the page keys (at 80x24 it has ~9 rows);
     # before the Input's own page keys (priority), which scroll nothing on one line and hide these from the footer
@@ -160,6 +169,7 @@ class FitScreen(ReportScreen):
         with Container(id="fit-main"):
             yield CoreGrid(id="grid")
             with VerticalScroll(id="fit-side"):
+                yield Static("", id="fit-offgrid")  # lit CPUs the grid's scroll leaves off screen, said
                 yield Static("", id="fit-text")
         # nothing typed is dropped (a filter would read "1.5" as 15): parse_request says what is not a number
         yield Input(placeholder="CPUs of the next Guaranteed container (N), Esc goes back", id="fit-n",
@@ -172,6 +182,9 @@ class FitScreen(ReportScreen):
 
     def on_mount(self) -> None:
         self.query_one("#fit-n", Input).focus()
+        grid = self.query_one(CoreGrid)
+        self.watch(grid, "scroll_y", lambda *_: self._say_offgrid(), init=False)
+        self.watch(grid, "scroll_x", lambda *_: self._say_offgrid(), init=False)
         self.refresh_view()
 
     def on_resize(self) -> None:
@@ -198,6 +211,18 @@ class FitScreen(ReportScreen):
                 self._shown = text
                 self.query_one("#fit-text", Static).update(text)
         grid.set_view(v, lit)
+        self.call_after_refresh(self._say_offgrid)  # once the grid is laid out for this size
+
+    def _say_offgrid(self) -> None:
+        """Lit CPUs the grid does not show at its size and scroll (at 80x24 the last NUMA node is off screen):
+        said above the text, or nothing."""
+        if not self.is_attached:  # left before the refresh came
+            return
+        grid = self.query_one(CoreGrid)
+        line = offgrid_line(grid.out_of_view(grid.highlight))
+        box = self.query_one("#fit-offgrid", Static)
+        box.display = bool(line)
+        box.update(Text(line, style="bold"))
 
     def on_input_changed(self, event: Input.Changed) -> None:
         self.refresh_view()

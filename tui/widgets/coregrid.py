@@ -493,6 +493,23 @@ class CoreGrid(ScrollView, can_focus=True):
         if self.cursor in self.pos:
             self.post_message(self.Selected(self.cursor))
 
+    def out_of_view(self, cpus) -> dict[str, list[int]]:
+        """Of `cpus`, those whose cells the grid's scroll leaves off screen, by where they are: "above",
+        "below", "beside" (scrolled sideways); a CPU the layout has no cell for is in none."""
+        top, left = self.scroll_offset.y, self.scroll_offset.x
+        height, width = self.size.height, self.size.width
+        out: dict[str, list[int]] = {"above": [], "below": [], "beside": []}
+        for cpu in sorted(cpus):
+            p = self.pos.get(cpu)
+            if p is None:
+                continue
+            cell = self.rows[p[0]].cells[p[1]]
+            where = ("above" if p[0] < top else "below" if p[0] >= top + height
+                     else "beside" if cell.x < left or cell.x + cell.width > left + width else None)
+            if where is not None:
+                out[where].append(cpu)
+        return out
+
     def cpu_at(self, x: int, y: int) -> int | None:
         ry = y + self.scroll_offset.y
         if not 0 <= ry < len(self.rows) or self.rows[ry].kind != "cells":
