@@ -237,11 +237,11 @@ def _live_lines(live: dict | None) -> list[str]:
            f"{_count(len(ctrs), 'container')} with exclusive CPUs"]
     disagree = live.get("disagreements") or []
     for d in disagree:
-        out.append(f"  kubelet's memory disagrees{'' if d['held'] else ' (seen once)'}: "
-                   f"{d['namespace']}/{d['pod']}/{d['container']} {d['what']}: PodResources {d['podresources']}, "
+        out.append(f"  {d['namespace']}/{d['pod']}/{d['container']} {d['what']}: {d['odd_one']}"
+                   f"{'' if d['held'] else ' (seen once)'}: PodResources {d['podresources']}, "
                    f"checkpoint {d['checkpoint']}, kernel {d['kernel']}")
     if not disagree:
-        out.append("  kubelet's memory agrees with its checkpoint and the kernel on every container both name")
+        out.append("  kubelet's memory agrees with its checkpoint and the kernel on every container they name")
     return out + [f"  note: {x}" for x in live.get("notes") or []]
 
 

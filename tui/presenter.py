@@ -239,7 +239,7 @@ def _disagreement(d, held: bool, seconds: float | None, width: int) -> list[Line
     else:
         state = "seen once: a finding if the next round sees it again"
     head = [Line(f"▲ {who}" if held else f"  {who}", "warn" if held else "bold")]
-    odd = _odd(d.what, pr, cp, k)
+    odd = d.odd_one()
     if len(odd) + len(state) + 6 <= width:
         head.append(Line(f"    {odd}; {state}"))
     else:
@@ -252,21 +252,6 @@ def _disagreement(d, held: bool, seconds: float | None, width: int) -> list[Line
         return head + [Line(side)]
     pad = max(len(lab) for lab in labels)
     return head + [Line(f"    {lab:<{pad}}  {display(x)}") for lab, x in zip(labels, vals)]
-
-
-def _odd(what: str, pr: str, cp: str, k: str) -> str:
-    """Which of the three differs, in words."""
-    if what != "cpus":
-        return f"kubelet's memory and its device checkpoint differ on {display(what)}"
-    if k == "not read" or cp == "not read":
-        return "kubelet's memory and " + ("the kernel" if cp == "not read" else "its checkpoint") + " differ"
-    if pr == cp:
-        return "the kernel differs from kubelet's memory and checkpoint"
-    if pr == k:
-        return "the checkpoint differs from kubelet's memory and the kernel"
-    if cp == k:
-        return "kubelet's memory differs from its checkpoint and the kernel"
-    return "all three differ"
 
 
 def _adds(v) -> list[Line]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..podresources import LivePod, LiveView, fmt
+from ..text import display
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,10 +44,25 @@ class Disagreement:
         """The three values as text (CPUs as a cpulist, devices as ids)."""
         return _text(self.what, self.podresources), _text(self.what, self.checkpoint), _text(self.what, self.kernel)
 
+    def odd_one(self) -> str:
+        """Which of the three differs, in words (device resource names escaped)."""
+        pr, cp, k = self.values()
+        if self.what != "cpus":
+            return f"kubelet's memory and its device checkpoint differ on {display(self.what)}"
+        if k == "not read" or cp == "not read":
+            return "kubelet's memory and " + ("the kernel" if cp == "not read" else "its checkpoint") + " differ"
+        if pr == cp:
+            return "the kernel differs from kubelet's memory and checkpoint"
+        if pr == k:
+            return "the checkpoint differs from kubelet's memory and the kernel"
+        if cp == k:
+            return "kubelet's memory differs from its checkpoint and the kernel"
+        return "all three differ"
+
     def to_json(self, held: bool) -> dict:
         pr, cp, k = self.values()
         return {"namespace": self.namespace, "pod": self.pod, "container": self.container, "what": self.what,
-                "podresources": pr, "checkpoint": cp, "kernel": k, "held": held}
+                "podresources": pr, "checkpoint": cp, "kernel": k, "held": held, "odd_one": self.odd_one()}
 
 
 def _text(what: str, v: frozenset | None) -> str:

@@ -157,7 +157,8 @@ def test_memory_against_checkpoint_is_a_finding_once_it_holds(node):
     a, b = asyncio.run(n.ticks(2))
     (d,) = [d for d in a.to_json()["podresources"]["disagreements"] if d["container"] == "feed"]
     assert d == {"namespace": "trading", "pod": "md-feed-0", "container": "feed", "what": "cpus",
-                 "podresources": "2-3", "checkpoint": "2-3,50-51", "kernel": "2-3,50-51", "held": False}
+                 "podresources": "2-3", "checkpoint": "2-3,50-51", "kernel": "2-3,50-51", "held": False,
+                 "odd_one": "kubelet's memory differs from its checkpoint and the kernel"}
     assert "PODRESOURCES_DISAGREES" not in codes(a)  # seen once: a pod admitted between two reads looks the same
     (f,) = [f for f in b.findings if f.code == "PODRESOURCES_DISAGREES"]
     assert str(f.severity) == "warning" and (f.namespace, f.pod, f.container) == ("trading", "md-feed-0", "feed")
