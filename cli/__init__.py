@@ -100,12 +100,21 @@ def _positive(kind=float):
         try:
             v = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+            whole = kind is int and _is_float(text)
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {'whole ' if whole else ''}number") from None
         if not v > 0 or v != v or v == float("inf"):
             raise argparse.ArgumentTypeError(f"must be greater than 0 (got {text})")
         return v
     conv.__name__ = "positive number"
     return conv
+
+
+def _is_float(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _non_negative(text: str) -> float:

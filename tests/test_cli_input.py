@@ -37,6 +37,9 @@ def last_line(r) -> str:
      "pinscope check: error: argument --connect-timeout: must be greater than 0 (got -5)"),
     (["snapshot", "--interval", "abc", "local"], "pinscope snapshot: error: argument --interval: 'abc' is not a number"),
     (["check", "--samples", "two", "local"], "pinscope check: error: argument --samples: 'two' is not a number"),
+    # a count given as a fraction is not "not a number" (the user trial of `fit --cpus 2.5`)
+    (["check", "--samples", "2.5", "local"], "pinscope check: error: argument --samples: '2.5' is not a whole number"),
+    (["fit", "local", "--cpus", "2.5"], "pinscope fit: error: argument --cpus: '2.5' is not a whole number"),
     (["check", "--bogus", "local"], "pinscope check: error: unrecognized arguments: --bogus"),
     (["serve", "--port", "99999"], "pinscope serve: error: argument --port: a port is a number from 1 to 65535 (got 99999)"),
     (["demo", "--theme", "bogus"], "pinscope: no theme 'bogus'; the themes are dark, light, okabe-ito, warroom"),
