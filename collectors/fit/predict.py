@@ -59,6 +59,7 @@ class FitAnswer:
             "how_many_fit": self.how_many,
             "unknown": self.unknown,
             "note": self.note,
+            "readable": self.readable,  # False: read too little to say (exit 3), whatever cpus and error are
             "live": self.live,
         }
         if self.memory is not None:  # asked with --memory

@@ -67,6 +67,8 @@ def test_fit_json_on_the_demo(demo):
         assert o["how_many_fit"] >= 1
     none = [o for o in objs if o["cpus"] is None]
     assert all("shared pool" in o["note"] for o in none)
+    # a script tells policy none (read, nothing pinned) from "read too little to say" by `readable`
+    assert none and all(o["readable"] is True for o in none) and all(o["readable"] is True for o in static)
 
 
 def test_prediction_is_the_ports_decision(demo):
@@ -113,6 +115,7 @@ def test_unreadable_checkpoint_is_said(demo):
     ans = predict(snap, 4)
     assert not ans.readable and ans.cpus is None and ans.error is None
     assert "unreadable" in ans.note and "root" in ans.note
+    assert ans.as_json()["readable"] is False  # in --json: not the same as policy none's nulls
 
 
 
