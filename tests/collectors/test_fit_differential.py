@@ -66,19 +66,13 @@ def _report(release: str, case: dict, py: dict, go: dict) -> str:
             f"pinscope: {json.dumps(py)}\nkubelet:  {json.dumps(go)}")
 
 
-@pytest.mark.timeout(3600 if FULL else 300)
-@pytest.mark.parametrize("focus", ["", "distribute"])
-@pytest.mark.parametrize("release", RELEASES)
-def test_generated_cases_agree(release, focus):
-    """Hypothesis draws the cases (fixed seed: the same set every run); they go to kubelet's code
-    in one batch, then each is decided by pinscope and compared. focus "distribute": a third as
-    many cases where 1.35 and 1.37 differ (distribute-cpus-across-numa with align-by-socket)."""
-    oracle = _oracle(release)
+def _drawn_and_answered(oracle: Oracle, strategy, n: int) -> tuple[list[dict], list[dict], float, float]:
+    """Hypothesis draws n cases of `strategy` (fixed seed: the same set every run); they go to kubelet's code
+    in one batch -> (cases, kubelet's answers, seconds drawing, seconds in kubelet's code)."""
     drawn: list[dict] = []
 
-    @settings(max_examples=N if not focus else max(200, N // 3), derandomize=True, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
-    @given(cases(focus=focus))
+    @settings(max_examples=n, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(strategy)
     def draw(case):
         drawn.append(case)
 
@@ -87,8 +81,20 @@ def test_generated_cases_agree(release, focus):
     t1 = time.monotonic()
     with oracle:
         answers = oracle.ask_many(drawn)
-    t2 = time.monotonic()
     assert len(answers) == len(drawn)
+    return drawn, answers, t1 - t0, time.monotonic() - t1
+
+
+@pytest.mark.timeout(3600 if FULL else 300)
+@pytest.mark.parametrize("focus", ["", "distribute"])
+@pytest.mark.parametrize("release", RELEASES)
+def test_generated_cases_agree(release, focus):
+    """Hypothesis draws the cases (fixed seed: the same set every run); they go to kubelet's code
+    in one batch, then each is decided by pinscope and compared. focus "distribute": a third as
+    many cases where 1.35 and 1.37 differ (distribute-cpus-across-numa with align-by-socket)."""
+    drawn, answers, t_draw, t_kubelet = _drawn_and_answered(_oracle(release), cases(focus=focus),
+                                                            N if not focus else max(200, N // 3))
+    t2 = time.monotonic()
     bad = []
     kinds: dict[str, int] = {}
     for case, go in zip(drawn, answers):
@@ -99,7 +105,7 @@ def test_generated_cases_agree(release, focus):
             bad.append(_report(release, case, py, go))
     t3 = time.monotonic()
     print(f"\nkubelet {release} {focus or 'all'}: {len(drawn)} cases, {len(bad)} disagreements; answers {kinds}; "
-          f"drawn in {t1 - t0:.1f} s, kubelet {t2 - t1:.1f} s, pinscope {t3 - t2:.1f} s")
+          f"drawn in {t_draw:.1f} s, kubelet {t_kubelet:.1f} s, pinscope {t3 - t2:.1f} s")
     assert not bad, f"{len(bad)} of {len(drawn)} disagree; the first:\n" + "\n\n".join(bad[:3])
     # the set must exercise kubelet's answers, not only its refusals
     assert kinds.get("fits", 0) > len(drawn) // 3
@@ -116,22 +122,8 @@ def test_generated_memory_cases_agree(release):
     """The memory manager's Static policy beside the CPU manager (memory_cases: 1-8 NUMA nodes, memory and
     hugepages per node, existing single-node and group assignments, every topology manager policy and
     scope): the same CPUs, the same memory NUMA nodes per container, or the same error."""
-    oracle = _oracle(release)
-    drawn: list[dict] = []
-
-    @settings(max_examples=N_MEMORY, derandomize=True, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
-    @given(memory_cases())
-    def draw(case):
-        drawn.append(case)
-
-    t0 = time.monotonic()
-    draw()
-    t1 = time.monotonic()
-    with oracle:
-        answers = oracle.ask_many(drawn)
+    drawn, answers, t_draw, t_kubelet = _drawn_and_answered(_oracle(release), memory_cases(), N_MEMORY)
     t2 = time.monotonic()
-    assert len(answers) == len(drawn)
     bad = []
     kinds: dict[str, int] = {}
     spans = by_memory = 0
@@ -146,7 +138,7 @@ def test_generated_memory_cases_agree(release):
             bad.append(_report(release, case, py, go))
     t3 = time.monotonic()
     print(f"\nkubelet {release} memory: {len(drawn)} cases, {len(bad)} disagreements; answers {kinds}; memory over "
-          f"several NUMA nodes in {spans}; with the memory manager's say {by_memory}; drawn in {t1 - t0:.1f} s, kubelet {t2 - t1:.1f} s, pinscope {t3 - t2:.1f} s")
+          f"several NUMA nodes in {spans}; with the memory manager's say {by_memory}; drawn in {t_draw:.1f} s, kubelet {t_kubelet:.1f} s, pinscope {t3 - t2:.1f} s")
     assert not bad, f"{len(bad)} of {len(drawn)} disagree; the first:\n" + "\n\n".join(bad[:3])
     # kubelet's answers, its refusals of both kinds, and memory that spans nodes, not only one of them
     assert kinds.get("fits", 0) > len(drawn) // 4 and kinds.get("TopologyAffinityError") and kinds.get("UnexpectedAdmissionError")
