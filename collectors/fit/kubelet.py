@@ -821,9 +821,14 @@ class TopologyManager:
         default = self.default_mask()
         best: Hint | None = None
         if len(hints) == 1:  # one provider, one resource: each hint is its own permutation
-            for h in hints[0]:
-                merged = default if h.mask is None else default & h.mask
-                best = _compare(best, Hint(merged, h.preferred), best_np, cmp_masks)
+            cands = [Hint(default if h.mask is None else default & h.mask, h.preferred) for h in hints[0]]
+            # compare() never lets an unpreferred hint replace a preferred one, and the first preferred one
+            # replaces any unpreferred: with a preferred candidate (of a mask compare() counts), folding over
+            # the preferred alone, in the same order, gives the same hint (and spares ~250 compares a call)
+            if any(c.preferred and c.mask for c in cands):
+                cands = [c for c in cands if c.preferred]
+            for c in cands:
+                best = _compare(best, c, best_np, cmp_masks)
             return best if best is not None else Hint(default, False)
         preferred = _preferred_merges(hints, default)
         # a preferred merge beats every unpreferred one: those need not be built when there is one
