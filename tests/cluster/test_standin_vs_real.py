@@ -552,7 +552,10 @@ async def _exec(api: Api, pod: str, container: str, command: list[str], protocol
             async with session.ws_connect(url, protocols=protocols, headers=auth_headers(api.cfg),
                                           ssl=ssl_context(api.cfg)) as ws:
                 if ws.protocol == V5:
-                    await ws.send_bytes(bytes([255, 0]))  # stdin closed: nothing to send
+                    try:
+                        await ws.send_bytes(bytes([255, 0]))  # stdin closed: nothing to send
+                    except aiohttp.ClientConnectionResetError:
+                        pass  # the real server already ended the stream (an exec that fails at once): read what came
                 async for msg in ws:
                     if msg.type is aiohttp.WSMsgType.BINARY and msg.data:
                         got[msg.data[0]] = got.get(msg.data[0], b"") + msg.data[1:]
