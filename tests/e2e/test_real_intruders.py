@@ -227,18 +227,27 @@ def test_real_kernel_only_the_pinned_intruder_is_critical():
         # the passer must not run while the check reads it, or its last CPU may change under the test: a
         # failed CI run listed every other passer but not it (it had woken, or been moved, on a shared
         # machine). Its context switches, read before and after the check, say whether it stayed put.
-        for _ in range(3):
+        # A failed CI run found it already on CPU 0 before the check, three times over (moved while asleep
+        # after its affinity was widened): that attempt is dropped before the check runs, not counted.
+        checks = 0
+        for _ in range(12):
             passer = _asleep_after_cpu_1(pod)
             subprocess.run(["taskset", "-pc", "0,1", str(passer.pid)], check=True, capture_output=True)
             time.sleep(0.3)
             before = _still(passer.pid)
+            if before[0] != 1:
+                stop(passer)
+                continue
+            checks += 1
             rc, o, ours = _check_watching_its_processes(pod.root)
             after = _still(passer.pid)
             if before == after and before[0] == 1:
                 break
             stop(passer)
+            if checks == 3:
+                raise AssertionError(f"the passer ran during each of 3 checks (last CPU, switches: {before} -> {after})")
         else:
-            raise AssertionError(f"the passer ran during each of 3 checks (last CPU, switches: {before} -> {after})")
+            raise AssertionError(f"the passer left CPU 1 before the check in each of 12 tries (last: {before})")
     crit = [f for f in o["findings"] if f["severity"] == "critical"]
     assert [(f["code"], f["cpus"], f["pod"], f["container"]) for f in crit] == \
         [("INTRUDER_TASK", [1], "busy-pod", "busy")], [f["message"] for f in crit]
