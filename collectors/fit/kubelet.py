@@ -1039,41 +1039,52 @@ class StaticPolicy:
                     total += full.count_in(NUMA, numas[i])
                 table.append((mask, pm, size, total, len(self.sockets_of(numas[i] for i in pos))))
         self.__dict__["_mask_table"] = table
+        # per row its two possible hints (Hint is frozen: one object serves every call), and the CPUs of
+        # each NUMA node in position order (a node's free count is one set intersection)
+        self.__dict__["_row_hints"] = [(Hint(row[0], False), Hint(row[0], True)) for row in table]
+        self.__dict__["_numa_cpus"] = [frozenset(full.cpus_in(NUMA, n)) for n in numas]
         return table
+
+    def _min_sizes(self, request: int) -> tuple[int, int]:
+        """The fewest NUMA nodes (and sockets) whose CPUs, free or not, could hold `request`: the
+        machine's alone, so kept per request."""
+        cache = self.__dict__.setdefault("_min_size_cache", {})
+        got = cache.get(request)
+        if got is None:
+            table = self._masks()
+            min_size = len(self.topo.details.idx[NUMA])
+            for _mask, _pm, size, total, _s in table:
+                if total >= request and size < min_size:
+                    min_size = size
+            per_socket = self.topo.num_numa // self.topo.num_sockets if self.topo.num_sockets else 0
+            got = cache[request] = (min_size, (min_size + per_socket - 1) // per_socket if per_socket else -1)
+        return got
 
     def hints(self, available: set[int], reusable: set[int], request: int) -> list[Hint]:
         """generateCPUTopologyHints (counted per NUMA node: the same answer, without the
         loop over every CPU for every mask)."""
+        table = self._masks()
+        numa_cpus, row_hints = self.__dict__["_numa_cpus"], self.__dict__["_row_hints"]
         full = self.topo.details
-        numas = sorted(full.idx[NUMA])
-        pos_of = {n: i for i, n in enumerate(numas)}
-        info = full.info
-        avail = [0] * len(numas)
-        for c in available:
-            avail[pos_of[info[c][NUMA]]] += 1
+        pos_of = {n: i for i, n in enumerate(sorted(full.idx[NUMA]))}
+        avail = [len(s.intersection(available)) for s in numa_cpus]
         reuse_pm = 0
         for c in reusable:
-            reuse_pm |= 1 << pos_of[info[c][NUMA]]
+            reuse_pm |= 1 << pos_of[full.info[c][NUMA]]
         n_reuse = len(reusable)
-        sums = [0] * (1 << len(numas))  # free CPUs under each position mask
+        sums = [0] * (1 << len(avail))  # free CPUs under each position mask
         for pm in range(1, len(sums)):
             low = pm & -pm
             sums[pm] = sums[pm ^ low] + avail[low.bit_length() - 1]
-        table = self._masks()
-        min_size = len(numas)
-        for _mask, _pm, size, total, _s in table:
-            if total >= request and size < min_size:
-                min_size = size
+        min_size, min_sockets = self._min_sizes(request)
         per_socket = self.topo.num_numa // self.topo.num_sockets if self.topo.num_sockets else 0
-        min_sockets = (min_size + per_socket - 1) // per_socket if per_socket else -1
         align = self.opts.align_by_socket and per_socket > 0
+        need = request - n_reuse
         out: list[Hint] = []
-        for mask, pm, size, _total, sockets in table:
-            if reuse_pm & ~pm:
+        for (_mask, pm, size, _total, sockets), pair in zip(table, row_hints):
+            if reuse_pm & ~pm or sums[pm] < need:
                 continue
-            if n_reuse + sums[pm] < request:
-                continue
-            out.append(Hint(mask, (align and sockets == min_sockets) or size == min_size))
+            out.append(pair[(align and sockets == min_sockets) or size == min_size])
         return out
 
     def _socket_aligned(self, h: Hint, min_size: int) -> bool:
