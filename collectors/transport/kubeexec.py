@@ -169,14 +169,18 @@ class ExecStream:
 
     async def close_stdin(self, wait: float = 2.0, quit: bool = True) -> None:
         """Let the probe exit by itself: "q" (only when it is idle: without it, the end of stdin makes the
-        probe's forwarder kill its whole process group), then EOF on v5 (or the websocket's end on v4)."""
-        if self.ws is None or self.ws.closed:
+        probe's forwarder kill its whole process group), then EOF on v5 (or the websocket's end on v4).
+        Quiet whenever the server ends the stream: a real API server closes it as soon as the command ends, and
+        its end can reach the connection before our reader has seen it (ws.closed still False, aiohttp's
+        "Cannot write to closing transport"): every frame goes through send(), whose errors are ProbeFailed,
+        and what remains is read all the same."""
+        if self.ws is None:
             return
-        with contextlib.suppress(ProbeFailed):
+        with contextlib.suppress(ProbeFailed):  # the stream ended (or ends meanwhile): nothing to close
             if quit:
                 await self.send(STDIN, b"q\n")
             if self.protocol == V5:
-                await self.ws.send_bytes(bytes([CLOSE, STDIN]))
+                await self.send(CLOSE, bytes([STDIN]))
         if self._pump is not None:
             # the server closes the websocket after the command's Status: wait for it, briefly
             # asyncio.wait: neither cancels the pump nor raises its end; a cancel of ours goes on (no suppress)
