@@ -241,7 +241,7 @@ def _live_lines(live: dict | None) -> list[str]:
                    f"{'' if d['held'] else ' (seen once)'}: PodResources {d['podresources']}, "
                    f"checkpoint {d['checkpoint']}, kernel {d['kernel']}")
     if not disagree:
-        out.append("  kubelet's memory agrees with its checkpoint and the kernel on every container they name")
+        out.append("  kubelet's in-memory state agrees with its checkpoint and the kernel on every container they name")
     return out + [f"  note: {x}" for x in live.get("notes") or []]
 
 

@@ -1,7 +1,7 @@
 """A stand-in for kubelet's PodResources API: a real grpcio server on a unix socket, speaking v1's messages
 (k8s.io/kubelet pkg/apis/podresources/v1/api.proto: List, GetAllocatableResources, Get), encoded here from the
 proto's field numbers as Go's protobuf encodes them (fields in number order, repeated int64 packed, empty
-values left out). What it answers can change between two askings (`set`), as kubelet's memory does.
+values left out). What it answers can change between two askings (`set`), as kubelet's in-memory state does.
 
 tests/cluster/test_podresources_real.py checks this encoding against the real kubelet's own answer.
 """
@@ -80,7 +80,7 @@ def short_socket_path() -> tuple[str, str]:
 
 
 def agreeing(snap) -> tuple[pr.LivePod, ...]:
-    """What kubelet's memory says of the node when it agrees with its checkpoints: every named pod, its
+    """What kubelet's in-memory state says of the node when it agrees with its checkpoints: every named pod, its
     running containers with the checkpoint's CPUs and devices."""
     out = []
     for p in snap.pods:

@@ -223,7 +223,7 @@ def live_lines(report, width: int = 60) -> list[Line]:
     for d in live.now.disagreements:
         out += _disagreement(d, d in held, live.seconds, width)
     if live.now.disagreements:
-        out.append(Line("  what fits is worked out from the checkpoint; kubelet decides by its memory", "dim"))
+        out.append(Line("  what fits is worked out from the checkpoint; kubelet decides by its in-memory state", "dim"))
     out += _adds(v)
     out += [Line("  " + display(n), "dim") for n in v.notes]
     return out

@@ -27,7 +27,7 @@ from ..text import display
 
 @dataclass(frozen=True, slots=True)
 class Disagreement:
-    """One container on which kubelet's memory and its checkpoint or the kernel differ. `what`: "cpus", or a
+    """One container on which kubelet's in-memory state and its checkpoint or the kernel differ. `what`: "cpus", or a
     device resource (nvidia.com/gpu). Values: CPU ids, or device ids; None: that side was not read (or, for
     devices, the kernel has no say)."""
 
@@ -48,15 +48,16 @@ class Disagreement:
         """Which of the three differs, in words (device resource names escaped)."""
         pr, cp, k = self.values()
         if self.what != "cpus":
-            return f"kubelet's memory and its device checkpoint differ on {display(self.what)}"
+            return f"kubelet's in-memory state and its device checkpoint differ on {display(self.what)}"
         if k == "not read" or cp == "not read":
-            return "kubelet's memory and " + ("the kernel" if cp == "not read" else "its checkpoint") + " differ"
+            other = "the kernel" if cp == "not read" else "its checkpoint"
+            return f"kubelet's in-memory state and {other} differ"
         if pr == cp:
-            return "the kernel differs from kubelet's memory and checkpoint"
+            return "the kernel differs from kubelet's in-memory state and checkpoint"
         if pr == k:
-            return "the checkpoint differs from kubelet's memory and the kernel"
+            return "the checkpoint differs from kubelet's in-memory state and the kernel"
         if cp == k:
-            return "kubelet's memory differs from its checkpoint and the kernel"
+            return "kubelet's in-memory state differs from its checkpoint and the kernel"
         return "all three differ"
 
     def to_json(self, held: bool) -> dict:
@@ -75,7 +76,7 @@ def _text(what: str, v: frozenset | None) -> str:
 class LiveRound:
     """One asking of kubelet, compared with the tick's snapshot. `t`: time.monotonic() when asked; `wall`: the
     wall clock (epoch seconds) of the report it was asked with (None: not known); `named`: how many containers
-    kubelet's memory, its checkpoint and the kernel all name (named())."""
+    kubelet's in-memory state, its checkpoint and the kernel all name (named())."""
 
     view: LiveView
     t: float
@@ -145,7 +146,7 @@ def _pairs(view: LiveView, snap):
 
 
 def compare(view: LiveView, snap) -> tuple[Disagreement, ...]:
-    """Every container on which kubelet's memory differs from its checkpoint or the kernel, this tick."""
+    """Every container on which kubelet's in-memory state differs from its checkpoint or the kernel, this tick."""
     out: list[Disagreement] = []
     for lp, p in _pairs(view, snap):
         out += _cpus(lp, p, snap)
@@ -154,8 +155,8 @@ def compare(view: LiveView, snap) -> tuple[Disagreement, ...]:
 
 
 def named(view: LiveView, snap) -> int:
-    """How many containers with exclusive CPUs (in kubelet's memory or its checkpoint) kubelet's memory, its
-    checkpoint and the kernel all name: the ones compare() weighs all three values of. 0 when the checkpoint
+    """How many containers with exclusive CPUs (in kubelet's in-memory state or its checkpoint) kubelet's in-memory
+    state, its checkpoint and the kernel all name: the ones compare() weighs all three values of. 0 when the checkpoint
     was not read."""
     st = snap.state if snap.state_status == "ok" else None
     if st is None:

@@ -3,7 +3,7 @@ CPUs or devices differs from its checkpoint or from the container's cgroup cpuse
 (collectors/assemble/live.py says what is compared and why a single round is not enough).
 
 Run only where kubelet's socket was asked (evaluate_live): unreachable is a note in the report, never a
-finding. Warning, not critical: kubelet's memory is what it acts on, and a container that still runs on the
+finding. Warning, not critical: kubelet's in-memory state is what it acts on, and a container that still runs on the
 CPUs it was given harms nobody today; what differs says where the next restart or another writer will lead.
 """
 from __future__ import annotations
@@ -16,7 +16,8 @@ from .base import check, finding
     "kubelet's in-memory assignment (PodResources List) of a container's exclusive CPUs or devices differs from its "
     "checkpoint (cpu_manager_state, the device manager's) or, where that was not read, from the container's cgroup "
     "cpuset; the same in two rounds in a row",
-    "kubelet acts on its memory. A checkpoint that differs is what kubelet loads at its next restart: look in its log "
+    "kubelet acts on its in-memory state. A checkpoint that differs is what kubelet loads at its next restart: look in "
+    "its log "
     "(journalctl -u kubelet) for a failed checkpoint write, and for a hand-edited or restored file. A cpuset that "
     "differs was written by something else (kubelet rewrites a container's cpuset only when its own assignment "
     "changes: cpu_manager.go reconcileState): find the writer (an agent, a tuning script), then restart the "
@@ -39,13 +40,14 @@ def podresources_disagrees(ctx):
             evidence.append(f"{where}/cpuset.cpus.effective (the kernel): {k}")
         cpus = (d.podresources | (d.checkpoint or frozenset()) | (d.kernel or frozenset())) if d.what == "cpus" else ()
         yield finding("PODRESOURCES_DISAGREES",
-                      f"{d.namespace}/{d.pod}/{d.container}: kubelet's memory and {_against(d)} disagree on {on}: "
+                      f"{d.namespace}/{d.pod}/{d.container}: kubelet's in-memory state and {_against(d)} disagree on "
+                      f"{on}: "
                       f"PodResources {pr}, checkpoint {cp}" + (f", cgroup {k}" if d.what == "cpus" else ""),
                       evidence, cpus, pod=p, container=d.container)
 
 
 def _news(d) -> bool:
-    """What the live view adds: kubelet's memory differs from its checkpoint, or (the checkpoint not read) from
+    """What the live view adds: kubelet's in-memory state differs from its checkpoint, or (the checkpoint not read) from
     the kernel."""
     if d.checkpoint is not None:
         return d.checkpoint != d.podresources
@@ -56,7 +58,8 @@ def _against(d) -> str:
     if d.checkpoint is None:
         return "the kernel (its checkpoint not read)"
     if d.what == "cpus" and d.kernel is not None and d.kernel == d.podresources:
-        return "its checkpoint (the kernel agrees with its memory: a drift said from the checkpoint is the checkpoint's)"
+        return ("its checkpoint (the kernel agrees with its in-memory state: a drift said from the checkpoint is the "
+                "checkpoint's)")
     if d.what == "cpus" and d.podresources and d.kernel is not None:
         return "its checkpoint and the kernel"
     return "its checkpoint"

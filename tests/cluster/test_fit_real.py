@@ -112,7 +112,7 @@ def _kubelet_config() -> str:
 def _live_agrees(c: Cluster, name: str, given: set[int]) -> None:
     """kubelet's PodResources API, asked on its real socket (pinscope's client): the container's exclusive
     CPUs are the checkpoint's, the allocatable CPUs are the online ones but the reserved set, and pinscope
-    finds no disagreement between kubelet's memory and its checkpoint."""
+    finds no disagreement between kubelet's in-memory state and its checkpoint."""
     view = pr.read_live(pr.socket_path(str(c.kubelet_root)))
     assert view.error is None, view.error
     assert view.exclusive().get(("default", name, "app")) == given, view

@@ -130,7 +130,7 @@ def test_the_checkpoint_kubelet_wrote(held) -> None:
 
 def test_snapshot_shows_the_device_on_its_pod(held) -> None:
     """pinscope reads the checkpoint, its checksum verified, and puts the device on its pod's container and
-    NUMA node: what the checkpoint says, and what kubelet's memory says (PodResources List)."""
+    NUMA node: what the checkpoint says, and what kubelet's in-memory state says (PodResources List)."""
     c, pod, dev = held
     name, uid = pod["metadata"]["name"], pod["metadata"]["uid"]
     snap = rn.snapshot()
@@ -145,7 +145,7 @@ def test_snapshot_shows_the_device_on_its_pod(held) -> None:
     on_node = [d for n in snap["numa_nodes"] for d in n["devices"]]
     assert on_node == [{"resource": c.device_resource, "id": dev, "pod_uid": uid, "namespace": "default",
                         "pod": name, "container": "work"}], snap["numa_nodes"]
-    # kubelet's memory: the same container holds the same device, on the same NUMA node
+    # kubelet's in-memory state: the same container holds the same device, on the same NUMA node
     lp = next(x for x in live(c).pods if (x.namespace, x.name) == ("default", name))
     said = {ctr.name: [(d.resource, d.ids, d.numa_nodes) for d in ctr.devices] for ctr in lp.containers}
     assert said == {"work": [(c.device_resource, (dev,), (0,))]}, lp
@@ -163,7 +163,7 @@ def test_check_finds_nothing_false(held) -> None:
 
 def test_a_deleted_pods_entry_stays_in_the_file_its_device_free(cluster: Cluster) -> None:
     """Real behaviour no fixture had: kubelet writes its device checkpoint only when it hands out devices or a
-    plugin's devices change, so a deleted pod's entry stays in the file while kubelet's memory has let the device
+    plugin's devices change, so a deleted pod's entry stays in the file while kubelet's in-memory state has let the device
     go (PodResources List). pinscope says it as an info finding whose claims are true, never as devices held."""
     c = cluster
     s = device_pod(c, f"dev-{uuid.uuid4().hex[:6]}", guaranteed=False)  # the node's one exclusive CPU may be held

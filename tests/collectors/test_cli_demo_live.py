@@ -38,12 +38,12 @@ def test_fit_demo_asks_the_demo_kubelet():
 def test_fit_demo_text_says_the_live_view():
     _, out = _run(["fit", "demo", "--cpus", "2"])
     assert "no such socket" not in out and "not asked" not in out
-    assert ("risk-calc-2/risk cpus: kubelet's memory differs from its checkpoint and the kernel (seen once): "
+    assert ("risk-calc-2/risk cpus: kubelet's in-memory state differs from its checkpoint and the kernel (seen once): "
             in out)
-    # the demo's planted drift (the kernel wider than kubelet's memory and checkpoint, which agree) is the
-    # kernel's difference, STATE_CGROUP_DRIFT's: never worded as kubelet's memory disagreeing
-    assert "fix-gw cpus: the kernel differs from kubelet's memory and checkpoint (seen once): " in out
-    assert "kubelet's memory disagrees" not in out
+    # the demo's planted drift (the kernel wider than kubelet's in-memory state and checkpoint, which agree) is the
+    # kernel's difference, STATE_CGROUP_DRIFT's: never worded as kubelet's in-memory state disagreeing
+    assert "fix-gw cpus: the kernel differs from kubelet's in-memory state and checkpoint (seen once): " in out
+    assert "kubelet's in-memory state disagrees" not in out
 
 
 def test_check_demo_two_rounds_finds_the_planted_disagreement():

@@ -1,6 +1,6 @@
 """kubelet's PodResources API (collectors/podresources.py): its answers decoded from the protobuf wire format
 (a real kubelet's bytes, and messages encoded here from api.proto's field numbers), what cannot be asked
-said and never raised, and the disagreements of kubelet's memory with its checkpoint given with all three
+said and never raised, and the disagreements of kubelet's in-memory state with its checkpoint given with all three
 values (memory, checkpoint, kernel), exited init containers spared. The real socket of the real kubelet is
 asked in tests/cluster/test_fit_real.py."""
 from __future__ import annotations
@@ -133,7 +133,7 @@ def trading(tmp_path_factory):
 
 
 def _live_from(snap) -> pr.LiveView:
-    """What kubelet's memory would say of the node if it agreed with its checkpoint (running containers)."""
+    """What kubelet's in-memory state would say of the node if it agreed with its checkpoint (running containers)."""
     pods = tuple(pr.LivePod(p.namespace, p.name, tuple(pr.LiveContainer(c.name, c.assigned or frozenset())
                                                         for c in p.containers if c.cgroup is not None))
                  for p in snap.pods if p.namespace and p.name)

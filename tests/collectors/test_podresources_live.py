@@ -142,7 +142,7 @@ def test_kubelet_agreeing_says_nothing_and_is_in_the_json(node):
     assert o["asked"] is True and o["socket"] == "/" + SOCK and o["allocatable_cpus"] == "3-4"
     assert {"namespace": "trading", "pod": "md-feed-0", "container": "feed", "cpus": "2-3,50-51", "devices": []} \
         in o["containers"]
-    # the demo's fix-gw runs where another writer put it: kubelet's memory agrees with its checkpoint, so the
+    # the demo's fix-gw runs where another writer put it: kubelet's in-memory state agrees with its checkpoint, so the
     # drift is STATE_CGROUP_DRIFT's, and the live view adds no finding of its own
     assert [(d["container"], d["podresources"], d["checkpoint"], d["kernel"], d["held"]) for d in o["disagreements"]] \
         == [("fix-gw", "28,76", "28,76", "28-29,76-77", True)]
@@ -158,11 +158,11 @@ def test_memory_against_checkpoint_is_a_finding_once_it_holds(node):
     (d,) = [d for d in a.to_json()["podresources"]["disagreements"] if d["container"] == "feed"]
     assert d == {"namespace": "trading", "pod": "md-feed-0", "container": "feed", "what": "cpus",
                  "podresources": "2-3", "checkpoint": "2-3,50-51", "kernel": "2-3,50-51", "held": False,
-                 "odd_one": "kubelet's memory differs from its checkpoint and the kernel"}
+                 "odd_one": "kubelet's in-memory state differs from its checkpoint and the kernel"}
     assert "PODRESOURCES_DISAGREES" not in codes(a)  # seen once: a pod admitted between two reads looks the same
     (f,) = [f for f in b.findings if f.code == "PODRESOURCES_DISAGREES"]
     assert str(f.severity) == "warning" and (f.namespace, f.pod, f.container) == ("trading", "md-feed-0", "feed")
-    assert f.message == ("trading/md-feed-0/feed: kubelet's memory and its checkpoint and the kernel disagree on its "
+    assert f.message == ("trading/md-feed-0/feed: kubelet's in-memory state and its checkpoint and the kernel disagree on its "
                          "CPUs: PodResources 2-3, checkpoint 2-3,50-51, cgroup 2-3,50-51")
     assert f.evidence[0].startswith(f"kubelet's PodResources List (/{SOCK}), asked twice ")
     assert f.evidence[0].endswith(": 2-3") and f.evidence[1].endswith("][feed]: 2-3,50-51")

@@ -36,7 +36,7 @@ from pinscope.tui.presenter import live_lines, live_summary
 from pinscope.tui.screens.fit import FitScreen
 
 SOCK = "var/lib/kubelet/pod-resources/kubelet.sock"
-RISK = frozenset({24, 25, 26, 27, 72, 73, 74, 76})  # kubelet's memory for trading/risk-calc-2/risk: 75 -> 76
+RISK = frozenset({24, 25, 26, 27, 72, 73, 74, 76})  # kubelet's in-memory state for trading/risk-calc-2/risk: 75 -> 76
 
 
 def spec(host: str):
@@ -118,7 +118,7 @@ def risk_moved(snap):
 
 @pytest.fixture(scope="module")
 def trade(tmp_path_factory):
-    """Two rounds of trade-xeon-96 with kubelet's memory differing on risk-calc-2/risk; the spec's own planted drift
+    """Two rounds of trade-xeon-96 with kubelet's in-memory state differing on risk-calc-2/risk; the spec's own planted drift
     (gateway-5f/fix-gw: kernel 28-29,76-77, kubelet 28,76) is the other disagreement."""
     return asyncio.run(rounds(tmp_path_factory.mktemp("trade"), TRADE, risk_moved, 2, allocatable=range(2, 96)))
 
@@ -129,7 +129,7 @@ def test_a_disagreement_seen_once_is_said_as_such(trade):
     assert not line.text.startswith("▲") and "disagrees on 2 of the 4 containers all three name" in line.text, line
     got = texts(live_lines(first, 78))
     at = got.index("  trading/risk-calc-2/risk")
-    assert got[at + 1] == ("    kubelet's memory differs from its checkpoint and the kernel; seen once: a finding if "
+    assert got[at + 1] == ("    kubelet's in-memory state differs from its checkpoint and the kernel; seen once: a finding if "
                            "the next round sees it again") or got[at + 2].startswith("    seen once"), got
 
 
@@ -142,17 +142,17 @@ def test_a_held_disagreement_shows_the_three_sets_side_by_side(trade):
     assert len(live_summary(held, 76).text) <= 76
     got = texts(live_lines(held, 78))
     at = got.index("▲ trading/risk-calc-2/risk")
-    assert got[at + 1].startswith("    kubelet's memory differs from its checkpoint and the kernel"), got
+    assert got[at + 1].startswith("    kubelet's in-memory state differs from its checkpoint and the kernel"), got
     assert "held two rounds" in got[at + 1] + got[at + 2], got
     row = next(x for x in got[at:] if "PodResources" in x)
     assert row == "    PodResources 24-27,72-74,76  checkpoint 24-27,72-75  cgroup 24-27,72-75", got
     gw = got.index("▲ trading/gateway-5f/fix-gw")
-    assert got[gw + 1].startswith("    the kernel differs from kubelet's memory and checkpoint"), got
-    assert "  what fits is worked out from the checkpoint; kubelet decides by its memory" in got
+    assert got[gw + 1].startswith("    the kernel differs from kubelet's in-memory state and checkpoint"), got
+    assert "  what fits is worked out from the checkpoint; kubelet decides by its in-memory state" in got
 
 
 def test_the_checkpoint_unread_is_said_and_the_kernel_still_compared(trade):
-    """Not readable (not root under --root, a broken file): kubelet's memory is compared with the kernel alone."""
+    """Not readable (not root under --root, a broken file): kubelet's in-memory state is compared with the kernel alone."""
     import dataclasses
 
     r = trade[1]
@@ -161,7 +161,7 @@ def test_the_checkpoint_unread_is_said_and_the_kernel_still_compared(trade):
     assert live_summary(again, 200).text.endswith("checkpoint not read; disagrees with the kernel on 2 containers")
     got = texts(live_lines(again, 100))
     at = got.index("  trading/risk-calc-2/risk")  # seen once: a new window
-    assert got[at + 1].startswith("    kubelet's memory and the kernel differ"), got
+    assert got[at + 1].startswith("    kubelet's in-memory state and the kernel differ"), got
     assert "    PodResources 24-27,72-74,76  checkpoint not read  cgroup 24-27,72-75" in got, got
 
 
@@ -303,7 +303,7 @@ async def test_hostile_names_never_reach_the_terminal_raw(tmp_path):
 
 
 async def test_the_pane_shows_a_held_disagreement_at_80x24(trade):
-    """`w` on trade-xeon-96 with kubelet's memory differing on risk-calc-2/risk: the one line is on the screen at
+    """`w` on trade-xeon-96 with kubelet's in-memory state differing on risk-calc-2/risk: the one line is on the screen at
     80x24 (under the grid), and the pane's text holds the three labelled sets."""
     app = FrozenApp({"trade-xeon-96": trade[1]})
     async with app.run_test(size=(80, 24)) as pilot:
