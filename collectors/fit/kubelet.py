@@ -28,8 +28,11 @@ A case is the oracle's JSON (see tests/kubeletsim/main.go `Case`):
   memory         the memory manager's Static policy (memory.py): {machine_state (memory_manager_state's
                  machineState), assignments (its entries), containers [{resource: bytes}] (the next pod's
                  memory and hugepages-<size> per container), nodes and reserved (the oracle's, for Start)}
+  devices        the device manager (devices.py), the first hint provider as in kubelet: {resources, unhealthy,
+                 allocated, containers [{resource: count}]}
 The result: {"cpus": [cpuset per container] | None, "error": {"kind", "message"} | None}, and with memory
-"memory": [the NUMA nodes of each container's memory] when admitted.
+"memory": [the NUMA nodes of each container's memory] when admitted; with devices "devices": per container,
+resource -> [{"pool": ids, "take": n, "numa_nodes"}] (how many kubelet takes from each pool) when admitted.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
+
+from .devices import DeviceManager
 
 RELEASES = ("1.35", "1.37")
 DEFAULT_RELEASE = "1.37"
@@ -1151,11 +1156,18 @@ class Decision:
     reserved: set[int] = field(default_factory=set)
     sets: list[set[int] | None] = field(default_factory=list)
     memory: list[list[int] | None] | None = None  # per container the NUMA nodes of its memory (memory manager)
+    devices: list[dict] | None = None  # per container, resource -> its devices' tiers (devices.py allocate)
+    device_errors: list[str] = field(default_factory=list)  # every refusal the device manager could word
 
     def as_json(self) -> dict:
         out: dict = {"cpus": self.cpus, "error": self.error}
         if self.memory is not None:
             out["memory"] = self.memory
+        if self.devices is not None:  # per container, resource -> [{"pool": ids, "take": n, "numa_nodes": [...]}]
+            out["devices"] = [{r: [{"pool": sorted(t.pool), "take": t.take, "numa_nodes": list(t.numa_nodes)} for t in tiers]
+                               for r, tiers in c.items()} for c in self.devices]
+        if self.device_errors:
+            out["device_errors"] = self.device_errors
         return out
 
 
@@ -1168,8 +1180,9 @@ def decide(case: dict, release: str = DEFAULT_RELEASE) -> Decision:
         return Decision(None, {"kind": "Hang", "message": str(e)})
     except KubeletError as e:
         return Decision(None, {"kind": e.kind, "message": e.message})
-    mem = case.get("memory")
-    return k.admit([int(n) for n in case.get("containers") or ()], memory=None if mem is None else mem.get("containers") or [])
+    mem, dev = case.get("memory"), case.get("devices")
+    return k.admit([int(n) for n in case.get("containers") or ()], memory=None if mem is None else mem.get("containers") or [],
+                   devices=None if dev is None else dev.get("containers") or [])
 
 
 class Kubelet:
@@ -1210,6 +1223,8 @@ class Kubelet:
             default = set()
         self.topo, self.tm, self.policy = topo, tm, policy
         self.memory = None if case.get("memory") is None else memory_policy(case["memory"], case.get("inactive") or ())
+        self.devices = None if case.get("devices") is None else DeviceManager.from_case(
+            case["devices"], nodes, case.get("inactive") or (), release)
         self.default = set(policy.start(default, assignments))
         # removeStaleState (cpu_manager.go), run before the next pod's hints and Allocate: the containers of pods
         # kubelet no longer counts active leave the state, their CPUs back to the shared pool (RemoveContainer;
@@ -1218,27 +1233,31 @@ class Kubelet:
             for cset in assignments.pop(pod, {}).values():
                 self.default |= cset
 
-    def admit(self, containers: list[int], commit: bool = False, memory: list[dict] | None = None) -> Decision:
+    def admit(self, containers: list[int], commit: bool = False, memory: list[dict] | None = None,
+              devices: list[dict] | None = None) -> Decision:
         """The pod's admission; with commit, its CPUs leave the shared pool (the next pod sees that), and its
         memory the memory manager's free memory. `memory`: per container its requests (= limits) in bytes,
         {"memory": .., "hugepages-2Mi": ..}, placed by the memory manager when the case has one; None: the
-        memory manager is not asked (the CPUs alone)."""
+        memory manager is not asked (the CPUs alone). `devices`: per container its device requests
+        {resource: count}, for the case's device manager (devices.py)."""
         mem = None
         asked = self.memory is not None and memory is not None
         if self.memory is not None and memory is not None and len(memory) == len(containers) and _guaranteed(containers, memory):
             mem = self.memory if commit else self.memory.copy()
         try:
             default = self.default if commit else set(self.default)
-            d = self._admit(default, containers, mem, memory or [])
+            dev = None if self.devices is None or not devices else self.devices if commit else self.devices.copy()
+            d = self._admit(default, containers, mem, memory or [], (dev, devices or []))
         except Hang as e:
             return Decision(None, {"kind": "Hang", "message": str(e)}, reserved=self.policy.reserved)
         if asked and d.error is None and d.memory is None:  # not a Guaranteed pod: the memory manager passes
             d.memory = [None] * len(containers)
         return d
 
-    def _admit(self, default: set[int], containers: list[int], mem, reqs: list[dict]) -> Decision:
-        """The topology manager's Admit with its providers in kubelet's order (CPU manager, memory manager):
-        per container (or once per pod) their hints merged, then each provider's Allocate under the best."""
+    def _admit(self, default: set[int], containers: list[int], mem, reqs: list[dict], devs=(None, [])) -> Decision:
+        """The topology manager's Admit with its providers in kubelet's order (device manager, CPU manager,
+        memory manager): per container (or once per pod) their hints merged, then each provider's Allocate
+        under the best."""
         from .memory import pod_requests, requests_of
 
         policy, tm = self.policy, self.tm
@@ -1246,7 +1265,14 @@ class Kubelet:
         got: list[set[int] | None] = []
         placed: list[list[int] | None] = []
 
+        dev, dev_reqs = devs
+        dev_reqs = [dev_reqs[i] if i < len(dev_reqs) else {} for i in range(len(containers))]
+        placed_devices: list[dict] = []
+
         def allocate(i: int, n: int, hint: Hint) -> None:
+            if dev is not None:
+                decision.device_errors = dev.refusals(dev_reqs[i])
+                placed_devices.append(dev.allocate(dev_reqs[i], hint.mask))
             if n == 0:
                 got.append(None)
             else:
@@ -1255,10 +1281,13 @@ class Kubelet:
             if mem is not None:
                 placed.append(mem.allocate(hint, requests_of(reqs[i])))
 
-        def affinity(n: int, mem_req: dict) -> Hint:
+        def affinity(n: int, mem_req: dict, dev_req: dict) -> Hint:
             cpu = None if n == 0 else {"cpu": policy.hints(default - policy.reserved, set(), n)}
             decision.hints = cpu["cpu"] if cpu else []
-            best, admit = tm.merge([cpu] if mem is None else [cpu, mem.hints(mem_req)])
+            # the device manager's hints come first; with no device asked it has no preference, which changes
+            # no merge, and is left out
+            dev_hints = [h] if dev is not None and (h := dev.hints(dev_req)) else []
+            best, admit = tm.merge([*dev_hints, cpu] if mem is None else [*dev_hints, cpu, mem.hints(mem_req)])
             decision.best = best
             if not admit:
                 raise KubeletError("TopologyAffinityError", TOPOLOGY_AFFINITY_MESSAGE)
@@ -1269,19 +1298,29 @@ class Kubelet:
                 for i, n in enumerate(containers):
                     allocate(i, n, Hint(None, False))
             elif tm.scope == "pod":
-                best = affinity(sum(containers), pod_requests(reqs) if mem is not None else {})
+                best = affinity(sum(containers), pod_requests(reqs) if mem is not None else {}, _summed(dev_reqs))
                 for i, n in enumerate(containers):
                     allocate(i, n, best)
             else:
                 for i, n in enumerate(containers):
-                    allocate(i, n, affinity(n, requests_of(reqs[i]) if mem is not None else {}))
+                    allocate(i, n, affinity(n, requests_of(reqs[i]) if mem is not None else {}, dev_reqs[i]))
         except KubeletError as e:
             decision.error = _admission_error(e)
             return decision
         decision.sets = got
         decision.cpus = ["" if g is None else cpuset_str(g) for g in got]
         decision.memory = placed if mem is not None else None
+        decision.devices = placed_devices if dev is not None else None
         return decision
+
+
+def _summed(reqs: list[dict]) -> dict[str, int]:
+    """The pod's device requests (resource.PodLimits over its app containers)."""
+    out: dict[str, int] = {}
+    for r in reqs:
+        for res, n in r.items():
+            out[res] = out.get(res, 0) + int(n)
+    return out
 
 
 def _guaranteed(containers: list[int], memory: list[dict]) -> bool:

@@ -358,3 +358,64 @@ def _memory_request(rng: random.Random, ms: dict, sizes: list[str]) -> dict:
             most = max(n["memoryMap"].get(HUGE[kb], {"free": 0})["free"] for n in ms.values())
             out[HUGE[kb]] = unit * rng.randint(1, most // unit + 2)
     return out
+
+
+@st.composite
+def device_cases(draw) -> dict:
+    """A case of `cases` on 1-8 NUMA nodes (a quarter with the memory manager too, on up to 4 nodes) with the
+    device manager: 1-2 device resources whose devices sit on one NUMA node, two, none known (the plugin gave
+    no topology), an empty topology or a node cadvisor does not list; some unhealthy; some held by pods (some
+    of those pods no longer active); the next pod asks devices per container, each resource from one container
+    at most (kubelet picks among equal devices in Go's map order: which ones one container got would decide a
+    later container's hints), sometimes more than are free, sometimes a resource no plugin registered or one
+    only a pod holds."""
+    rng = random.Random(draw(st.integers(0, 2**32 - 1)))
+    case = draw(memory_cases()) if rng.random() < 0.25 else draw(cases(max_numa=8))
+    nodes = sorted({r[2] for r in case["cpus"]} | set(case.get("cpuless_numa") or ()))
+    if case.get("memory") is not None and len(nodes) > 4:  # kubelet's merge over one list more: keep it in time
+        case["memory"]["containers"] = [{} for _ in case["containers"]]
+        del case["memory"]
+    resources: dict = {}
+    unhealthy: dict = {}
+    for r in range(rng.choice([1, 1, 2])):
+        res = f"example.com/dev{r}"
+        style = rng.choice(["numa", "numa", "numa", "none", "mixed"])
+        devs = {}
+        for i in range(rng.randint(0, 8)):
+            if style == "none" or (style == "mixed" and rng.random() < 0.3):
+                where = None if rng.random() < 0.8 else []
+            elif rng.random() < 0.1:
+                where = sorted(rng.sample(nodes, min(2, len(nodes))))
+            elif rng.random() < 0.03:
+                where = [nodes[-1] + 1]  # a node cadvisor does not know
+            else:
+                where = [rng.choice(nodes)]
+            devs[f"{res[-4:]}-{i}"] = where
+        resources[res] = devs
+        if devs and rng.random() < 0.2:
+            unhealthy[res] = rng.sample(sorted(devs), rng.randint(1, len(devs)))
+    allocated: dict = {}
+    pods = sorted(case.get("assignments") or {}) + [f"dpod{j}" for j in range(rng.randint(0, 3))]
+    for res, devs in resources.items():
+        free = sorted(devs)
+        rng.shuffle(free)
+        for pod in pods:
+            if free and rng.random() < 0.3:
+                take = free[: rng.randint(1, max(1, len(free) // 2))]
+                free = [d for d in free if d not in take]
+                allocated.setdefault(pod, {}).setdefault("app", {})[res] = sorted(take)
+    if rng.random() < 0.05:  # a resource only a pod holds: no plugin registered it (any more)
+        allocated.setdefault("gone-plugin", {}).setdefault("app", {})["example.com/old"] = ["old-0"]
+    asked = sorted(resources) + ["example.com/old", "example.com/unknown"]
+    containers: list[dict] = [{} for _ in case["containers"]]
+    held = {d for ctrs in allocated.values() for by_res in ctrs.values() for ids in by_res.values() for d in ids}
+    for res in asked:
+        if res in resources or rng.random() < 0.05:
+            if rng.random() < 0.85:
+                free = [d for d in resources.get(res, {}) if d not in held and d not in unhealthy.get(res, ())]
+                most = len(free) if free and rng.random() < 0.85 else 4  # mostly no more than are free
+                containers[rng.randrange(len(containers))][res] = rng.randint(1, max(1, most))
+    case["devices"] = {"resources": resources, "unhealthy": unhealthy, "allocated": allocated, "containers": containers}
+    if allocated and rng.random() < 0.2:
+        case["inactive"] = sorted(set(case.get("inactive") or ()) | set(rng.sample(sorted(allocated), 1)))
+    return case

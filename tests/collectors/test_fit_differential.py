@@ -19,6 +19,12 @@ placed, refused by its Allocate, or by the merged hints; the rest refused by the
 kubelet's nil dereference on a hugepages size a node lacks, 127). A quarter of them (drawn at 25 %) have
 pods kubelet no longer counts active, which kubelet's own RemoveContainer (CPU and memory) frees first.
 
+The device manager as the first hint provider, test_generated_device_cases_agree: every run 300 drawn cases
+per release (PINSCOPE_FIT_DEVICE_CASES), which add ~10 s for both releases; the oracle runs kubelet's own
+devicemanager package (its files from the module cache, plus the constructor in tests/kubeletsim/devicesim/).
+Devices kubelet picks among equals in Go's map order: the test checks as many came from each pool as pinscope
+says, and, where two resources are refused, that kubelet's message is one of pinscope's.
+
 Needs Go to build the oracle (first build: minutes; then cached outside the checkout, see
 tests/kubeletsim/build.py). Without Go the test skips on a laptop and fails with CI=true.
 """
@@ -31,7 +37,7 @@ import time
 from pathlib import Path
 
 import pytest
-from fit_cases import cases, memory_cases
+from fit_cases import cases, device_cases, memory_cases
 from helpers import need
 from hypothesis import HealthCheck, given, settings
 
@@ -42,6 +48,7 @@ FULL = os.environ.get("PINSCOPE_FIT_FULL") == "1"
 CASES = Path(__file__).resolve().parents[1] / "kubeletsim" / "cases"
 N = int(os.environ.get("PINSCOPE_FIT_CASES") or (10_000 if FULL else 1500))
 N_MEMORY = int(os.environ.get("PINSCOPE_FIT_MEMORY_CASES") or (10_000 if FULL else 300))
+N_DEVICES = int(os.environ.get("PINSCOPE_FIT_DEVICE_CASES") or (10_000 if FULL else 300))
 
 
 def _oracle(release: str) -> Oracle:
@@ -56,9 +63,29 @@ def _same(py: dict, go: dict) -> bool:
         return py["cpus"] == go["cpus"]
     if py.get("memory") != go.get("memory"):  # the memory manager's NUMA nodes per container (memory cases)
         return False
+    if not _same_devices(py.get("devices"), go.get("devices")):
+        return False
+    # kubelet's Allocate takes a container's device resources in Go's map order: with two refused, it says either
+    said = {f"Allocate failed due to {m}, which is unexpected" for m in py.get("device_errors") or ()}
     return py["cpus"] == go["cpus"] and (py["error"] is None) == (go["error"] is None) and (
         py["error"] is None or (py["error"]["kind"], py["error"]["message"]) == (go["error"]["kind"], go["error"]["message"])
+        or (py["error"]["kind"] == go["error"]["kind"] and go["error"]["message"] in said)
     )
+
+
+def _same_devices(py: list | None, go: list | None) -> bool:
+    """kubelet's devices per container against pinscope's tiers: from each pool exactly as many as pinscope
+    says kubelet takes from it (which ones of a pool is Go's map order), and nothing else."""
+    if go is None or py is None:
+        return go is None and (py is None or not any(py))
+    if len(py) != len(go):
+        return False
+    for tiers_of, got_of in zip(py, go):
+        for res in set(tiers_of) | set(got_of):
+            got, tiers = set(got_of.get(res) or ()), tiers_of.get(res) or []
+            if sum(t["take"] for t in tiers) != len(got) or any(len(got & set(t["pool"])) != t["take"] for t in tiers):
+                return False
+    return True
 
 
 def _report(release: str, case: dict, py: dict, go: dict) -> str:
@@ -144,6 +171,33 @@ def test_generated_memory_cases_agree(release):
     assert kinds.get("fits", 0) > len(drawn) // 4 and kinds.get("TopologyAffinityError") and kinds.get("UnexpectedAdmissionError")
     assert spans > 0
     assert "MemoryStateError" not in kinds, "the generator's machine state is one kubelet refuses"
+
+
+@pytest.mark.timeout(3600 if FULL else 300)
+@pytest.mark.parametrize("release", RELEASES)
+def test_generated_device_cases_agree(release):
+    """kubelet's device manager as the first hint provider (device_cases: 1-2 resources on 1-8 NUMA nodes,
+    devices with and without topology, unhealthy and held ones, a quarter with the memory manager): the same
+    CPUs, memory NUMA nodes, devices (as many from each pool pinscope names) or the same error."""
+    drawn, answers, t_draw, t_kubelet = _drawn_and_answered(_oracle(release), device_cases(), N_DEVICES)
+    t2 = time.monotonic()
+    bad = []
+    kinds: dict[str, int] = {}
+    with_devices = by_devices = 0
+    for case, go in zip(drawn, answers):
+        py = decide(case, release).as_json()
+        kind = (go["error"] or {}).get("kind", "fits")
+        kinds[kind] = kinds.get(kind, 0) + 1
+        with_devices += any(any(c.values()) for c in go.get("devices") or ())
+        by_devices += "devices" in (go["error"] or {}).get("message", "")
+        if not _same(py, go):
+            bad.append(_report(release, case, py, go))
+    t3 = time.monotonic()
+    print(f"\nkubelet {release} devices: {len(drawn)} cases, {len(bad)} disagreements; answers {kinds}; admitted with "
+          f"devices {with_devices}; refused by the device manager's Allocate {by_devices}; drawn in {t_draw:.1f} s, "
+          f"kubelet {t_kubelet:.1f} s, pinscope {t3 - t2:.1f} s")
+    assert not bad, f"{len(bad)} of {len(drawn)} disagree; the first:\n" + "\n\n".join(bad[:3])
+    assert kinds.get("fits", 0) > len(drawn) // 4 and kinds.get("TopologyAffinityError") and with_devices and by_devices
 
 
 @pytest.mark.parametrize("release", RELEASES)

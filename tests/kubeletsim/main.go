@@ -11,8 +11,12 @@
 // provider; a case with "memory" adds the memory manager's Static policy
 // (NewPolicyStatic on the case's machine, its in-memory state set to the
 // case's machineState and entries, then Start) as the second hint provider,
-// after the CPU manager, as kubelet adds them. Build: tests/kubeletsim/build.py
-// (cached outside the checkout).
+// after the CPU manager, as kubelet adds them; a case with "devices" adds the
+// device manager (kubelet's own ManagerImpl, built by newManagerImpl and filled
+// with the case's devices by the files go build -overlay adds to its package,
+// devicesim/; the package is kubelet's own files, linked unchanged from the module
+// cache by build.py) as the first hint provider, as kubelet adds it. Build:
+// tests/kubeletsim/build.py (cached outside the checkout).
 package main
 
 import (
@@ -29,6 +33,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/topology"
 	memstate "k8s.io/kubernetes/pkg/kubelet/cm/memorymanager/state"
+	"pinscope/tests/kubeletsim/devicemanager"
 )
 
 // Case is one question put to kubelet.
@@ -59,6 +64,53 @@ type Case struct {
 	// Inactive: pods kubelet no longer counts active; each manager's removeStaleState removes their
 	// containers (the policies' RemoveContainer) before the next pod's hints.
 	Inactive []string `json:"inactive,omitempty"`
+	// Devices, when given, turns on the device manager.
+	Devices *DevCase `json:"devices,omitempty"`
+}
+
+// DevCase is the device manager's side of a case.
+type DevCase struct {
+	// Resources: resource -> device id -> its NUMA nodes (null: the plugin gave no topology).
+	Resources map[string]map[string][]int64 `json:"resources"`
+	// Unhealthy: resource -> its unhealthy devices' ids.
+	Unhealthy map[string][]string `json:"unhealthy,omitempty"`
+	// Allocated: pod -> container -> resource -> device ids, as the device checkpoint holds them.
+	Allocated map[string]map[string]map[string][]string `json:"allocated,omitempty"`
+	// Containers: the next pod's device requests (= limits) per container, resource -> count.
+	Containers []map[string]int64 `json:"containers"`
+}
+
+// devSpec is the case's devices for devicemanager.SimManager: every pod of the checkpoint but the
+// case's inactive ones is active, and so is the next pod (kubelet adds it to its pod manager before
+// admitting it).
+func devSpec(c Case) devicemanager.SimSpec {
+	gone := map[string]bool{}
+	for _, p := range c.Inactive {
+		gone[p] = true
+	}
+	active := []string{"next-pod"}
+	for p := range c.Devices.Allocated {
+		if !gone[p] {
+			active = append(active, p)
+		}
+	}
+	return devicemanager.SimSpec{Devices: c.Devices.Resources, Unhealthy: c.Devices.Unhealthy,
+		Allocated: c.Devices.Allocated, Active: active}
+}
+
+// devicesOf is, per container of the admitted pod, the devices kubelet's device manager gave it.
+func devicesOf(dm *devicemanager.ManagerImpl, c Case, podUID string) []map[string][]string {
+	out := []map[string][]string{}
+	for i := range c.Containers {
+		got := map[string][]string{}
+		if i < len(c.Devices.Containers) {
+			for res := range c.Devices.Containers[i] {
+				got[res] = dm.SimDevices(podUID, containerName(i), res)
+			}
+		}
+		out = append(out, got)
+	}
+	return out
 }
 
 // MemCase is the memory manager's side of a case.
@@ -164,6 +216,8 @@ type Result struct {
 	Release string   `json:"release"`
 	// Memory: per container the NUMA nodes its memory blocks come from (memory cases, admitted).
 	Memory [][]int `json:"memory,omitempty"`
+	// Devices: per container, resource -> the device ids kubelet's device manager gave it (device cases, admitted).
+	Devices []map[string][]string `json:"devices,omitempty"`
 }
 
 func main() {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 
 	"github.com/go-logr/logr"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
 	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
 	"k8s.io/utils/cpuset"
+	"pinscope/tests/kubeletsim/devicemanager"
 )
 
 const release = "1.37"
@@ -193,6 +195,20 @@ func run(c Case) Result {
 	if err := policy.Start(logger, st); err != nil {
 		return Result{Error: &Error{Kind: "StateError", Message: err.Error()}}
 	}
+	// kubelet adds the device manager first (container_manager_linux.go), then the CPU and memory managers
+	var dm *devicemanager.ManagerImpl
+	if c.Devices != nil {
+		dir, err := os.MkdirTemp("", "kubeletsim-devices-")
+		if err != nil {
+			return Result{Error: &Error{Kind: "BadCase", Message: err.Error()}}
+		}
+		defer os.RemoveAll(dir)
+		dm, err = devicemanager.SimManager(logger, dir, mi.Topology, tm, devSpec(c))
+		if err != nil {
+			return Result{Error: &Error{Kind: "DeviceManagerError", Message: err.Error()}}
+		}
+		tm.AddHintProvider(logger, dm)
+	}
 	tm.AddHintProvider(logger, provider{policy, st})
 	var mem *memProvider
 	if c.Memory != nil {
@@ -206,9 +222,13 @@ func run(c Case) Result {
 	if err := removeInactive(logger, c, policy, st, mem); err != nil {
 		return Result{Error: &Error{Kind: "StateError", Message: err.Error()}}
 	}
-	pod := newPod(c.Containers, c.Memory)
+	pod := newPod(c.Containers, c.Memory, c.Devices)
 	res := tm.Admit(ctx, &lifecycle.PodAdmitAttributes{Pod: pod, Operation: lifecycle.AddOperation})
-	return result(res.Admit, res.Reason, res.Message, st, pod, mem)
+	r := result(res.Admit, res.Reason, res.Message, st, pod, mem)
+	if dm != nil && r.Error == nil {
+		r.Devices = devicesOf(dm, c, string(pod.UID))
+	}
+	return r
 }
 
 func loadState(st state.State, c Case, topo *topology.CPUTopology, policy cpumanager.Policy) error {
@@ -244,7 +264,7 @@ func loadState(st state.State, c Case, topo *topology.CPUTopology, policy cpuman
 	return nil
 }
 
-func newPod(containers []int, m *MemCase) *v1.Pod {
+func newPod(containers []int, m *MemCase, d *DevCase) *v1.Pod {
 	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "next", Namespace: "default", UID: types.UID("next-pod")}}
 	for i, n := range containers {
 		q := *resource.NewQuantity(int64(n), resource.DecimalSI)
@@ -253,6 +273,11 @@ func newPod(containers []int, m *MemCase) *v1.Pod {
 			delete(rl, v1.ResourceMemory)
 			for r, v := range m.Containers[i] {
 				rl[v1.ResourceName(r)] = *resource.NewQuantity(v, resource.BinarySI)
+			}
+		}
+		if d != nil && i < len(d.Containers) {
+			for r, v := range d.Containers[i] {
+				rl[v1.ResourceName(r)] = *resource.NewQuantity(v, resource.DecimalSI)
 			}
 		}
 		pod.Spec.Containers = append(pod.Spec.Containers, v1.Container{Name: containerName(i), Resources: v1.ResourceRequirements{Requests: rl, Limits: rl}})
