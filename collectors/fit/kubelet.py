@@ -811,9 +811,9 @@ class TopologyManager:
         best_np = 0
         for r in hints:
             # narrowestHint: fewest NUMA nodes, then the lower mask (the first of equals)
-            masks = [h.mask for h in r if h.mask is not None]
-            if masks:
-                best_np = max(best_np, min(masks, key=lambda m: (m.bit_count(), m)).bit_count())
+            counts = [h.mask.bit_count() for h in r if h.mask is not None]
+            if counts:
+                best_np = max(best_np, min(counts))
         closest = (not single) and self.prefer_closest
 
         def cmp_masks(cur: Hint, cand: Hint) -> Hint:
@@ -826,7 +826,9 @@ class TopologyManager:
         default = self.default_mask()
         best: Hint | None = None
         if len(hints) == 1:  # one provider, one resource: each hint is its own permutation
-            cands = [Hint(default if h.mask is None else default & h.mask, h.preferred) for h in hints[0]]
+            # a hint whose mask is inside the default one is its own permutation (Hint is frozen: kept as is)
+            cands = [h if h.mask is not None and h.mask & default == h.mask else
+                     Hint(default if h.mask is None else default & h.mask, h.preferred) for h in hints[0]]
             # compare() never lets an unpreferred hint replace a preferred one, and the first preferred one
             # replaces any unpreferred: with a preferred candidate (of a mask compare() counts), folding over
             # the preferred alone, in the same order, gives the same hint (and spares ~250 compares a call)
