@@ -12,11 +12,15 @@ import contextlib
 import errno
 import re
 import signal
+import socket
 import sys
+import threading
 import time
 from typing import TYPE_CHECKING
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
+from prometheus_client import CollectorRegistry, ProcessCollector, make_wsgi_app
+from prometheus_client.exposition import ThreadingWSGIServer
 
 from .. import naming
 from ..aio import within
@@ -196,7 +200,7 @@ def run(targets: list, opts: Options, listen: str, interval: float = 15.0, node_
         registry.register(store)
         ProcessCollector(registry=registry)  # the exporter's own process_cpu_seconds_total, memory, fds
         try:
-            httpd, _ = start_http_server(port, addr, registry=registry)
+            httpd = start_http(addr, port, registry)
         except OSError as err:
             why = "address already in use" if err.errno == errno.EADDRINUSE else (err.strerror or str(err))
             raise ListenError(f"cannot listen on {listen}: {why}") from err
@@ -214,6 +218,49 @@ def run(targets: list, opts: Options, listen: str, interval: float = 15.0, node_
         if demo is not None:
             demo.close()
     return 0
+
+
+_PAGE = (b'<!doctype html>\n<html><head><meta charset="utf-8"><title>pinscope exporter</title></head>\n'
+         b'<body><h1>pinscope exporter</h1><p><a href="/metrics">Metrics</a></p></body></html>\n')
+
+
+def routes(metrics_app):
+    """The exporter's paths, node_exporter's: /metrics (prometheus_client's app: its content negotiation,
+    gzip, name[] filter, OPTIONS and 405), / a small page that links it, 404 for every other path. The
+    library's own server answers every path with the metrics, so a mistyped metrics_path, or a check of a
+    path that is not there, got 200."""
+    def app(environ, start_response):
+        path, method = environ.get("PATH_INFO") or "/", environ.get("REQUEST_METHOD")
+        if path == "/metrics":
+            return metrics_app(environ, start_response)
+        if path == "/" and method == "GET":
+            status, kind, body = "200 OK", "text/html", _PAGE
+        elif path == "/":
+            status, kind, body = "405 Method Not Allowed", "text/plain", b"405: use GET\n"
+        else:
+            status, kind, body = "404 Not Found", "text/plain", b"404: not found; the metrics are at /metrics\n"
+        start_response(status, [("Content-Type", f"{kind}; charset=utf-8"), ("Content-Length", str(len(body)))]
+                       + ([("Allow", "GET")] if status.startswith("405") else []))
+        return [body]
+    return app
+
+
+class _Quiet(WSGIRequestHandler):
+    def log_message(self, format, *args) -> None:
+        """No line a request on stderr (prometheus_client's server logs none either)."""
+
+
+def start_http(addr: str, port: int, registry: CollectorRegistry) -> WSGIServer:
+    """prometheus_client's start_http_server with routes(): the same server (a thread a request), the
+    same choice of address family (the first getaddrinfo answers: [::1] is IPv6), serving in a thread."""
+    info = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+
+    class _Server(ThreadingWSGIServer):
+        address_family = info[0]
+
+    httpd = make_server(str(info[4][0]), port, routes(make_wsgi_app(registry)), _Server, handler_class=_Quiet)
+    threading.Thread(target=httpd.serve_forever, name="pinscope-exporter-http", daemon=True).start()
+    return httpd
 
 
 def _interrupt(signum, frame):

@@ -189,3 +189,36 @@ def test_exporter_serves_the_demo_cluster_as_a_target():
             time.sleep(0.3)
             text = exp.metrics()
         assert len(ok) >= 3 and [line for line in ok if line not in text] == [], (text, exp.lines)
+
+
+def test_the_exporter_answers_metrics_at_metrics_only(tmp_path):
+    """node_exporter's paths: /metrics, a page at / that links it, 404 for any other path. prometheus_client's
+    own server answered every path with the metrics (a mistyped metrics_path, a health check of /healthz:
+    200 and the metrics)."""
+    import urllib.error
+    import urllib.request
+
+    SimNode(SPEC, tmp_path / "sim-a").write()
+    with Exporter("--interval", "1", "--node-name", "sim-a", "--root", str(tmp_path / "sim-a"), "local") as exp:
+        end = time.monotonic() + 60
+        while 'pinscope_read_success{node="sim-a"} 1.0' not in exp.metrics() and time.monotonic() < end:
+            time.sleep(0.3)
+
+        def get(path: str, method: str = "GET") -> tuple[int, str, bytes]:
+            req = urllib.request.Request(f"http://{exp.addr}{path}", method=method)
+            try:
+                with urllib.request.urlopen(req, timeout=10) as r:
+                    return r.status, r.headers.get("Content-Type", ""), r.read()
+            except urllib.error.HTTPError as err:
+                return err.code, err.headers.get("Content-Type", ""), err.read()
+
+        status, kind, body = get("/metrics")
+        assert status == 200 and kind.startswith("text/plain") and b'pinscope_read_success{node="sim-a"} 1.0' in body
+        assert get("/metrics?x=1")[0] == 200  # a query string is still the metrics
+        status, kind, body = get("/")
+        assert status == 200 and kind.startswith("text/html") and b'<a href="/metrics">' in body
+        assert b"pinscope_" not in body
+        for path in ("/healthz", "/metric", "/metrics/", "/favicon.ico", "/x/metrics"):
+            status, kind, body = get(path)
+            assert (status, body) == (404, b"404: not found; the metrics are at /metrics\n"), path
+        assert get("/", "POST")[0] == 405 and get("/metrics", "POST")[0] == 405
