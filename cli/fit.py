@@ -192,6 +192,7 @@ def render(ans: FitAnswer, n: int) -> str:
     else:
         out.append(f"  fits: kubelet would give CPUs {format_cpuset(ans.cpus)}")
     out += _memory_lines(ans)
+    out += [f"  warning: {w}" for w in ans.warnings]
     if ans.how_many is not None:
         out.append(f"  containers of {cpus}{' with that memory' if ans.memory and ans.memory.get('numa_nodes') else ''} "
                    f"that fit one after another: {ans.how_many}")

@@ -1133,7 +1133,8 @@ class StaticPolicy:
         if mask is not None:
             aligned = self.aligned_cpus(mask, allocatable)
             result |= self.take_by_topology(aligned, min(n, len(aligned)))
-        result |= self.take_by_topology(allocatable - result, n - len(result))
+        if len(result) < n:  # asked for none, takeByTopology returns none: spare its copy of the free CPUs
+            result |= self.take_by_topology(allocatable - result, n - len(result))
         default -= result
         return result
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from .active import checkpoint_uids, inactive_pods, said
 from .capacity import places
+from .combinations import admission_cost, slow_note
 from .kubelet import DEFAULT_RELEASE, RELEASES, Kubelet, KubeletError, cpuset_str
 from .memory import memory_answer, with_memory
 
@@ -43,6 +44,8 @@ class FitAnswer:
     note: str = ""
     live: dict | None = None  # kubelet's PodResources view (collectors/podresources.py summary), where asked
     memory: dict | None = None  # the memory manager's placement of the asked memory (memory.py memory_answer)
+    hint_combinations: int | None = None  # the cross product kubelet's topology manager walks (combinations.py)
+    warnings: list[str] = field(default_factory=list)  # where kubelet itself would do badly: a slow admission
 
     def fits(self) -> bool:
         return self.readable and self.error is None
@@ -61,6 +64,8 @@ class FitAnswer:
             "note": self.note,
             "readable": self.readable,  # False: read too little to say (exit 3), whatever cpus and error are
             "live": self.live,
+            "hint_combinations": self.hint_combinations,
+            "warnings": self.warnings,
         }
         if self.memory is not None:  # asked with --memory
             out["memory"] = self.memory
@@ -247,6 +252,9 @@ def predict(snap, cpus: int, kubelet_version: str | None = None, count: bool = T
         return ans
     d = k.admit([cpus], memory=mem)
     ans.error = d.error
+    ans.hint_combinations, counts = admission_cost(k, d, mem)
+    if (slow := slow_note(ans.hint_combinations, counts)) is not None:
+        ans.warnings.append(slow)
     if memory is not None:
         ans.memory = memory_answer(k, memory, d.memory, mem_note)
     if d.error is None and d.sets:
