@@ -23,7 +23,11 @@ The device manager as the first hint provider, test_generated_device_cases_agree
 per release (PINSCOPE_FIT_DEVICE_CASES), which add ~10 s for both releases; the oracle runs kubelet's own
 devicemanager package (its files from the module cache, plus the constructor in tests/kubeletsim/devicesim/).
 Devices kubelet picks among equals in Go's map order: the test checks as many came from each pool as pinscope
-says, and, where two resources are refused, that kubelet's message is one of pinscope's.
+says, and, where two resources are refused, that kubelet's message is one of pinscope's. Its last large run
+(2026-12-07, PINSCOPE_FIT_DEVICE_CASES=2500): 0 disagreements on 1.37 and on 1.35, each of 2,500 cases (762
+admitted with devices, 475 refused by the device manager's Allocate). Before the drawn cases kept kubelet's
+hint product under 10^6, 15 of 3,000 on 1.35 (8 NUMA nodes, two device resources: 255^3 combinations, as 1.35
+walks every NUMA node for device hints) outran the oracle's 5 s; 1.37 agreed on all 3,000.
 
 Needs Go to build the oracle (first build: minutes; then cached outside the checkout, see
 tests/kubeletsim/build.py). Without Go the test skips on a laptop and fails with CI=true.
