@@ -1067,6 +1067,18 @@ class StaticPolicy:
             got = cache[request] = (min_size, (min_size + per_socket - 1) // per_socket if per_socket else -1)
         return got
 
+    def _every_mask_hints(self, request: int) -> list[Hint]:
+        """The hints when every NUMA node alone has `request` free CPUs: every mask, preferred as below."""
+        cache = self.__dict__.setdefault("_every_mask_cache", {})
+        got = cache.get(request)
+        if got is None:
+            min_size, min_sockets = self._min_sizes(request)
+            per_socket = self.topo.num_numa // self.topo.num_sockets if self.topo.num_sockets else 0
+            align = self.opts.align_by_socket and per_socket > 0
+            got = cache[request] = [pair[(align and sockets == min_sockets) or size == min_size]
+                                    for (_m, _pm, size, _t, sockets), pair in zip(self._masks(), self.__dict__["_row_hints"])]
+        return got
+
     def hints(self, available: set[int], reusable: set[int], request: int) -> list[Hint]:
         """generateCPUTopologyHints (counted per NUMA node: the same answer, without the
         loop over every CPU for every mask)."""
@@ -1079,6 +1091,8 @@ class StaticPolicy:
         for c in reusable:
             reuse_pm |= 1 << pos_of[full.info[c][NUMA]]
         n_reuse = len(reusable)
+        if not reuse_pm and min(avail, default=0) >= request:  # every mask holds it: the hints depend on request alone
+            return list(self._every_mask_hints(request))
         sums = [0] * (1 << len(avail))  # free CPUs under each position mask
         for pm in range(1, len(sums)):
             low = pm & -pm
