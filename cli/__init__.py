@@ -59,19 +59,21 @@ CHECK_EXIT = """exit status:
   3  a target could not be read (its line on stderr), and no critical finding on the others
   4  a node read only in part (READ_PARTIAL, STATE_NOT_READ_WHOLE, CHECK_FAILED), nothing worse
   128+N  ended by signal N (SIGTERM: 143), after every node was closed"""
-FIT_ABOUT = """What kubelet would do with the next Guaranteed container of N whole CPUs (and --memory) on each node:
-the exact CPUs, or the error kubelet would refuse it with (docs/fit.md)."""
+FIT_ABOUT = """What kubelet would do with the next Guaranteed container of N whole CPUs (and --memory, --device) on each
+node: the exact CPUs, or the error kubelet would refuse it with (docs/fit.md)."""
 FIT_EXIT = """exit status (with several nodes the worst: 3, then 1, then 0):
   0  it fits on every node read (or runs on the shared pool: cpuManagerPolicy none)
   1  kubelet would reject it on a node (error.kind says why), or would not start on its configuration
-  2  the command line refused (one line on stderr): --cpus missing or not above 0, a bad --memory, an
-     unknown option
+  2  the command line refused (one line on stderr): --cpus missing or not above 0, a bad --memory or
+     --device, an unknown option
   3  a node not read (its line on stderr), or read too little to say (its checkpoint unreadable or
      missing, the policy unknown: error null, cpus null, note says why)
   128+N  ended by signal N
 --json: one object a node (a list with several): node, kubelet_version, assumed, cpus (null: none given),
 error (null or {"kind", "message"}), per_numa, per_socket, how_many_fit, unknown, note, live (kubelet's
-PodResources view), memory (with --memory). A node not read at all is only
+PodResources view), memory (with --memory), devices (with --device: per resource the NUMA nodes its
+devices come from, or a note where kubelet's PodResources API, which alone says them, was not reached).
+A node not read at all is only
   {"node": NAME, "error": {"kind": "NotRead", "message": WHY}, "cpus": null}
 so cpus null does not mean rejected: a script tells "rejected" from "not read" by the exit status or
 error.kind. The kinds:
@@ -276,6 +278,11 @@ def _fit_options(p: argparse.ArgumentParser) -> None:
                    "would take it from")
     p.add_argument("--hugepages-2Mi", dest="hugepages_2mi", metavar="SIZE", help="its 2Mi hugepages (with --memory)")
     p.add_argument("--hugepages-1Gi", dest="hugepages_1gi", metavar="SIZE", help="its 1Gi hugepages (with --memory)")
+    from pinscope.cli.fit import device_arg
+
+    p.add_argument("--device", action="append", type=device_arg, metavar="RESOURCE=COUNT",
+                   help="its devices of a device plugin's resource (example.com/gpu=2; repeat for others): the NUMA nodes "
+                   "kubelet's device manager would take them from, where its PodResources API is reached (as root)")
     p.add_argument("--json", action="store_true", help="one JSON object (a list with several targets)")
     p.add_argument("--timeout", type=_positive(), default=30.0, help="seconds to read one target (default 30)")
 

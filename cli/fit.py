@@ -1,5 +1,6 @@
-"""`pinscope fit TARGET --cpus N [--memory SIZE [--hugepages-2Mi SIZE] [--hugepages-1Gi SIZE]] [--json]`: what
-kubelet would do with the next Guaranteed container of N CPUs (and that memory) on each node (collectors/fit).
+"""`pinscope fit TARGET --cpus N [--memory SIZE [--hugepages-2Mi SIZE] [--hugepages-1Gi SIZE]]
+[--device RESOURCE=COUNT ...] [--json]`: what kubelet would do with the next Guaranteed container of N CPUs (and
+that memory and those devices) on each node (collectors/fit).
 Exit 0: it fits on every node read; 1: kubelet would reject it on one; 3: a node could not be read well enough
 to say.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 from pinscope.collectors.errors import PinscopeError
 from pinscope.collectors.fit.memory import MEMORY_UNKNOWN
@@ -36,11 +38,16 @@ async def _answer(target, a) -> tuple[str, FitAnswer | None, str | None]:
     version, unknown = await _release(target, report, a)
     gone = await _gone(target, report, a, version is not None)
     req = memory_request(a)
-    ans = predict(report.snapshot, a.cpus, version, unknown_why=unknown, inactive=gone, memory=req)
+    live = report.live.now.view if report.live is not None and report.live.now.wall == report.t else None
+    ans = predict(report.snapshot, a.cpus, version, unknown_why=unknown, inactive=gone, memory=req,
+                  devices=device_request(a), live=live)
     ans.unknown = [f"{u} (give --memory to predict both)" if u.startswith(MEMORY_UNKNOWN) else u for u in ans.unknown]
     if req is not None and ans.memory is None:  # no decision was made (not read, policy none, refused setup)
         ans.memory = {"request": req, "numa_nodes": None, "per_numa": [],
                       "note": f"no decision of kubelet's was predicted here ({ans.note or 'see the error'})"}
+    if ans.devices is None and device_request(a) is not None:
+        ans.devices = {"request": device_request(a), "per_resource": {},
+                       "note": f"no decision of kubelet's was predicted here ({ans.note or 'see the error'})"}
     if req is not None and ans.memory is not None:
         texts = (a.memory, getattr(a, "hugepages_2mi", None), getattr(a, "hugepages_1gi", None))
         ans.memory["hints"] = [h for t in texts if t is not None and (h := size_hint(t))]
@@ -48,6 +55,29 @@ async def _answer(target, a) -> tuple[str, FitAnswer | None, str | None]:
     if not isinstance(target, str):
         ans.node = target.name
     return _name(target), ans, None
+
+
+# a device plugin's resource: an extended resource name, domain/name (k8s.io/apimachinery's qualified name)
+_RESOURCE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+
+
+def device_arg(text: str) -> tuple[str, int]:
+    """--device RESOURCE=COUNT (an argparse type): (resource, count), the count a whole number above 0."""
+    import argparse
+
+    res, eq, count = text.partition("=")
+    if not eq or not _RESOURCE.match(res) or len(res) > 253:
+        raise argparse.ArgumentTypeError(f"{text!r} is not RESOURCE=COUNT with a device plugin's resource "
+                                         "(domain/name, e.g. example.com/gpu=2)")
+    if not count.isascii() or not count.isdigit() or int(count) <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: the count must be a whole number above 0")
+    return res, int(count)
+
+
+def device_request(a) -> dict[str, int] | None:
+    """The container's device requests (= limits), resource -> count; None: no --device."""
+    pairs = getattr(a, "device", None)
+    return None if not pairs else dict(pairs)
 
 
 def memory_request(a) -> dict[str, int] | None:
@@ -100,6 +130,27 @@ def _free_text(res: str, p: dict) -> str:
     free, alloc = p["free"][res], p["allocatable"].get(res, 0)
     taken = f" ({_size(alloc - free)} assigned)" if 0 < alloc - free else ""
     return f"{res} {_size(free)} free of {_size(alloc)}{taken}"
+
+
+def _device_lines(ans: FitAnswer) -> list[str]:
+    """Where kubelet's device manager would take the asked devices from, or why that is not said."""
+    d = ans.devices
+    if d is None:
+        return []
+    asked = ", ".join(f"{r}={n}" for r, n in d["request"].items())
+    if not d["per_resource"]:
+        return [f"  devices ({asked}): {d['note']}"]
+    out = []
+    for res, p in d["per_resource"].items():
+        if p.get("note"):
+            out.append(f"  {res}={p['count']}: {p['note']}")
+            continue
+        nodes = p["numa_nodes"]
+        where = (f"NUMA node{'s' if len(nodes) > 1 else ''} {','.join(map(str, nodes))}" if nodes
+                 else "devices without a NUMA node (for some)")
+        pools = "; ".join(f"{t['take']} of {','.join(t['devices'])}" for t in p["tiers"])
+        out.append(f"  {res}={p['count']}: kubelet's device manager would take them from {where} ({pools})")
+    return out
 
 
 def _short_lines(ans: FitAnswer) -> list[str]:
@@ -186,12 +237,14 @@ def render(ans: FitAnswer, n: int) -> str:
     elif ans.error is not None:
         out.append(f"  rejected: {ans.error['kind']}: {ans.error['message']}")
         asked = ans.memory is not None and ans.memory.get("note") is None
-        out.append(f"    why: {reason(ans.error, n, free_count(ans), memory=asked)}")
+        placed = bool(ans.devices and ans.devices.get("per_resource"))
+        out.append(f"    why: {reason(ans.error, n, free_count(ans), memory=asked, devices=placed)}")
     elif ans.cpus is None:
         out.append(f"  fits: {ans.note}")
     else:
         out.append(f"  fits: kubelet would give CPUs {format_cpuset(ans.cpus)}")
     out += _memory_lines(ans)
+    out += _device_lines(ans)
     out += [f"  warning: {w}" for w in ans.warnings]
     if ans.how_many is not None:
         out.append(f"  containers of {cpus}{' with that memory' if ans.memory and ans.memory.get('numa_nodes') else ''} "
@@ -223,6 +276,10 @@ async def fit_cmd(a) -> int:
         except ValueError as bad:
             _err(f"pinscope fit: {flag}: {bad}")
             return 2
+    devs = [r for r, _ in getattr(a, "device", None) or ()]
+    if len(set(devs)) < len(devs):
+        _err("pinscope fit: --device: a resource given twice (a container has one limit per resource)")
+        return 2
     refused = check_sizes(a.memory, pages)
     if refused is not None:
         _err(f"pinscope fit: {refused}")

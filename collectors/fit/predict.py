@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from .active import checkpoint_uids, inactive_pods, said
 from .capacity import places
 from .combinations import admission_cost, slow_note
+from .devices import UNHEALTHY_UNSEEN, device_answer, devices_case
 from .kubelet import DEFAULT_RELEASE, RELEASES, Kubelet, KubeletError, cpuset_str
 from .memory import memory_answer, with_memory
 
@@ -46,6 +47,7 @@ class FitAnswer:
     memory: dict | None = None  # the memory manager's placement of the asked memory (memory.py memory_answer)
     hint_combinations: int | None = None  # the cross product kubelet's topology manager walks (combinations.py)
     warnings: list[str] = field(default_factory=list)  # where kubelet itself would do badly: a slow admission
+    devices: dict | None = None  # the device manager's placement of the asked devices (devices.py device_answer)
 
     def fits(self) -> bool:
         return self.readable and self.error is None
@@ -69,6 +71,8 @@ class FitAnswer:
         }
         if self.memory is not None:  # asked with --memory
             out["memory"] = self.memory
+        if self.devices is not None:  # asked with --device
+            out["devices"] = self.devices
         return out
 
 
@@ -204,10 +208,12 @@ def how_many_fit(k: Kubelet, n: int, limit: int = 4096, memory: list[dict] | Non
 
 
 def predict(snap, cpus: int, kubelet_version: str | None = None, count: bool = True, with_largest: bool = True,
-            unknown_why: str | None = None, inactive: dict[str, str] | None = None, memory: dict | None = None) -> FitAnswer:
+            unknown_why: str | None = None, inactive: dict[str, str] | None = None, memory: dict | None = None,
+            devices: dict[str, int] | None = None, live=None) -> FitAnswer:
     """The next Guaranteed container of `cpus` CPUs on this node, as its kubelet would decide (its release:
     `kubelet_version`; None: assumed, `unknown_why` saying why it is not known). `inactive`: as case_from_snapshot's.
-    `memory`: its memory and hugepages-<size> in bytes, placed by the memory manager (memory.py) where it pins."""
+    `memory`: its memory and hugepages-<size> in bytes, placed by the memory manager (memory.py) where it pins;
+    `devices` {resource: count}, by the device manager from kubelet's PodResources view `live` (_with_devices)."""
     release, why = release_of(kubelet_version)
     ans = FitAnswer(node=snap.node, kubelet_version=kubelet_version, release=release)
     if why:
@@ -242,16 +248,14 @@ def predict(snap, cpus: int, kubelet_version: str | None = None, count: bool = T
         ans.note = "; ".join(problems)
         return ans
     mem, mem_note = with_memory(case, snap, memory, ans.unknown)
-    devices = getattr(snap, "device_state", None)
-    if devices is not None and devices.allocations:
-        ans.unknown.append("the next pod's devices and their NUMA nodes (device plugins' hints are not merged)")
+    dev_req = _with_devices(case, ans, snap, devices, live)
     try:
         k = Kubelet(case, release)
     except KubeletError as e:
         ans.error = {"kind": e.kind, "message": e.message}
         return ans
-    d = k.admit([cpus], memory=mem)
-    ans.error = d.error
+    d = k.admit([cpus], memory=mem, devices=None if dev_req is None else [dev_req])
+    ans.error, ans.devices = d.error, _placed(ans, dev_req, d)
     ans.hint_combinations, counts = admission_cost(k, d, mem)
     if (slow := slow_note(ans.hint_combinations, counts)) is not None:
         ans.warnings.append(slow)
@@ -263,6 +267,37 @@ def predict(snap, cpus: int, kubelet_version: str | None = None, count: bool = T
     if count:
         _count(ans, k, cpus, mem)
     return ans
+
+
+def _with_devices(case: dict, ans: FitAnswer, snap, request: dict[str, int] | None, live) -> dict[str, int] | None:
+    """Add the device manager to the case where the devices' NUMA nodes are known (kubelet's PodResources view);
+    -> the request to place, or None (not asked, or not known: said in ans, never guessed)."""
+    if request is None:
+        held = getattr(snap, "device_state", None)
+        if held is not None and held.allocations:
+            ans.unknown.append("the next pod's devices and their NUMA nodes (give --device RESOURCE=COUNT to place them)")
+        return None
+    if live is None or getattr(live, "error", None):
+        why = getattr(live, "error", None) or "not asked"
+        note = (f"the devices' NUMA nodes are unknown: kubelet's PodResources API was not reached ({why}); the "
+                "prediction leaves kubelet's device manager out, as if no device were asked")
+        ans.assumed.append(note)
+        ans.devices = {"request": dict(request), "per_resource": {}, "note": note}
+        return None
+    case["devices"] = devices_case(live)
+    case["devices"]["containers"] = [dict(request)]
+    ans.assumed.append(UNHEALTHY_UNSEEN)
+    ans.assumed.append("the device plugins offer no GetPreferredAllocation (where one does, it picks among the "
+                       "devices kubelet names)")
+    ans.unknown.append("how many such containers fit one after another counts CPUs (and memory), not devices")
+    return dict(request)
+
+
+def _placed(ans: FitAnswer, request: dict[str, int] | None, d) -> dict | None:
+    """`devices` of the answer: where the device manager placed the request (None: not placed, as said before)."""
+    if request is None:
+        return ans.devices
+    return device_answer(request, d.devices[0] if d.devices else None, d.error)
 
 
 COUNT_MEMORY_NUMA = 8  # beyond, each admission weighs 2^N memory masks: 16 NUMA nodes took 40 s to count (2026-12)

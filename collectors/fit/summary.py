@@ -77,13 +77,31 @@ MEMORY_REASONS = {
 }
 
 
-def reason(error: dict | None, n: int | None = None, free: int | None = None, memory: bool = False) -> str:
+def _device_reason(msg: str) -> str | None:
+    """kubelet's device manager's Allocate refusals (devicemanager/manager.go devicesToAllocate), said plainly."""
+    if "requested number of devices unavailable for " in msg:
+        return "fewer of this resource's healthy devices are free (held by no pod) than asked"
+    if "cannot allocate unregistered device " in msg:
+        return "no device plugin has this resource registered now (a pod still holds some of its devices)"
+    if "no healthy devices present" in msg:
+        return "every device of this resource is unhealthy"
+    return None
+
+
+def reason(error: dict | None, n: int | None = None, free: int | None = None, memory: bool = False,
+           devices: bool = False) -> str:
     """Why kubelet refuses a container of n CPUs (with memory: and the memory asked), in pinscope's words, beside
     kubelet's own message (`free`: the CPUs free for exclusive use, when known: a refusal for want of CPUs is not
-    a placement problem)."""
+    a placement problem; `devices`: devices were asked and placed by kubelet's device manager)."""
     if not error:
         return ""
     kind, msg = error.get("kind", ""), error.get("message", "")
+    if kind == "UnexpectedAdmissionError" and (why := _device_reason(msg)):
+        return f"kubelet's device manager: {why}"
+    if kind == "TopologyAffinityError" and devices:
+        return ("the topology manager's policy found no NUMA placement it accepts for these CPUs and these devices "
+                "together (and the memory, if asked): where the CPUs are free the devices are not, or not on few "
+                "enough NUMA nodes")
     if kind == "UnexpectedAdmissionError" and "[memorymanager]" in msg:
         why = next((w for k, w in MEMORY_REASONS.items() if k in msg), "kubelet's memory manager refused the placement")
         return f"kubelet's memory manager: {why}"
