@@ -155,6 +155,16 @@ class PinscopeApp(App):
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(THEMES["dark"].variables)
 
+    def get_driver_class(self):
+        """Textual's terminal driver, mended for a terminal that goes away (tui/driver.py); any other (a web
+        driver textual-serve names) as Textual chose it."""
+        from textual.drivers.linux_driver import LinuxDriver
+
+        from pinscope.tui.driver import TerminalDriver
+
+        chosen = super().get_driver_class()
+        return TerminalDriver if chosen is LinuxDriver else chosen
+
     def get_line_filters(self):
         """Textual's filters, then the net for node bytes (tui/controlfilter.py)."""
         return [*super().get_line_filters(), _DROP_CONTROL]
