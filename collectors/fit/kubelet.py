@@ -194,6 +194,15 @@ class Topology:
     num_numa: int
     num_uncore: int
     details: Details
+    # NUMANodesInSameSocket per combination of NUMA nodes (details is the machine's: it never changes)
+    one_socket: dict[tuple[int, ...], bool] = field(default_factory=dict, repr=False, compare=False)
+
+    def numa_nodes_in_same_socket(self, numas: list[int]) -> bool:
+        key = tuple(numas)
+        got = self.one_socket.get(key)
+        if got is None:
+            got = self.one_socket[key] = self.details.numa_nodes_in_same_socket(numas)
+        return got
 
     def cpus_per_core(self) -> int:
         return self.num_cpus // self.num_cores if self.num_cores else 0
@@ -572,7 +581,7 @@ def _score_combo(dist: _Dist, best: _Best, combo_s: _Slice) -> bool:
     local = _best_remainder(dist, combo, after, remainder)
     in_same_socket = False
     if dist.align:
-        in_same_socket = dist.topo.details.numa_nodes_in_same_socket(combo)
+        in_same_socket = dist.topo.numa_nodes_in_same_socket(combo)
     better = local.balance < best.balance
     if dist.align and in_same_socket != best.one_socket:
         better = in_same_socket
