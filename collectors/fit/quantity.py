@@ -76,3 +76,43 @@ def check_sizes(memory: str | None, pages: dict[str, str | None], flag: str = "-
         if n % parse_size(res.removeprefix("hugepages-")):
             return f"{flag}{res}: {text} is not positive integer multiple of {res}"
     return None
+
+
+def format_size(n: int) -> str:
+    """Bytes as a person reads them: 4Gi, 512Mi, 1.5Gi (rounded to a tenth), or the bytes below 1Mi."""
+    for unit, m in (("Gi", 2**30), ("Mi", 2**20)):
+        if n >= m and n % m == 0:
+            return f"{n // m}{unit}"
+    for unit, m in (("Gi", 2**30), ("Mi", 2**20)):
+        if n >= m:
+            return f"{n / m:.1f}{unit}"
+    return str(n)
+
+
+HUGEPAGES = {"2Mi": "hugepages-2Mi", "1Gi": "hugepages-1Gi"}  # the sizes `fit` takes (--hugepages-2Mi, -1Gi)
+
+
+def parse_memory_field(text: str) -> tuple[dict[str, int] | None, str]:
+    """One line of text, "SIZE [2Mi=SIZE] [1Gi=SIZE]" (the memory, then hugepages of either size), read as
+    `fit --memory` and `--hugepages-*` read them: (bytes per resource, a note on a size Kubernetes takes but
+    a person hardly means) or (None, what is wrong, in words); "" is (None, ""). Bad text is said, never raised."""
+    words = text.replace(",", " ").split()
+    if not words:
+        return None, ""
+    memory, pages = words[0], {}
+    for w in words[1:]:
+        size, eq, amount = w.partition("=")
+        res = HUGEPAGES.get(size.removeprefix("hugepages-"))
+        if not eq or res is None:
+            return None, f"{w!r} is not 2Mi=SIZE or 1Gi=SIZE (hugepages, after the memory: 4Gi 1Gi=2Gi)"
+        if res in pages:
+            return None, f"{res} given twice (a container has one limit per resource)"
+        pages[res] = amount
+    try:
+        req = {"memory": parse_size(memory), **{r: parse_size(t) for r, t in pages.items()}}
+        refused = check_sizes(memory, dict(pages), flag="")
+    except ValueError as err:
+        return None, str(err)
+    if refused is not None:
+        return None, refused
+    return req, "; ".join(h for t in (memory, *pages.values()) if (h := size_hint(t)))

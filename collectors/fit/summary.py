@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import threading
 
+from .memory import memory_case
 from .predict import FitAnswer, case_from_snapshot, predict
 
 _LOCK = threading.Lock()
@@ -54,10 +55,21 @@ def node_fit(snap, version: str | None = None) -> FitAnswer:
                    lambda: predict(snap, 1, version, count=False, with_largest=True))
 
 
-def request_fit(snap, n: int, version: str | None = None) -> FitAnswer:
+def request_fit(snap, n: int, version: str | None = None, memory: dict[str, int] | None = None) -> FitAnswer:
     """The next Guaranteed container of n CPUs: the CPUs kubelet would give or its error, and how many of
-    n fit one after another (per NUMA node: the free CPUs, without the largest fits)."""
-    return _cached(_key(snap, n, "request", version), lambda: predict(snap, n, version, count=True, with_largest=False))
+    n fit one after another (per NUMA node: the free CPUs, without the largest fits). `memory`: its memory
+    and hugepages-<size> in bytes, placed by the memory manager as `fit --memory` places them (None: the CPUs
+    alone)."""
+    return _cached(_key(snap, n, "request", version) + _memory_key(snap, memory),
+                   lambda: predict(snap, n, version, count=True, with_largest=False, memory=memory))
+
+
+def _memory_key(snap, memory: dict[str, int] | None) -> tuple:
+    """What predict() reads of the node for the memory: the request and the memory manager's case from its state
+    (memory.py memory_case), or why it has none."""
+    if memory is None:
+        return ()
+    return tuple(sorted(memory.items())), json.dumps(memory_case(snap, memory), sort_keys=True, default=str)
 
 
 def free_count(ans: FitAnswer) -> int | None:

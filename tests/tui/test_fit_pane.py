@@ -200,3 +200,128 @@ async def test_lit_cpus_off_the_grid_are_said(infer):
         now = grid.out_of_view(grid.highlight)
         assert not now["below"] and now["above"], now  # scrolled down: the first NUMA nodes' CPUs are above now
         assert str(app.screen.query_one("#fit-offgrid").render()) == offgrid_line(now)
+
+
+# --- the memory field: `fit --memory` in the pane --------------------------------------------------------
+
+GI = 2**30
+
+
+def _memory_table(free: int, alloc: int = 30 * GI) -> dict:
+    return {"total": alloc + GI, "systemReserved": GI, "allocatable": alloc, "reserved": alloc - free, "free": free}
+
+
+@pytest.fixture(scope="module")
+def static_mem(frag):
+    """db-numa-32 with memoryManagerPolicy Static and its memory_manager_state (v1, checksum 0, which kubelet
+    accepts): NUMA 0 has 1Gi free of 30Gi, NUMA 1 all its 30Gi. 4 CPUs alone go to NUMA 0; with 8Gi the
+    memory fits NUMA 1 alone, and single-numa-node moves the CPUs there."""
+    import json
+
+    from pinscope.collectors.parse.memstate import parse_memory_manager_state
+
+    machine = {str(n): {"numberOfAssignments": 0, "cells": [n], "memoryMap": {"memory": _memory_table(free)}}
+               for n, free in ((0, GI), (1, 30 * GI))}
+    problems: list = []
+    state = parse_memory_manager_state(json.dumps({"policyName": "Static", "machineState": machine, "entries": {},
+                                                   "checksum": 0}), "/var/lib/kubelet/memory_manager_state", problems)
+    assert state is not None and not problems
+    kubelet = dataclasses.replace(frag.snapshot.kubelet, memory_manager_policy="Static")
+    return dataclasses.replace(frag, snapshot=dataclasses.replace(frag.snapshot, kubelet=kubelet, memory_state=state))
+
+
+async def _type_memory(app, pilot, keys: str) -> None:
+    field = app.screen.query_one("#fit-mem")
+    field.focus()
+    field.value = ""
+    await pilot.press(*keys)
+    await pilot.pause()
+
+
+async def test_typing_a_memory_size_shows_its_numa_node_and_moves_the_cpus(static_mem):
+    """At 80x24: N, then 8Gi in the memory field: the memory manager's NUMA node is said and kubelet's CPUs,
+    moved to that node by the merged hints, light on the grid (as `fit --cpus 4 --memory 8Gi` predicts)."""
+    alone = set(predict(static_mem.snapshot, 4).cpus)
+    want = predict(static_mem.snapshot, 4, memory={"memory": 8 * GI})
+    numa_of = {c.id: c.numa_node for c in static_mem.snapshot.topology.cpus}
+    assert {numa_of[c] for c in alone} == {0} and {numa_of[c] for c in want.cpus} == {1}
+
+    app = FrozenApp({NAME: static_mem})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open(app, pilot)
+        await pilot.press("4")
+        await pilot.pause()
+        assert app.screen.query_one(CoreGrid).highlight == alone
+        await _type_memory(app, pilot, "8Gi")
+        text = " ".join(_text(app).split())
+        assert "container of 4 CPUs and 8Gi memory" in text, text
+        assert "memory: kubelet's memory manager would take it from NUMA node 1" in text, text
+        assert app.screen.query_one(CoreGrid).highlight == set(want.cpus)
+        assert "memoryManagerPolicy Static places it" not in text  # the memory typed is the next pod's
+        for box in ("#fit-n", "#fit-mem"):  # both fields on the screen at 80x24
+            region = app.screen.query_one(box).region
+            assert region.width >= 25 and region.bottom <= 24, (box, region)
+        await _type_memory(app, pilot, "40Gi")
+        text = " ".join(_text(app).split())
+        assert "UnexpectedAdmissionError: Allocate failed due to [memorymanager]" in text, text
+        assert "why: kubelet's memory manager" in text
+        assert app.screen.query_one(CoreGrid).highlight == frozenset()
+
+
+@pytest.mark.parametrize("typed, said", [("500K", "not a memory size: '500K'"), ("٣Gi", "not a memory size: '٣Gi'"),
+                                         ("0", "is not above zero"), ("4Gi 2Mi=3Mi", "not positive integer multiple"),
+                                         ("4Gi x", "is not 2Mi=SIZE or 1Gi=SIZE")])
+async def test_bad_memory_says_why_and_the_cpus_still_light(static_mem, typed, said):
+    """Bad memory text is said in the pane and marks its field, as `fit --memory` refuses it (exit 2 there);
+    nothing is raised, and the CPUs are predicted alone, lit on the grid, said to be without the memory."""
+    alone = set(predict(static_mem.snapshot, 4).cpus)
+    app = FrozenApp({NAME: static_mem})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open(app, pilot)
+        await pilot.press("4")
+        await _type_memory(app, pilot, typed)
+        text = " ".join(_text(app).split())
+        assert said in text and "the CPUs alone are predicted" in text, text
+        assert app.screen.query_one("#fit-mem").has_class("-invalid")
+        assert app.screen.query_one(CoreGrid).highlight == alone
+
+
+def test_the_memory_field_reads_as_fit_memory_reads():
+    """One parser for `fit --memory` and the pane (collectors/fit/quantity.py): what one takes the other takes."""
+    from pinscope.collectors.fit.quantity import parse_memory_field, parse_size
+
+    assert parse_memory_field("1.5Gi") == ({"memory": parse_size("1.5Gi")}, "")
+    assert parse_memory_field("4Gi 1Gi=2Gi hugepages-2Mi=4Mi") == (
+        {"memory": 4 * GI, "hugepages-1Gi": 2 * GI, "hugepages-2Mi": 4 * 2**20}, "")
+    got, note = parse_memory_field("256m")
+    assert got == {"memory": 1} and "did you mean 256Mi?" in note  # taken, with fit's note
+    assert parse_memory_field("") == (None, "")
+
+
+async def test_the_memory_field_is_in_the_help(static_mem):
+    app = FrozenApp({NAME: static_mem})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open(app, pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        help_text = str(app.screen.query_one("Static").render())
+        assert re.search(r"tab +Next: CPUs, memory, grid +fit.next", help_text), help_text
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, FitScreen) and app.screen.query_one("#fit-n").value == ""  # no '?' typed
+
+
+def test_a_slow_kubelet_admission_is_said_in_the_pane(frag):
+    """combinations.py's warning (kubelet's own admission would iterate over 10^6 hint combinations) is
+    shown with the request's answer, as `fit` shows it."""
+    from rich.text import Text
+
+    from pinscope.collectors.fit.combinations import slow_note
+    from pinscope.tui.screens.fit import _request
+
+    ans = predict(frag.snapshot, 4)
+    ans.warnings = [slow_note(255**4, [("cpu", 255), ("memory", 255), ("hugepages-1Gi", 255), ("hugepages-2Mi", 255)])]
+    t = Text()
+    _request(t, 4, ans, {c.id: c.numa_node for c in frag.snapshot.topology.cpus})
+    assert "▲ kubelet's own admission of this pod would iterate about 4,228,250,625 hint combinations" in t.plain

@@ -1,6 +1,8 @@
 """The "what fits" pane (issue 36): per NUMA node the free whole cores and the largest pinned container
 kubelet could give there; type N and the CPUs kubelet would give the next Guaranteed container of N CPUs
-light up on the grid, or its refusal shows as kubelet words it, with the reason in pinscope's words.
+light up on the grid, or its refusal shows as kubelet words it, with the reason in pinscope's words. A memory
+size typed beside N (1Gi, 1.5Gi; hugepages after it: 4Gi 1Gi=2Gi), read as `fit --memory` reads it, adds the
+NUMA node(s) kubelet's memory manager would take it from, or its refusal; bad text is said, never raised.
 
 The answers come from collectors/fit/summary.py, cached by the node's files: a tick whose checkpoint and
 configuration did not change recomputes nothing (the pane repaints only when its text changed)."""
@@ -9,10 +11,12 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Container, VerticalScroll
+from textual.containers import Container, Horizontal, VerticalScroll
 from textual.widgets import Footer, Input, Static
 
+from pinscope.collectors.fit.memory import MEMORY_UNKNOWN
 from pinscope.collectors.fit.predict import FitAnswer
+from pinscope.collectors.fit.quantity import format_size, parse_memory_field
 from pinscope.collectors.fit.summary import free_count, node_fit, reason, request_fit
 from pinscope.collectors.parse.cpuset import format_cpuset
 from pinscope.collectors.text import display
@@ -50,16 +54,42 @@ def _per_numa(t: Text, ans: FitAnswer) -> None:
 
 
 def _request(t: Text, n: int, ans: FitAnswer, numa_of: dict[int, int | None]) -> None:
-    t.append(f"the next Guaranteed container of {n} CPU{'s' if n != 1 else ''}\n", style="bold")
+    m = ans.memory
+    asked = f" and {' + '.join(f'{format_size(v)} {r}' for r, v in m['request'].items())}" if m else ""
+    t.append(f"the next Guaranteed container of {n} CPU{'s' if n != 1 else ''}{asked}\n", style="bold")
+    placed = m is not None and m.get("note") is None
     if ans.error is not None:
         t.append(display(f"  kubelet: {ans.error['kind']}: {ans.error['message']}") + "\n", style="bold red")
-        t.append(display(f"  why: {reason(ans.error, n, free_count(ans))}") + "\n")
+        t.append(display(f"  why: {reason(ans.error, n, free_count(ans), memory=placed)}") + "\n")
     elif ans.cpus is not None:
         nodes = sorted({x for c in ans.cpus if (x := numa_of.get(c)) is not None})
         t.append(f"  kubelet would give CPUs {format_cpuset(ans.cpus)} (NUMA {format_cpuset(nodes) or '?'}): "
                  "lit on the grid\n")
+    _memory(t, ans)
+    for w in ans.warnings:  # kubelet's own admission would be slow: pinscope's answer is not
+        t.append(display(f"  ▲ {w}") + "\n", style="bold")
     if ans.how_many is not None:
-        t.append(f"  containers of {n} CPU{'s' if n != 1 else ''} that fit one after another: {ans.how_many}\n")
+        with_memory = " with that memory" if placed and m and m.get("numa_nodes") else ""
+        t.append(f"  containers of {n} CPU{'s' if n != 1 else ''}{with_memory} that fit one after another: "
+                 f"{ans.how_many}\n")
+
+
+def _memory(t: Text, ans: FitAnswer) -> None:
+    """Where kubelet's memory manager would take the memory from, or why that is not predicted; the free
+    memory of each NUMA node for each resource asked."""
+    m = ans.memory
+    if m is None:
+        return
+    if m.get("note"):
+        t.append(display(f"  memory: not predicted: {m['note']}") + "\n")
+        return
+    if m.get("numa_nodes"):
+        nodes = m["numa_nodes"]
+        t.append(f"  memory: kubelet's memory manager would take it from NUMA node{'s' if len(nodes) > 1 else ''} "
+                 f"{','.join(map(str, nodes))}\n")
+    for res in m["request"]:
+        free = ", ".join(f"{p['numa_node']}: {format_size(p['free'].get(res, 0))}" for p in m.get("per_numa") or ())
+        t.append(f"  {res} free per NUMA node: {free or 'not known'}\n", style="dim")
 
 
 STYLE = {"": "", "bold": "bold", "warn": "bold", "dim": "dim"}  # a presenter Line's look, in Rich's words
@@ -71,23 +101,24 @@ def _lines(t: Text, lines: list[Line]) -> None:
 
 
 def fit_text(snap, n: int | None, bad: str, version: str | None = None, report=None,
-             width: int = 60) -> tuple[Text, frozenset[int]]:
+             width: int = 60, memory: tuple[dict[str, int] | None, str] = (None, "")) -> tuple[Text, frozenset[int]]:
     """The pane's text and the CPUs to light on the grid, for the request typed (None: none yet); `version`:
     the node's kubelet release as the API said it (--kube, node/NAME), else the release is assumed. `report`:
     the NodeReport whose kubelet's live view (PodResources) is shown, its one line under the title and its
-    details after what fits (`width`: the columns they have)."""
+    details after what fits (`width`: the columns they have). `memory`: parse_memory_field's answer for the
+    memory typed (bytes per resource, or None and what is wrong)."""
     t = Text()
     base = node_fit(snap, version)
     rel = display(base.kubelet_version) if base.kubelet_version else base.release + ", assumed"
     t.append(f"what fits on {display(snap.node)} (kubelet {rel})\n", style="bold")
     if report is not None:
         _lines(t, [live_summary(report, width)])
-    lit = _answers(t, snap, n, bad, version, base)
+    lit = _answers(t, snap, (n, bad), version, base, memory)
     if report is not None:  # after what fits, before what is assumed: an incident's next question
         _lines(t, live_lines(report, width))
         t.append("\n")
     if base.readable and not base.note and (base.error is None or base.per_numa):
-        _assumed(t, base)
+        _assumed(t, base, memory[0] is not None)
     return hang(t, width), lit
 
 
@@ -112,8 +143,11 @@ def hang(t: Text, width: int) -> Text:
     return Text("\n").join(lines)
 
 
-def _answers(t: Text, snap, n: int | None, bad: str, version: str | None, base) -> frozenset[int]:
-    """What fits, appended to `t`; the CPUs to light."""
+def _answers(t: Text, snap, typed: tuple[int | None, str], version: str | None, base,
+             memory: tuple[dict[str, int] | None, str]) -> frozenset[int]:
+    """What fits, appended to `t`; the CPUs to light. `typed`: N and what is wrong with it; `memory`: the
+    memory typed and what is wrong with it (or a note on it)."""
+    n, bad = typed
     if not base.readable or base.note:
         t.append(display(f"  {'not known' if not base.readable else 'no exclusive CPUs'}: {base.note}") + "\n\n")
         return frozenset()
@@ -122,12 +156,16 @@ def _answers(t: Text, snap, n: int | None, bad: str, version: str | None, base) 
         t.append(display(f"  why: {reason(base.error)}") + "\n\n")
         return frozenset()
     lit: frozenset[int] = frozenset()
+    req, said = memory
+    if said:  # what is wrong with the memory typed (the CPUs are then predicted alone), or a note on it
+        t.append(display(said + ("" if req else "; the CPUs alone are predicted")) + "\n",
+                 style="" if req else "bold")
     if bad:
         t.append(display(bad) + "\n", style="bold")
     elif n is None:
         t.append("type a number of CPUs below: what kubelet would give it lights up on the grid\n", style="italic")
     else:
-        ans = request_fit(snap, n, version)
+        ans = request_fit(snap, n, version, req)
         _request(t, n, ans, {c.id: c.numa_node for c in snap.topology.cpus})
         lit = frozenset(ans.cpus or ())
     t.append("\n")
@@ -136,12 +174,13 @@ def _answers(t: Text, snap, n: int | None, bad: str, version: str | None, base) 
     return lit
 
 
-def _assumed(t: Text, base) -> None:
+def _assumed(t: Text, base, memory_typed: bool = False) -> None:
     for a in base.assumed:
         t.append(display(f"assumed: {a}") + "\n", style="dim")
     t.append("not known from the node's files:\n", style="dim")
     for u in base.unknown:
-        t.append(display(f"  - {u}") + "\n", style="dim")
+        if not (memory_typed and u.startswith(MEMORY_UNKNOWN)):  # the memory typed is the next pod's
+            t.append(display(f"  - {u}") + "\n", style="dim")
 
 
 def offgrid_line(where: dict[str, list[int]]) -> str:
@@ -153,12 +192,26 @@ def offgrid_line(where: dict[str, list[int]]) -> str:
     return f"CPU{'s' if n != 1 else ''} {', '.join(parts)} the grid's view: scroll the grid (Tab to it, or the mouse)"
 
 
+class Field(Input):
+    """A field of the pane that leaves '?' to the help: no number of CPUs nor size has one, and Textual drops a
+    screen's binding of a key the focused Input would take."""
+
+    def check_consume_key(self, key: str, character: str | None) -> bool:
+        return character != "?" and super().check_consume_key(key, character)
+
+
 class FitScreen(ReportScreen):
     # the typed N keeps the focus: the text beside the grid scrolls with the page keys (at 80x24 it has ~9 rows);
     # before the Input's own page keys (priority), which scroll nothing on one line and hide these from the footer
     BINDINGS = [Binding("escape", "back", "Back", id="fit.back"),
                 Binding("pagedown", "page(1)", "More", id="fit.page_down", priority=True),
-                Binding("pageup", "page(-1)", "Back up", id="fit.page_up", show=False, priority=True)]
+                Binding("pageup", "page(-1)", "Back up", id="fit.page_up", show=False, priority=True),
+                # in `?`: the second field, and how to reach it (Tab goes on to the grid, as before)
+                Binding("tab", "app.focus_next", "Next: CPUs, memory, grid", id="fit.next",
+                        show=False),
+                # '?' is neither a number of CPUs nor a size: from a field too it opens the help (before the Input)
+                Binding("question_mark", "app.help", "Help, from a field too", id="fit.help", show=False,
+                        priority=True)]
 
     def __init__(self, view: NodeView) -> None:
         super().__init__(view)
@@ -171,9 +224,11 @@ class FitScreen(ReportScreen):
             with VerticalScroll(id="fit-side"):
                 yield Static("", id="fit-offgrid")  # lit CPUs the grid's scroll leaves off screen, said
                 yield Static("", id="fit-text")
-        # nothing typed is dropped (a filter would read "1.5" as 15): parse_request says what is not a number
-        yield Input(placeholder="CPUs of the next Guaranteed container (N), Esc goes back", id="fit-n",
-                    max_length=7)
+        # nothing typed is dropped (a filter would read "1.5" as 15): parse_request and parse_memory_field say
+        # what is not a number or a size
+        with Horizontal(id="fit-inputs"):
+            yield Field(placeholder="CPUs (N) of the next container", id="fit-n", max_length=7)
+            yield Field(placeholder="memory: 4Gi, 1Gi=2Gi (Tab)", id="fit-mem", max_length=60)
         yield Footer()
 
     @property
@@ -204,9 +259,12 @@ class FitScreen(ReportScreen):
         lit: frozenset[int] = frozenset()
         if v.snap is not None:
             n, bad = parse_request(self.query_one("#fit-n", Input).value)
+            mem_input = self.query_one("#fit-mem", Input)
+            memory = parse_memory_field(mem_input.value)
+            mem_input.set_class(memory[0] is None and bool(memory[1]), "-invalid")  # the field says it too
             api = v.report.api if v.report is not None else None
             text, lit = fit_text(v.snap, n, bad, api.now.kubelet_version if api is not None else None, v.report,
-                                 self._text_width())
+                                 self._text_width(), memory)
             if text != self._shown:
                 self._shown = text
                 self.query_one("#fit-text", Static).update(text)
