@@ -14,7 +14,7 @@ import re
 from pinscope.collectors.errors import PinscopeError
 from pinscope.collectors.fit.memory import MEMORY_UNKNOWN
 from pinscope.collectors.fit.predict import FitAnswer, predict
-from pinscope.collectors.fit.quantity import check_sizes, parse_size, size_hint
+from pinscope.collectors.fit.quantity import check_sizes, format_size, parse_size, size_hint
 from pinscope.collectors.fit.summary import free_count, reason
 from pinscope.collectors.parse.cpuset import format_cpuset
 from pinscope.collectors.text import display_lines
@@ -92,21 +92,11 @@ def memory_request(a) -> dict[str, int] | None:
     return req
 
 
-def _size(n: int) -> str:
-    for unit, m in (("Gi", 2**30), ("Mi", 2**20)):
-        if n >= m and n % m == 0:
-            return f"{n // m}{unit}"
-    for unit, m in (("Gi", 2**30), ("Mi", 2**20)):
-        if n >= m:
-            return f"{n / m:.1f}{unit}"
-    return str(n)
-
-
 def _memory_lines(ans: FitAnswer) -> list[str]:
     m = ans.memory
     if m is None:
         return []
-    asked = " + ".join(f"{_size(v)} {r}" for r, v in m["request"].items())
+    asked = " + ".join(f"{format_size(v)} {r}" for r, v in m["request"].items())
     hints = [f"  note: {h}" for h in m.get("hints") or []]
     if m.get("note"):
         return [f"  memory ({asked}): not predicted: {m['note']}", *hints]
@@ -128,8 +118,8 @@ def _free_text(res: str, p: dict) -> str:
     if res not in p["free"]:
         return f"{res}: no table in the memory manager's state"
     free, alloc = p["free"][res], p["allocatable"].get(res, 0)
-    taken = f" ({_size(alloc - free)} assigned)" if 0 < alloc - free else ""
-    return f"{res} {_size(free)} free of {_size(alloc)}{taken}"
+    taken = f" ({format_size(alloc - free)} assigned)" if 0 < alloc - free else ""
+    return f"{res} {format_size(free)} free of {format_size(alloc)}{taken}"
 
 
 def _device_lines(ans: FitAnswer) -> list[str]:
@@ -162,7 +152,7 @@ def _short_lines(ans: FitAnswer) -> list[str]:
     for res, want in m["request"].items():
         most = max(p["free"].get(res, 0) for p in m["per_numa"])
         if want > most:
-            out.append(f"  short: {res}: {_size(want)} asked, the most free on one NUMA node is {_size(most)}")
+            out.append(f"  short: {res}: {format_size(want)} asked, the most free on one NUMA node is {format_size(most)}")
     return out
 
 
