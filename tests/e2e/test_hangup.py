@@ -82,6 +82,24 @@ def _read_until_stopped(pid: int, fd: int, timeout: float = 60.0) -> None:
     pytest.fail("pinscope did not reach the hook point")
 
 
+def _ended(pid: int, root: Path, within: float) -> int:
+    """pinscope's exit status, once it and its probe are gone; fails if either runs after `within` s."""
+    end = time.time() + within
+    while _named(root) and time.time() < end:
+        time.sleep(0.05)
+    assert _named(root) == [], f"pinscope or its probe still running {within:g} s after the signal"
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+
+
+def _cleanup(pid: int, fd: int, root: Path) -> None:
+    if fd >= 0:
+        os.close(fd)
+    for p in _named(root):
+        os.kill(p, signal.SIGKILL)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+
+
 @pytest.mark.parametrize("moment", ["writer", "load", "mount"])
 def test_a_hang_up_at_any_moment_of_start_up_ends_pinscope_and_its_probe_at_once(tmp_path, moment):
     """Seen (1 close in ~300 of test_tmux's, in CI): pinscope stayed for good, its main thread waiting on
@@ -89,7 +107,8 @@ def test_a_hang_up_at_any_moment_of_start_up_ends_pinscope_and_its_probe_at_once
     SIGCONT handler had started application mode again (a second input thread, a second writer), that writer
     ended at its first refused write, and the main thread's 31st write waited on its full queue before the
     loop took the SIGHUP (`writer`: for good); later (`load`, `mount`) the SIGHUP's orderly end waited there
-    and only the exit watchdog ended pinscope, after EXIT_GRACE. Now it and its probe end within seconds."""
+    and only the exit watchdog ended pinscope, after EXIT_GRACE. Now it and its probe end within seconds, as
+    on SIGHUP (129)."""
     from pinscope.collectors.exitsignals import EXIT_GRACE
 
     root = tmp_path / "node"
@@ -100,17 +119,33 @@ def test_a_hang_up_at_any_moment_of_start_up_ends_pinscope_and_its_probe_at_once
         assert len(_named(root)) >= 2, "pinscope and its probe (sh and its children), started"
         os.close(fd)  # the hang-up: SIGHUP, then SIGCONT (which ends the stop)
         fd = -1
-        end = time.time() + EXIT_GRACE / 2  # well before the watchdog would end it
-        while _named(root) and time.time() < end:
-            time.sleep(0.05)
-        assert _named(root) == [], f"pinscope or its probe still running {EXIT_GRACE / 2:g} s after the hang-up"
+        assert _ended(pid, root, EXIT_GRACE / 2) == 128 + signal.SIGHUP  # well before the watchdog's end
     finally:
-        if fd >= 0:
-            os.close(fd)
-        for p in _named(root):
-            os.kill(p, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
+        _cleanup(pid, fd, root)
+
+
+def test_sigterm_as_the_first_screen_mounts_ends_without_a_traceback(tmp_path):
+    """An exit signal while the first screen mounted: the node screen's first paint ran on an app already
+    ending, its widgets going (NoMatches '#legend-key'), and the terminal showed a traceback, status 1. Now it
+    paints nothing then, and pinscope ends as on SIGTERM (143), its probe with it."""
+    root = tmp_path / "node"
+    SimNode(dual_socket_intel(), root).write()
+    pid, fd = _in_pty(["-c", _HOOK, "mount", str(root)])
+    try:
+        _read_until_stopped(pid, fd)
+        os.kill(pid, signal.SIGTERM)
+        os.kill(pid, signal.SIGCONT)
+        shown, end = b"", time.time() + 15
+        while time.time() < end:
+            if select.select([fd], [], [], 0.05)[0]:
+                try:
+                    shown += os.read(fd, 65536)
+                except OSError:  # pinscope ended: the terminal's other side is closed
+                    break
+        assert b"Traceback" not in shown and b"NoMatches" not in shown
+        assert _ended(pid, root, 5) == 128 + signal.SIGTERM
+    finally:
+        _cleanup(pid, fd, root)
 
 
 def test_a_sigcont_without_a_suspend_starts_nothing(tmp_path):

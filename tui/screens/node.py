@@ -129,6 +129,8 @@ class NodeScreen(ReportScreen):
 
     # ------------------------------------------------------------------ data
     def refresh_view(self) -> None:
+        if not self.is_attached:  # the app is ending (an exit signal while it started): its widgets are going
+            return
         v = self.view
         grid = self.query_one(CoreGrid)
         grid.set_glyphs(self.nav.big_glyphs)
