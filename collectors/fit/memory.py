@@ -18,6 +18,7 @@ The topology manager merges these hints with the CPU manager's (kubelet.py Topol
 from __future__ import annotations
 
 import copy
+import itertools
 from dataclasses import dataclass
 
 from .kubelet import Hint, KubeletError
@@ -84,6 +85,9 @@ class MemoryPolicy:
 
     def __init__(self, machine: dict[int, MemNode]):
         self.machine = dict(sorted(machine.items()))
+        # per request: the masks whose allocatable memory covers it, and the fewest nodes of those (allocatable
+        # never changes: allocate and release move free and reserved only)
+        self.covering: dict[tuple[tuple[str, int], ...], tuple[list[tuple[int, int, tuple[int, ...]]], int]] = {}
 
     @classmethod
     def from_case(cls, mem: dict) -> MemoryPolicy:
@@ -123,6 +127,46 @@ class MemoryPolicy:
     def hints(self, req: dict[str, int]) -> dict[str, list[Hint]]:
         """calculateHints: {resource: hints} for every requested resource, or {} when no mask fits
         (the topology manager then takes the provider as having no preference)."""
+        masks, min_size = self._masks_at_once(req) if _no_nil(self.machine, req) else self._masks_one_by_one(req)
+        if not masks:
+            return {}
+        hints = [Hint(m, m.bit_count() == min_size) for m in masks]
+        return {r: list(hints) for r in req}
+
+    def _masks_at_once(self, req: dict[str, int]) -> tuple[list[int], int]:
+        """_masks_one_by_one's answer where it cannot dereference nil: the masks whose allocatable memory covers
+        the request kept per request, the group rules as masks, the free memory summed for those left."""
+        nodes = list(self.machine)
+        per_node = list(self.machine.values())
+        key = tuple(req.items())
+        got = self.covering.get(key)
+        if got is None:
+            got = self.covering[key] = _covering(nodes, [[m.allocatable[r] for m in per_node] for r in req],
+                                                 list(req.values()))
+        rows, min_size = got
+        used = 0  # positions of nodes with assignments: in a hint of several nodes only as exactly their group
+        in_group: dict[int, int] = {}  # group mask -> the positions of the used nodes whose group it is
+        for i, m in enumerate(per_node):
+            if m.assignments > 0:
+                used |= 1 << i
+                if len(m.cells) != 1 and len(set(m.cells)) == len(m.cells):
+                    g = _mask(m.cells)
+                    in_group[g] = in_group.get(g, 0) | 1 << i
+        free = [([m.free[r] for m in per_node], want) for r, want in req.items()]
+        out: list[int] = []
+        for pm, mask, pos in rows:
+            if len(pos) == 1:
+                if len(per_node[pos[0]].cells) > 1:
+                    continue
+            elif pm & used & ~in_group.get(mask, 0):
+                continue
+            if all(sum(vals[i] for i in pos) >= want for vals, want in free):
+                out.append(mask)
+        return out, min_size
+
+    def _masks_one_by_one(self, req: dict[str, int]) -> tuple[list[int], int]:
+        """calculateHints' loop as kubelet runs it, mask by mask (where a table is missing it dereferences nil
+        at the mask kubelet would)."""
         nodes = sorted(self.machine)
         masks: list[int] = []
         min_size = len(nodes)
@@ -137,9 +181,7 @@ class MemoryPolicy:
             if any(free[r] < size for r, size in req.items()):
                 continue
             masks.append(_mask(bits))
-        if not masks:
-            return {}
-        return {r: [Hint(m, m.bit_count() == min_size) for m in masks] for r in req}
+        return masks, min_size
 
     def _satisfies(self, mask: int, req: dict[str, int]) -> bool:
         free = self._sum(_bits(mask), req, "free")
@@ -226,6 +268,42 @@ class MemoryPolicy:
         return [{"numa_node": n, "free": dict(node.free), "allocatable": dict(node.allocatable),
                  "group": sorted(node.cells), "assignments": node.assignments}
                 for n, node in self.machine.items()]
+
+
+def _no_nil(machine: dict[int, MemNode], req: dict[str, int]) -> bool:
+    """Every node has a table for every requested resource (kubelet's loop dereferences none), and the node
+    ids and groups are ids a mask holds."""
+    for n, m in machine.items():
+        if n < 0 or any(not isinstance(c, int) or c < 0 for c in m.cells):
+            return False
+        if any(r not in m.allocatable or r not in m.free for r in req):
+            return False
+    return True
+
+
+def _covering(nodes: list[int], alloc: list[list[int]], want: list[int]) -> tuple[list[tuple[int, int, tuple[int, ...]]], int]:
+    """The rows of _mask_table whose allocatable sums (alloc: per resource, per node) reach `want`, and the
+    fewest nodes among them (len(nodes) when none)."""
+    rows = [row for row in _mask_table(tuple(nodes))
+            if all(sum(per_node[i] for i in row[2]) >= w for per_node, w in zip(alloc, want))]
+    return rows, min((len(r[2]) for r in rows), default=len(nodes))
+
+
+_MASK_TABLES: dict[tuple[int, ...], list[tuple[int, int, tuple[int, ...]]]] = {}
+
+
+def _mask_table(nodes: tuple[int, ...]) -> list[tuple[int, int, tuple[int, ...]]]:
+    """IterateBitMasks over `nodes`: (position mask, NUMA mask, positions) in its order, kept per node list."""
+    table = _MASK_TABLES.get(nodes)
+    if table is None:
+        table = []
+        for size in range(1, len(nodes) + 1):
+            for pos in itertools.combinations(range(len(nodes)), size):
+                table.append((sum(1 << i for i in pos), _mask(nodes[i] for i in pos), pos))
+        if len(_MASK_TABLES) > 64:
+            _MASK_TABLES.clear()
+        _MASK_TABLES[nodes] = table
+    return table
 
 
 def _iterate(nodes: list[int]):
