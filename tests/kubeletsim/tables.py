@@ -179,7 +179,43 @@ def take_cases(text: str, func: str, kind: str, topos: dict, skipped: list) -> l
     return out
 
 
-def _assignments(expr: str) -> dict | None:
+def _large_topo_sets(topos: dict) -> dict[str, list[int]]:
+    """policy_static_test.go's largeTopoCPUSet, largeTopoSock0CPUSet, largeTopoSock1CPUSet: computed in Go
+    from topoQuadSocketFourWayHT (every CPU; those of socket 0; of socket 1)."""
+    details = topos.get("topoQuadSocketFourWayHT", {}).get("details", {})
+    return {"largeTopoCPUSet": sorted(int(c) for c in details),
+            "largeTopoSock0CPUSet": sorted(int(c) for c, v in details.items() if v[1] == 0),
+            "largeTopoSock1CPUSet": sorted(int(c) for c, v in details.items() if v[1] == 1)}
+
+
+def _cpuset_expr(expr: str, named: dict[str, list[int]]) -> list[int] | None:
+    """A cpuset literal, or a named set (see _large_topo_sets) followed by .Difference(x) / .Union(x) calls
+    whose arguments are such expressions; None when not understood."""
+    expr = expr.strip()
+    lit = _cpuset(expr)
+    if lit is not None:
+        return lit
+    m = re.match(r"(\w+)", expr)
+    if not m or m.group(1) not in named:
+        return None
+    out, rest = set(named[m.group(1)]), expr[m.end():]
+    while rest:
+        mm = re.match(r"\.(Difference|Union)\(", rest)
+        if not mm:
+            return None
+        depth, i = 1, mm.end()
+        while i < len(rest) and depth:
+            depth += {"(": 1, ")": -1}.get(rest[i], 0)
+            i += 1
+        arg = _cpuset_expr(rest[mm.end():i - 1], named)
+        if depth or arg is None:
+            return None
+        out = out - set(arg) if mm.group(1) == "Difference" else out | set(arg)
+        rest = rest[i:].strip()
+    return sorted(out)
+
+
+def _assignments(expr: str, named: dict[str, list[int]] | None = None) -> dict | None:
     m = re.fullmatch(r"state\.ContainerCPUAssignments\{(.*)\}", expr.strip(), re.S)
     if not m:
         return None
@@ -191,7 +227,7 @@ def _assignments(expr: str) -> dict | None:
         ctrs = {}
         for ctr in _split(pm.group(2)):
             cm = re.fullmatch(r'"([^"]+)":\s*(.*)', ctr.strip(), re.S)
-            cs = _cpuset(cm.group(2)) if cm else None
+            cs = _cpuset_expr(cm.group(2), named or {}) if cm else None
             if cs is None:
                 return None
             ctrs[cm.group(1)] = cs  # type: ignore[union-attr]
@@ -230,6 +266,7 @@ def policy_cases(text: str, topos: dict, skipped: list) -> list[dict]:
     """TestStaticPolicyAdd's literal staticPolicyTest cases (policy_static_test.go)."""
     start = text.index("func TestStaticPolicyAdd(")
     body = text[start:text.find("\nfunc ", start + 1)]
+    named = _large_topo_sets(topos)
     out = []
     for lm in re.finditer(r"(\w+) := \[\]staticPolicyTest\{", body):
         group = lm.group(1)
@@ -242,7 +279,7 @@ def policy_cases(text: str, topos: dict, skipped: list) -> list[dict]:
                 k, _, v = f.partition(":")
                 kv[k.strip()] = v.strip()
             desc = _str(kv.get("description", '""')) or ""
-            pod = re.fullmatch(r'makePod\("([^"]*)",\s*"([^"]*)",\s*"(\d+)000m",\s*"(\d+)000m"\)', kv.get("pod", ""))
+            pod = re.fullmatch(r'makePod\("([^"]*)",\s*"([^"]*)",\s*"(\d+)(?:000m)?",\s*"(\d+)(?:000m)?"\)', kv.get("pod", ""))
             topo = kv.get("topo", "")
             opts: dict | None = {}
             if "options" in kv:
@@ -262,10 +299,10 @@ def policy_cases(text: str, topos: dict, skipped: list) -> list[dict]:
             rm = re.fullmatch(r"newCPUSetPtr\(([\d,\s]*)\)", rexpr)
             reserved = (sorted(int(x) for x in rm.group(1).replace(" ", "").split(",") if x) if rm
                         else _cpuset(rexpr.lstrip("&")) if rexpr else [])
-            assignments = _assignments(kv.get("stAssignments", "state.ContainerCPUAssignments{}"))
-            default = _cpuset(kv.get("stDefaultCPUSet", "cpuset.New()"))
+            assignments = _assignments(kv.get("stAssignments", "state.ContainerCPUAssignments{}"), named)
+            default = _cpuset_expr(kv.get("stDefaultCPUSet", "cpuset.New()"), named)
             err = _err(kv.get("expErr", "nil"))
-            exp = _cpuset(kv.get("expCSet", "cpuset.New()"))
+            exp = _cpuset_expr(kv.get("expCSet", "cpuset.New()"), named)
             if (pod is None or pod.group(3) != pod.group(4) or topo not in topos or opts is None or hint is False
                     or reserved is None or assignments is None or default is None or err is False or exp is None
                     or not re.fullmatch(r"\d+", kv.get("numReservedCPUs", "0"))):
