@@ -85,7 +85,7 @@ error.kind. The kinds:
   BadCase: the node's files give a value kubelet's code cannot take
   NotRead: the node could not be read (exit 3)
 hint_combinations: how many combinations of hints kubelet's topology manager walks admitting it (null:
-its policy none); warnings: kubelet's own admission would walk more than 10^6 of them (memory and two
+its policy none); warnings: kubelet's own admission would walk more than 10^7 of them (memory and two
 hugepages sizes on 8 NUMA nodes: 255^4) and may take long. pinscope's answer does not wait for it."""
 NO_TARGET = "none: 'local', this machine"
 

@@ -313,7 +313,7 @@ async def test_the_memory_field_is_in_the_help(static_mem):
 
 
 def test_a_slow_kubelet_admission_is_said_in_the_pane(frag):
-    """combinations.py's warning (kubelet's own admission would iterate over 10^6 hint combinations) is
+    """combinations.py's warning (kubelet's own admission would iterate over 10^7 hint combinations) is
     shown with the request's answer, as `fit` shows it."""
     from rich.text import Text
 
