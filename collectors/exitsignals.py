@@ -9,7 +9,8 @@ cleanup short. SIGKILL cannot be caught: transport/kube.py's watchdog covers it.
 
 An orderly end that does not end is ended anyway: EXIT_GRACE seconds after the first signal a watchdog
 thread runs the last-resort cleanups (`last_resort`: each local probe's process group killed) and exits
-with 128 + the signal. Seen: the terminal closed (SIGHUP, then the kernel's SIGCONT) while the TUI started:
+with 128 + the signal. The signal handler itself arms it (one byte to the waiting thread's pipe), not the
+loop: a main thread blocked before the loop took the signal is ended too. Seen: the terminal closed (SIGHUP, then the kernel's SIGCONT) while the TUI started:
 Textual's writer thread died on the gone terminal and its shutdown waited for it forever, with the probe
 still running under it.
 """
@@ -27,7 +28,8 @@ EXIT_GRACE = 10.0  # s from the first exit signal to the watchdog's exit (a debu
 T = TypeVar("T")
 _LAST_RESORT: list[Callable[[], None]] = []
 _AT_END: list[Callable[[], None]] = []
-_watchdog: list[threading.Thread] = []
+_watchdog: list[tuple[threading.Thread, int]] = []  # the watchdog thread and its pipe's write end
+_armed: list[float] = []  # the grace of the first arming: once armed, for good
 
 
 def at_end(fn: Callable[[], None]) -> None:
@@ -67,23 +69,55 @@ def after_main(code: int, grace: float = EXIT_GRACE) -> None:
 
 
 def arm_watchdog(code: int, grace: float = EXIT_GRACE) -> None:
-    """Start the watchdog (once): `grace` s from now it runs the last resorts and exits with `code`. As an
+    """Arm the watchdog (once): `grace` s from now it runs the last resorts and exits with `code`. As an
     exit signal does: the end-of-work sweeps are left to after_main."""
-    if _watchdog:
+    if _armed:
         return
+    _armed.append(grace)
+    _wake(_watchdog_pipe(), code)
 
-    def run() -> None:
-        threading.Event().wait(grace)
-        for fn in list(_LAST_RESORT):
-            try:
-                fn()
-            except Exception:  # noqa: BLE001 -- the last resort goes on to the exit whatever one cleanup did
-                pass
-        os._exit(code)
 
-    t = threading.Thread(target=run, name="pinscope-exit-watchdog", daemon=True)
-    _watchdog.append(t)
-    t.start()
+def _watchdog_pipe() -> int:
+    """The watchdog thread, started once, waiting on a pipe; returns the pipe's end that arms it. Started
+    from ordinary code, never from a signal handler: starting a thread takes locks the code a signal
+    interrupts may hold."""
+    if not _watchdog:
+        r, w = os.pipe()
+        os.set_blocking(w, False)  # a signal handler's write never waits
+
+        def run() -> None:
+            code = os.read(r, 1)[0]  # armed: the exit status is the byte written
+            threading.Event().wait(_armed[0] if _armed else EXIT_GRACE)
+            for fn in list(_LAST_RESORT):
+                try:
+                    fn()
+                except Exception:  # noqa: BLE001 -- the last resort goes on to the exit whatever one cleanup did
+                    pass
+            os._exit(code)
+
+        t = threading.Thread(target=run, name="pinscope-exit-watchdog", daemon=True)
+        _watchdog.append((t, w))
+        t.start()
+    return _watchdog[0][1]
+
+
+def _wake(fd: int, code: int) -> None:
+    """One write to the watchdog's pipe: safe in a signal handler (no lock, no allocation that can wait)."""
+    try:
+        os.write(fd, bytes((code & 0xFF,)))
+    except OSError:  # full (only the first byte is read) or closed at the interpreter's end: armed already
+        pass
+
+
+def _armed_by_signal(sig: int, _frame: object) -> None:
+    """The Python-level handler of an exit signal: arms the watchdog at once, whatever the loop does. The
+    loop still learns of the signal from its wakeup fd (the C-level handler writes it for every handled
+    signal) and runs the orderly end. Seen: the terminal closed while the TUI started, and the main thread
+    blocked on Textual's writer queue before the loop took the SIGHUP, so nothing armed the watchdog and
+    pinscope and its probe ran for good (tui/driver.py mends that block; this bounds any other)."""
+    if not _armed:
+        _armed.append(EXIT_GRACE)
+        _wake(_watchdog[0][1], 128 + sig)
 
 
 def on_exit_signals(callback: Callable[[int], None]) -> Callable[[], None]:
@@ -97,8 +131,12 @@ def on_exit_signals(callback: Callable[[int], None]) -> Callable[[], None]:
             _arm(sig, EXIT_GRACE)
             callback(sig)
 
+    _watchdog_pipe()  # its thread started here, so that the signal handler only writes a byte
     for sig in EXIT_SIGNALS:
         loop.add_signal_handler(sig, fire, sig)
+        # asyncio's Python-level handler does nothing (the wakeup fd carries the signal to the loop): ours
+        # arms the watchdog in the handler itself, which runs even while the loop is blocked
+        signal.signal(sig, _armed_by_signal)
 
     def remove() -> None:
         for sig in EXIT_SIGNALS:

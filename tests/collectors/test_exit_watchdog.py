@@ -8,6 +8,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from pinscope.collectors.sim.node import SimNode
 from nodes import dual_socket_intel
 
@@ -28,6 +30,9 @@ async def main():
     # Textual's shutdown was (WriterThread.stop, its queue full and its thread gone)
     exitsignals.on_exit_signals(lambda sig: threading.Event().wait(60))
     print(tr.proc.pid, flush=True)
+    if sys.argv[3] == "blocked":  # the main thread blocks before the loop takes the signal: the loop never does
+        sys.stdin.readline()  # the test's SIGHUP is on its way
+        threading.Event().wait(60)
     await asyncio.sleep(60)
 
 asyncio.run(main())
@@ -42,15 +47,23 @@ def _alive(pgid: int) -> bool:
         return False
 
 
-def test_a_stuck_end_is_ended_after_the_grace_with_the_probe_killed(tmp_path):
+@pytest.mark.parametrize("where", ["loop", "blocked"])
+def test_a_stuck_end_is_ended_after_the_grace_with_the_probe_killed(tmp_path, where):
+    """`loop`: the orderly end the signal started is stuck. `blocked`: the main thread is stuck before the loop
+    took the signal, as it was on Textual's full writer queue when the terminal closed during start-up (seen
+    in CI: pinscope and its probe left for good); the watchdog is armed by the signal handler itself."""
     root = tmp_path / "node"
     SimNode(dual_socket_intel(), root).write()
     mark = tmp_path / "ran"
-    p = subprocess.Popen([sys.executable, "-c", CHILD, str(root), str(mark)], stdout=subprocess.PIPE, text=True)
+    p = subprocess.Popen([sys.executable, "-c", CHILD, str(root), str(mark), where], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
     try:
         probe = int(p.stdout.readline())
         assert _alive(probe)
         t0 = time.monotonic()
+        p.stdin.write("\n")
+        p.stdin.flush()
+        time.sleep(0.2)  # blocked: the child waits in the Event, its loop never to run again
         p.send_signal(signal.SIGHUP)
         assert p.wait(timeout=30) == 128 + signal.SIGHUP
         took = time.monotonic() - t0
