@@ -105,15 +105,29 @@ class Details:
 
     def __init__(self, info: dict[int, tuple[int, int, int, int]], idx: tuple | None = None):
         self.info = info
-        if idx is None:
-            idx = ({}, {}, {}, {})
-            for cpu, t in info.items():
-                for level in range(4):
-                    group = idx[level].get(t[level])
-                    if group is None:
-                        idx[level][t[level]] = {cpu}
-                    else:
-                        group.add(cpu)
+        if idx is None:  # the four levels written out: built for every cpuAccumulator, ~2 per admission
+            numa: dict[int, set[int]] = {}
+            socket: dict[int, set[int]] = {}
+            core: dict[int, set[int]] = {}
+            uncore: dict[int, set[int]] = {}
+            for cpu, (n, s, c, u) in info.items():
+                if n in numa:
+                    numa[n].add(cpu)
+                else:
+                    numa[n] = {cpu}
+                if s in socket:
+                    socket[s].add(cpu)
+                else:
+                    socket[s] = {cpu}
+                if c in core:
+                    core[c].add(cpu)
+                else:
+                    core[c] = {cpu}
+                if u in uncore:
+                    uncore[u].add(cpu)
+                else:
+                    uncore[u] = {cpu}
+            idx = (numa, socket, core, uncore)
         self.idx: tuple[dict[int, set[int]], ...] = idx
 
     def keep_only(self, cpus) -> Details:
@@ -163,12 +177,10 @@ class Details:
 
     def ids_in(self, level: int, of_level: int, *ids: int) -> set[int]:
         """e.g. ids_in(SOCKET, NUMA, n): SocketsInNUMANodes(n)."""
-        info = self.info
-        out: set[int] = set()
-        for i in ids:
-            for c in self.idx[of_level].get(i, ()):
-                out.add(info[c][level])
-        return out
+        info, groups = self.info, self.idx[of_level]
+        if len(ids) == 1:
+            return {info[c][level] for c in groups.get(ids[0], ())}
+        return {info[c][level] for i in ids for c in groups.get(i, ())}
 
     def cores_needed_in_uncore(self, num_cores_needed: int, uncore: int) -> set[int]:
         core_ids = self.ids_in(CORE, UNCORE, uncore)
@@ -335,8 +347,8 @@ class _Acc:
 
     # sorting: fewest free CPUs first, then lowest id
     def _sort(self, ids, level: int) -> list[int]:
-        count = self.details.count_in
-        return sorted(ids, key=lambda i: (count(level, i), i))
+        groups = self.details.idx[level]  # count_in, inline: a group left empty is removed
+        return sorted(ids, key=lambda i: (len(groups.get(i, ())), i))
 
     def sort_numa(self) -> list[int]:
         d = self.details
