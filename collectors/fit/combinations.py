@@ -35,13 +35,18 @@ def hint_counts(tm_policy: str, providers: list[tuple[str, list[Hint] | None]]) 
     return out
 
 
-def admission_cost(k, decision, memory: list[dict] | None) -> tuple[int | None, list[tuple[str, int]]]:
+def admission_cost(k, decision, memory: list[dict] | None,
+                   devices: dict[str, int] | None = None) -> tuple[int | None, list[tuple[str, int]]]:
     """(how many hint combinations kubelet's topology manager would iterate admitting the next container,
-    its lists) for the decision `k.admit` just made (its CPU hints) and `memory` (as Kubelet.admit takes it);
-    None: kubelet merges no hints (topology manager policy none). The device manager's hints are not counted."""
+    its lists) for the decision `k.admit` just made (its CPU hints), `memory` (as Kubelet.admit takes it) and
+    `devices` (resource -> count, where the case has kubelet's device manager); None: kubelet merges no hints
+    (topology manager policy none)."""
     if k.tm.policy == "none":
         return None, []
-    providers: list[tuple[str, list[Hint] | None]] = [("cpu", list(decision.hints))]
+    providers: list[tuple[str, list[Hint] | None]] = []
+    if devices and getattr(k, "devices", None) is not None:  # the device manager's hints come first in kubelet
+        providers += sorted((k.devices.hints(devices) or {}).items())
+    providers.append(("cpu", list(decision.hints)))
     if memory is not None and k.memory is not None:
         req = pod_requests(memory) if k.tm.scope == "pod" else requests_of(memory[0])
         mem = k.memory.hints(req)

@@ -256,7 +256,7 @@ def predict(snap, cpus: int, kubelet_version: str | None = None, count: bool = T
         return ans
     d = k.admit([cpus], memory=mem, devices=None if dev_req is None else [dev_req])
     ans.error, ans.devices = d.error, _placed(ans, dev_req, d)
-    ans.hint_combinations, counts = admission_cost(k, d, mem)
+    ans.hint_combinations, counts = admission_cost(k, d, mem, dev_req)
     if (slow := slow_note(ans.hint_combinations, counts)) is not None:
         ans.warnings.append(slow)
     if memory is not None:

@@ -85,3 +85,20 @@ def test_one_hugepages_size_is_255_cubed_said_as_kubelets_12_s_were():
     total, counts = _cost("restricted", {"memory": GI, "hugepages-1Gi": GI})
     assert total == 255**3 and slow_note(total, counts) is not None
     assert slow_note(SLOW_COMBINATIONS, counts) is None and slow_note(SLOW_COMBINATIONS + 1, counts) is not None
+
+
+def test_device_hints_multiply_it_too():
+    """kubelet's device manager is the first provider: two device resources on 8 NUMA nodes, a device of each on
+    every node, add a list of 255 masks each (1.35 walks every node; the CPUs' 255 with them: 255^3, which took
+    kubelet 1.35's code over 5 s in the oracle, docs/fit.md)."""
+    case = eight_numa("restricted")
+    del case["memory"]
+    case["devices"] = {"resources": {r: {f"{r}-{n}": [n] for n in range(8)} for r in ("example.com/a", "example.com/b")}}
+    k = Kubelet(case, "1.35")
+    want = {"example.com/a": 1, "example.com/b": 1}
+    d = k.admit([1], devices=[want])
+    assert d.error is None, d.error
+    total, counts = admission_cost(k, d, None, want)
+    assert dict(counts) == {"example.com/a": 255, "example.com/b": 255, "cpu": 255} and total == 255**3
+    assert slow_note(total, counts) is not None
+    assert admission_cost(k, d, None)[0] == 255  # without the devices asked: the CPUs alone
