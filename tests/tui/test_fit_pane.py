@@ -325,3 +325,27 @@ def test_a_slow_kubelet_admission_is_said_in_the_pane(frag):
     t = Text()
     _request(t, 4, ans, {c.id: c.numa_node for c in frag.snapshot.topology.cpus})
     assert "▲ kubelet's own admission of this pod would iterate about 4,228,250,625 hint combinations" in t.plain
+
+
+def test_with_memory_the_same_files_recompute_nothing_and_new_memory_state_does(static_mem):
+    """The answer with memory is cached by the memory manager's state too: the same files reuse it, another
+    machineState (a pod took NUMA 1's memory) computes it again, and its memory goes elsewhere."""
+    from pinscope.collectors.parse.memstate import parse_memory_manager_state
+    from pinscope.tui.screens.fit import fit_text
+
+    memory = ({"memory": 8 * GI}, "")
+    fit_text(static_mem.snapshot, 4, "", memory=memory)
+    before = summary.computed
+    for _ in range(3):
+        text, lit = fit_text(static_mem.snapshot, 4, "", memory=memory)
+    assert summary.computed == before
+    import json
+
+    machine = {str(n): {"numberOfAssignments": 0, "cells": [n], "memoryMap": {"memory": _memory_table(free)}}
+               for n, free in ((0, 30 * GI), (1, GI))}
+    state = parse_memory_manager_state(json.dumps({"policyName": "Static", "machineState": machine, "entries": {},
+                                                   "checksum": 0}), "/var/lib/kubelet/memory_manager_state", [])
+    moved = dataclasses.replace(static_mem.snapshot, memory_state=state)
+    text, lit = fit_text(moved, 4, "", memory=memory, width=200)
+    assert summary.computed > before
+    assert "would take it from NUMA node 0" in text.plain, text.plain
