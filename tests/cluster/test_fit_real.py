@@ -258,3 +258,65 @@ def test_the_memory_prediction_is_what_the_real_memory_manager_does(cluster: Clu
     finally:
         for name in (small, big):
             cluster.delete_pod(name)
+
+
+def _device_numa(uid: str, resource: str) -> dict[int, list[str]]:
+    """The real device manager's checkpoint: the pod's container's devices of `resource`, by NUMA node."""
+    from cluster import realnode as rn
+
+    doc = json.loads(rn.DEVICE_CHECKPOINT.read_text())
+    out: dict[int, list[str]] = {}
+    for e in doc["Data"]["PodDeviceEntries"] or []:
+        if e["PodUID"] == uid and e["ContainerName"] == "app" and e["ResourceName"] == resource:
+            for numa, ids in e["DeviceIDs"].items():
+                out.setdefault(int(numa), []).extend(ids)
+    return out
+
+
+def _with_devices(c: Cluster, name: str, n: int) -> dict:
+    pod = _pod(c, name, 1)
+    res = {"cpu": "1", "memory": "64Mi", c.device_resource: str(n)}
+    pod["spec"]["containers"][0]["resources"] = {"requests": res, "limits": res}
+    return pod
+
+
+def test_the_device_prediction_is_what_the_real_device_manager_does(cluster: Cluster) -> None:
+    """up's device plugin (its devices on NUMA node 0) under single-numa-node. A pod of 1 CPU and one device:
+    pinscope predicts, from kubelet's PodResources view (the devices' NUMA nodes) and the files, before the pod
+    exists, the CPUs and the NUMA node its device comes from; the real kubelet's checkpoints then give the
+    container those CPUs and a device of that pool on that node. That pod deleted, one asking one device more
+    than the plugin has: no NUMA node holds that many, so the device manager's hints are none, and the topology
+    manager refuses the pod as pinscope predicted (TopologyAffinityError)."""
+    c = cluster
+    ok, big = (f"fit-dev-{x}-{uuid.uuid4().hex[:6]}" for x in "ob")
+    try:
+        live = pr.read_live(pr.socket_path(str(c.kubelet_root)))
+        assert live.error is None, live.error
+        total = sum(len(d.ids) for d in live.allocatable_devices if d.resource == c.device_resource)
+        assert total > 0, live.allocatable_devices
+        rep = asyncio.run(snapshot("local", Options(), samples=1, interval=1.0, timeout=60))
+        want = predict(rep.snapshot, 1, kubelet_version=c.version, devices={c.device_resource: 1}, live=live, count=False)
+        assert want.error is None and want.devices, want.as_json()
+        placed = want.devices["per_resource"][c.device_resource]
+        assert placed["numa_nodes"] == [0], want.as_json()
+        c.apply(_with_devices(c, ok, 1))
+        uid = c.wait_pod(ok)["metadata"]["uid"]
+        got, cpus = _device_numa(uid, c.device_resource), _given(c, uid)
+        print(f"kubelet {c.version}: pinscope predicted CPUs {want.cpus}, a device on NUMA {placed['numa_nodes']} "
+              f"of {placed['tiers'][0]['devices']}; kubelet gave CPUs {sorted(cpus or ())}, devices {got}")
+        assert cpus == set(want.cpus)
+        assert list(got) == [0] and len(got[0]) == 1 and got[0][0] in placed["tiers"][0]["devices"]
+        c.delete_pod(ok)
+        live = pr.read_live(pr.socket_path(str(c.kubelet_root)))
+        rep = asyncio.run(snapshot("local", Options(), samples=1, interval=1.0, timeout=60))
+        gone = inactive_pods(rep.snapshot, node_pods(c.node_name, kubeconfig=c.kubeconfig), api_after=True)
+        want = predict(rep.snapshot, 1, kubelet_version=c.version, inactive=gone, devices={c.device_resource: total + 1},
+                       live=live, count=False)
+        assert want.error is not None and want.error["kind"] == "TopologyAffinityError", want.as_json()
+        c.apply(_with_devices(c, big, total + 1))
+        st = _rejected(c, big)
+        print(f"kubelet {c.version}: pinscope predicted {want.error}; kubelet: {st['reason']}: {st.get('message')}")
+        assert st["reason"] == want.error["kind"] and want.error["message"] in st.get("message", "")
+    finally:
+        for name in (ok, big):
+            cluster.delete_pod(name)
