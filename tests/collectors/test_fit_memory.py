@@ -494,3 +494,29 @@ def test_fit_memory_state_not_decoded_is_said_as_such(tmp_path, static_tree):
     rc, o = _fit(["fit", "--root", str(root), "--cpus", "2", "--memory", "4Gi", "--json"])
     assert o["memory"]["numa_nodes"] is None and o["memory"]["note"].startswith("memory_manager_state cannot be used"), o
     assert "mode 0600" not in o["memory"]["note"]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_hints_at_once_are_the_loops_hints(seed):
+    """MemoryPolicy.hints sums every mask at once where no table is missing: the same hints as kubelet's loop mask
+    by mask (_masks_one_by_one), on random machine states with groups (some odd: duplicate cells, a cell of no node,
+    an empty group), then again after allocations moved the free memory and the groups."""
+    rng = random.Random(seed)
+    for _ in range(50):
+        ids = sorted(rng.sample(range(10), rng.randint(1, 8)))
+        machine = {}
+        for i in ids:
+            tables = {r: table(free, alloc) for r in ("memory", "hugepages-1Gi")
+                      for alloc in [rng.choice([0, 4, 8, 64]) * GI] for free in [rng.randint(0, alloc // GI) * GI]}
+            odd = rng.random()
+            cells = [i] if odd < 0.5 else rng.sample(ids, rng.randint(0, len(ids))) if odd < 0.9 else \
+                [i, i] if odd < 0.95 else [i, 99]
+            machine[str(i)] = {"numberOfAssignments": rng.choice([0, 0, 1, 2]), "cells": cells, "memoryMap": tables}
+        policy = MemoryPolicy.from_case({"machine_state": machine})
+        for _step in range(3):
+            req = {r: rng.choice([1, 4, 8, 20, 100]) * GI for r in rng.sample(["memory", "hugepages-1Gi"], rng.randint(1, 2))}
+            masks, min_size = policy._masks_one_by_one(req)
+            want = {r: [Hint(m, m.bit_count() == min_size) for m in masks] for r in req} if masks else {}
+            assert policy.hints(req) == want
+            if want:
+                policy.allocate(want["memory" if "memory" in want else "hugepages-1Gi"][0], req)
