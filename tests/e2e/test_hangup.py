@@ -151,7 +151,8 @@ def test_sigterm_as_the_first_screen_mounts_ends_without_a_traceback(tmp_path):
 def test_a_sigcont_without_a_suspend_starts_nothing(tmp_path):
     """The kernel sends SIGCONT after every hang-up's SIGHUP, and `kill -CONT` is anyone's: Textual's handler
     started application mode again on each, a second input and writer thread beside the first (on a gone
-    terminal: one more thread spinning, and a writer that dies). Only a resume after a suspend starts them."""
+    terminal: one more thread spinning, and a writer that dies). Only a resume after a suspend starts them,
+    and that one still does."""
     root = tmp_path / "node"
     SimNode(dual_socket_intel(), root).write()
     pid, fd = _in_pty(["-m", "pinscope.cli", "--root", str(root), "local"])
@@ -177,6 +178,12 @@ def test_a_sigcont_without_a_suspend_starts_nothing(tmp_path):
         os.kill(pid, signal.SIGCONT)
         read(1.0)
         assert threads() == before, "threads started by a SIGCONT that followed no suspend"
+        # and a suspend (Ctrl+Z: SIGTSTP) is still resumed by its SIGCONT: application mode again, redrawn
+        os.kill(pid, signal.SIGTSTP)
+        assert b"\x1b[?1049l" in read(1.0), "the suspend left the alternate screen"
+        os.kill(pid, signal.SIGCONT)
+        assert b"\x1b[?1049h" in read(1.5), "the resume came back to the alternate screen"
+        assert threads() == before
     finally:
         os.kill(pid, signal.SIGTERM)
         end = time.time() + 15
