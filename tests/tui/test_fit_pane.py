@@ -349,3 +349,26 @@ def test_with_memory_the_same_files_recompute_nothing_and_new_memory_state_does(
     text, lit = fit_text(moved, 4, "", memory=memory, width=200)
     assert summary.computed > before
     assert "would take it from NUMA node 0" in text.plain, text.plain
+
+
+@pytest.mark.parametrize("box", ["#fit-n", "#fit-mem"])
+async def test_keys_of_one_burst_edit_the_field_in_their_order(frag, box):
+    """Keys typed fast (or a burst of them) reach the app in one read of the terminal: a backspace among them is
+    applied where it was typed. Found in tmux with both cores busy: '500K', then 4 backspaces and '1Gi' left
+    'Gi' or nothing, as Textual ran an Input's own keys (backspace, delete, arrows) only once they had bubbled
+    up to the app, behind the pane's recomputation, while the characters after them went in at once."""
+    from textual import events
+
+    app = FrozenApp({NAME: frag})
+    async with app.run_test(size=(80, 24)) as pilot:
+        await _open(app, pilot)
+        field = app.screen.query_one(box)
+        field.focus()
+        await pilot.press(*"500")
+        await pilot.pause()
+        assert field.value == "500"
+        for key in ["backspace"] * 3 + ["1", "2", "left", "backspace", "3"]:
+            app._driver.send_message(events.Key(key, key if len(key) == 1 else None))  # as the driver posts one read
+        for _ in range(20):
+            await pilot.pause(0.02)
+        assert field.value == "32"

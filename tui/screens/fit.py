@@ -9,6 +9,7 @@ configuration did not change recomputes nothing (the pane repaints only when its
 from __future__ import annotations
 
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Horizontal, VerticalScroll
@@ -198,6 +199,18 @@ class Field(Input):
 
     def check_consume_key(self, key: str, character: str | None) -> bool:
         return character != "?" and super().check_consume_key(key, character)
+
+    async def _on_key(self, event: events.Key) -> None:
+        # Textual runs an Input's own keys (backspace, delete, the arrows, home, end) only once they have bubbled
+        # up to the app, behind the pane's recomputation, while a character after them goes in at once: keys of
+        # one burst (typed fast, both cores busy) were applied out of order ('500K', 4 backspaces and '1Gi' left
+        # 'Gi'). The field runs its own keys here, in the order they came.
+        for binding in self._bindings.key_to_bindings.get(event.key, ()):
+            if not binding.priority and await self.app.run_action(binding.action, self):
+                event.stop()
+                event.prevent_default()
+                return
+        await super()._on_key(event)
 
 
 class FitScreen(ReportScreen):
