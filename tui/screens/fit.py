@@ -9,7 +9,6 @@ configuration did not change recomputes nothing (the pane repaints only when its
 from __future__ import annotations
 
 from rich.text import Text
-from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Container, Horizontal, VerticalScroll
@@ -25,6 +24,7 @@ from pinscope.tui.presenter import Line, live_lines, live_summary
 from pinscope.tui.screens.base import ReportScreen
 from pinscope.tui.state import NodeView
 from pinscope.tui.widgets.coregrid import CoreGrid
+from pinscope.tui.widgets.field import OrderedInput
 
 MAX_REQUEST = 100_000  # more CPUs than any node has: refused by kubelet's own words, never a long loop
 
@@ -193,24 +193,12 @@ def offgrid_line(where: dict[str, list[int]]) -> str:
     return f"CPU{'s' if n != 1 else ''} {', '.join(parts)} the grid's view: scroll the grid (Tab to it, or the mouse)"
 
 
-class Field(Input):
+class Field(OrderedInput):
     """A field of the pane that leaves '?' to the help: no number of CPUs nor size has one, and Textual drops a
     screen's binding of a key the focused Input would take."""
 
     def check_consume_key(self, key: str, character: str | None) -> bool:
         return character != "?" and super().check_consume_key(key, character)
-
-    async def _on_key(self, event: events.Key) -> None:
-        # Textual runs an Input's own keys (backspace, delete, the arrows, home, end) only once they have bubbled
-        # up to the app, behind the pane's recomputation, while a character after them goes in at once: keys of
-        # one burst (typed fast, both cores busy) were applied out of order ('500K', 4 backspaces and '1Gi' left
-        # 'Gi'). The field runs its own keys here, in the order they came.
-        for binding in self._bindings.key_to_bindings.get(event.key, ()):
-            if not binding.priority and await self.app.run_action(binding.action, self):
-                event.stop()
-                event.prevent_default()
-                return
-        await super()._on_key(event)
 
 
 class FitScreen(ReportScreen):

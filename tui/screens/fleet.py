@@ -10,10 +10,11 @@ import psutil
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Footer, Static
 from pinscope.tui.screens.base import FleetBase
 
 from pinscope.tui.screens.filtering import FleetFilter, filter_note
+from pinscope.tui.widgets.field import OrderedInput
 from pinscope.tui.widgets.fleetmap import FleetMap
 
 
@@ -34,7 +35,7 @@ class FleetScreen(FleetFilter, FleetBase):
     def compose(self) -> ComposeResult:
         yield Static("", id="status")
         yield FleetMap(id="fleet")
-        yield Input(placeholder="filter: node name, group or label (k=v); Esc clears", id="filter")
+        yield OrderedInput(placeholder="filter: node name, group or label (k=v); Esc clears", id="filter")
         yield Footer()
 
     def on_mount(self) -> None:

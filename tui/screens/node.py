@@ -26,6 +26,7 @@ from pinscope.tui.screens.nodequery import busiest_softirqs, filter_cpus, matche
 from pinscope.tui.presenter import NOISE_FULL
 from pinscope.tui.state import NodeView
 from pinscope.tui.widgets.coregrid import CoreGrid, wrap_cells
+from pinscope.tui.widgets.field import OrderedInput
 
 
 # measures how a text wraps (cell widths, words) as Rich will draw it; it writes nowhere
@@ -118,7 +119,7 @@ class NodeScreen(ReportScreen):
                 yield DataTable(id="pods", cursor_type="row", zebra_stripes=False)
             yield DataTable(id="findings", cursor_type="row", show_header=False)
         yield Static("", id="folded")
-        yield Input(placeholder="filter: pod, namespace or container; Enter jumps, Esc clears", id="filter")
+        yield OrderedInput(placeholder="filter: pod, namespace or container; Enter jumps, Esc clears", id="filter")
         yield Footer()
 
     def on_mount(self) -> None:

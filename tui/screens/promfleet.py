@@ -16,11 +16,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Footer, Static
 from pinscope.tui.screens.base import PromNavigator, ReportScreen
 
 from pinscope.collectors.text import display
 from pinscope.tui.screens.filtering import FleetFilter, filter_note
+from pinscope.tui.widgets.field import OrderedInput
 from pinscope.tui.widgets.fleetmap import FleetMap
 from pinscope.tui.widgets.promfleetmap import PromFleetMap, PromRow
 
@@ -79,7 +80,7 @@ class PromFleetScreen(FleetFilter, ReportScreen):
     def compose(self) -> ComposeResult:
         yield Static("", id="status")
         yield PromFleetMap(id="fleet")
-        yield Input(placeholder="filter: node name; Esc clears", id="filter")
+        yield OrderedInput(placeholder="filter: node name; Esc clears", id="filter")
         yield Footer()
 
     def on_mount(self) -> None:
