@@ -251,6 +251,77 @@ def test_cpu_manager_validate_options(release, case):
     assert (err is not None) == case["expectedErr"], f"{where}: {err}"
 
 
+def _allocate(policy, default: set[int], n: int, mask: int | None) -> tuple[set[int], str | None]:
+    """Allocate for one exclusive container: kubelet's SMT check, then allocateCPUs (default is updated)."""
+    try:
+        policy.smt_check(default, n)
+        return policy.allocate_cpus(default, n, mask, set()), None
+    except KubeletError as e:
+        return set(), e.message
+
+
+@pytest.mark.parametrize("release, case",
+                         list(_cases("cpumanager.TestPolicyWithAlignBySocketAndDistributeCPUsAcrossNUMAEnabled")))
+def test_cpu_manager_align_by_socket_and_distribute(release, case):
+    """TestPolicyWithAlignBySocketAndDistributeCPUsAcrossNUMAEnabled (runStaticPolicyTestCase): the fake
+    topology manager's hint, NewStaticPolicy with the case's options, Allocate for the pod's first container."""
+    where = ("pkg/kubelet/cm/cpumanager/policy_static_test.go TestPolicyWithAlignBySocketAndDistributeCPUsAcrossNUMAEnabled: "
+             f"{case['description']}")
+    pod, ctr = case["pod"]["metadata"]["uid"], case["pod"]["spec"]["containers"][0]["name"]
+    if ctr in (case["stAssignments"] or {}).get(pod, {}):
+        pytest.skip("the container already holds CPUs (kubelet keeps them; pinscope predicts a new one)")
+    n = _cpu_request(case["pod"])
+    if n is None:
+        pytest.skip("not an exclusive container (the shared pool: nothing to predict)")
+    topo = _topology(case["topo"])
+    tm = TopologyManager("none", "container", sorted(topo.details.idx[0]))
+    policy = StaticPolicy(topo, case["numReservedCPUs"], set(case.get("reservedCPUs") or ()), tm,
+                          parse_cpu_options(case["options"] or {}), release)
+    hint = case.get("topologyHint") or {}
+    got, err = _allocate(policy, set(case["stDefaultCPUSet"]), n, hint.get("NUMANodeAffinity"))
+    assert err == case["expErr"], where
+    if case["expCPUAlloc"]:
+        assert sorted(got) == case["expCSet"], where
+
+
+@pytest.mark.parametrize("release, case", list(_cases("cpumanager.TestStaticPolicyAddWithUncoreAlignment")))
+def test_cpu_manager_uncore_alignment(release, case):
+    """TestStaticPolicyAddWithUncoreAlignment: every container of the pod allocated in turn (no NUMA hint);
+    the first container's CPUs, or the uncore caches the pod's CPUs span."""
+    where = f"pkg/kubelet/cm/cpumanager/policy_static_test.go TestStaticPolicyAddWithUncoreAlignment: {case['description']}"
+    topo = _topology(case["topo"])
+    tm = TopologyManager("none", "container", sorted(topo.details.idx[0]))
+    policy = StaticPolicy(topo, case["numReservedCPUs"], set(case.get("reserved") or ()), tm,
+                          parse_cpu_options(case["cpuPolicyOptions"] or {}), release)
+    default = set(case["stDefaultCPUSet"]) - set(case.get("reserved") or ())
+    got: list[set[int]] = []
+    for c in case["pod"]["spec"]["containers"]:
+        n = _cpu_request({"spec": {"containers": [c]}})
+        if n is None:
+            pytest.skip("a container that is not exclusive (kubelet's shared pool)")
+        cpus, err = _allocate(policy, default, n, None)
+        assert err is None, f"{where}: {err}"
+        got.append(cpus)
+    if case["expCPUAlloc"]:
+        assert sorted(got[0]) == case["expCSet"], where
+    else:
+        uncore = {topo.details.info[cpu][3] for cpus in got for cpu in cpus}
+        assert sorted(uncore) == case["expUncoreCache"], where
+
+
+@pytest.mark.parametrize("release, case", list(_cases("cpumanager.TestTopologyAwareAllocateCPUs")))
+def test_cpu_manager_topology_aware_allocate(release, case):
+    """TestTopologyAwareAllocateCPUs: Start, then allocateCPUs under the case's NUMA mask."""
+    where = f"pkg/kubelet/cm/cpumanager/policy_static_test.go TestTopologyAwareAllocateCPUs: {case['description']}"
+    topo = _topology(case["topo"])
+    policy = StaticPolicy(topo, 0, set(), TopologyManager("none", "container", sorted(topo.details.idx[0])),
+                          parse_cpu_options({}), release)
+    assignments = {p: {c: set(cs) for c, cs in ctrs.items()} for p, ctrs in (case["stAssignments"] or {}).items()}
+    default = set(policy.start(set(case["stDefaultCPUSet"]), assignments))
+    got = policy.allocate_cpus(default, case["numRequested"], case["socketMask"], set())
+    assert sorted(got) == case["expCSet"], where
+
+
 MEMORY = ("memory", "hugepages-")
 
 
@@ -371,5 +442,8 @@ def test_dumped_tables_are_there():
         assert data.get("memorymanager.TestStaticPolicyGetPodTopologyHints")
         for name in ("TestGetPodTopologyHintsWithPolicyOptions", "TestStaticPolicyAddWithResvList", "TestStaticPolicyStart",
                      "TestStaticPolicyStartWithResvList", "TestValidateStaticPolicyOptions",
-                     "TestPolicyOptionsCompatibility"):
+                     "TestPolicyOptionsCompatibility", "TestStaticPolicyAddWithUncoreAlignment",
+                     "TestTopologyAwareAllocateCPUs"):
             assert data.get(f"cpumanager.{name}"), name
+    # a test 1.35 has not
+    assert _load("1.37").get("cpumanager.TestPolicyWithAlignBySocketAndDistributeCPUsAcrossNUMAEnabled")
