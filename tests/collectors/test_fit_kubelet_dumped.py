@@ -1,5 +1,5 @@
 """Kubelet's own test tables, dumped from kubelet's test code by tests/kubeletsim/tabledump.py into
-tests/kubeletsim/tables/v1.N.dump.json (committed: no Go needed here), each case run through pinscope's
+tests/kubeletsim/tables/dump-v1.N.json (committed: no Go needed here), each case run through pinscope's
 port as kubelet's test runs it; a failure names kubelet's test file, test function and case."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ RELEASES = ("1.35", "1.37")
 
 
 def _load(release: str) -> dict:
-    path = TABLES / f"v{release}.dump.json"
+    path = TABLES / f"dump-v{release}.json"
     return json.loads(path.read_text()) if path.exists() else {}  # test_dumped_tables_are_there says it is missing
 
 
@@ -43,7 +43,7 @@ def _cases(key: str):
     """Every release's cases of one table (a "package.TestFunction" key: captured from that function)."""
     for release in RELEASES:
         for i, c in enumerate(_load(release).get(key, [])):
-            yield pytest.param(release, c, id=f"{release}-{i}-{c['description'][:60]}")
+            yield pytest.param(release, c, id=f"{release}-{i}-{(c.get('description') or c.get('name') or '')[:60]}")
 
 
 @pytest.mark.parametrize("release, case", list(_cases("merge_cases")))

@@ -8,10 +8,11 @@ the test files need modules the oracle does not, and the oracle's go.mod is not 
 pinscope's dump file (tests/kubeletsim/tabledump/<package>_test.go), which calls kubelet's table
 functions and writes the cases as JSON. A table that is a local variable of a kubelet test function
 (CAPTURES) is taken from a copy of kubelet's test file in which that function, right after its table,
-hands the table to pinscopeCapture (tabledump/capture.go.in) and returns. The result is committed as tests/kubeletsim/tables/v1.N.dump.json;
+hands the table to pinscopeCapture (tabledump/capture.go.in) and returns. The result is committed as
+tests/kubeletsim/tables/dump-v1.N.json (not v1.N.*.json: test_fit_tables reads those, tables.py's output);
 pinscope's tests read that file and need no Go.
 
-    python3 tests/kubeletsim/tabledump.py 1.37 > tests/kubeletsim/tables/v1.37.dump.json
+    python3 tests/kubeletsim/tabledump.py 1.37 > tests/kubeletsim/tables/dump-v1.37.json
 """
 
 from __future__ import annotations
