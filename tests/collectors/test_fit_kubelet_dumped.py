@@ -58,6 +58,27 @@ def test_topology_manager_merge(release, case):
     assert (got.mask, got.preferred) == (want.mask, want.preferred), f"{case['source']}: {case['description']}"
 
 
+def _distances(raw: dict | None) -> dict[int, list[int]]:
+    return {int(n): row for n, row in (raw or {}).items()}
+
+
+@pytest.mark.parametrize("release, case", list(_cases("topologymanager.TestCalculateAvgDistanceFor")))
+def test_topology_manager_average_distance(release, case):
+    """TestCalculateAvgDistanceFor: the mean NUMA distance over every pair of a mask's nodes."""
+    tm = TopologyManager("best-effort", "container", case["bm"], True, _distances(case["distance"]))
+    got = tm._avg_distance_of(_mask(case["bm"]) or 0)
+    assert got == case["expectedAvg"], f"pkg/kubelet/cm/topologymanager/numa_info_test.go TestCalculateAvgDistanceFor: {case['name']}"
+
+
+@pytest.mark.parametrize("release, case", list(_cases("topologymanager.TestClosest")))
+def test_topology_manager_closest(release, case):
+    """TestClosest: Closest(candidate, current), prefer-closest-numa-nodes' choice between two masks."""
+    info = case["numaInfo"] or {}
+    tm = TopologyManager("best-effort", "container", info.get("Nodes") or [], True, _distances(info.get("NUMADistances")))
+    got = tm._closest(case["candidate"], case["current"])
+    assert got == case[case["expected"]], f"pkg/kubelet/cm/topologymanager/numa_info_test.go TestClosest: {case['description']}"
+
+
 def _sorted(hints) -> list[tuple[int | None, bool]] | None:
     return None if hints is None else sorted(((h.mask, h.preferred) for h in hints), key=lambda x: (x[0] or 0, x[1]))
 
@@ -436,6 +457,7 @@ def test_dumped_tables_are_there():
         data = _load(release)
         assert data["kubernetes"].startswith(f"v{release}.")
         assert len(data["merge_cases"]) >= 100
+        assert data.get("topologymanager.TestCalculateAvgDistanceFor") and data.get("topologymanager.TestClosest")
         assert len(data["cpu_hint_cases"]) >= 10 and len(data["device_hint_cases"]) >= 20
         assert len(data["memorymanager.TestStaticPolicyGetTopologyHints"]) >= 5
         assert len(data["memorymanager.TestStaticPolicyAllocate"]) >= 10

@@ -32,6 +32,8 @@ PACKAGES = {"topologymanager": "pkg/kubelet/cm/topologymanager", "cpumanager": "
 # tables that are local variables of a kubelet test function: (package, file, function, variable); the
 # function's copy calls pinscopeCapture (tabledump/capture.go.in) right after the table and returns
 CAPTURES = [
+    ("topologymanager", "numa_info_test.go", "TestCalculateAvgDistanceFor", "tcases"),
+    ("topologymanager", "numa_info_test.go", "TestClosest", "tcases"),
     ("memorymanager", "policy_static_test.go", "TestStaticPolicyGetTopologyHints", "testCases"),
     ("memorymanager", "policy_static_test.go", "TestStaticPolicyAllocate", "testCases"),
     ("memorymanager", "policy_static_test.go", "TestStaticPolicyGetPodTopologyHints", "testCases"),
