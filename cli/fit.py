@@ -62,15 +62,16 @@ _RESOURCE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9
 
 
 def device_arg(text: str) -> tuple[str, int]:
-    """--device RESOURCE=COUNT (an argparse type): (resource, count), the count a whole number above 0."""
+    """--device RESOURCE=COUNT (an argparse type): (resource, count), the count a whole number above 0. The
+    text is quoted as typed: the usage line escapes its controls once (`_err`); `!r` would escape them twice."""
     import argparse
 
     res, eq, count = text.partition("=")
     if not eq or not _RESOURCE.match(res) or len(res) > 253:
-        raise argparse.ArgumentTypeError(f"{text!r} is not RESOURCE=COUNT with a device plugin's resource "
+        raise argparse.ArgumentTypeError(f"'{text}' is not RESOURCE=COUNT with a device plugin's resource "
                                          "(domain/name, e.g. example.com/gpu=2)")
     if not count.isascii() or not count.isdigit() or int(count) <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r}: the count must be a whole number above 0")
+        raise argparse.ArgumentTypeError(f"'{text}': the count must be a whole number above 0")
     return res, int(count)
 
 

@@ -114,3 +114,12 @@ def test_fit_json_has_devices_on_the_demo():
         assert o["devices"]["request"] == {"nvidia.com/gpu": 1}
         per = o["devices"]["per_resource"]
         assert per or o["devices"]["note"], o["node"]
+
+
+def test_bad_device_is_quoted_once_with_controls_made_visible():
+    """The user trial: `--device $'a\\e[31mred=1'` printed 'a\\\\x1b[31mred=1' (repr's escape, escaped again):
+    the text typed is shown once, its control characters escaped as every text line escapes them, never raw."""
+    rc, out, err = _run(["fit", "demo", "--cpus", "1", "--device", "a\x1b[31mred=1"])
+    assert rc == 2 and out == "" and "\x1b" not in err
+    assert "'a\\033[31mred=1' is not RESOURCE=COUNT" in err, err
+    assert "\\\\" not in err, err
