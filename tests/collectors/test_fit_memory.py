@@ -408,6 +408,19 @@ def test_sizes_are_kubernetes_quantities():
             parse_size(bad)
 
 
+def test_fit_json_memory_keys_are_each_documented(static_tree):
+    """The user trial: `memory` had a `hints` key docs/fit.md did not list. A script reads what the doc says:
+    every key of `memory` (and of its `per_numa` entries) is named in the doc's "Memory and hugepages"."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "fit.md").read_text()
+    section = " ".join(doc[doc.index("## Memory and hugepages"):doc.index("## Devices")].split())
+    rc, o = _fit(["fit", "--root", str(static_tree), "--cpus", "2", "--memory", "256m", "--json"])
+    assert rc == 0 and o["memory"]["hints"], o["memory"]
+    keys = set(o["memory"]) | {k for p in o["memory"]["per_numa"] for k in p}
+    assert {k for k in keys if f"`{k}`" not in section} == set(), section
+
+
 def test_fit_sizes_as_kubernetes_takes_them(static_tree):
     """1.5Gi, 500k, 1e9 are taken; 500K and garbage are one line and exit 2; 256m is taken (1 byte, as
     kubelet counts it) with a note; hugepages not a whole number of pages are refused in the API's words."""
