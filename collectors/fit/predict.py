@@ -286,10 +286,11 @@ def _with_devices(case: dict, ans: FitAnswer, snap, request: dict[str, int] | No
         return None
     case["devices"] = devices_case(live)
     case["devices"]["containers"] = [dict(request)]
-    ans.assumed.append(UNHEALTHY_UNSEEN)
-    ans.assumed.append("the device plugins offer no GetPreferredAllocation (where one does, it picks among the "
-                       "devices kubelet names)")
-    ans.unknown.append("how many such containers fit one after another counts CPUs (and memory), not devices")
+    if any(r in case["devices"]["resources"] for r in request):  # else the device manager ignores them: only that
+        ans.assumed.append(UNHEALTHY_UNSEEN)
+        ans.assumed.append("the device plugins offer no GetPreferredAllocation (where one does, it picks among the "
+                           "devices kubelet names)")
+        ans.unknown.append("how many such containers fit one after another counts CPUs (and memory), not devices")
     return dict(request)
 
 

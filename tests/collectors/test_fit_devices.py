@@ -77,6 +77,20 @@ def test_unreachable_podresources_is_said_not_guessed(static_snap):
         assert any("NUMA nodes are unknown" in a for a in ans.assumed)
 
 
+def test_unregistered_resource_says_only_that_it_is_ignored(static_snap):
+    """The user trial: where no plugin registered the asked resource, the two "assumed: devices …" lines (unhealthy
+    devices unseen, no GetPreferredAllocation) were printed beside "kubelet ignores it": only what applies is said."""
+    from pinscope.cli.fit import render
+
+    live = _live(Device("example.com/nic", ("n0",), (0,)))
+    ans = predict(static_snap, 2, devices={"example.com/gpu": 1}, live=live, count=False)
+    assert "ignores it" in ans.devices["per_resource"]["example.com/gpu"]["note"]
+    text = render(ans, 2)
+    assert "unhealthy" not in text and "GetPreferredAllocation" not in text and "counts CPUs" not in text, text
+    both = predict(static_snap, 2, devices={"example.com/gpu": 1, "example.com/nic": 1}, live=live, count=False)
+    assert any("GetPreferredAllocation" in a for a in both.assumed)  # one asked resource is a device: they apply
+
+
 def test_device_without_topology_has_no_preference(static_snap):
     plain = predict(static_snap, 2, count=False)
     ans = predict(static_snap, 2, devices={"example.com/nic": 1}, live=_live(Device("example.com/nic", ("n0",), ())),
