@@ -15,6 +15,7 @@ from pinscope.collectors.fit.kubelet import (
     KubeletError,
     StaticPolicy,
     TopologyManager,
+    _compare,
     discover,
     parse_cpu_options,
     topology_of,
@@ -77,6 +78,24 @@ def test_topology_manager_closest(release, case):
     tm = TopologyManager("best-effort", "container", info.get("Nodes") or [], True, _distances(info.get("NUMADistances")))
     got = tm._closest(case["candidate"], case["current"])
     assert got == case[case["expected"]], f"pkg/kubelet/cm/topologymanager/numa_info_test.go TestClosest: {case['description']}"
+
+
+@pytest.mark.parametrize("release, case", list(_cases("topologymanager.TestCompareHintsNarrowest")))
+def test_topology_manager_compare(release, case):
+    """TestCompareHintsNarrowest: HintMerger.compare (best-effort, no closest-NUMA option) between the current
+    best hint and a candidate, given the best non-preferred affinity count; the masks of two hints of equal
+    standing compared as kubelet's Narrowest does."""
+    def narrowest(cur: Hint, cand: Hint) -> Hint:
+        cm, dm = cur.mask or 0, cand.mask or 0
+        if cm == dm:
+            return cur
+        return cur if (cm.bit_count(), cm) < (dm.bit_count(), dm) else cand
+
+    cur = None if case["current"] is None else Hint(case["current"]["NUMANodeAffinity"], case["current"]["Preferred"])
+    cand = Hint(case["candidate"]["NUMANodeAffinity"], case["candidate"]["Preferred"])
+    got = _compare(cur, cand, case["bestNonPreferredAffinityCount"], narrowest)
+    want = cur if case["expected"] == "current" else cand
+    assert got is want, f"pkg/kubelet/cm/topologymanager/policy_test.go TestCompareHintsNarrowest: {case['description']}"
 
 
 def _sorted(hints) -> list[tuple[int | None, bool]] | None:
@@ -458,6 +477,7 @@ def test_dumped_tables_are_there():
         assert data["kubernetes"].startswith(f"v{release}.")
         assert len(data["merge_cases"]) >= 100
         assert data.get("topologymanager.TestCalculateAvgDistanceFor") and data.get("topologymanager.TestClosest")
+        assert data.get("topologymanager.TestCompareHintsNarrowest")
         assert len(data["cpu_hint_cases"]) >= 10 and len(data["device_hint_cases"]) >= 20
         assert len(data["memorymanager.TestStaticPolicyGetTopologyHints"]) >= 5
         assert len(data["memorymanager.TestStaticPolicyAllocate"]) >= 10

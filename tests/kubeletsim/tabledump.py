@@ -34,6 +34,7 @@ PACKAGES = {"topologymanager": "pkg/kubelet/cm/topologymanager", "cpumanager": "
 CAPTURES = [
     ("topologymanager", "numa_info_test.go", "TestCalculateAvgDistanceFor", "tcases"),
     ("topologymanager", "numa_info_test.go", "TestClosest", "tcases"),
+    ("topologymanager", "policy_test.go", "TestCompareHintsNarrowest", "tcases"),
     ("memorymanager", "policy_static_test.go", "TestStaticPolicyGetTopologyHints", "testCases"),
     ("memorymanager", "policy_static_test.go", "TestStaticPolicyAllocate", "testCases"),
     ("memorymanager", "policy_static_test.go", "TestStaticPolicyGetPodTopologyHints", "testCases"),
