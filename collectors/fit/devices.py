@@ -242,3 +242,30 @@ def device_answer(request: dict[str, int], placed: dict | None, error: dict | No
         out["per_resource"][res] = {"count": n, "numa_nodes": numa_of(tiers), "tiers": [
             {"devices": sorted(t.pool), "take": t.take, "numa_nodes": list(t.numa_nodes)} for t in tiers]}
     return out
+
+
+def checkpoint_case(cp, request: dict[str, int], holding: set[str]) -> dict | None:
+    """The case's "devices" from kubelet's device checkpoint alone (PodResources not reached), only where it is
+    positive evidence of a refusal: an asked resource of fewer registered devices free than asked. The checkpoint's
+    registeredDevices are the healthy devices when kubelet last wrote it (manager.go writeCheckpoint, on each
+    plugin update): a device unhealthy since leaves fewer free, never more. A device is held when a pod of
+    `holding` (pods the node shows running, none known gone) holds it; others may be freed by kubelet first
+    (UpdateAllocatedDevices), so they are counted free. The free devices' NUMA nodes are not in it: None (the
+    held ones carry theirs). None: no such evidence (enough free, resource not registered, checkpoint not read
+    or its checksum wrong) — nothing is said of the devices then."""
+    if cp is None or cp.checksum_ok is False:
+        return None
+    registered = {r: set(ids) for r, ids in cp.registered}
+    held = [a for a in cp.allocations if a.pod_uid in holding and a.resource in registered]
+    taken = {r: {a.device for a in held if a.resource == r} for r in registered}
+    if not any(r in registered and len(registered[r] - taken[r]) < n for r, n in request.items()):
+        return None
+    numa = {(a.resource, a.device): [a.numa_node] for a in held if a.numa_node is not None and a.numa_node >= 0}
+    resources = {r: {d: numa.get((r, d)) for d in ids | taken[r]} for r, ids in registered.items() if r in request}
+    allocated: dict = {}
+    for a in held:
+        if a.resource in resources:
+            allocated.setdefault(a.pod_uid, {}).setdefault(a.container, {}).setdefault(a.resource, []).append(a.device)
+    unhealthy = {r: sorted(taken[r] - registered[r]) for r in resources if taken[r] - registered[r]}
+    containers = [{r: n for r, n in request.items() if r in resources}]
+    return {"resources": resources, "unhealthy": unhealthy, "allocated": allocated, "containers": containers}

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from .active import checkpoint_uids, inactive_pods, said
 from .capacity import places
 from .combinations import admission_cost, slow_note
-from .devices import UNHEALTHY_UNSEEN, device_answer, devices_case
-from .kubelet import DEFAULT_RELEASE, RELEASES, Kubelet, KubeletError, cpuset_str
+from .devices import UNHEALTHY_UNSEEN, DeviceManager, checkpoint_case, device_answer, devices_case
+from .kubelet import DEFAULT_RELEASE, RELEASES, TOPOLOGY_AFFINITY_MESSAGE, Kubelet, KubeletError, cpuset_str
 from .memory import memory_answer, with_memory
 
 # What no file on the node says, whatever pinscope reads.
@@ -227,9 +227,7 @@ def predict(snap, cpus: int, kubelet_version: str | None = None, count: bool = T
                     "kubelet's configuration could not be read: its CPU manager policy is unknown")
         return ans
     if cfg.cpu_manager_policy != "static":
-        ans.note = (f"cpuManagerPolicy is {cfg.cpu_manager_policy!r}: no container gets exclusive CPUs; "
-                    "a container of any size runs on the shared pool")
-        return ans
+        return _shared_pool(ans, snap, devices, live, inactive)
     status = getattr(snap, "state_status", "ok")
     if snap.state is None or status != "ok":
         ans.readable = False
@@ -248,7 +246,7 @@ def predict(snap, cpus: int, kubelet_version: str | None = None, count: bool = T
         ans.note = "; ".join(problems)
         return ans
     mem, mem_note = with_memory(case, snap, memory, ans.unknown)
-    dev_req = _with_devices(case, ans, snap, devices, live)
+    dev_req = _with_devices(case, ans, snap, devices, live, inactive)
     try:
         k = Kubelet(case, release)
     except KubeletError as e:
@@ -269,9 +267,11 @@ def predict(snap, cpus: int, kubelet_version: str | None = None, count: bool = T
     return ans
 
 
-def _with_devices(case: dict, ans: FitAnswer, snap, request: dict[str, int] | None, live) -> dict[str, int] | None:
-    """Add the device manager to the case where the devices' NUMA nodes are known (kubelet's PodResources view);
-    -> the request to place, or None (not asked, or not known: said in ans, never guessed)."""
+def _with_devices(case: dict, ans: FitAnswer, snap, request: dict[str, int] | None, live,
+                  inactive: dict[str, str] | None = None) -> dict[str, int] | None:
+    """Add the device manager to the case where the devices' NUMA nodes are known (kubelet's PodResources view),
+    or where its checkpoint alone shows a refusal (_from_checkpoint); -> the request to place, or None (not
+    asked, or not known: said in ans, never guessed)."""
     if request is None:
         held = getattr(snap, "device_state", None)
         if held is not None and held.allocations:
@@ -279,6 +279,11 @@ def _with_devices(case: dict, ans: FitAnswer, snap, request: dict[str, int] | No
         return None
     if live is None or getattr(live, "error", None):
         why = getattr(live, "error", None) or "not asked"
+        gone = set(case.get("inactive") or ()) | set(inactive or ())
+        holding = {p.uid for p in snap.pods if p.cgroup_path is not None and p.uid not in gone}
+        dev = checkpoint_case(getattr(snap, "device_state", None), request, holding)
+        if dev is not None:
+            return _from_checkpoint(case, ans, dev, request, why)
         note = (f"the devices' NUMA nodes are unknown: kubelet's PodResources API was not reached ({why}); the "
                 "prediction leaves kubelet's device manager out, as if no device were asked")
         ans.assumed.append(note)
@@ -294,11 +299,65 @@ def _with_devices(case: dict, ans: FitAnswer, snap, request: dict[str, int] | No
     return dict(request)
 
 
+def _shared_pool(ans: FitAnswer, snap, devices: dict[str, int] | None, live, inactive) -> FitAnswer:
+    """cpuManagerPolicy none: no CPUs to place; the devices still may be refused (_devices_alone)."""
+    ans.note = (f"cpuManagerPolicy is {snap.kubelet.cpu_manager_policy!r}: no container gets exclusive CPUs; "
+                "a container of any size runs on the shared pool")
+    _devices_alone(ans, snap, devices, live, inactive)
+    return ans
+
+
+def _devices_alone(ans: FitAnswer, snap, request: dict[str, int] | None, live, inactive: dict[str, str] | None) -> None:
+    """No exclusive CPUs to place (cpuManagerPolicy none), yet kubelet's device manager (the topology manager's
+    provider still) refuses too many devices: from kubelet's PodResources view, or its checkpoint alone where that
+    is positive evidence (checkpoint_case). Nothing said otherwise (the CLI says no decision was predicted)."""
+    if request is None:
+        return
+    reached = live is not None and not getattr(live, "error", None)
+    holding = {p.uid for p in snap.pods if p.cgroup_path is not None and p.uid not in (inactive or {})}
+    dev = devices_case(live) if reached else checkpoint_case(getattr(snap, "device_state", None), request, holding)
+    if dev is None:
+        return
+    m = DeviceManager.from_case(dev, [n.id for n in snap.topology.numa_nodes], release=ans.release)
+    refused = m.refusals(request)
+    if not refused:
+        return
+    tm = snap.kubelet.topology_manager_policy or "none"
+    if tm in ("restricted", "single-numa-node") and any(h == [] for h in m.hints(request).values()):
+        ans.error = {"kind": "TopologyAffinityError", "message": TOPOLOGY_AFFINITY_MESSAGE}
+    else:
+        ans.error = {"kind": "UnexpectedAdmissionError", "message": f"Allocate failed due to {refused[0]}, which is unexpected"}
+    ans.devices = device_answer(request, None, ans.error)
+    if not reached:
+        ans.devices["note"] = ("kubelet's PodResources API was not reached: the device checkpoint alone shows fewer "
+                               "free devices than asked, which kubelet's device manager refuses; their NUMA nodes are unknown")
+        ans.unknown.append("the devices' NUMA nodes (kubelet's PodResources API was not reached)")
+
+
+def _from_checkpoint(case: dict, ans: FitAnswer, dev: dict, request: dict[str, int], why: str) -> dict[str, int]:
+    """The device manager from its checkpoint alone (checkpoint_case: fewer registered devices free than asked, a
+    refusal wherever they are): added to the case, their NUMA nodes said unknown. -> the request to place."""
+    case["devices"] = dev
+    note = (f"kubelet's PodResources API was not reached ({why}): the device checkpoint alone shows fewer free "
+            "devices than asked, which kubelet's device manager refuses; which NUMA nodes they are on is unknown")
+    ans.devices = {"request": dict(request), "per_resource": {}, "note": note}
+    ans.unknown.append(f"the devices' NUMA nodes ({note.split(':')[0]})")
+    aligned = any(n is not None for devs in dev["resources"].values() for n in devs.values())
+    if case["tm_policy"] in ("restricted", "single-numa-node") and not aligned:
+        ans.unknown.append(f"which refusal kubelet gives: where these devices carry NUMA nodes, topology manager "
+                           f"policy {case['tm_policy']} refuses with TopologyAffinityError before the device manager")
+    return dict(dev["containers"][0])
+
+
 def _placed(ans: FitAnswer, request: dict[str, int] | None, d) -> dict | None:
-    """`devices` of the answer: where the device manager placed the request (None: not placed, as said before)."""
+    """`devices` of the answer: where the device manager placed the request (None: not placed, as said before);
+    from the checkpoint alone, the whole request and the note said before."""
     if request is None:
         return ans.devices
-    return device_answer(request, d.devices[0] if d.devices else None, d.error)
+    out = device_answer(request, d.devices[0] if d.devices else None, d.error)
+    if ans.devices is not None:
+        out["request"], out["note"] = ans.devices["request"], ans.devices["note"]
+    return out
 
 
 COUNT_MEMORY_NUMA = 8  # beyond, each admission weighs 2^N memory masks: 16 NUMA nodes took 40 s to count (2026-12)

@@ -91,6 +91,69 @@ def test_unregistered_resource_says_only_that_it_is_ignored(static_snap):
     assert any("GetPreferredAllocation" in a for a in both.assumed)  # one asked resource is a device: they apply
 
 
+def _with_checkpoint(snap, held_numa, *, running=True, checksum_ok=True):
+    """The snapshot with a device checkpoint: example.com/gpu g0,g1 registered, g0 held by one of its pods (one
+    the node shows running, or one it does not)."""
+    import dataclasses
+
+    from pinscope.collectors.model import DeviceAllocation, DeviceCheckpoint
+
+    pod = next(p.uid for p in snap.pods if p.cgroup_path is not None) if running else "gone-pod-uid"
+    cp = DeviceCheckpoint((DeviceAllocation(pod, "c", "example.com/gpu", "g0", held_numa),),
+                          (("example.com/gpu", ("g0", "g1")),), 1, checksum_ok)
+    return dataclasses.replace(snap, device_state=cp)
+
+
+@pytest.mark.parametrize("held_numa", [0, -1])
+def test_checkpoint_alone_shows_kubelets_refusal_of_too_many_devices(static_snap, held_numa):
+    """The user trial: PodResources not reached, 2 GPUs asked, the checkpoint shows 1 registered free: kubelet's
+    device manager refuses (Requested: 2, Available: 1), said in its words (exit 1), the NUMA nodes unknown. Under
+    the node's single-numa-node policy devices with a NUMA node are refused by the topology manager first."""
+    snap = _with_checkpoint(static_snap, held_numa)
+    ans = predict(snap, 2, devices={"example.com/gpu": 2}, live=None, count=False)
+    assert ans.error is not None and ans.cpus is None
+    if held_numa >= 0 and snap.kubelet.topology_manager_policy in ("restricted", "single-numa-node"):
+        assert ans.error["kind"] == "TopologyAffinityError"
+    else:
+        assert ans.error == {"kind": "UnexpectedAdmissionError", "message": "Allocate failed due to requested number of "
+                             "devices unavailable for example.com/gpu. Requested: 2, Available: 1, which is unexpected"}
+    assert "checkpoint alone" in ans.devices["note"] and ans.devices["request"] == {"example.com/gpu": 2}
+    assert any(u.startswith("the devices' NUMA nodes") for u in ans.unknown)
+    if held_numa < 0 and snap.kubelet.topology_manager_policy == "single-numa-node":
+        assert any("TopologyAffinityError" in u for u in ans.unknown), ans.unknown
+
+
+@pytest.mark.parametrize("ask, kw", [(1, {}), (2, {"running": False}), (2, {"checksum_ok": False})])
+def test_checkpoint_without_positive_evidence_stays_unknown(static_snap, ask, kw):
+    """Enough registered free (1 of 1 asked) is no evidence of admission; a device held by a pod the node does not
+    show running may be freed by kubelet first; a checkpoint of a wrong checksum says nothing: unknown, as before."""
+    snap = _with_checkpoint(static_snap, 0, **kw)
+    plain = predict(snap, 2, count=False)
+    ans = predict(snap, 2, devices={"example.com/gpu": ask}, live=None, count=False)
+    assert (ans.cpus, ans.error) == (plain.cpus, plain.error)
+    assert ans.devices["per_resource"] == {} and "NUMA nodes are unknown" in ans.devices["note"]
+
+
+def test_policy_none_still_refuses_too_many_devices(static_snap):
+    """cpuManagerPolicy none: no CPUs are placed, yet kubelet's device manager refuses 2 GPUs where 1 is free: from
+    the checkpoint alone, or from kubelet's PodResources view; 1 asked is no refusal (it was "fits", exit 0, for all)."""
+    import dataclasses
+
+    snap = _with_checkpoint(static_snap, -1)
+    snap = dataclasses.replace(snap, kubelet=dataclasses.replace(snap.kubelet, cpu_manager_policy="none",
+                                                                 topology_manager_policy="none"))
+    words = {"kind": "UnexpectedAdmissionError", "message": "Allocate failed due to requested number of devices "
+             "unavailable for example.com/gpu. Requested: 2, Available: 1, which is unexpected"}
+    ans = predict(snap, 2, devices={"example.com/gpu": 2}, live=None, count=False)
+    assert ans.error == words and ans.cpus is None and "checkpoint alone" in ans.devices["note"]
+    held = LivePod("ns", "p", (LiveContainer("c", frozenset(), (Device("example.com/gpu", ("g0",), (0,)),)),))
+    live = _live(Device("example.com/gpu", ("g0", "g1"), (0,)), pods=[held])
+    assert predict(snap, 2, devices={"example.com/gpu": 2}, live=live, count=False).error == words
+    for one in (predict(snap, 2, devices={"example.com/gpu": 1}, live=None, count=False),
+                predict(snap, 2, devices={"example.com/gpu": 1}, live=live, count=False)):
+        assert one.error is None and "shared pool" in one.note
+
+
 def test_device_without_topology_has_no_preference(static_snap):
     plain = predict(static_snap, 2, count=False)
     ans = predict(static_snap, 2, devices={"example.com/nic": 1}, live=_live(Device("example.com/nic", ("n0",), ())),
