@@ -65,7 +65,7 @@ FIT_EXIT = """exit status (with several nodes the worst: 3, then 1, then 0):
   0  it fits on every node read (or runs on the shared pool: cpuManagerPolicy none)
   1  kubelet would reject it on a node (error.kind says why), or would not start on its configuration
   2  the command line refused (one line on stderr): --cpus missing or not above 0, a bad --memory or
-     --device, an unknown option
+     --device, --memory, a hugepages size or a --device resource given twice, an unknown option
   3  a node not read (its line on stderr), or read too little to say (its checkpoint unreadable or
      missing, the policy unknown: error null, cpus null, note says why)
   128+N  ended by signal N
@@ -274,11 +274,12 @@ def _fit_options(p: argparse.ArgumentParser) -> None:
     p.epilog = FIT_EXIT
     _common(p)
     p.add_argument("--cpus", type=_positive(int), required=True, metavar="N", help="the container's CPUs (a whole number)")
-    p.add_argument("--memory", metavar="SIZE", help="its memory (512Mi, 4Gi): the NUMA nodes kubelet's memory manager "
-                   "would take it from")
-    p.add_argument("--hugepages-2Mi", dest="hugepages_2mi", metavar="SIZE", help="its 2Mi hugepages (with --memory)")
-    p.add_argument("--hugepages-1Gi", dest="hugepages_1gi", metavar="SIZE", help="its 1Gi hugepages (with --memory)")
-    from pinscope.cli.fit import device_arg
+    from pinscope.cli.fit import Once, device_arg
+
+    p.add_argument("--memory", action=Once, metavar="SIZE", help="its memory (512Mi, 4Gi): the NUMA nodes kubelet's "
+                   "memory manager would take it from")
+    p.add_argument("--hugepages-2Mi", action=Once, dest="hugepages_2mi", metavar="SIZE", help="its 2Mi hugepages (with --memory)")
+    p.add_argument("--hugepages-1Gi", action=Once, dest="hugepages_1gi", metavar="SIZE", help="its 1Gi hugepages (with --memory)")
 
     p.add_argument("--device", action="append", type=device_arg, metavar="RESOURCE=COUNT",
                    help="its devices of a device plugin's resource (example.com/gpu=2; repeat for others): the NUMA nodes "

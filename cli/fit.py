@@ -7,6 +7,7 @@ to say.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import re
@@ -57,6 +58,16 @@ async def _answer(target, a) -> tuple[str, FitAnswer | None, str | None]:
     return _name(target), ans, None
 
 
+class Once(argparse.Action):
+    """Store the value, noting an option given again (`repeated`): fit_cmd refuses it as a repeated --device, where
+    argparse's store would silently keep the last (a container has one limit per resource)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(namespace, self.dest, None) is not None:
+            namespace.repeated = [*(getattr(namespace, "repeated", None) or ()), self.option_strings[0]]
+        setattr(namespace, self.dest, values)
+
+
 # a device plugin's resource: an extended resource name, domain/name (k8s.io/apimachinery's qualified name)
 _RESOURCE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
@@ -64,8 +75,6 @@ _RESOURCE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9
 def device_arg(text: str) -> tuple[str, int]:
     """--device RESOURCE=COUNT (an argparse type): (resource, count), the count a whole number above 0. The
     text is quoted as typed: the usage line escapes its controls once (`_err`); `!r` would escape them twice."""
-    import argparse
-
     res, eq, count = text.partition("=")
     if not eq or not _RESOURCE.match(res) or len(res) > 253:
         raise argparse.ArgumentTypeError(f"'{text}' is not RESOURCE=COUNT with a device plugin's resource "
@@ -256,6 +265,10 @@ def render(ans: FitAnswer, n: int) -> str:
 async def fit_cmd(a) -> int:
     from pinscope.cli import _err, _targets, each_target
 
+    repeated = getattr(a, "repeated", None)
+    if repeated:
+        _err(f"pinscope fit: {repeated[0]}: given twice (a container has one limit per resource)")
+        return 2
     if a.memory is None and (getattr(a, "hugepages_2mi", None) or getattr(a, "hugepages_1gi", None)):
         _err("pinscope fit: --hugepages-2Mi/--hugepages-1Gi need --memory (a Guaranteed pod has a memory limit)")
         return 2

@@ -183,6 +183,18 @@ def test_repeated_device_is_refused_exit_2():
     assert rc == 2 and out == "" and "given twice" in err
 
 
+@pytest.mark.parametrize("argv, flag", [(["--memory", "1Gi", "--memory", "2Gi"], "--memory"),
+                                        (["--memory=1Gi", "--memory=1Gi"], "--memory"),
+                                        (["--memory", "4Gi", "--hugepages-2Mi", "2Mi", "--hugepages-2Mi", "4Mi"], "--hugepages-2Mi"),
+                                        (["--memory", "4Gi", "--hugepages-1Gi", "1Gi", "--hugepages-1Gi=2Gi"], "--hugepages-1Gi")])
+def test_repeated_memory_is_refused_exit_2_as_device_is(argv, flag):
+    """The user trial: `--memory` twice silently took the last one while a repeated `--device` is refused: one
+    line, exit 2, the same words."""
+    rc, out, err = _run(["fit", "demo", "--cpus", "1", *argv])
+    assert (rc, out) == (2, "") and len(err.strip().splitlines()) == 1, err
+    assert err.strip() == f"pinscope fit: {flag}: given twice (a container has one limit per resource)", err
+
+
 def test_fit_json_has_devices_on_the_demo():
     """Every node answers `devices` for the asked resource: placed, ignored (no plugin has it), or why not."""
     rc, out, _err = _run(["fit", "demo", "--cpus", "2", "--device", "nvidia.com/gpu=1", "--json"])
