@@ -156,29 +156,48 @@ def live_summary(report, width: int = 60) -> Line:
     if now.view.error:
         return Line(f"kubelet's live view: not reached: {now.view.why or 'see below'}", "bold")
     cpus = sum(d.what == "cpus" for d in now.disagreements)
-    devs = len(now.disagreements) - cpus
     if report.snapshot.state_status != "ok":  # named() is 0: only memory and the kernel were compared
-        long = short = (f"checkpoint not read; disagrees with the kernel on {cpus} container{_s(cpus)}" if cpus else
+        long = short = shortest = (f"checkpoint not read; disagrees with the kernel on {cpus} container{_s(cpus)}" if cpus else
                         "checkpoint not read; agrees with the kernel")
     elif not now.disagreements:
         long = (f"agrees with its checkpoint and the kernel on {_all(now.named)} all three name" if now.named
                 else "no container with exclusive CPUs for all three to name")
-        short = f"agrees on {_all(now.named)}" if now.named else "nothing to compare"
+        short = shortest = f"agrees on {_all(now.named)}" if now.named else "nothing to compare"
     else:
-        of = f" of the {now.named}" if cpus <= now.named else ""
-        long = (f"disagrees on {cpus}{of} container{_s(now.named if of else cpus)} all three name" if cpus else "")
-        short = f"disagrees on {cpus}{of.replace(' the', '')} container{_s(now.named if of else cpus)}" if cpus else ""
-        if devs:
-            long += f"{'; ' if cpus else ''}on the devices of {devs} container{_s(devs)}"
-            short += f"{', ' if cpus else ''}{devs} on devices"
+        long, short, shortest = _differ(now.disagreements, now.named)
     mark = "▲ " if live.held() else ""
     for text in (f"{mark}kubelet's live view: read {_when(now.wall, report.t)}; {long}",
-                 f"{mark}kubelet's live view (read {_when(now.wall, None)}): {short}"):
+                 f"{mark}kubelet's live view (read {_when(now.wall, None)}): {short}",
+                 f"{mark}kubelet's live view: {short}"):  # the time is in the details below
         if len(text) <= width:
             break
     else:
-        text = f"{mark}kubelet's live view: {short}"  # the time is in the details below
+        text = f"{mark}kubelet's live view: {shortest}"
     return Line(text, "warn" if mark else "")
+
+
+def _differ(disagreements, named: int) -> tuple[str, str, str]:
+    """(long, short, shortest): how many containers differ, and where. kubelet is not said to disagree on a container
+    where only the kernel differs (its in-memory state and checkpoint agree: STATE_CGROUP_DRIFT's, not
+    PODRESOURCES_DISAGREES')."""
+    cpu = [d for d in disagreements if d.what == "cpus"]
+    kernel = sum(d.checkpoint is not None and d.kernel is not None and d.podresources == d.checkpoint for d in cpu)
+    devs = len(disagreements) - len(cpu)
+    long = short = shortest = ""
+    if cpu:
+        n, verb = len(cpu), "differs" if len(cpu) == 1 else "differ"
+        of = f" of the {named}" if n <= named else ""
+        ctrs = f"container{_s(named if of else n)}"
+        where = [f"{n - kernel} where kubelet's in-memory state differs from its checkpoint" if n - kernel else "",
+                 f"{kernel} where only the kernel differs" if kernel else ""]
+        long = f"{n}{of} {ctrs} all three name {verb}: {', '.join(w for w in where if w)}"
+        shortest = f"{n}{of.replace(' the', '')} {ctrs} {verb}"
+        short = shortest + ("" if not kernel else ", only in the kernel" if kernel == n else f", {kernel} only in the kernel")
+    if devs:
+        long += f"{'; ' if cpu else ''}kubelet's in-memory state differs from its device checkpoint on {devs} container{_s(devs)}"
+        short += f", {devs} on devices" if cpu else f"{devs} container{_s(devs)} {'differs' if devs == 1 else 'differ'} on devices"
+        shortest += f", {devs} on devices" if cpu else f"{devs} on devices"
+    return long, short, shortest
 
 
 def _s(n: int) -> str:

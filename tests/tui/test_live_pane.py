@@ -123,10 +123,34 @@ def trade(tmp_path_factory):
     return asyncio.run(rounds(tmp_path_factory.mktemp("trade"), TRADE, risk_moved, 2, allocatable=range(2, 96)))
 
 
+# the user trial: "disagrees on 2 of 4 containers" counted gateway-5f/fix-gw, where kubelet's in-memory state and
+# its checkpoint agree and only the kernel differs: kubelet is not said to disagree there
+SAID = ("2 of the 4 containers all three name differ: 1 where kubelet's in-memory state differs from its checkpoint, "
+        "1 where only the kernel differs")
+SAID_SHORT = "2 of 4 containers differ, 1 only in the kernel"
+
+
+def test_only_the_kernel_differing_is_not_kubelet_disagreeing():
+    """Each kind counted where it is: only the kernel, kubelet's in-memory state against its checkpoint, devices."""
+    from pinscope.collectors.assemble.live import Disagreement
+    from pinscope.tui.presenter import _differ
+
+    def d(pr, cp, k, what="cpus"):
+        return Disagreement("u", "ns", "p", "c", what, frozenset(pr), cp and frozenset(cp), k and frozenset(k))
+
+    kernel, mem, dev = d({1}, {1}, {1, 2}), d({1}, {3}, {3}), d({"g0"}, {"g1"}, None, "example.com/gpu")
+    assert _differ([kernel], 4) == ("1 of the 4 containers all three name differs: 1 where only the kernel differs",
+                                    "1 of 4 containers differs, only in the kernel", "1 of 4 containers differs")
+    assert _differ([mem, kernel], 4)[0] == ("2 of the 4 containers all three name differ: 1 where kubelet's in-memory "
+                                            "state differs from its checkpoint, 1 where only the kernel differs")
+    assert "kernel" not in " ".join(_differ([mem], 4))
+    assert _differ([dev], 4)[1] == "1 container differs on devices"
+
+
 def test_a_disagreement_seen_once_is_said_as_such(trade):
     first = trade[0]
     line = live_summary(first, 200)
-    assert not line.text.startswith("▲") and "disagrees on 2 of the 4 containers all three name" in line.text, line
+    assert not line.text.startswith("▲") and SAID in line.text, line
     got = texts(live_lines(first, 78))
     at = got.index("  trading/risk-calc-2/risk")
     assert got[at + 1] == ("    kubelet's in-memory state differs from its checkpoint and the kernel; seen once: a finding if "
@@ -137,8 +161,8 @@ def test_a_held_disagreement_shows_the_three_sets_side_by_side(trade):
     held = trade[1]
     line = live_summary(held, 200)
     assert line.style == "warn" and line.text.startswith("▲ kubelet's live view: read "), line
-    assert line.text.endswith("disagrees on 2 of the 4 containers all three name"), line
-    assert live_summary(held, 76).text.endswith("disagrees on 2 of 4 containers")  # short: still one line
+    assert line.text.endswith(SAID), line
+    assert live_summary(held, 76).text.endswith(SAID_SHORT)  # short: still one line
     assert len(live_summary(held, 76).text) <= 76
     got = texts(live_lines(held, 78))
     at = got.index("▲ trading/risk-calc-2/risk")
@@ -171,7 +195,7 @@ def test_narrow_the_three_sets_stack_labelled(trade):
     rows = [x for x in got[at:at + 8] if x.startswith("    PodResources") or x.startswith("    checkpoint")
             or x.startswith("    cgroup")]
     assert rows == ["    PodResources  24-27,72-74,76", "    checkpoint    24-27,72-75", "    cgroup        24-27,72-75"]
-    assert live_summary(trade[1], 56).text == "▲ kubelet's live view: disagrees on 2 of 4 containers"
+    assert live_summary(trade[1], 56).text == "▲ kubelet's live view: 2 of 4 containers differ"
     assert got[1].startswith("  read ") and got[2] == "  on /var/lib/kubelet/pod-resources/kubelet.sock", got
 
 
@@ -316,7 +340,7 @@ async def test_the_pane_shows_a_held_disagreement_at_80x24(trade):
         await pilot.pause()
         assert isinstance(app.screen, FitScreen)
         shown = screen_lines(app)
-        assert any("▲ kubelet's live view (read " in ln and "disagrees on 2 of 4 containers" in ln for ln in shown), \
+        assert any("▲ kubelet's live view: " in ln and SAID_SHORT in ln for ln in shown), \
             "\n".join(shown)
         text = str(app.screen.query_one("#fit-text").render()).splitlines()
         risk = "\n".join(text[text.index("▲ trading/risk-calc-2/risk"):][:6])
