@@ -20,6 +20,7 @@ from .tuning import half_tuned, tuned
 
 _GPU_FAR = "GPU-3f6c2a9e-81d4-4b7a-9e0c-5a1d2b3c4d5e"
 _GPU_NEAR = "GPU-b2d8e4f1-6a3c-4e9b-8d7f-0c1e2a3b4c5d"
+_GPU_FREE = "GPU-7a1e9c3d-2b4f-4c6a-8e0d-1f3a5b7c9d2e"  # on NUMA 0, held by no pod: `fit --device` places one
 
 
 def demo_specs() -> list[NodeSpec]:
@@ -52,8 +53,9 @@ def demo_specs() -> list[NodeSpec]:
         # latency readiness half done: nohz_full on triton-0's 16-31 only, powersave, C6 left on the encoder's
         # 48-51, irqbalance running with no ban of its own (it then bans 16-31 only)
         extra_files=half_tuned(64, "16-31", "48-51"), other_tasks=[("irqbalance", 0, False)],
-        nvidia_gpus={_GPU_FAR: "0000:c1:00.0", _GPU_NEAR: "0000:81:00.0"},
-        pci_numa={"0000:c1:00.0": 3, "0000:81:00.0": 2},
+        nvidia_gpus={_GPU_FAR: "0000:c1:00.0", _GPU_NEAR: "0000:81:00.0", _GPU_FREE: "0000:01:00.0"},
+        pci_numa={"0000:c1:00.0": 3, "0000:81:00.0": 2, "0000:01:00.0": 0},
+        free_devices=[("nvidia.com/gpu", _GPU_FREE)],  # registered by the plugin (the device checkpoint names it)
         pods=[
             # a planted fault: triton-0's CPUs are on NUMA 1, its GPU on NUMA 3 (topologyManagerPolicy none)
             PodSpec("triton-0", "ml", containers=[CtrSpec("triton", cpus="16-31", busy=0.7, tasks=8,

@@ -72,5 +72,6 @@ def live_view(spec: NodeSpec, path: str, memory: dict[tuple[str, str], str]) -> 
             for uuid, pci in spec.nvidia_gpus.items()]
     seen = {(d.resource, i) for d in held for i in d.ids}
     free = [d for d in gpus if (d.resource, d.ids[0]) not in seen]
+    seen |= {(d.resource, d.ids[0]) for d in free}  # a free GPU is listed once, with its NUMA node
     free += [Device(res, (dev,), ()) for res, dev in spec.free_devices if (res, dev) not in seen]
     return LiveView(path, tuple(pods), alloc, tuple(held + free))

@@ -212,3 +212,15 @@ def test_bad_device_is_quoted_once_with_controls_made_visible():
     assert rc == 2 and out == "" and "\x1b" not in err
     assert "'a\\033[31mred=1' is not RESOURCE=COUNT" in err, err
     assert "\\\\" not in err, err
+
+
+def test_the_demo_shows_a_placement():
+    """The user trial: the demo held every GPU, so no placement line was ever seen; infer-epyc-64 has one free GPU on
+    NUMA 0 (registered in its device checkpoint, allocatable in kubelet's PodResources view): one is placed there."""
+    rc, out, _err = _run(["fit", "demo", "--cpus", "2", "--device", "nvidia.com/gpu=1"])
+    assert ("  nvidia.com/gpu=1: kubelet's device manager would take them from NUMA node 0 "
+            "(1 of GPU-7a1e9c3d-2b4f-4c6a-8e0d-1f3a5b7c9d2e)") in out.splitlines(), out
+    rc, out, _err = _run(["fit", "demo", "--cpus", "2", "--device", "nvidia.com/gpu=2", "--json"])
+    epyc = next(o for o in json.loads(out) if o["node"] == "infer-epyc-64")
+    assert epyc["error"]["message"].startswith("Allocate failed due to requested number of devices unavailable for "
+                                               "nvidia.com/gpu. Requested: 2, Available: 1")
