@@ -16,8 +16,9 @@ def binding_rows(app, screen) -> list[tuple[str, str, str]]:
     sources = [app, screen]
     sources += list(screen.walk_children()) if screen is not None else []
     for src in sources:
-        if src is not app and not type(src).__module__.startswith("pinscope.tui."):
-            continue  # Textual's own widgets (tables, inputs) carry their editing keys: not ours to list
+        owner = next((c for c in type(src).__mro__ if "BINDINGS" in vars(c)), type(src))
+        if src is not app and not owner.__module__.startswith("pinscope.tui."):
+            continue  # Textual's own widgets (tables, inputs; ours built on them) carry their editing keys
         for b in type(src).BINDINGS:
             if not isinstance(b, Binding) or not b.description:
                 continue
