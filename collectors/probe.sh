@@ -384,7 +384,8 @@ kd() { case ${1##*/} in .*) KUBEPODS_DOT=. ;; *) KUBEPODS_DOT="" ;; esac; }
 find_kubelet() {
   # the kubelet process: comm is "kubelet"; read with the read builtin (no fork). Anyone may name a process
   # "kubelet" (prctl PR_SET_NAME) and give it a --root-dir of their own: one whose status says it runs as
-  # another user than root is named and passed over; believed only when it is the only one (rootless kubelet)
+  # another user than root is named and passed over; believed only when it is the only one (rootless kubelet);
+  # one that has exited (a zombie) is skipped
   KPID=""
   kalt=""
   for d in "$ROOT_DIR"/proc/[0-9]*; do
@@ -393,9 +394,12 @@ find_kubelet() {
     read -r c < "$d/comm" 2>/dev/null
     [ "$c" = kubelet ] || continue
     u=""
+    st=""
     if [ -f "$d/status" ] && ! bad "$d/status"; then
-      while read -r k v _; do case $k in Uid:) u=$v; break ;; esac; done < "$d/status"
+      while read -r k v _; do case $k in State:) st=$v ;; Uid:) u=$v; break ;; esac; done < "$d/status"
     fi
+    # a kubelet that has exited and is not yet reaped (restarted, or a release switched): no argv, no files
+    [ "$st" = Z ] && continue
     if [ -z "$u" ] || [ "$u" = 0 ]; then KPID=${d##*/}; break; fi
     printf 'W%s\n' "process ${d##*/} is named kubelet but runs as uid $u: not taken for kubelet"
     [ -n "$kalt" ] || kalt=${d##*/}

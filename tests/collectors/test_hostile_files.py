@@ -288,6 +288,24 @@ def test_a_process_that_names_itself_kubelet_is_not_believed(tmp_path):
     assert any(c["role"] == "exclusive" for c in o["cpus"])
 
 
+def test_a_kubelet_that_has_exited_is_not_taken_for_the_running_one(tmp_path):
+    """A restarted kubelet: the old one, exited and not yet reaped (a zombie: its comm stays, its cmdline is
+    empty), sits before the new one in /proc. Taken for kubelet, its empty argv left the config unknown (seen on
+    the real node right after a release switch: `fit` said kubelet's configuration could not be read)."""
+    from nodes import dual_socket_intel
+
+    root = tmp_path / "node"
+    SimNode(dual_socket_intel(), root).write()
+    old = root / "proc/5"  # globbed before the running kubelet (700)
+    old.mkdir()
+    (old / "comm").write_text("kubelet\n")
+    (old / "status").write_text("Name:\tkubelet\nUmask:\t0022\nState:\tZ (zombie)\nUid:\t0\t0\t0\t0\n")
+    (old / "cmdline").write_bytes(b"")
+    o = read(root)
+    assert o["kubelet"]["pid"] == 700, o["kubelet"]
+    assert o["kubelet"]["cpu_manager_policy"] == "static", o["kubelet"]
+
+
 def test_a_pod_whose_log_directory_cannot_be_matched_is_not_drift(tmp_path):
     root = tmp_path / "node"
     SimNode(NodeSpec(hostname="n", cores=4, threads=1, reserved="0", pods=[
