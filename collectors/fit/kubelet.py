@@ -860,7 +860,7 @@ class TopologyManager:
             return best if best is not None else Hint(default, False)
         preferred = _preferred_merges(hints, default)
         # a preferred merge beats every unpreferred one: those need not be built when there is one
-        cands = preferred if any(h.mask for h in preferred) else _merged_permutations(hints, default)
+        cands = preferred if any(h.mask for h in preferred) else _unpreferred_merges(hints, default)
         for cand in cands:
             best = _compare(best, cand, best_np, cmp_masks)
         return best if best is not None else Hint(default, False)
@@ -883,6 +883,19 @@ def _preferred_merges(hints: list[list[Hint]], default: int) -> list[Hint]:
                 nxt.add(first)
         states = nxt
     return sorted((Hint(default if f is None else default & f, True) for f in states), key=lambda h: h.mask or 0)
+
+
+def _unpreferred_merges(hints: list[list[Hint]], default: int) -> list[Hint]:
+    """_merged_permutations where no preferred merge has a mask: a permutation whose merge is preferred then
+    counts no NUMA node (compare() passes it over), so the candidates are the distinct ANDs of one mask from
+    each provider (none: the default), each unpreferred; plain integers, not _merged_permutations' states."""
+    accs = {default}
+    for resource in hints:
+        masks = {h.mask for h in resource}
+        keep = None in masks
+        masks.discard(None)
+        accs = {a & m for a in accs for m in masks} | (accs if keep else set())
+    return [Hint(a, False) for a in sorted(accs) if a]
 
 
 def _merged_permutations(hints: list[list[Hint]], default: int) -> list[Hint]:
