@@ -891,9 +891,8 @@ def _unpreferred_merges(hints: list[list[Hint]], default: int) -> list[Hint]:
     each provider (none: the default), each unpreferred; plain integers, not _merged_permutations' states."""
     accs = {default}
     for resource in hints:
-        masks = {h.mask for h in resource}
-        keep = None in masks
-        masks.discard(None)
+        masks = {h.mask for h in resource if h.mask is not None}
+        keep = any(h.mask is None for h in resource)
         accs = {a & m for a in accs for m in masks} | (accs if keep else set())
     return [Hint(a, False) for a in sorted(accs) if a]
 
