@@ -18,7 +18,8 @@ from .active import checkpoint_uids, inactive_pods, said
 from .capacity import places
 from .combinations import admission_cost, slow_note
 from .devices import UNHEALTHY_UNSEEN, DeviceManager, checkpoint_case, device_answer, devices_case
-from .kubelet import DEFAULT_RELEASE, RELEASES, TOPOLOGY_AFFINITY_MESSAGE, Kubelet, KubeletError, cpuset_str
+from .kubelet import (DEFAULT_RELEASE, RELEASES, TOPOLOGY_AFFINITY_MESSAGE, Kubelet, KubeletError, cpuset_str,
+                      new_topology_manager)
 from .memory import memory_answer, with_memory
 
 # What no file on the node says, whatever pinscope reads.
@@ -309,8 +310,9 @@ def _shared_pool(ans: FitAnswer, snap, devices: dict[str, int] | None, live, ina
 
 def _devices_alone(ans: FitAnswer, snap, request: dict[str, int] | None, live, inactive: dict[str, str] | None) -> None:
     """No exclusive CPUs to place (cpuManagerPolicy none), yet kubelet's device manager (the topology manager's
-    provider still) refuses too many devices: from kubelet's PodResources view, or its checkpoint alone where that
-    is positive evidence (checkpoint_case). Nothing said otherwise (the CLI says no decision was predicted)."""
+    provider still) refuses too many devices, and under restricted or single-numa-node devices no NUMA node holds
+    as it prefers (_devices_admitted: from the PodResources view only, which says where the free ones are): from
+    kubelet's PodResources view, or its checkpoint alone where that is positive evidence (checkpoint_case). Nothing said otherwise (the CLI says no decision was predicted)."""
     if request is None:
         return
     reached = live is not None and not getattr(live, "error", None)
@@ -320,10 +322,12 @@ def _devices_alone(ans: FitAnswer, snap, request: dict[str, int] | None, live, i
         return
     m = DeviceManager.from_case(dev, [n.id for n in snap.topology.numa_nodes], release=ans.release)
     refused = m.refusals(request)
-    if not refused:
-        return
     tm = snap.kubelet.topology_manager_policy or "none"
-    if tm in ("restricted", "single-numa-node") and any(h == [] for h in m.hints(request).values()):
+    if reached and tm in ("restricted", "single-numa-node") and not _devices_admitted(snap, m, request, tm):
+        ans.error = {"kind": "TopologyAffinityError", "message": TOPOLOGY_AFFINITY_MESSAGE}
+    elif not refused:
+        return
+    elif tm in ("restricted", "single-numa-node") and any(h == [] for h in m.hints(request).values()):
         ans.error = {"kind": "TopologyAffinityError", "message": TOPOLOGY_AFFINITY_MESSAGE}
     else:
         ans.error = {"kind": "UnexpectedAdmissionError", "message": f"Allocate failed due to {refused[0]}, which is unexpected"}
@@ -334,6 +338,21 @@ def _devices_alone(ans: FitAnswer, snap, request: dict[str, int] | None, live, i
         ans.unknown.append("the devices' NUMA nodes (kubelet's PodResources API was not reached)")
 
 
+def _devices_admitted(snap, m: DeviceManager, request: dict[str, int], tm: str) -> bool:
+    """The topology manager's admission with the device manager its only provider of hints (cpuManagerPolicy none:
+    the CPU manager gives none; the memory manager's None policy none): its merge, as kubelet.py's. A configuration
+    kubelet would not start with is not this function's to judge: admitted."""
+    cfg = snap.kubelet
+    nodes = sorted(n.id for n in snap.topology.numa_nodes)
+    distances = {n.id: list(n.distances) for n in snap.topology.numa_nodes if n.distances}
+    try:
+        topo_m = new_topology_manager(nodes, tm, cfg.topology_manager_scope or "container",
+                                      dict(getattr(cfg, "topology_manager_policy_options", None) or {}), distances)
+    except KubeletError:
+        return True
+    return topo_m.merge([m.hints(request)])[1]
+
+
 def _from_checkpoint(case: dict, ans: FitAnswer, dev: dict, request: dict[str, int], why: str) -> dict[str, int]:
     """The device manager from its checkpoint alone (checkpoint_case: fewer registered devices free than asked, a
     refusal wherever they are): added to the case, their NUMA nodes said unknown. -> the request to place."""
@@ -342,6 +361,7 @@ def _from_checkpoint(case: dict, ans: FitAnswer, dev: dict, request: dict[str, i
             "devices than asked, which kubelet's device manager refuses; which NUMA nodes they are on is unknown")
     ans.devices = {"request": dict(request), "per_resource": {}, "note": note}
     ans.unknown.append(f"the devices' NUMA nodes ({note.split(':')[0]})")
+    ans.unknown.append("how many such containers fit one after another counts CPUs (and memory), not devices")
     aligned = any(n is not None for devs in dev["resources"].values() for n in devs.values())
     if case["tm_policy"] in ("restricted", "single-numa-node") and not aligned:
         ans.unknown.append(f"which refusal kubelet gives: where these devices carry NUMA nodes, topology manager "

@@ -154,6 +154,26 @@ def test_policy_none_still_refuses_too_many_devices(static_snap):
         assert one.error is None and "shared pool" in one.note
 
 
+@pytest.mark.parametrize("tm", ["restricted", "single-numa-node", "best-effort"])
+def test_policy_none_refuses_devices_no_numa_node_holds_under_an_aligning_topology_manager(static_snap, tm):
+    """cpuManagerPolicy none, GPUs g0, g1 on NUMA 0 (g0 held) and g2 on NUMA 1, 2 asked: enough are free, but only
+    across two nodes, where the narrowest would be one: the device manager's one hint is unpreferred, and kubelet's
+    topology manager (a provider's hints still merged with none from the CPU manager) refuses under restricted and
+    single-numa-node (TopologyAffinityError); best-effort admits. It was "fits" for all three."""
+    import dataclasses
+
+    snap = dataclasses.replace(static_snap, kubelet=dataclasses.replace(
+        static_snap.kubelet, cpu_manager_policy="none", topology_manager_policy=tm))
+    held = LivePod("ns", "p", (LiveContainer("c", frozenset(), (Device("example.com/gpu", ("g0",), (0,)),)),))
+    live = _live(Device("example.com/gpu", ("g0", "g1"), (0,)), Device("example.com/gpu", ("g2",), (1,)), pods=[held])
+    ans = predict(snap, 2, devices={"example.com/gpu": 2}, live=live, count=False)
+    if tm == "best-effort":
+        assert ans.error is None and "shared pool" in ans.note, ans.as_json()
+    else:
+        assert ans.error == {"kind": "TopologyAffinityError", "message": "Resources cannot be allocated with Topology "
+                             "locality"}, ans.as_json()
+
+
 def test_device_without_topology_has_no_preference(static_snap):
     plain = predict(static_snap, 2, count=False)
     ans = predict(static_snap, 2, devices={"example.com/nic": 1}, live=_live(Device("example.com/nic", ("n0",), ())),
